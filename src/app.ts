@@ -1,0 +1,47 @@
+import { fileURLToPath } from 'node:url';
+import express, { type Express } from 'express';
+import { authRoutes } from './auth/authRoutes.js';
+import type { MigrationFile } from './db/migrate.js';
+import type { Pool } from './db/pool.js';
+import { NotFoundError } from './errors/appError.js';
+import { healthRoutes } from './health/healthRoutes.js';
+import type { OidcClient } from './oauth/oauthClient.js';
+import type { Clock } from './shared/clock.js';
+import type { Logger } from './shared/logger.js';
+import { errorHandler, requestId } from './web/middleware/requestContext.js';
+import { securityHeaders } from './web/middleware/security.js';
+import type { Render } from './web/render.js';
+import { webRoutes } from './web/webRoutes.js';
+
+export interface AppDeps {
+  pool: Pool;
+  logger: Logger;
+  clock: Clock;
+  render: Render;
+  oidc: OidcClient;
+  migrations: MigrationFile[];
+  publicUrl: URL;
+  mcpResourceUrl: string;
+  sessionTtlSeconds: number;
+}
+
+const publicDir = fileURLToPath(new URL('../public/', import.meta.url));
+
+/** The broker's HTTP application. Every dependency arrives here; nothing is constructed. */
+export function createApp(deps: AppDeps): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', false);
+  app.set('query parser', 'simple');
+
+  app.use(requestId());
+  app.use(securityHeaders());
+  app.use(healthRoutes(deps));
+  app.use('/static', express.static(publicDir, { index: false, fallthrough: false, maxAge: '1h' }));
+  app.use(authRoutes({ ...deps, callbackUrl: new URL('/auth/callback', deps.publicUrl).href }));
+  app.use(webRoutes(deps));
+
+  app.use((_req, _res, next) => next(new NotFoundError('There is no page here.')));
+  app.use(errorHandler(deps));
+  return app;
+}

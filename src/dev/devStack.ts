@@ -1,0 +1,125 @@
+import { join } from 'node:path';
+import { DEV_TOKEN_CLIENT_ID, DEV_TOKEN_REDIRECT_URI } from '../cli/devToken.js';
+import { listenHttps, type RunningServer, type TlsPair } from '../runtime/httpsServer.js';
+import type { Logger } from '../shared/logger.js';
+import type { Render } from '../web/render.js';
+import { toPublicJwks } from './devAuthKeys.js';
+import { createDevAuthServer } from './devAuthServer.js';
+import { openFileAdapter } from './devProviderAdapter.js';
+import type { DevSecrets } from './devSecrets.js';
+import { createReportApi } from './reportApi.js';
+import { openReportStore } from './reportStore.js';
+
+export interface DevStackOptions {
+  host: string;
+  idpPort: number;
+  reportsPort: number;
+  tls: TlsPair;
+  secrets: DevSecrets;
+  /** The broker's public URL, for its redirect URIs; its MCP resource URL is the IdP's token audience. */
+  brokerPublicUrl: URL;
+  mcpResourceUrl: string;
+  /** Where the Report Service keeps its reports; in memory when absent. */
+  dataDir: string | undefined;
+  render: Render;
+  logger: Logger;
+}
+
+export interface DevStack {
+  idp: { issuer: string; brokerClientId: string };
+  reports: { issuer: string; apiUrl: string; brokerClientId: string };
+  close(graceMs: number): Promise<void>;
+}
+
+export const BROKER_IDP_CLIENT_ID = 'connect-broker';
+export const BROKER_REPORTS_CLIENT_ID = 'connect-broker';
+
+/**
+ * The development identity provider and the demo Report Service, each a real
+ * OAuth server on its own HTTPS port. The servers listen first so that the
+ * issuer URLs carry the real ports (port 0 in tests).
+ */
+export async function startDevStack(options: DevStackOptions): Promise<DevStack> {
+  const { secrets, brokerPublicUrl } = options;
+  let idpHandler: RunningHandler = notReady;
+  let reportsHandler: RunningHandler = notReady;
+  const started: RunningServer[] = [];
+  try {
+    const idpServer = await listenHttps(options.tls, (req, res) => idpHandler(req, res), options.host, options.idpPort, 'development identity provider');
+    started.push(idpServer);
+    const reportsServer = await listenHttps(options.tls, (req, res) => reportsHandler(req, res), options.host, options.reportsPort, 'Report Service');
+    started.push(reportsServer);
+
+    // Issuers are named by the host the broker is reached on, not the listen address (0.0.0.0 in a container).
+    const publicHost = brokerPublicUrl.hostname;
+    const idpIssuer = `https://${publicHost}:${idpServer.port}`;
+    const reportsIssuer = `https://${publicHost}:${reportsServer.port}`;
+    const apiUrl = `${reportsIssuer}/api`;
+
+    idpHandler = createDevAuthServer({
+      issuer: idpIssuer,
+      brand: 'Development identity provider',
+      cookiePrefix: 'idp',
+      keys: secrets.idp,
+      clients: [
+        {
+          clientId: BROKER_IDP_CLIENT_ID,
+          clientSecret: secrets.brokerIdpClientSecret,
+          name: 'Connect Broker',
+          redirectUris: [new URL('/auth/callback', brokerPublicUrl).href],
+          postLogoutRedirectUris: [new URL('/', brokerPublicUrl).href],
+        },
+        { clientId: DEV_TOKEN_CLIENT_ID, public: true, name: 'broker dev-token', redirectUris: [DEV_TOKEN_REDIRECT_URI], grantTypes: ['authorization_code'] },
+      ],
+      resources: [{ identifier: options.mcpResourceUrl, scope: 'mcp', accessTokenTtlSeconds: 3600 }],
+      subjectOf: (login) => login,
+      consent: 'implicit',
+      // Grants and refresh tokens survive a restart, as a real provider's would.
+      ...(options.dataDir ? { adapter: await openFileAdapter(join(options.dataDir, 'idp-provider.json')) } : {}),
+      render: options.render,
+      logger: options.logger.child({ server: 'idp' }),
+    }).handler;
+
+    const store = await openReportStore(options.dataDir ? { filePath: join(options.dataDir, 'report-service.json') } : {});
+    const reportsAuth = createDevAuthServer({
+      issuer: reportsIssuer,
+      brand: 'Report Service',
+      cookiePrefix: 'reports',
+      keys: secrets.reports,
+      clients: [
+        {
+          clientId: BROKER_REPORTS_CLIENT_ID,
+          clientSecret: secrets.brokerReportsClientSecret,
+          name: 'Connect Broker',
+          redirectUris: [new URL('/oauth/callback', brokerPublicUrl).href],
+        },
+      ],
+      resources: [{ identifier: apiUrl, scope: 'reports:read reports:write', accessTokenTtlSeconds: 600 }],
+      subjectOf: (login) => `rs-user-${login}`,
+      consent: 'prompt',
+      ...(options.dataDir ? { adapter: await openFileAdapter(join(options.dataDir, 'report-service-provider.json')) } : {}),
+      render: options.render,
+      logger: options.logger.child({ server: 'reports' }),
+      api: createReportApi({ issuer: reportsIssuer, audience: apiUrl, jwks: toPublicJwks(secrets.reports), store, logger: options.logger.child({ server: 'reports-api' }) }),
+    });
+    reportsHandler = reportsAuth.handler;
+
+    return {
+      idp: { issuer: idpIssuer, brokerClientId: BROKER_IDP_CLIENT_ID },
+      reports: { issuer: reportsIssuer, apiUrl, brokerClientId: BROKER_REPORTS_CLIENT_ID },
+      close: async (graceMs) => {
+        await Promise.all(started.map((s) => s.close(graceMs)));
+      },
+    };
+  } catch (err) {
+    await Promise.all(started.map((s) => s.close(0)));
+    throw err;
+  }
+}
+
+type RunningHandler = Parameters<typeof listenHttps>[1];
+
+const notReady: RunningHandler = (_req, res) => {
+  res.statusCode = 503;
+  res.end('starting');
+};

@@ -1,0 +1,32 @@
+import { timingSafeEqual } from 'node:crypto';
+
+/**
+ * Demo users of the development identity provider and the demo Report Service.
+ * Development only: the password is public (README) and the same for everyone.
+ */
+export const DEV_PASSWORD = 'connect-dev';
+
+export interface DevUser {
+  login: string;
+  name: string;
+  email: string;
+}
+
+export const devUsers: readonly DevUser[] = [
+  { login: 'alice', name: 'Alice Example', email: 'alice@example.test' },
+  { login: 'bob', name: 'Bob Example', email: 'bob@example.test' },
+  { login: 'mallory', name: 'Mallory Example', email: 'mallory@example.test' },
+];
+
+export function findDevUser(login: string): DevUser | undefined {
+  return devUsers.find((u) => u.login === login);
+}
+
+/** Checks a login and password in constant time for the password. */
+export function verifyDevCredentials(login: string, password: string): DevUser | undefined {
+  const user = findDevUser(login);
+  const given = Buffer.from(password);
+  const expected = Buffer.from(DEV_PASSWORD);
+  const ok = given.length === expected.length && timingSafeEqual(given, expected);
+  return user && ok ? user : undefined;
+}

@@ -1,0 +1,88 @@
+export const appErrorCodes = [
+  'invalid_input',
+  'unauthenticated',
+  'forbidden',
+  'not_found',
+  'invalid_transition',
+  'conflict',
+  'upstream_auth_failed',
+  'unavailable',
+  'internal',
+] as const;
+export type AppErrorCode = (typeof appErrorCodes)[number];
+
+export interface AppErrorOptions {
+  cause?: unknown;
+  /** Safe, structured data that may be shown to the caller. */
+  details?: Record<string, unknown>;
+  /** Overrides the default exposure of the code (see isExposedByDefault). */
+  expose?: boolean;
+}
+
+// Client-side problems are safe to describe; server-side ones never leave the process.
+function isExposedByDefault(code: AppErrorCode): boolean {
+  return code !== 'internal' && code !== 'upstream_auth_failed' && code !== 'unavailable';
+}
+
+/** The one error type the application throws. `cause` is always kept for the log. */
+export class AppError extends Error {
+  readonly code: AppErrorCode;
+  readonly expose: boolean;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(code: AppErrorCode, message: string, options: AppErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.expose = options.expose ?? isExposedByDefault(code);
+    this.details = options.details;
+  }
+}
+
+export class InvalidInputError extends AppError {
+  constructor(message: string, options?: AppErrorOptions) {
+    super('invalid_input', message, options);
+  }
+}
+
+export class UnauthenticatedError extends AppError {
+  constructor(message = 'Sign-in required.', options?: AppErrorOptions) {
+    super('unauthenticated', message, options);
+  }
+}
+
+export class ForbiddenError extends AppError {
+  constructor(message = 'Not allowed.', options?: AppErrorOptions) {
+    super('forbidden', message, options);
+  }
+}
+
+export class NotFoundError extends AppError {
+  constructor(message = 'Not found.', options?: AppErrorOptions) {
+    super('not_found', message, options);
+  }
+}
+
+export class ConflictError extends AppError {
+  constructor(message: string, options?: AppErrorOptions) {
+    super('conflict', message, options);
+  }
+}
+
+export class UpstreamAuthError extends AppError {
+  constructor(message: string, options?: AppErrorOptions) {
+    super('upstream_auth_failed', message, options);
+  }
+}
+
+export class UnavailableError extends AppError {
+  constructor(message: string, options?: AppErrorOptions) {
+    super('unavailable', message, options);
+  }
+}
+
+/** Anything that is not an AppError becomes an unexposed internal one, keeping the cause. */
+export function toAppError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  return new AppError('internal', 'Internal error.', { cause: err });
+}

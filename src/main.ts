@@ -1,0 +1,144 @@
+import { readFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { createApp } from './app.js';
+import { ConfigError, loadConfig, type Config } from './config/config.js';
+import { startEmbeddedPostgres } from './db/embeddedPostgres.js';
+import { migrate, readMigrations } from './db/migrate.js';
+import { createPool } from './db/pool.js';
+import { loadOrCreateDevSecrets } from './dev/devSecrets.js';
+import { startDevStack } from './dev/devStack.js';
+import { createOidcClient } from './oauth/oauthClient.js';
+import { banner, type BannerFacts } from './runtime/banner.js';
+import { listenHttps } from './runtime/httpsServer.js';
+import { AlreadyRunningError, acquireRunLock } from './runtime/runLock.js';
+import { systemClock } from './shared/clock.js';
+import { createFetch } from './shared/httpClient.js';
+import { createLogger, type Logger } from './shared/logger.js';
+import { Secret } from './shared/secret.js';
+import { loadOrCreateLocalTls, type TlsMaterial } from './tls/localCa.js';
+import { createRender } from './web/render.js';
+
+type Closer = { name: string; close: () => Promise<void> };
+
+// The composition root (style.md B1): the only file that builds real infrastructure.
+async function main(config: Readonly<Config>, logger: Logger, closers: Closer[]): Promise<void> {
+  const dev = config.mode !== 'production';
+  const lock = await acquireRunLock(config.dataDir);
+  closers.push({ name: 'run lock', close: lock.release });
+
+  const tls = dev ? await loadOrCreateLocalTls(join(config.dataDir, 'tls')) : await readTls(config);
+  const fetch = createFetch({ extraCaPems: tls.caPem ? [tls.caPem] : [] });
+  const render = createRender({ cache: !dev });
+
+  let databaseUrl = config.db.url;
+  let database = 'external Postgres (DATABASE_URL)';
+  if (!databaseUrl) {
+    const embedded = await startEmbeddedPostgres(join(config.dataDir, 'postgres'), logger.child({ component: 'postgres' }));
+    closers.push({ name: 'embedded Postgres', close: embedded.stop });
+    databaseUrl = embedded.url;
+    database = `embedded Postgres, data in ${resolve(config.dataDir, 'postgres')}`;
+  }
+  const pool = createPool({ url: databaseUrl, poolMax: config.db.poolMax }, logger);
+  closers.push({ name: 'database pool', close: () => pool.end() });
+  const applied = await migrate(pool);
+  if (applied.length > 0) logger.info({ applied }, 'migrations applied');
+
+  let issuer = config.oidc.issuer;
+  let clientSecret = config.oidc.clientSecret;
+  let devFacts: BannerFacts['dev'];
+  if (dev) {
+    const secrets = await loadOrCreateDevSecrets(config.dataDir);
+    const stack = await startDevStack({
+      host: config.http.host,
+      idpPort: config.dev.idpPort,
+      reportsPort: config.dev.reportsPort,
+      tls,
+      secrets,
+      brokerPublicUrl: config.http.publicUrl,
+      mcpResourceUrl: config.http.mcpResourceUrl,
+      dataDir: config.dataDir,
+      render,
+      logger,
+    });
+    closers.push({ name: 'development servers', close: () => stack.close(config.http.shutdownGraceMs) });
+    issuer ??= stack.idp.issuer;
+    clientSecret ??= new Secret(secrets.brokerIdpClientSecret);
+    devFacts = { reportsIssuer: stack.reports.issuer, reportsApiUrl: stack.reports.apiUrl, caFile: resolve(config.dataDir, 'tls', 'ca.pem') };
+  }
+  if (!issuer || !clientSecret) throw new ConfigError(['OIDC_ISSUER and OIDC_CLIENT_SECRET are required']);
+
+  const app = createApp({
+    pool,
+    logger,
+    clock: systemClock,
+    render,
+    oidc: createOidcClient({ issuer, clientId: config.oidc.clientId, clientSecret, fetch }),
+    migrations: await readMigrations(),
+    publicUrl: config.http.publicUrl,
+    mcpResourceUrl: config.http.mcpResourceUrl,
+    sessionTtlSeconds: config.session.ttlSeconds,
+  });
+  const server = await listenHttps(tls, app, config.http.host, config.http.port, 'broker');
+  closers.push({ name: 'broker HTTPS server', close: () => server.close(config.http.shutdownGraceMs) });
+
+  logger.info({ port: server.port, mode: config.mode }, 'broker listening');
+  process.stdout.write(banner({ publicUrl: config.http.publicUrl, mcpResourceUrl: config.http.mcpResourceUrl, issuer, database, ...(devFacts ? { dev: devFacts } : {}) }));
+}
+
+async function readTls(config: Readonly<Config>): Promise<TlsMaterial> {
+  const { certFile, keyFile, caFile } = config.tls;
+  if (!certFile || !keyFile) throw new ConfigError(['TLS_CERT_FILE and TLS_KEY_FILE are required']);
+  const [certPem, keyPem, caPem] = await Promise.all([readFile(certFile, 'utf8'), readFile(keyFile, 'utf8'), caFile ? readFile(caFile, 'utf8') : '']);
+  return { certPem, keyPem, caPem };
+}
+
+/** Closes in reverse order of opening: servers first (in-flight requests finish), the database last. */
+async function shutdown(closers: Closer[], logger: Logger): Promise<void> {
+  for (const closer of closers.reverse()) {
+    try {
+      await closer.close();
+    } catch (err) {
+      logger.error({ err }, `failed to stop ${closer.name}`);
+    }
+  }
+}
+
+function run(): void {
+  let config: Readonly<Config>;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(78); // EX_CONFIG
+  }
+  const logger = createLogger(config.log);
+  const closers: Closer[] = [];
+  let startup: Promise<void> = Promise.resolve();
+  let stopping: Promise<void> | undefined;
+  const stop = (signal: string, code: number) => {
+    if (stopping) {
+      logger.warn({ signal }, 'second signal: exiting now');
+      process.exit(1);
+    }
+    logger.info({ signal }, 'stopping: finishing in-flight requests');
+    // A signal during start-up waits for it to settle, so everything it opened is closed.
+    stopping = startup.catch(() => undefined).then(() => shutdown(closers, logger)).then(() => {
+      logger.info('stopped');
+      process.exit(code);
+    });
+  };
+  process.on('SIGINT', () => stop('SIGINT', 0));
+  process.on('SIGTERM', () => stop('SIGTERM', 0));
+
+  startup = main(config, logger, closers);
+  startup.catch(async (err: unknown) => {
+    if (stopping) return;
+    const expected = err instanceof AlreadyRunningError || err instanceof ConfigError;
+    if (expected) process.stderr.write(`broker: ${(err as Error).message}\n`);
+    else logger.fatal({ err }, 'start-up failed');
+    await shutdown(closers, logger);
+    process.exit(expected ? 78 : 1);
+  });
+}
+
+run();

@@ -1,0 +1,33 @@
+import * as client from 'openid-client';
+import { AppError, InvalidInputError, UnavailableError, UpstreamAuthError } from '../errors/appError.js';
+
+/**
+ * Every openid-client / oauth4webapi failure enters the application here
+ * (style.md B4.6). The cause is kept for the log; nothing the server sent is
+ * shown to the user, because error descriptions can echo request data.
+ */
+export function oauthErrorHandler(err: unknown): never {
+  if (err instanceof AppError) throw err;
+  if (err instanceof client.AuthorizationResponseError) {
+    // The authorization server redirected back with ?error= (e.g. the user denied).
+    throw new InvalidInputError(`The sign-in was not completed (${safeCode(err.error)}). Start again.`, { cause: err });
+  }
+  if (err instanceof client.ResponseBodyError) {
+    if (err.error === 'invalid_grant') {
+      throw new InvalidInputError('This sign-in response was already used or has expired. Start again.', { cause: err });
+    }
+    throw new UpstreamAuthError('The authorization server refused the request.', { cause: err });
+  }
+  if (err instanceof client.ClientError) {
+    throw new UpstreamAuthError('The authorization server response failed validation.', { cause: err });
+  }
+  if (err instanceof TypeError || (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError'))) {
+    throw new UnavailableError('The authorization server could not be reached.', { cause: err });
+  }
+  throw new AppError('internal', 'Internal error.', { cause: err });
+}
+
+// Error codes are a closed ASCII vocabulary (RFC 6749 §4.1.2.1); anything else is not echoed.
+function safeCode(code: string): string {
+  return /^[a-z_]{1,40}$/.test(code) ? code : 'error';
+}

@@ -1,0 +1,36 @@
+import { DEV_PASSWORD, devUsers } from '../dev/devUsers.js';
+
+export interface BannerFacts {
+  publicUrl: URL;
+  mcpResourceUrl: string;
+  issuer: string;
+  database: string;
+  dev?: { reportsIssuer: string; reportsApiUrl: string; caFile: string };
+}
+
+/** What `npm start` prints once everything listens: every URL served, and the demo users. */
+export function banner(facts: BannerFacts): string {
+  const base = facts.publicUrl.href.replace(/\/$/, '');
+  const lines = [
+    '',
+    'Connect Broker is running.',
+    `  Web app (sign-in)          ${base}/`,
+    `  MCP endpoint               ${facts.mcpResourceUrl}`,
+    `  Connect pages              ${base}/connect/…`,
+    `  Health                     ${base}/healthz  ${base}/readyz`,
+    `  Identity provider          ${facts.issuer}`,
+    `  Database                   ${facts.database}`,
+  ];
+  if (facts.dev) {
+    lines.push(
+      `  Report Service (OAuth)     ${facts.dev.reportsIssuer}`,
+      `  Report Service API         ${facts.dev.reportsApiUrl}/reports`,
+      `  Development CA             ${facts.dev.caFile}  (trust it, or accept the warning once per port)`,
+      '',
+      `Demo users: ${devUsers.map((u) => u.login).join(', ')}. Development password for all: ${DEV_PASSWORD}`,
+      'MCP access token:  npm run broker -- dev-token --user alice',
+    );
+  }
+  lines.push('Press Ctrl-C to stop.', '');
+  return lines.join('\n');
+}

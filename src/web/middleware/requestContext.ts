@@ -1,0 +1,41 @@
+import { randomUUID } from 'node:crypto';
+import type { ErrorRequestHandler, RequestHandler } from 'express';
+import { toHttp } from '../../errors/toHttp.js';
+import type { Logger } from '../../shared/logger.js';
+import type { Render } from '../render.js';
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    id: string;
+  }
+}
+
+/** Every request gets an id; it is echoed in `X-Request-Id` and in every error body. */
+export function requestId(): RequestHandler {
+  return (req, res, next) => {
+    req.id = randomUUID();
+    res.setHeader('X-Request-Id', req.id);
+    next();
+  };
+}
+
+/**
+ * The error handler, mounted last. Negotiates JSON or HTML like oidc-provider;
+ * unexposed errors are logged with their cause and answered generically.
+ */
+export function errorHandler(deps: { logger: Logger; render: Render }): ErrorRequestHandler {
+  return (err, req, res, _next) => {
+    const mapped = toHttp(err, req.id);
+    if (mapped.log) deps.logger.error({ err, requestId: req.id, path: req.path }, 'request failed');
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    res.status(mapped.status);
+    if (req.accepts(['json', 'html']) === 'html') {
+      res.type('html').send(deps.render('error', { title: 'Something went wrong', ...mapped.body, status: mapped.status }));
+    } else {
+      res.json(mapped.body);
+    }
+  };
+}

@@ -1,0 +1,81 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config/config.js';
+
+const key = Buffer.alloc(32, 7).toString('base64url');
+const production = {
+  NODE_ENV: 'production',
+  PUBLIC_URL: 'https://broker.example.com',
+  OIDC_ISSUER: 'https://login.example.com',
+  OIDC_CLIENT_ID: 'connect-broker',
+  OIDC_CLIENT_SECRET: 'client-secret-canary',
+  SECRET_KEYS: `k1:${key}`,
+  DATABASE_URL: 'postgres://broker:pw@db.example.com:5432/broker',
+  TLS_CERT_FILE: '/etc/broker/tls.pem',
+  TLS_KEY_FILE: '/etc/broker/tls-key.pem',
+};
+
+function problemsOf(env: Record<string, string>): string[] {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as ConfigError).problems;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('loadConfig', () => {
+  it('runs with no configuration in development, on https://127.0.0.1:8443', () => {
+    const config = loadConfig({});
+    expect(config.mode).toBe('development');
+    expect(config.http.publicUrl.href).toBe('https://127.0.0.1:8443/');
+    expect(config.http.mcpResourceUrl).toBe('https://127.0.0.1:8443/mcp');
+    expect(config.db.url).toBeUndefined();
+    expect(config.dev).toEqual({ idpPort: 8444, reportsPort: 8445 });
+    expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it('lets PORT move the broker and the development servers beside it', () => {
+    const config = loadConfig({ PORT: '9443' });
+    expect(config.http.publicUrl.href).toBe('https://127.0.0.1:9443/');
+    expect(config.dev).toEqual({ idpPort: 9444, reportsPort: 9445 });
+  });
+
+  it('reports every invalid variable together', () => {
+    const problems = problemsOf({ PORT: 'eighty', PUBLIC_URL: 'http://broker.example.com', DATABASE_URL: 'mysql://x', SECRET_KEYS: 'k1:short', LOG_LEVEL: 'loud' });
+    expect(problems.map((p) => p.split(':')[0])).toEqual(['PORT', 'PUBLIC_URL', 'DATABASE_URL', 'SECRET_KEYS', 'LOG_LEVEL']);
+  });
+
+  it('accepts a complete production configuration', () => {
+    const config = loadConfig(production);
+    expect(config.mode).toBe('production');
+    expect(config.secretKeys?.map((k) => k.kid)).toEqual(['k1']);
+  });
+
+  it('refuses production without an https PUBLIC_URL, an external issuer and explicit key material', () => {
+    const problems = problemsOf({ NODE_ENV: 'production' });
+    for (const name of ['PUBLIC_URL', 'OIDC_ISSUER', 'OIDC_CLIENT_SECRET', 'SECRET_KEYS', 'DATABASE_URL', 'TLS_CERT_FILE', 'TLS_KEY_FILE']) {
+      expect(problems.some((p) => p.startsWith(`${name}:`)), name).toBe(true);
+    }
+  });
+
+  it('refuses a plain-http public URL and a loopback issuer in production', () => {
+    const problems = problemsOf({ ...production, PUBLIC_URL: 'http://broker.example.com', OIDC_ISSUER: 'https://127.0.0.1:8444' });
+    expect(problems).toEqual([expect.stringMatching(/^PUBLIC_URL: must be an https/), expect.stringMatching(/^OIDC_ISSUER: must be an external issuer/)]);
+  });
+
+  it('lists problems of both kinds in one error', () => {
+    const problems = problemsOf({ NODE_ENV: 'production', PORT: '-1' });
+    expect(problems[0]).toMatch(/^PORT:/);
+    expect(problems.some((p) => p.startsWith('SECRET_KEYS:'))).toBe(true);
+  });
+
+  it('never shows secrets when the config is printed', () => {
+    const config = loadConfig(production);
+    const printed = JSON.stringify(config) + String(config.oidc.clientSecret);
+    expect(printed).not.toContain('client-secret-canary');
+    expect(printed).not.toContain(key);
+    expect(printed).not.toContain('pw@');
+    expect(config.oidc.clientSecret?.reveal()).toBe('client-secret-canary');
+  });
+});

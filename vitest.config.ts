@@ -1,0 +1,30 @@
+import { defineConfig } from 'vitest/config';
+
+// Two tiers, told apart by file name (style.md B11.1): unit tests do no I/O;
+// integration tests use real Postgres (embedded, or DATABASE_URL), real HTTPS
+// servers on port 0 and real OAuth servers. Network is off in both except
+// loopback (test/support/setupNetwork.ts).
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: ['test/**/*.test.ts'],
+          exclude: ['test/**/*.int.test.ts'],
+          setupFiles: ['test/support/setupNetwork.ts'],
+        },
+      },
+      {
+        test: {
+          name: 'int',
+          include: ['test/**/*.int.test.ts'],
+          setupFiles: ['test/support/setupNetwork.ts'],
+          globalSetup: ['test/support/globalDb.ts'],
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
+        },
+      },
+    ],
+  },
+});
