@@ -11,7 +11,7 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/**/*.int.test.ts'],
+          exclude: ['test/**/*.int.test.ts', 'test/**/*.browser.test.ts'],
           setupFiles: ['test/support/setupNetwork.ts'],
         },
       },
@@ -22,6 +22,18 @@ export default defineConfig({
           setupFiles: ['test/support/setupNetwork.ts'],
           globalSetup: ['test/support/globalDb.ts'],
           testTimeout: 30_000,
+          hookTimeout: 60_000,
+        },
+      },
+      {
+        // Real Chromium (Debian's /usr/bin/chromium, installed by .ci/run);
+        // run with `npm run test:browser`, not part of `npm test`.
+        test: {
+          name: 'browser',
+          include: ['test/**/*.browser.test.ts'],
+          setupFiles: ['test/support/setupNetwork.ts'],
+          globalSetup: ['test/support/globalDb.ts'],
+          testTimeout: 60_000,
           hookTimeout: 60_000,
         },
       },

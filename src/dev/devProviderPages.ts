@@ -70,7 +70,7 @@ export function providerHeaders(formActionOrigins: readonly string[]): HeadersMi
   return async (ctx, next) => {
     ctx.set('Content-Security-Policy', csp);
     ctx.set('X-Content-Type-Options', 'nosniff');
-    ctx.set('Referrer-Policy', 'no-referrer');
+    ctx.set('Referrer-Policy', 'same-origin');
     ctx.set('Strict-Transport-Security', 'max-age=31536000');
     await next();
     const written = ctx.response.get('content-security-policy');

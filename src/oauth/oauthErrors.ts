@@ -18,13 +18,25 @@ export function oauthErrorHandler(err: unknown): never {
     }
     throw new UpstreamAuthError('The authorization server refused the request.', { cause: err });
   }
+  if (err instanceof client.ClientError && isNetworkFailure(err.cause)) {
+    throw new UnavailableError('The authorization server could not be reached.', { cause: err });
+  }
   if (err instanceof client.ClientError) {
     throw new UpstreamAuthError('The authorization server response failed validation.', { cause: err });
   }
-  if (err instanceof TypeError || (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError'))) {
+  if (isNetworkFailure(err)) {
     throw new UnavailableError('The authorization server could not be reached.', { cause: err });
   }
   throw new AppError('internal', 'Internal error.', { cause: err });
+}
+
+// fetch rejects with a TypeError when it cannot connect, with these names on a
+// timeout, and interceptors (nock) reject with a system error code.
+function isNetworkFailure(err: unknown): boolean {
+  if (err instanceof TypeError) return true;
+  if (!(err instanceof Error)) return false;
+  const code = (err as NodeJS.ErrnoException).code;
+  return err.name === 'TimeoutError' || err.name === 'AbortError' || (typeof code === 'string' && /^E[A-Z]+$/.test(code));
 }
 
 // Error codes are a closed ASCII vocabulary (RFC 6749 §4.1.2.1); anything else is not echoed.

@@ -14,6 +14,14 @@ describe('browser sign-in', () => {
     await stack?.close();
   });
 
+  // Runs last: everything above signed people in and out.
+  afterAll(() => {
+    const all = stack.logs.join('');
+    expect(all).not.toMatch(/eyJ[\w-]+\.eyJ/); // no ID or access token
+    expect(all).not.toContain(stack.secrets.brokerIdpClientSecret);
+    expect(all).not.toContain(DEV_PASSWORD);
+  });
+
   const newBrowser = (): TestBrowser => createTestBrowser({ fetch: stack.fetch });
   const atCallback = (url: URL) => url.pathname === '/auth/callback';
 

@@ -1,4 +1,5 @@
 import { mkdtemp, rm } from 'node:fs/promises';
+import { Writable } from 'node:stream';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RequestListener } from 'node:http';
@@ -25,6 +26,8 @@ export interface BrokerStack {
   secrets: DevSecrets;
   db: TestDb;
   tls: TlsMaterial;
+  /** Every log line the broker and the development servers wrote (debug level). */
+  logs: string[];
   /** A fetch that trusts the stack's CA. */
   fetch: Fetch;
   close(): Promise<void>;
@@ -40,7 +43,16 @@ export async function startBrokerStack(options: { clock?: Clock; sessionTtlSecon
   const secrets = await loadOrCreateDevSecrets(dir);
   const fetch = createFetch({ extraCaPems: [tls.caPem] });
   const render = createRender({ cache: false });
-  const logger = createLogger({ level: 'silent' });
+  const logs: string[] = [];
+  const logger = createLogger(
+    { level: 'debug' },
+    new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        logs.push(chunk.toString('utf8'));
+        done();
+      },
+    }),
+  );
   const db = await createTestDb();
 
   let handler: RequestListener = (_req, res) => res.writeHead(503).end();
@@ -79,6 +91,7 @@ export async function startBrokerStack(options: { clock?: Clock; sessionTtlSecon
     secrets,
     db,
     tls,
+    logs,
     fetch,
     async close() {
       await broker.close(0);
