@@ -82,7 +82,7 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
   closers.push({ name: 'broker HTTPS server', close: () => server.close(config.http.shutdownGraceMs) });
 
   logger.info({ port: server.port, mode: config.mode }, 'broker listening');
-  process.stdout.write(banner({ publicUrl: config.http.publicUrl, mcpResourceUrl: config.http.mcpResourceUrl, issuer, database, ...(devFacts ? { dev: devFacts } : {}) }));
+  process.stdout.write(banner({ publicUrl: config.http.publicUrl, mcpResourceUrl: config.http.mcpResourceUrl, mcpServed: false, issuer, database, ...(devFacts ? { dev: devFacts } : {}) }));
 }
 
 async function readTls(config: Readonly<Config>): Promise<TlsMaterial> {

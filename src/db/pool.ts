@@ -17,14 +17,14 @@ export interface PoolConfig {
 
 /** The one pool factory: bounded statements and a recognisable application_name. */
 export function createPool(config: PoolConfig, logger: Logger): pg.Pool {
-  const options = [`-c statement_timeout=${config.statementTimeoutMs ?? 15_000}`];
   if (config.schema !== undefined && !/^[a-z_][a-z0-9_]*$/.test(config.schema)) throw new Error('invalid schema name');
-  if (config.schema) options.push(`-c search_path=${config.schema}`);
   const pool = new pg.Pool({
     connectionString: config.url.reveal(),
     max: config.poolMax,
     application_name: 'connect-broker',
-    options: options.join(' '),
+    statement_timeout: config.statementTimeoutMs ?? 15_000,
+    // Only tests set a schema; otherwise `options` in DATABASE_URL (e.g. a search_path) is kept.
+    ...(config.schema ? { options: `-c search_path=${config.schema}` } : {}),
     connectionTimeoutMillis: 10_000,
     idleTimeoutMillis: 30_000,
   });

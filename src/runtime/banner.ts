@@ -5,6 +5,8 @@ export interface BannerFacts {
   mcpResourceUrl: string;
   issuer: string;
   database: string;
+  /** False until the MCP endpoint and connect pages are mounted. */
+  mcpServed: boolean;
   dev?: { reportsIssuer: string; reportsApiUrl: string; caFile: string };
 }
 
@@ -15,8 +17,8 @@ export function banner(facts: BannerFacts): string {
     '',
     'Connect Broker is running.',
     `  Web app (sign-in)          ${base}/`,
-    `  MCP endpoint               ${facts.mcpResourceUrl}`,
-    `  Connect pages              ${base}/connect/…`,
+    `  MCP endpoint               ${facts.mcpResourceUrl}${facts.mcpServed ? '' : '  (not served yet)'}`,
+    `  Connect pages              ${base}/connect/…${facts.mcpServed ? '' : '  (not served yet)'}`,
     `  Health                     ${base}/healthz  ${base}/readyz`,
     `  Identity provider          ${facts.issuer}`,
     `  Database                   ${facts.database}`,

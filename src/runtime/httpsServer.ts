@@ -35,8 +35,10 @@ export async function listenHttps(tls: TlsPair, handler: RequestListener, host: 
 
 async function closeGracefully(server: Server, graceMs: number): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-  server.closeIdleConnections();
+  // A keep-alive connection becomes idle when its last request finishes; close it then, not at its timeout.
+  const sweep = setInterval(() => server.closeIdleConnections(), 50);
   const timer = setTimeout(() => server.closeAllConnections(), graceMs);
   await closed;
+  clearInterval(sweep);
   clearTimeout(timer);
 }

@@ -1,0 +1,59 @@
+import { existsSync } from 'node:fs';
+import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createFetch } from '../../src/shared/httpClient.js';
+import { freePorts, runTs, type BrokerProcess } from '../support/brokerProcess.js';
+
+// DATABASE_URL switches to an external server: nothing embedded starts, and
+// the migrations land in the database (here: a fresh schema chosen through
+// the URL's `options`, on the run's Postgres — the machine's own in CI's second pass).
+describe('npm start with DATABASE_URL', () => {
+  const schema = `ext_${Math.random().toString(36).slice(2, 10)}`;
+  let dataDir: string;
+  let broker: BrokerProcess | undefined;
+  let admin: pg.Client;
+
+  beforeAll(async () => {
+    admin = new pg.Client({ connectionString: inject('databaseUrl') });
+    await admin.connect();
+    await admin.query(`CREATE SCHEMA ${schema}`);
+    dataDir = await mkdtemp(join(tmpdir(), 'broker-ext-'));
+    await chmod(dataDir, 0o711);
+  });
+  afterAll(async () => {
+    if (broker && broker.child.exitCode === null) broker.child.kill('SIGKILL');
+    await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+    await admin.end();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('starts no embedded Postgres and applies the migrations to the external server', async () => {
+    const url = new URL(inject('databaseUrl'));
+    url.searchParams.set('options', `-c search_path=${schema}`);
+    const ports = await freePorts(3);
+    broker = runTs('src/main.ts', [], {
+      DATA_DIR: dataDir,
+      DATABASE_URL: url.href,
+      PORT: String(ports[0]),
+      DEV_IDP_PORT: String(ports[1]),
+      DEV_REPORTS_PORT: String(ports[2]),
+      LOG_LEVEL: 'warn',
+    });
+    await broker.waitFor('Connect Broker is running.');
+    expect(broker.output()).toContain('external Postgres (DATABASE_URL)');
+    expect(broker.output()).not.toContain(url.password || 'no-password-in-url');
+    expect(existsSync(join(dataDir, 'postgres'))).toBe(false);
+
+    const fetch = createFetch({ extraCaPems: [await readFile(join(dataDir, 'tls', 'ca.pem'), 'utf8')] });
+    const ready = await fetch(`https://127.0.0.1:${ports[0]}/readyz`);
+    expect(await ready.json()).toMatchObject({ status: 'ready', migrations: { current: true } });
+    const { rows } = await admin.query(`SELECT count(*)::int AS n FROM ${schema}.schema_migrations`);
+    expect(rows[0].n).toBeGreaterThan(0);
+
+    broker.child.kill('SIGTERM');
+    expect(await broker.exited).toEqual({ code: 0, signal: null });
+  });
+});
