@@ -5,6 +5,7 @@ import type { MigrationFile } from './db/migrate.js';
 import type { Pool } from './db/pool.js';
 import { NotFoundError } from './errors/appError.js';
 import { healthRoutes } from './health/healthRoutes.js';
+import { protectedResourceRoutes } from './mcp/protectedResourceRoutes.js';
 import type { OidcClient } from './oauth/oauthClient.js';
 import type { Clock } from './shared/clock.js';
 import type { Logger } from './shared/logger.js';
@@ -23,6 +24,8 @@ export interface AppDeps {
   publicUrl: URL;
   mcpResourceUrl: string;
   sessionTtlSeconds: number;
+  /** For the protected resource metadata of the MCP endpoint. */
+  mcp: { issuer: string; scope: string };
 }
 
 const publicDir = fileURLToPath(new URL('../public/', import.meta.url));
@@ -37,6 +40,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(requestId());
   app.use(securityHeaders());
   app.use(healthRoutes(deps));
+  app.use(protectedResourceRoutes({ mcpResourceUrl: deps.mcpResourceUrl, issuer: deps.mcp.issuer, scope: deps.mcp.scope }));
   app.use('/static', express.static(publicDir, { index: false, fallthrough: false, maxAge: '1h' }));
   app.use(authRoutes({ ...deps, callbackUrl: new URL('/auth/callback', deps.publicUrl).href }));
   app.use(webRoutes(deps));

@@ -1,10 +1,11 @@
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { createApp } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config/config.js';
 import { startEmbeddedPostgres } from './db/embeddedPostgres.js';
 import { migrate, readMigrations } from './db/migrate.js';
 import { createPool } from './db/pool.js';
+import { seedDevelopmentData } from './dev/devSeed.js';
 import { loadOrCreateDevSecrets } from './dev/devSecrets.js';
 import { startDevStack } from './dev/devStack.js';
 import { createOidcClient } from './oauth/oauthClient.js';
@@ -17,6 +18,7 @@ import { createLogger, type Logger } from './shared/logger.js';
 import { Secret } from './shared/secret.js';
 import { loadOrCreateLocalTls, type TlsMaterial } from './tls/localCa.js';
 import { createRender } from './web/render.js';
+import { ANONYMOUS_PRINCIPAL, createServerListener } from './server.js';
 
 type Closer = { name: string; close: () => Promise<void> };
 
@@ -45,6 +47,7 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
 
   let issuer = config.oidc.issuer;
   let clientSecret = config.oidc.clientSecret;
+  let secretKeys = config.secretKeys;
   let devFacts: BannerFacts['dev'];
   if (dev) {
     const secrets = await loadOrCreateDevSecrets(config.dataDir);
@@ -63,11 +66,15 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     closers.push({ name: 'development servers', close: () => stack.close(config.http.shutdownGraceMs) });
     issuer ??= stack.idp.issuer;
     clientSecret ??= new Secret(secrets.brokerIdpClientSecret);
+    secretKeys ??= secrets.secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) }));
     devFacts = { reportsIssuer: stack.reports.issuer, reportsApiUrl: stack.reports.apiUrl, caFile: resolve(config.dataDir, 'tls', 'ca.pem') };
   }
   if (!issuer || !clientSecret) throw new ConfigError(['OIDC_ISSUER and OIDC_CLIENT_SECRET are required']);
 
-  const app = createApp({
+  if (!secretKeys) throw new ConfigError(['SECRET_KEYS is required']);
+  if (dev) await seedDevelopmentData(pool, issuer);
+
+  const listener = createServerListener({
     pool,
     logger,
     clock: systemClock,
@@ -77,12 +84,26 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     publicUrl: config.http.publicUrl,
     mcpResourceUrl: config.http.mcpResourceUrl,
     sessionTtlSeconds: config.session.ttlSeconds,
+    issuer,
+    fetch,
+    secretKeys,
+    mcpScope: config.mcp.requiredScope,
+    anonymousPrincipal: config.mcp.allowAnonymous ? ANONYMOUS_PRINCIPAL : undefined,
+    version: packageVersion(),
   });
-  const server = await listenHttps(tls, app, config.http.host, config.http.port, 'broker');
+  const server = await listenHttps(tls, listener, config.http.host, config.http.port, 'broker');
   closers.push({ name: 'broker HTTPS server', close: () => server.close(config.http.shutdownGraceMs) });
 
   logger.info({ port: server.port, mode: config.mode }, 'broker listening');
-  process.stdout.write(banner({ publicUrl: config.http.publicUrl, mcpResourceUrl: config.http.mcpResourceUrl, mcpServed: false, issuer, database, ...(devFacts ? { dev: devFacts } : {}) }));
+  if (config.mcp.allowAnonymous) {
+    logger.warn('MCP_ALLOW_ANONYMOUS=true: MCP requests without a bearer token are served as an anonymous principal (development, loopback only)');
+  }
+  process.stdout.write(banner({ publicUrl: config.http.publicUrl, mcpResourceUrl: config.http.mcpResourceUrl, anonymousMcp: config.mcp.allowAnonymous, issuer, database, ...(devFacts ? { dev: devFacts } : {}) }));
+}
+
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: unknown };
+  return typeof pkg.version === 'string' ? pkg.version : '0.0.0';
 }
 
 async function readTls(config: Readonly<Config>): Promise<TlsMaterial> {

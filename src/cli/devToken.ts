@@ -27,7 +27,7 @@ export async function fetchDevToken(request: DevTokenRequest): Promise<string> {
     client_id: DEV_TOKEN_CLIENT_ID,
     response_type: 'code',
     redirect_uri: DEV_TOKEN_REDIRECT_URI,
-    scope: 'openid',
+    scope: 'openid mcp',
     resource: request.resource,
     state,
     code_challenge: createHash('sha256').update(verifier).digest('base64url'),

@@ -44,6 +44,8 @@ const envSchema = z
     TLS_CA_FILE: optionalString,
     DEV_IDP_PORT: port.optional(),
     DEV_REPORTS_PORT: port.optional(),
+    MCP_SCOPE: z.string().trim().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, 'must be one scope token').default('mcp'),
+    MCP_ALLOW_ANONYMOUS: z.enum(['true', 'false']).default('false'),
     SESSION_TTL_SECONDS: z.coerce.number().int().min(60).max(30 * 24 * 3600).default(8 * 3600),
     SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(120_000).default(10_000),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -52,6 +54,10 @@ const envSchema = z
   // trust anchor and key must be given explicitly (issue #2, design §9).
   .superRefine(
     (env, ctx) => {
+    // Anonymous MCP calls exist for the conformance suite only: development, loopback.
+    if (env.MCP_ALLOW_ANONYMOUS === 'true' && (env.NODE_ENV === 'production' || !isLoopbackHost(env.HOST))) {
+      ctx.addIssue({ code: 'custom', path: ['MCP_ALLOW_ANONYMOUS'], message: 'is allowed only in development with HOST on loopback' });
+    }
     if (env.NODE_ENV !== 'production') return;
     const required = [
       ['PUBLIC_URL', 'an https PUBLIC_URL is required in production'],
@@ -87,6 +93,7 @@ export interface Config {
   tls: { certFile: string | undefined; keyFile: string | undefined; caFile: string | undefined };
   dev: { idpPort: number; reportsPort: number };
   session: { ttlSeconds: number };
+  mcp: { requiredScope: string; allowAnonymous: boolean };
   log: { level: string };
 }
 
@@ -123,8 +130,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     tls: { certFile: e.TLS_CERT_FILE, keyFile: e.TLS_KEY_FILE, caFile: e.TLS_CA_FILE },
     dev: { idpPort: e.DEV_IDP_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 1), reportsPort: e.DEV_REPORTS_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 2) },
     session: { ttlSeconds: e.SESSION_TTL_SECONDS },
+    mcp: { requiredScope: e.MCP_SCOPE, allowAnonymous: e.MCP_ALLOW_ANONYMOUS === 'true' },
     log: { level: e.LOG_LEVEL },
   });
+}
+
+function isLoopbackHost(host: string | undefined): boolean {
+  return host === 'localhost' || host === '::1' || (host ?? '').startsWith('127.');
 }
 
 function isLoopback(url: string): boolean {

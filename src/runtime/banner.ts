@@ -5,8 +5,8 @@ export interface BannerFacts {
   mcpResourceUrl: string;
   issuer: string;
   database: string;
-  /** False until the MCP endpoint and connect pages are mounted. */
-  mcpServed: boolean;
+  /** MCP_ALLOW_ANONYMOUS is on: said loudly. */
+  anonymousMcp: boolean;
   dev?: { reportsIssuer: string; reportsApiUrl: string; caFile: string };
 }
 
@@ -17,8 +17,9 @@ export function banner(facts: BannerFacts): string {
     '',
     'Connect Broker is running.',
     `  Web app (sign-in)          ${base}/`,
-    `  MCP endpoint               ${facts.mcpResourceUrl}${facts.mcpServed ? '' : '  (not served yet)'}`,
-    `  Connect pages              ${base}/connect/…${facts.mcpServed ? '' : '  (not served yet)'}`,
+    `  MCP endpoint               ${facts.mcpResourceUrl}  (MCP 2026-07-28, POST)`,
+    `  Protected resource meta    ${base}/.well-known/oauth-protected-resource/mcp`,
+    `  Connect pages              ${base}/connect/…  (not served yet)`,
     `  Health                     ${base}/healthz  ${base}/readyz`,
     `  Identity provider          ${facts.issuer}`,
     `  Database                   ${facts.database}`,
@@ -32,6 +33,9 @@ export function banner(facts: BannerFacts): string {
       `Demo users: ${devUsers.map((u) => u.login).join(', ')}. Development password for all: ${DEV_PASSWORD}`,
       'MCP access token:  npm run broker -- dev-token --user alice',
     );
+  }
+  if (facts.anonymousMcp) {
+    lines.push('', '!! MCP_ALLOW_ANONYMOUS=true: /mcp serves requests WITHOUT a bearer token as an anonymous principal.', '!! Development and loopback only; never expose this server.');
   }
   lines.push('Press Ctrl-C to stop.', '');
   return lines.join('\n');

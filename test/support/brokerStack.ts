@@ -3,8 +3,9 @@ import { Writable } from 'node:stream';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RequestListener } from 'node:http';
-import { createApp } from '../../src/app.js';
 import { readMigrations } from '../../src/db/migrate.js';
+import type { Pool } from '../../src/db/pool.js';
+import { seedDevelopmentData } from '../../src/dev/devSeed.js';
 import { loadOrCreateDevSecrets, type DevSecrets } from '../../src/dev/devSecrets.js';
 import { startDevStack, type DevStack } from '../../src/dev/devStack.js';
 import { createOidcClient } from '../../src/oauth/oauthClient.js';
@@ -14,12 +15,15 @@ import { createFetch, type Fetch } from '../../src/shared/httpClient.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { Secret } from '../../src/shared/secret.js';
 import { loadOrCreateLocalTls, type TlsMaterial } from '../../src/tls/localCa.js';
+import { ANONYMOUS_PRINCIPAL, createServerListener } from '../../src/server.js';
 import { createRender } from '../../src/web/render.js';
 import { createTestDb, type TestDb } from './testDb.js';
 
 export interface BrokerStack {
   /** e.g. https://127.0.0.1:40123 */
   brokerUrl: string;
+  /** A second broker instance on the same database and keys, on its own port (POST `${secondUrl}/mcp`). */
+  secondUrl: string;
   mcpResourceUrl: string;
   dev: DevStack;
   /** The stack's generated development secrets (client secrets, keys). */
@@ -37,7 +41,7 @@ export interface BrokerStack {
  * The broker as main.ts assembles it, on port 0, with the real development
  * identity provider and Report Service, and its own Postgres schema.
  */
-export async function startBrokerStack(options: { clock?: Clock; sessionTtlSeconds?: number } = {}): Promise<BrokerStack> {
+export async function startBrokerStack(options: { clock?: Clock; sessionTtlSeconds?: number; anonymous?: boolean } = {}): Promise<BrokerStack> {
   const dir = await mkdtemp(join(tmpdir(), 'broker-stack-'));
   const tls = await loadOrCreateLocalTls(join(dir, 'tls'));
   const secrets = await loadOrCreateDevSecrets(dir);
@@ -72,20 +76,37 @@ export async function startBrokerStack(options: { clock?: Clock; sessionTtlSecon
     render,
     logger,
   });
-  handler = createApp({
-    pool: db.pool,
-    logger,
-    clock: options.clock ?? systemClock,
-    render,
-    oidc: createOidcClient({ issuer: dev.idp.issuer, clientId: dev.idp.brokerClientId, clientSecret: new Secret(secrets.brokerIdpClientSecret), fetch }),
-    migrations: await readMigrations(),
-    publicUrl,
-    mcpResourceUrl,
-    sessionTtlSeconds: options.sessionTtlSeconds ?? 3600,
-  });
+  await seedDevelopmentData(db.pool, dev.idp.issuer);
+  const listenerFor = (pool: Pool, publicUrl: URL): RequestListener =>
+    createServerListener({
+      pool,
+      logger,
+      clock: options.clock ?? systemClock,
+      render,
+      oidc: createOidcClient({ issuer: dev.idp.issuer, clientId: dev.idp.brokerClientId, clientSecret: new Secret(secrets.brokerIdpClientSecret), fetch }),
+      migrations,
+      publicUrl,
+      mcpResourceUrl,
+      sessionTtlSeconds: options.sessionTtlSeconds ?? 3600,
+      issuer: dev.idp.issuer,
+      fetch,
+      secretKeys: secrets.secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) })),
+      mcpScope: 'mcp',
+      anonymousPrincipal: options.anonymous ? ANONYMOUS_PRINCIPAL : undefined,
+      version: 'test',
+    });
+  const migrations = await readMigrations();
+  handler = listenerFor(db.pool, publicUrl);
+
+  // A second broker instance: its own pool, listener and public URL; the same database, keys and MCP audience.
+  let secondHandler: RequestListener = (_req, res) => res.writeHead(503).end();
+  const second = await listenHttps(tls, (req, res) => secondHandler(req, res), '127.0.0.1', 0, 'broker 2');
+  const secondUrl = `https://127.0.0.1:${second.port}`;
+  secondHandler = listenerFor(db.newPool(), new URL(secondUrl));
 
   return {
     brokerUrl,
+    secondUrl,
     mcpResourceUrl,
     dev,
     secrets,
@@ -95,6 +116,7 @@ export async function startBrokerStack(options: { clock?: Clock; sessionTtlSecon
     fetch,
     async close() {
       await broker.close(0);
+      await second.close(0);
       await dev.close(0);
       await db.drop();
       await rm(dir, { recursive: true, force: true });

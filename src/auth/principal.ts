@@ -1,0 +1,9 @@
+/** An authenticated identity: the (issuer, subject) pair of a verified token or sign-in (design §3). */
+export interface Principal {
+  iss: string;
+  sub: string;
+}
+
+export function samePrincipal(a: Principal, b: Principal): boolean {
+  return a.iss === b.iss && a.sub === b.sub;
+}

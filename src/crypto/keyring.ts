@@ -1,0 +1,33 @@
+import { hkdfSync } from 'node:crypto';
+import type { Secret } from '../shared/secret.js';
+
+export interface DerivedKey {
+  kid: string;
+  key: Uint8Array;
+}
+
+export interface Keyring {
+  /** The key new material is sealed with. */
+  active(): DerivedKey;
+  /** The key for a kid from a sealed header; undefined for an unknown (retired or forged) kid. */
+  byKid(kid: string): DerivedKey | undefined;
+}
+
+/**
+ * Purpose-bound keys from SECRET_KEYS (kid:key, the first active). Each
+ * purpose gets its own HKDF-SHA256 sub-key, so a key used to seal MRTR state
+ * never also encrypts stored tokens. Rotation: add a new first entry, keep
+ * the old ones until what they sealed has expired.
+ */
+export function createKeyring(keys: readonly { kid: string; key: Secret }[], purpose: string): Keyring {
+  if (keys.length === 0) throw new Error('at least one key is required');
+  const derived = keys.map(({ kid, key }) => ({
+    kid,
+    key: new Uint8Array(hkdfSync('sha256', Buffer.from(key.reveal(), 'base64url'), Buffer.alloc(0), `connect-broker ${purpose}`, 32)),
+  }));
+  const byKid = new Map(derived.map((k) => [k.kid, k]));
+  return {
+    active: () => derived[0]!,
+    byKid: (kid) => byKid.get(kid),
+  };
+}

@@ -1,0 +1,78 @@
+import { z } from 'zod';
+import type { Principal } from '../auth/principal.js';
+import { InvalidInputError } from '../errors/appError.js';
+import { toToolErrorResult } from '../errors/toMcp.js';
+import type { Logger } from '../shared/logger.js';
+import { McpProtocolError, type ClientCapabilities, type ToolCallResult } from './protocol.js';
+
+/** What a tool handler knows about the request besides its arguments. */
+export interface ToolContext {
+  principal: Principal;
+  capabilities: ClientCapabilities;
+  /** MRTR retry fields, untrusted until the tool has checked them. */
+  inputResponses: Record<string, unknown> | undefined;
+  requestState: string | undefined;
+  requestId: string;
+  logger: Logger;
+}
+
+export interface ToolSpec<S extends z.ZodObject, D> {
+  name: string;
+  title: string;
+  description: string;
+  inputSchema: S;
+  annotations?: { readOnlyHint?: boolean; destructiveHint?: boolean; idempotentHint?: boolean; openWorldHint?: boolean };
+  /** Client capabilities every call needs (checked per request, answered with -32021). */
+  requires?: ClientCapabilities;
+  handler(args: z.output<S>, ctx: ToolContext, deps: D): Promise<ToolCallResult>;
+}
+
+export interface Tool<D> {
+  name: string;
+  requires: ClientCapabilities | undefined;
+  /** The tools/list entry, computed once. */
+  descriptor: Record<string, unknown>;
+  call(rawArgs: unknown, ctx: ToolContext, deps: D): Promise<ToolCallResult>;
+}
+
+/**
+ * The one try/catch around tools (style.md B8.3): arguments are parsed before
+ * the handler runs; AppErrors become `isError` results through errors/toMcp.ts;
+ * protocol errors (a bad requestState) pass through as JSON-RPC errors.
+ */
+export function defineTool<S extends z.ZodObject, D>(spec: ToolSpec<S, D>): Tool<D> {
+  const inputSchema = z.toJSONSchema(spec.inputSchema, { target: 'draft-2020-12' });
+  delete inputSchema.$schema;
+  const descriptor = {
+    name: spec.name,
+    title: spec.title,
+    description: spec.description,
+    inputSchema,
+    ...(spec.annotations ? { annotations: spec.annotations } : {}),
+  };
+  return {
+    name: spec.name,
+    requires: spec.requires,
+    descriptor,
+    async call(rawArgs, ctx, deps) {
+      try {
+        const parsed = spec.inputSchema.safeParse(rawArgs ?? {});
+        if (!parsed.success) {
+          const fields = parsed.error.issues.map((i) => `${i.path.join('.') || 'arguments'}: ${i.message}`);
+          throw new InvalidInputError(`Invalid arguments for ${spec.name}. ${fields.join('; ')}`);
+        }
+        return await spec.handler(parsed.data, ctx, deps);
+      } catch (err) {
+        if (err instanceof McpProtocolError) throw err;
+        const { result, log } = toToolErrorResult(err);
+        if (log) ctx.logger.error({ err, requestId: ctx.requestId, tool: spec.name }, 'tool failed');
+        return result;
+      }
+    },
+  };
+}
+
+/** A complete result with the same data as text (for any host) and as structuredContent. */
+export function completeResult(text: string, structured: Record<string, unknown>): ToolCallResult {
+  return { resultType: 'complete', content: [{ type: 'text', text }], structuredContent: structured };
+}

@@ -1,0 +1,41 @@
+import { z } from 'zod';
+import type { ElicitFormRequest, FormSchema } from './protocol.js';
+
+// Every form-mode elicitation the broker can emit is built here, so one unit
+// test can prove none of them asks for a secret (spec brief §5.3: form mode
+// MUST NOT request passwords, API keys, tokens or payment credentials).
+
+export interface DeleteCandidate {
+  id: string;
+  title: string;
+  createdAt: Date;
+}
+
+export function deleteConfirmationForm(workspaceUri: string, candidates: readonly DeleteCandidate[]): ElicitFormRequest {
+  const lines = candidates.map((c) => `• ${c.id}: "${c.title}" (created ${c.createdAt.toISOString().slice(0, 10)})`);
+  const message =
+    candidates.length === 1
+      ? `Delete this note from ${workspaceUri}? This cannot be undone.\n${lines[0]}`
+      : `${candidates.length} notes in ${workspaceUri} match. Choose the one to delete and confirm. This cannot be undone.\n${lines.join('\n')}`;
+  const requestedSchema: FormSchema = {
+    type: 'object',
+    properties: {
+      note_id: { type: 'string', title: 'Note to delete', description: 'The id of the note to delete', enum: candidates.map((c) => c.id) },
+      confirm: { type: 'boolean', title: 'Yes, delete it', description: 'Tick to delete the chosen note permanently', default: false },
+    },
+    required: ['note_id', 'confirm'],
+  };
+  return { method: 'elicitation/create', params: { mode: 'form', message, requestedSchema } };
+}
+
+/** The content schema a reply to deleteConfirmationForm must satisfy: exactly the ids that were offered. */
+export function deleteConfirmationContent(candidateIds: readonly string[]) {
+  const [first, ...rest] = candidateIds;
+  return z.strictObject({ note_id: z.enum([first ?? '', ...rest]), confirm: z.boolean() });
+}
+
+/** The reply to an elicitation (ElicitResult), as the client sends it in inputResponses. */
+export const ElicitResultSchema = z.object({
+  action: z.enum(['accept', 'decline', 'cancel']),
+  content: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.array(z.string())])).optional(),
+});

@@ -1,0 +1,101 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import {
+  ErrorCode,
+  McpProtocolError,
+  META_CLIENT_CAPABILITIES,
+  META_PROTOCOL_VERSION,
+  SUPPORTED_VERSIONS,
+  type ClientCapabilities,
+  type RequestId,
+} from './protocol.js';
+
+export type Envelope =
+  | { kind: 'notification'; method: string }
+  | { kind: 'request'; id: RequestId; method: string; params: Record<string, unknown>; capabilities: ClientCapabilities; version: string };
+
+/** An error that must echo the request id (spec brief §2.4 step 8). */
+export class EnvelopeError extends McpProtocolError {
+  readonly id: RequestId | null;
+
+  constructor(id: RequestId | null, code: number, message: string, httpStatus: number, data?: unknown) {
+    super(code, message, data === undefined ? { httpStatus } : { httpStatus, data });
+    this.id = id;
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isRequestId(value: unknown): value is RequestId {
+  return typeof value === 'string' || (typeof value === 'number' && Number.isInteger(value));
+}
+
+/**
+ * The 2026-07-28 ladder (spec brief §1, §2.4), in the order conformance
+ * expects: JSON-RPC shape, notification, `initialize`, version header, `_meta`,
+ * header/body agreement, supported version, Mcp-Method / Mcp-Name. Routing
+ * (unknown method → -32601/404) and the capability gate come after, in the
+ * dispatcher. Pure: no I/O, so it is cheap on the hot path and unit-testable.
+ */
+export function readEnvelope(message: unknown, headers: IncomingHttpHeaders): Envelope {
+  if (Array.isArray(message)) throw new EnvelopeError(null, ErrorCode.InvalidRequest, 'Batch requests are not supported: send one JSON-RPC message per POST', 400);
+  if (!isRecord(message)) throw new EnvelopeError(null, ErrorCode.InvalidRequest, 'The body must be a JSON-RPC request object', 400);
+  const hasId = 'id' in message;
+  if (hasId && !isRequestId(message['id'])) throw new EnvelopeError(null, ErrorCode.InvalidRequest, 'id must be a string or an integer', 400);
+  const id = hasId ? (message['id'] as RequestId) : null;
+  if (message['jsonrpc'] !== '2.0') throw new EnvelopeError(id, ErrorCode.InvalidRequest, 'jsonrpc must be "2.0"', 400);
+  if ('result' in message || 'error' in message) throw new EnvelopeError(id, ErrorCode.InvalidRequest, 'Clients send requests and notifications only, never responses', 400);
+  const method = message['method'];
+  if (typeof method !== 'string' || method.length === 0 || method.length > 256) throw new EnvelopeError(id, ErrorCode.InvalidRequest, 'method must be a non-empty string', 400);
+  if (message['params'] !== undefined && !isRecord(message['params'])) throw new EnvelopeError(id, ErrorCode.InvalidRequest, 'params must be an object', 400);
+  if (id === null) return { kind: 'notification', method };
+
+  if (method === 'initialize') {
+    throw new EnvelopeError(id, ErrorCode.MethodNotFound, `initialize is not part of MCP ${SUPPORTED_VERSIONS.join(', ')}: send per-request _meta instead`, 404, { supported: SUPPORTED_VERSIONS });
+  }
+  const headerVersion = single(headers['mcp-protocol-version']);
+  if (headerVersion === undefined) throw new EnvelopeError(id, ErrorCode.HeaderMismatch, 'The MCP-Protocol-Version header is required', 400);
+
+  const params = (message['params'] ?? {}) as Record<string, unknown>;
+  const meta = params['_meta'];
+  if (!isRecord(meta)) throw new EnvelopeError(id, ErrorCode.InvalidParams, 'params._meta is required', 400);
+  const version = meta[META_PROTOCOL_VERSION];
+  if (typeof version !== 'string') throw new EnvelopeError(id, ErrorCode.InvalidParams, `params._meta["${META_PROTOCOL_VERSION}"] must be a string`, 400);
+  const capabilities = meta[META_CLIENT_CAPABILITIES];
+  if (!isRecord(capabilities)) throw new EnvelopeError(id, ErrorCode.InvalidParams, `params._meta["${META_CLIENT_CAPABILITIES}"] must be an object`, 400);
+  if (headerVersion !== version) {
+    throw new EnvelopeError(id, ErrorCode.HeaderMismatch, `Header mismatch: MCP-Protocol-Version header value '${clip(headerVersion)}' does not match body value '${clip(version)}'`, 400);
+  }
+  if (!SUPPORTED_VERSIONS.includes(version)) {
+    throw new EnvelopeError(id, ErrorCode.UnsupportedProtocolVersion, 'Unsupported protocol version', 400, { supported: SUPPORTED_VERSIONS, requested: version });
+  }
+  checkHeader(id, 'Mcp-Method', headers['mcp-method'], method);
+  const name = params['name'] ?? params['uri'];
+  if (typeof name === 'string') checkHeader(id, 'Mcp-Name', headers['mcp-name'], name);
+  return { kind: 'request', id, method, params, capabilities: capabilities as ClientCapabilities, version };
+}
+
+// A header that is present must agree with the body; values may be sent as =?base64?…?= (spec brief §7).
+function checkHeader(id: RequestId, name: string, raw: string | string[] | undefined, expected: string): void {
+  const value = single(raw);
+  if (value === undefined) return;
+  const decoded = decodeHeaderValue(value);
+  if (decoded !== expected) {
+    throw new EnvelopeError(id, ErrorCode.HeaderMismatch, `Header mismatch: ${name} header value '${clip(decoded ?? value)}' does not match body value '${clip(expected)}'`, 400);
+  }
+}
+
+function decodeHeaderValue(value: string): string | undefined {
+  const match = /^=\?base64\?([A-Za-z0-9+/]*={0,2})\?=$/.exec(value);
+  if (!match) return value;
+  return Buffer.from(match[1] ?? '', 'base64').toString('utf8');
+}
+
+function single(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function clip(text: string): string {
+  return text.length > 64 ? `${text.slice(0, 64)}…` : text;
+}

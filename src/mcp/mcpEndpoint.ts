@@ -1,0 +1,145 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Principal } from '../auth/principal.js';
+import { AppError } from '../errors/appError.js';
+import type { Logger } from '../shared/logger.js';
+import { EnvelopeError, readEnvelope } from './envelope.js';
+import type { BearerVerifier } from './mcpAuth.js';
+import type { ModernServer } from './mcpServer.js';
+import { ErrorCode, McpProtocolError, type RequestId } from './protocol.js';
+
+export interface McpEndpointDeps {
+  server: ModernServer;
+  verifyBearer: BearerVerifier;
+  /** Host header values this server answers to (DNS-rebinding protection). */
+  allowedHosts: ReadonlySet<string>;
+  /** Origin header values allowed when one is sent. */
+  allowedOrigins: ReadonlySet<string>;
+  /** For the WWW-Authenticate challenge (RFC 9728). */
+  resourceMetadataUrl: string;
+  requiredScope: string | undefined;
+  logger: Logger;
+}
+
+const MAX_BODY_BYTES = 1024 * 1024;
+
+/**
+ * POST /mcp, 2026-07-28 Streamable HTTP, stateless. All HTTP concerns live
+ * here: Host/Origin, method, bearer authentication, media types, body size,
+ * JSON or SSE; the ladder is readEnvelope(), the methods are the ModernServer.
+ * It runs on plain node:http, not Express, because it is the hot path.
+ */
+export function createMcpEndpoint(deps: McpEndpointDeps): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    const requestId = randomUUID();
+    res.setHeader('X-Request-Id', requestId);
+    res.setHeader('Cache-Control', 'no-store');
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    handle(deps, req, res, requestId).catch((err: unknown) => {
+      deps.logger.error({ err, requestId }, 'MCP endpoint failed');
+      if (!res.headersSent) sendJson(res, 500, rpcError(null, ErrorCode.InternalError, 'Internal error'));
+      else res.destroy();
+    });
+  };
+}
+
+async function handle(deps: McpEndpointDeps, req: IncomingMessage, res: ServerResponse, requestId: string): Promise<void> {
+  if (!deps.allowedHosts.has(req.headers.host ?? '')) return sendJson(res, 403, rpcError(null, ErrorCode.InvalidRequest, 'Forbidden: this Host is not served here'));
+  const origin = req.headers.origin;
+  if (origin !== undefined && !deps.allowedOrigins.has(origin)) return sendJson(res, 403, rpcError(null, ErrorCode.InvalidRequest, 'Forbidden: Origin not allowed'));
+  if (req.method !== 'POST') {
+    res.setHeader('Allow', 'POST');
+    return sendJson(res, 405, rpcError(null, ErrorCode.InvalidRequest, 'Method not allowed: MCP 2026-07-28 uses POST only'));
+  }
+
+  let principal: Principal;
+  try {
+    principal = await deps.verifyBearer(req.headers.authorization);
+  } catch (err) {
+    if (err instanceof AppError && (err.code === 'unauthenticated' || err.code === 'forbidden')) return challenge(deps, res, err);
+    throw err;
+  }
+
+  const contentType = req.headers['content-type'] ?? '';
+  if (!/^application\/json\s*(;|$)/i.test(contentType)) return sendJson(res, 415, rpcError(null, ErrorCode.InvalidRequest, 'Content-Type must be application/json'));
+  const accept = req.headers.accept ?? '*/*';
+  const wantsJson = /application\/json|\*\/\*|application\/\*/i.test(accept);
+  const wantsSse = /text\/event-stream/i.test(accept);
+  if (!wantsJson && !wantsSse) return sendJson(res, 406, rpcError(null, ErrorCode.InvalidRequest, 'Accept must include application/json or text/event-stream'));
+
+  const body = await readBody(req);
+  if (body === undefined) return sendJson(res, 413, rpcError(null, ErrorCode.InvalidRequest, `The body exceeds ${MAX_BODY_BYTES} bytes`));
+  let message: unknown;
+  try {
+    message = JSON.parse(body);
+  } catch {
+    return sendJson(res, 400, rpcError(null, ErrorCode.ParseError, 'Parse error: the body is not valid JSON'));
+  }
+
+  let id: RequestId | null = null;
+  try {
+    const envelope = readEnvelope(message, req.headers);
+    if (envelope.kind === 'notification') {
+      res.writeHead(202).end();
+      return;
+    }
+    id = envelope.id;
+    const result = await deps.server.handle(envelope, principal, requestId);
+    const text = `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${result}}`;
+    if (wantsSse && !wantsJson) return sendSse(res, text);
+    return sendRaw(res, 200, text);
+  } catch (err) {
+    if (!(err instanceof McpProtocolError)) throw err;
+    const errorId = err instanceof EnvelopeError ? err.id : id;
+    deps.logger.info({ requestId, code: err.code, message: err.message }, 'MCP request refused');
+    const payload = rpcError(errorId, err.code, err.message, err.data);
+    if (wantsSse && !wantsJson && err.httpStatus === 200) return sendSse(res, JSON.stringify(payload));
+    return sendJson(res, err.httpStatus, payload);
+  }
+}
+
+function challenge(deps: McpEndpointDeps, res: ServerResponse, err: AppError): void {
+  const scope = deps.requiredScope ? `, scope="${deps.requiredScope}"` : '';
+  if (err.code === 'forbidden') {
+    res.setHeader('WWW-Authenticate', `Bearer error="insufficient_scope"${scope}, resource_metadata="${deps.resourceMetadataUrl}"`);
+    return sendJson(res, 403, { error: 'insufficient_scope', error_description: err.message });
+  }
+  res.setHeader('WWW-Authenticate', `Bearer resource_metadata="${deps.resourceMetadataUrl}"${scope}`);
+  return sendJson(res, 401, { error: 'invalid_token', error_description: err.message });
+}
+
+function readBody(req: IncomingMessage): Promise<string | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) {
+        req.removeAllListeners('data');
+        req.resume();
+        resolve(undefined);
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+function rpcError(id: RequestId | null, code: number, message: string, data?: unknown): object {
+  return { jsonrpc: '2.0', id, error: data === undefined ? { code, message } : { code, message, data } };
+}
+
+function sendJson(res: ServerResponse, status: number, payload: object): void {
+  sendRaw(res, status, JSON.stringify(payload));
+}
+
+function sendRaw(res: ServerResponse, status: number, text: string): void {
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) }).end(text);
+}
+
+// A per-request SSE stream carrying just the final response, which ends it (spec brief §7).
+function sendSse(res: ServerResponse, text: string): void {
+  res.writeHead(200, { 'Content-Type': 'text/event-stream', 'X-Accel-Buffering': 'no' }).end(`event: message\ndata: ${text}\n\n`);
+}

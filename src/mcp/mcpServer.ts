@@ -1,0 +1,113 @@
+import type { Principal } from '../auth/principal.js';
+import { toJsonRpcError } from '../errors/toMcp.js';
+import type { Logger } from '../shared/logger.js';
+import type { Tool, ToolContext } from './defineTool.js';
+import type { Envelope } from './envelope.js';
+import { elicitationModes, ErrorCode, McpProtocolError, META_SERVER_INFO, SUPPORTED_VERSIONS, type ClientCapabilities } from './protocol.js';
+
+export interface ServerInfo {
+  name: string;
+  version: string;
+}
+
+export interface ModernServerDeps<D> {
+  tools: readonly Tool<D>[];
+  toolDeps: D;
+  serverInfo: ServerInfo;
+  logger: Logger;
+}
+
+type Request = Extract<Envelope, { kind: 'request' }>;
+
+export interface ModernServer {
+  /** The JSON of the `result` member for a request, or throws McpProtocolError. */
+  handle(request: Request, principal: Principal, requestId: string): Promise<string>;
+}
+
+const TOOLS_TTL_MS = 5 * 60 * 1000;
+const DISCOVER_TTL_MS = 60 * 60 * 1000;
+
+/**
+ * The 2026-07-28 method table: server/discover, tools/list, tools/call. It
+ * knows nothing of HTTP or sessions. Results that never vary (discover and
+ * tools/list: the tools do not depend on the caller, so `public`) are
+ * serialised once.
+ */
+export function createModernServer<D>(deps: ModernServerDeps<D>): ModernServer {
+  const meta = { [META_SERVER_INFO]: deps.serverInfo };
+  const discover = JSON.stringify({
+    resultType: 'complete',
+    supportedVersions: SUPPORTED_VERSIONS,
+    capabilities: { tools: {} },
+    instructions: 'Notes tools with an explicit workspaceUri; deletions are confirmed by the user in a form. Call notes_workspaces first.',
+    ttlMs: DISCOVER_TTL_MS,
+    cacheScope: 'public',
+    _meta: meta,
+  });
+  const toolsList = JSON.stringify({ resultType: 'complete', tools: deps.tools.map((t) => t.descriptor), ttlMs: TOOLS_TTL_MS, cacheScope: 'public', _meta: meta });
+  const byName = new Map(deps.tools.map((t) => [t.name, t]));
+
+  async function callTool(request: Request, principal: Principal, requestId: string): Promise<string> {
+    const { params } = request;
+    const name = params['name'];
+    if (typeof name !== 'string') throw new McpProtocolError(ErrorCode.InvalidParams, 'params.name must be a string');
+    const tool = byName.get(name);
+    if (!tool) throw new McpProtocolError(ErrorCode.InvalidParams, `Unknown tool: ${name.slice(0, 64)}. Known tools: ${[...byName.keys()].join(', ')}`);
+    const missing = missingCapabilities(tool.requires, request.capabilities);
+    if (missing) {
+      throw new McpProtocolError(ErrorCode.MissingRequiredClientCapability, `${name} needs the client capability ${JSON.stringify(missing)} on this request`, {
+        httpStatus: 400,
+        data: { requiredCapabilities: missing },
+      });
+    }
+    const inputResponses = params['inputResponses'];
+    const requestState = params['requestState'];
+    if (inputResponses !== undefined && (typeof inputResponses !== 'object' || inputResponses === null || Array.isArray(inputResponses))) {
+      throw new McpProtocolError(ErrorCode.InvalidParams, 'params.inputResponses must be an object');
+    }
+    if (requestState !== undefined && typeof requestState !== 'string') throw new McpProtocolError(ErrorCode.InvalidParams, 'params.requestState must be a string');
+    const ctx: ToolContext = {
+      principal,
+      capabilities: request.capabilities,
+      inputResponses: inputResponses as Record<string, unknown> | undefined,
+      requestState,
+      requestId,
+      logger: deps.logger,
+    };
+    const result = await tool.call(params['arguments'], ctx, deps.toolDeps);
+    return JSON.stringify({ ...result, _meta: meta });
+  }
+
+  return {
+    async handle(request, principal, requestId) {
+      try {
+        switch (request.method) {
+          case 'server/discover':
+            return discover;
+          case 'tools/list':
+            if (request.params['cursor'] !== undefined) throw new McpProtocolError(ErrorCode.InvalidParams, 'Unknown cursor: tools/list has a single page');
+            return toolsList;
+          case 'tools/call':
+            return await callTool(request, principal, requestId);
+          default:
+            throw new McpProtocolError(ErrorCode.MethodNotFound, `Method not found: ${request.method.slice(0, 64)}`, { httpStatus: 404 });
+        }
+      } catch (err) {
+        const mapped = toJsonRpcError(err);
+        if (mapped.code === ErrorCode.InternalError) deps.logger.error({ err, requestId, method: request.method }, 'MCP request failed');
+        throw mapped;
+      }
+    },
+  };
+}
+
+/** The capabilities `required` asks for that `declared` lacks, or undefined (only elicitation modes so far). */
+function missingCapabilities(required: ClientCapabilities | undefined, declared: ClientCapabilities): ClientCapabilities | undefined {
+  const wanted = required?.elicitation;
+  if (!wanted) return undefined;
+  const modes = elicitationModes(declared);
+  const lacking: Record<string, object> = {};
+  if (wanted.form && !modes.form) lacking['form'] = {};
+  if (wanted.url && !modes.url) lacking['url'] = {};
+  return Object.keys(lacking).length > 0 ? { elicitation: lacking } : undefined;
+}

@@ -1,0 +1,88 @@
+// Wire constants and shapes of MCP 2026-07-28 (spec brief §1–5). Only what
+// the broker speaks; the SDK's types stay the reference in tests.
+
+export const MODERN_VERSION = '2026-07-28';
+export const SUPPORTED_VERSIONS: readonly string[] = [MODERN_VERSION];
+
+export const META_PROTOCOL_VERSION = 'io.modelcontextprotocol/protocolVersion';
+export const META_CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
+export const META_SERVER_INFO = 'io.modelcontextprotocol/serverInfo';
+
+export const ErrorCode = {
+  ParseError: -32700,
+  InvalidRequest: -32600,
+  MethodNotFound: -32601,
+  InvalidParams: -32602,
+  InternalError: -32603,
+  HeaderMismatch: -32020,
+  MissingRequiredClientCapability: -32021,
+  UnsupportedProtocolVersion: -32022,
+} as const;
+
+export type RequestId = string | number;
+
+export interface ClientCapabilities {
+  elicitation?: { form?: object; url?: object };
+  [key: string]: unknown;
+}
+
+/** A JSON-RPC error the endpoint answers with, and the HTTP status it travels with. */
+export class McpProtocolError extends Error {
+  override name = 'McpProtocolError';
+  readonly code: number;
+  readonly httpStatus: number;
+  readonly data: unknown;
+
+  constructor(code: number, message: string, options: { httpStatus?: number; data?: unknown; cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    // Ladder errors travel as 400/404; errors from a handler stay in-band on 200 (spec brief §2.4).
+    this.httpStatus = options.httpStatus ?? 200;
+    this.data = options.data;
+  }
+}
+
+/** The modes of elicitation this request's capabilities allow (spec brief §5.1: `{}` means form). */
+export function elicitationModes(capabilities: ClientCapabilities): { form: boolean; url: boolean } {
+  const elicitation = capabilities.elicitation;
+  if (elicitation === undefined || elicitation === null || typeof elicitation !== 'object') return { form: false, url: false };
+  const form = 'form' in elicitation;
+  const url = 'url' in elicitation;
+  return { form: form || !url, url };
+}
+
+export interface TextContent {
+  type: 'text';
+  text: string;
+}
+
+export interface CallToolResult {
+  resultType: 'complete';
+  content: TextContent[];
+  structuredContent?: Record<string, unknown>;
+  isError?: boolean;
+}
+
+export interface ElicitFormRequest {
+  method: 'elicitation/create';
+  params: { mode: 'form'; message: string; requestedSchema: FormSchema };
+}
+
+export interface FormSchema {
+  type: 'object';
+  properties: Record<string, FormProperty>;
+  required?: string[];
+}
+
+export type FormProperty =
+  | { type: 'string'; title?: string; description?: string; enum?: string[]; minLength?: number; maxLength?: number; default?: string }
+  | { type: 'boolean'; title?: string; description?: string; default?: boolean }
+  | { type: 'number' | 'integer'; title?: string; description?: string; minimum?: number; maximum?: number; default?: number };
+
+export interface InputRequiredResult {
+  resultType: 'input_required';
+  inputRequests?: Record<string, ElicitFormRequest>;
+  requestState?: string;
+}
+
+export type ToolCallResult = CallToolResult | InputRequiredResult;

@@ -1,0 +1,105 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { EncryptJWT, errors, jwtDecrypt } from 'jose';
+import { z } from 'zod';
+import type { Principal } from '../auth/principal.js';
+import type { Keyring } from '../crypto/keyring.js';
+import type { Clock } from '../shared/clock.js';
+
+// MRTR requestState (spec brief §4.4): an attacker-controlled string, so it is
+// sealed (JWE dir + A256GCM: confidential and integrity-protected) and bound
+// to the principal, the method and tool, a digest of the arguments, the
+// phase and a short expiry. Single use is enforced server-side by the nonce.
+
+const ISSUER = 'connect-broker';
+const AUDIENCE = 'mrtr-request-state';
+
+const PayloadSchema = z.object({
+  iss: z.literal(ISSUER),
+  aud: z.literal(AUDIENCE),
+  exp: z.number(),
+  pi: z.string(),
+  ps: z.string(),
+  m: z.string(),
+  t: z.string(),
+  d: z.string(),
+  ph: z.string(),
+  n: z.string(),
+  c: z.array(z.string()).max(50),
+});
+
+export interface StateBinding {
+  principal: Principal;
+  method: string;
+  tool: string;
+  /** Digest of the salient arguments, from argumentsDigest(). */
+  digest: string;
+  phase: string;
+}
+
+export interface SealedState extends StateBinding {
+  nonce: string;
+  candidates: string[];
+  expiresAt: Date;
+}
+
+export class RequestStateError extends Error {
+  override name = 'RequestStateError';
+}
+
+export function argumentsDigest(values: readonly string[]): string {
+  return createHash('sha256').update(JSON.stringify(values)).digest('base64url');
+}
+
+export interface RequestStateCodec {
+  seal(binding: StateBinding, candidates: string[]): Promise<{ token: string; state: SealedState }>;
+  /** Opens a state and checks it belongs to `expected`; throws RequestStateError otherwise. */
+  open(token: string, expected: StateBinding): Promise<SealedState>;
+}
+
+export function createRequestStateCodec(deps: { keyring: Keyring; clock: Clock; ttlSeconds: number }): RequestStateCodec {
+  return {
+    async seal(binding, candidates) {
+      const { kid, key } = deps.keyring.active();
+      const now = Math.floor(deps.clock.now().getTime() / 1000);
+      const nonce = randomBytes(16).toString('base64url');
+      const token = await new EncryptJWT({ pi: binding.principal.iss, ps: binding.principal.sub, m: binding.method, t: binding.tool, d: binding.digest, ph: binding.phase, n: nonce, c: candidates })
+        .setProtectedHeader({ alg: 'dir', enc: 'A256GCM', kid })
+        .setIssuer(ISSUER)
+        .setAudience(AUDIENCE)
+        .setIssuedAt(now)
+        .setExpirationTime(now + deps.ttlSeconds)
+        .encrypt(key);
+      return { token, state: { ...binding, nonce, candidates, expiresAt: new Date((now + deps.ttlSeconds) * 1000) } };
+    },
+
+    async open(token, expected) {
+      if (token.length > 8192) throw new RequestStateError('requestState is too long');
+      let payload: z.infer<typeof PayloadSchema>;
+      try {
+        const result = await jwtDecrypt(
+          token,
+          (header) => {
+            const found = typeof header.kid === 'string' ? deps.keyring.byKid(header.kid) : undefined;
+            if (!found) throw new RequestStateError('requestState was sealed with an unknown key');
+            return found.key;
+          },
+          { issuer: ISSUER, audience: AUDIENCE, keyManagementAlgorithms: ['dir'], contentEncryptionAlgorithms: ['A256GCM'], currentDate: deps.clock.now(), requiredClaims: ['exp'] },
+        );
+        payload = PayloadSchema.parse(result.payload);
+      } catch (err) {
+        if (err instanceof errors.JWTExpired) throw new RequestStateError('requestState has expired; call the tool again without it', { cause: err });
+        if (err instanceof RequestStateError) throw err;
+        throw new RequestStateError('requestState is not valid (tampered or not from this server)', { cause: err });
+      }
+      const matches =
+        payload.pi === expected.principal.iss &&
+        payload.ps === expected.principal.sub &&
+        payload.m === expected.method &&
+        payload.t === expected.tool &&
+        payload.ph === expected.phase;
+      if (!matches) throw new RequestStateError('requestState belongs to another caller or another operation');
+      if (payload.d !== expected.digest) throw new RequestStateError('requestState was issued for different arguments; call the tool again without it');
+      return { ...expected, nonce: payload.n, candidates: payload.c, expiresAt: new Date(payload.exp * 1000) };
+    },
+  };
+}

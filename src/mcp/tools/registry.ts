@@ -1,0 +1,16 @@
+import type { Pool } from '../../db/pool.js';
+import type { Tool } from '../defineTool.js';
+import type { RequestStateCodec } from '../requestState.js';
+import { notesCreate } from './notesCreate.js';
+import { notesDelete } from './notesDelete.js';
+import { notesList } from './notesList.js';
+import { notesWorkspaces } from './notesWorkspaces.js';
+
+/** What tool handlers get: plain values and functions, no singletons (style.md B2.5). */
+export interface McpToolDeps {
+  pool: Pool;
+  requestState: RequestStateCodec;
+}
+
+/** The table of tools, in the order tools/list returns them (deterministic, by name). */
+export const tools: readonly Tool<McpToolDeps>[] = [notesCreate, notesDelete, notesList, notesWorkspaces];
