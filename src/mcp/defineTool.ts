@@ -66,6 +66,7 @@ export function defineTool<S extends z.ZodObject, D>(spec: ToolSpec<S, D>): Tool
         if (err instanceof McpProtocolError) throw err;
         const { result, log } = toToolErrorResult(err);
         if (log) ctx.logger.error({ err, requestId: ctx.requestId, tool: spec.name }, 'tool failed');
+        else ctx.logger.info({ requestId: ctx.requestId, tool: spec.name, error: result.structuredContent }, 'tool refused the call');
         return result;
       }
     },
