@@ -69,6 +69,12 @@ export class ConflictError extends AppError {
   }
 }
 
+export class InvalidTransitionError extends AppError {
+  constructor(message: string, options?: AppErrorOptions) {
+    super('invalid_transition', message, options);
+  }
+}
+
 export class UpstreamAuthError extends AppError {
   constructor(message: string, options?: AppErrorOptions) {
     super('upstream_auth_failed', message, options);

@@ -1,0 +1,93 @@
+import { InvalidTransitionError } from '../errors/appError.js';
+
+// The navigation state machine of seed 001 plus the MRTR branch (design §5),
+// as data. This is the only module that names states or decides transitions;
+// everything else asks nextState().
+
+export const navigationStates = [
+  'CREATED',
+  'USER_REVIEW',
+  'DECLINED',
+  'CANCELLED',
+  'NAVIGATION_ACCEPTED',
+  'OUT_OF_BAND_PENDING',
+  'COMPLETION_NOTIFIED',
+  'REQUIREMENT_VERIFIED',
+  'EXPIRED',
+  'USER_RETRY',
+  'NESTED_SERVER_CONTINUES',
+  'ORIGINAL_RESPONSE_ACCEPTED',
+  'ERROR_RETRY_ELIGIBLE',
+  'OPTIONAL_CLIENT_RETRY',
+  'RETRY_RESPONSE_ACCEPTED',
+  'MRTR_RETRY_ACCEPTED',
+] as const;
+export type NavigationState = (typeof navigationStates)[number];
+
+export const navigationEvents = [
+  'present', // the elicitation went to the host
+  'host_accept', // the host's user agreed to open the URL (consent to navigate only)
+  'host_decline',
+  'host_cancel',
+  'browser_consent', // the signed-in user consented on our page and was sent to the provider
+  'callback_received', // the provider redirected back and the transaction was claimed
+  'callback_verified', // state, PKCE, iss, subject and audience all checked; tokens stored
+  'expire',
+  'user_retry',
+  'nested_continue',
+  'nested_accept',
+  'error_retry_eligible',
+  'client_retry',
+  'retry_accept',
+  'mrtr_accept',
+] as const;
+export type NavigationEvent = (typeof navigationEvents)[number];
+
+export interface Transition {
+  from: NavigationState;
+  event: NavigationEvent;
+  to: NavigationState;
+}
+
+export const transitions: readonly Transition[] = [
+  { from: 'CREATED', event: 'present', to: 'USER_REVIEW' },
+  { from: 'USER_REVIEW', event: 'host_decline', to: 'DECLINED' },
+  { from: 'USER_REVIEW', event: 'host_cancel', to: 'CANCELLED' },
+  { from: 'USER_REVIEW', event: 'host_accept', to: 'NAVIGATION_ACCEPTED' },
+  // The browser may arrive before the host reports the user's consent: consenting on our page is
+  // itself acceptance of the navigation (recorded in consent_receipts).
+  { from: 'USER_REVIEW', event: 'browser_consent', to: 'NAVIGATION_ACCEPTED' },
+  { from: 'NAVIGATION_ACCEPTED', event: 'browser_consent', to: 'OUT_OF_BAND_PENDING' },
+  { from: 'OUT_OF_BAND_PENDING', event: 'callback_received', to: 'COMPLETION_NOTIFIED' },
+  { from: 'COMPLETION_NOTIFIED', event: 'callback_verified', to: 'REQUIREMENT_VERIFIED' },
+  { from: 'OUT_OF_BAND_PENDING', event: 'expire', to: 'EXPIRED' },
+  { from: 'OUT_OF_BAND_PENDING', event: 'user_retry', to: 'USER_RETRY' },
+  // A flow nobody finished also expires before the browser ever reached the provider.
+  { from: 'USER_REVIEW', event: 'expire', to: 'EXPIRED' },
+  { from: 'NAVIGATION_ACCEPTED', event: 'expire', to: 'EXPIRED' },
+  { from: 'REQUIREMENT_VERIFIED', event: 'nested_continue', to: 'NESTED_SERVER_CONTINUES' },
+  { from: 'NESTED_SERVER_CONTINUES', event: 'nested_accept', to: 'ORIGINAL_RESPONSE_ACCEPTED' },
+  { from: 'REQUIREMENT_VERIFIED', event: 'error_retry_eligible', to: 'ERROR_RETRY_ELIGIBLE' },
+  { from: 'ERROR_RETRY_ELIGIBLE', event: 'client_retry', to: 'OPTIONAL_CLIENT_RETRY' },
+  { from: 'OPTIONAL_CLIENT_RETRY', event: 'retry_accept', to: 'RETRY_RESPONSE_ACCEPTED' },
+  { from: 'REQUIREMENT_VERIFIED', event: 'mrtr_accept', to: 'MRTR_RETRY_ACCEPTED' },
+];
+
+/** The state `event` leads to from `from`; throws InvalidTransitionError for a pair the table lacks. */
+export function nextState(from: NavigationState, event: NavigationEvent): NavigationState {
+  const found = transitions.find((t) => t.from === from && t.event === event);
+  if (!found) throw new InvalidTransitionError(`No transition from ${from} on ${event}.`);
+  return found.to;
+}
+
+/** States with no outgoing edge: derived from the table, never listed twice. */
+export const terminalStates: ReadonlySet<NavigationState> = new Set(navigationStates.filter((s) => !transitions.some((t) => t.from === s)));
+
+export function isTerminal(state: NavigationState): boolean {
+  return terminalStates.has(state);
+}
+
+/** Whether the event is allowed from the state (for callers that branch rather than throw). */
+export function canTransition(from: NavigationState, event: NavigationEvent): boolean {
+  return transitions.some((t) => t.from === from && t.event === event);
+}

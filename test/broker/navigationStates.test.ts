@@ -1,0 +1,66 @@
+import { describe, expect, it } from 'vitest';
+import { InvalidTransitionError } from '../../src/errors/appError.js';
+import { navigationEvents, navigationStates, nextState, terminalStates, transitions } from '../../src/broker/navigationStates.js';
+
+describe('navigation state machine', () => {
+  const allowed = new Map(transitions.map((t) => [`${t.from}|${t.event}`, t.to]));
+
+  // Every (state, event) pair: the table's edges lead where the table says; every other pair throws.
+  for (const from of navigationStates) {
+    for (const event of navigationEvents) {
+      const to = allowed.get(`${from}|${event}`);
+      it(`${from} on ${event} ${to ? `→ ${to}` : 'is refused'}`, () => {
+        if (to) expect(nextState(from, event)).toBe(to);
+        else expect(() => nextState(from, event)).toThrow(InvalidTransitionError);
+      });
+    }
+  }
+
+  it('has the edges of seed 001 and the MRTR branch (design §5)', () => {
+    const edges = new Set(transitions.map((t) => `${t.from}>${t.to}`));
+    for (const edge of [
+      'CREATED>USER_REVIEW',
+      'USER_REVIEW>DECLINED',
+      'USER_REVIEW>CANCELLED',
+      'USER_REVIEW>NAVIGATION_ACCEPTED',
+      'NAVIGATION_ACCEPTED>OUT_OF_BAND_PENDING',
+      'OUT_OF_BAND_PENDING>COMPLETION_NOTIFIED',
+      'COMPLETION_NOTIFIED>REQUIREMENT_VERIFIED',
+      'OUT_OF_BAND_PENDING>EXPIRED',
+      'OUT_OF_BAND_PENDING>USER_RETRY',
+      'REQUIREMENT_VERIFIED>NESTED_SERVER_CONTINUES',
+      'NESTED_SERVER_CONTINUES>ORIGINAL_RESPONSE_ACCEPTED',
+      'REQUIREMENT_VERIFIED>ERROR_RETRY_ELIGIBLE',
+      'ERROR_RETRY_ELIGIBLE>OPTIONAL_CLIENT_RETRY',
+      'OPTIONAL_CLIENT_RETRY>RETRY_RESPONSE_ACCEPTED',
+      'REQUIREMENT_VERIFIED>MRTR_RETRY_ACCEPTED',
+    ]) {
+      expect(edges.has(edge), edge).toBe(true);
+    }
+  });
+
+  it('is deterministic: no state has two edges for one event', () => {
+    const keys = transitions.map((t) => `${t.from}|${t.event}`);
+    expect(new Set(keys).size).toBe(keys.length);
+  });
+
+  it('derives the terminal states from the table', () => {
+    expect([...terminalStates].sort()).toEqual(
+      ['CANCELLED', 'DECLINED', 'EXPIRED', 'MRTR_RETRY_ACCEPTED', 'ORIGINAL_RESPONSE_ACCEPTED', 'RETRY_RESPONSE_ACCEPTED', 'USER_RETRY'].sort(),
+    );
+  });
+
+  it('reaches every state from CREATED', () => {
+    const seen = new Set(['CREATED']);
+    for (let grew = true; grew; ) {
+      grew = false;
+      for (const t of transitions) {
+        if (seen.has(t.from) && !seen.has(t.to)) {
+          seen.add(t.to);
+          grew = true;
+        }
+      }
+    }
+    expect([...seen].sort()).toEqual([...navigationStates].sort());
+  });
+});
