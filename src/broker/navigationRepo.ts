@@ -1,0 +1,55 @@
+import type { Queryable } from '../db/pool.js';
+import { fromRow, type NavigationRecord, type NavigationRow } from './navigationRecord.js';
+import type { NavigationState } from './navigationStates.js';
+
+const COLUMNS = `id, record_version, server_id, subject_iss, subject_sub, client_id, request_digest, tool, target_scheme,
+  target_host, redirect_policy, purpose, provider, handle_digest, state_nonce_digest, session_generation, lineage,
+  retry_generation, status, row_version, created_at, expires_at, updated_at`;
+
+export async function insertNavigation(db: Queryable, n: NavigationRecord): Promise<void> {
+  await db.query(
+    `INSERT INTO elicitation_navigations (${COLUMNS})
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`,
+    [
+      n.id, n.recordVersion, n.serverId, n.subject.iss, n.subject.sub, n.clientId ?? null, n.requestDigest, n.tool, n.targetScheme,
+      n.targetHost, JSON.stringify(n.redirectPolicy), n.purpose, n.provider, n.handleDigest, n.stateNonceDigest ?? null,
+      n.sessionGeneration, n.lineage, n.retryGeneration, n.status, n.rowVersion, n.createdAt, n.expiresAt, n.updatedAt,
+    ],
+  );
+}
+
+export async function findNavigationById(db: Queryable, id: string): Promise<NavigationRecord | undefined> {
+  const { rows } = await db.query<NavigationRow>(`SELECT ${COLUMNS} FROM elicitation_navigations WHERE id = $1`, [id]);
+  return rows[0] ? fromRow(rows[0]) : undefined;
+}
+
+export async function findNavigationByHandle(db: Queryable, handleDigest: Buffer): Promise<NavigationRecord | undefined> {
+  const { rows } = await db.query<NavigationRow>(`SELECT ${COLUMNS} FROM elicitation_navigations WHERE handle_digest = $1`, [handleDigest]);
+  return rows[0] ? fromRow(rows[0]) : undefined;
+}
+
+/** The row, locked until the transaction ends: the caller is about to decide on its status. */
+export async function lockNavigation(db: Queryable, id: string): Promise<NavigationRecord | undefined> {
+  // FOR UPDATE: decisions on this navigation (consent, callback, acceptance) are serialised.
+  const { rows } = await db.query<NavigationRow>(`SELECT ${COLUMNS} FROM elicitation_navigations WHERE id = $1 FOR UPDATE`, [id]);
+  return rows[0] ? fromRow(rows[0]) : undefined;
+}
+
+/**
+ * Compare-and-set on (id, status, row_version). Zero rows means another
+ * writer moved it first; the caller decides (usually ConflictError).
+ */
+export async function compareAndSetStatus(
+  db: Queryable,
+  change: { id: string; from: NavigationState; to: NavigationState; rowVersion: number; now: Date; stateNonceDigest?: Buffer },
+): Promise<NavigationRecord | undefined> {
+  const { rows } = await db.query<NavigationRow>(
+    `UPDATE elicitation_navigations
+        SET status = $3, row_version = row_version + 1, updated_at = $5,
+            state_nonce_digest = COALESCE($6, state_nonce_digest)
+      WHERE id = $1 AND status = $2 AND row_version = $4
+      RETURNING ${COLUMNS}`,
+    [change.id, change.from, change.to, change.rowVersion, change.now, change.stateNonceDigest ?? null],
+  );
+  return rows[0] ? fromRow(rows[0]) : undefined;
+}

@@ -1,0 +1,49 @@
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import type { Keyring } from './keyring.js';
+
+export interface Sealed {
+  /** iv (12) | tag (16) | ciphertext */
+  ciphertext: Buffer;
+  keyId: string;
+}
+
+export class SecretBoxError extends Error {
+  override name = 'SecretBoxError';
+}
+
+/**
+ * AES-256-GCM for values at rest (tokens, PKCE verifiers). The additional
+ * authenticated data binds a ciphertext to its row's identity (subject,
+ * provider, kind, key id), so a ciphertext copied into another row does not
+ * decrypt. Keys come from a purpose-bound keyring; rotation is by key id.
+ */
+export interface SecretBox {
+  seal(plaintext: string, aad: string): Sealed;
+  open(sealed: Sealed, aad: string): string;
+}
+
+export function createSecretBox(keyring: Keyring): SecretBox {
+  return {
+    seal(plaintext, aad) {
+      const { kid, key } = keyring.active();
+      const iv = randomBytes(12);
+      const cipher = createCipheriv('aes-256-gcm', key, iv);
+      cipher.setAAD(Buffer.from(`${kid}\n${aad}`, 'utf8'));
+      const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+      return { ciphertext: Buffer.concat([iv, cipher.getAuthTag(), body]), keyId: kid };
+    },
+    open(sealed, aad) {
+      const key = keyring.byKid(sealed.keyId);
+      if (!key) throw new SecretBoxError(`no key ${sealed.keyId} to open this secret`);
+      if (sealed.ciphertext.length < 28) throw new SecretBoxError('ciphertext too short');
+      const decipher = createDecipheriv('aes-256-gcm', key.key, sealed.ciphertext.subarray(0, 12));
+      decipher.setAAD(Buffer.from(`${sealed.keyId}\n${aad}`, 'utf8'));
+      decipher.setAuthTag(sealed.ciphertext.subarray(12, 28));
+      try {
+        return Buffer.concat([decipher.update(sealed.ciphertext.subarray(28)), decipher.final()]).toString('utf8');
+      } catch (cause) {
+        throw new SecretBoxError('secret failed authentication (wrong key, row or tampered)', { cause });
+      }
+    },
+  };
+}

@@ -1,0 +1,30 @@
+import type { Queryable } from '../db/pool.js';
+
+export interface LedgerEntry {
+  navigationId: string;
+  fromStatus: string;
+  toStatus: string;
+  event: string;
+  /** Who caused it: 'mcp:<sub>', 'browser:<sub>', 'provider:<id>', 'system'. */
+  actor: string;
+  /** Safe facts only: never a token, code, verifier or state value. */
+  evidence: Record<string, unknown>;
+  at: Date;
+}
+
+// INSERT and SELECT only: the ledger is append-only (and a trigger refuses UPDATE/DELETE).
+export async function appendEntry(db: Queryable, entry: LedgerEntry): Promise<void> {
+  await db.query(
+    `INSERT INTO navigation_events (navigation_id, from_status, to_status, event, actor, evidence, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    [entry.navigationId, entry.fromStatus, entry.toStatus, entry.event, entry.actor, JSON.stringify(entry.evidence), entry.at],
+  );
+}
+
+export async function findEntries(db: Queryable, navigationId: string): Promise<LedgerEntry[]> {
+  const { rows } = await db.query<{ navigation_id: string; from_status: string; to_status: string; event: string; actor: string; evidence: Record<string, unknown>; created_at: Date }>(
+    'SELECT navigation_id, from_status, to_status, event, actor, evidence, created_at FROM navigation_events WHERE navigation_id = $1 ORDER BY id',
+    [navigationId],
+  );
+  return rows.map((r) => ({ navigationId: r.navigation_id, fromStatus: r.from_status, toStatus: r.to_status, event: r.event, actor: r.actor, evidence: r.evidence, at: r.created_at }));
+}
