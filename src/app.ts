@@ -1,6 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import express, { type Express } from 'express';
 import { authRoutes } from './auth/authRoutes.js';
+import type { BrokerDeps } from './broker/brokerDeps.js';
+import { connectRoutes } from './broker/connectRoutes.js';
 import type { MigrationFile } from './db/migrate.js';
 import type { Pool } from './db/pool.js';
 import { NotFoundError } from './errors/appError.js';
@@ -26,6 +28,9 @@ export interface AppDeps {
   sessionTtlSeconds: number;
   /** For the protected resource metadata of the MCP endpoint. */
   mcp: { issuer: string; scope: string };
+  broker: BrokerDeps;
+  /** Origins our forms may redirect to: the providers' authorization servers (CSP form-action). */
+  formActionOrigins: readonly string[];
 }
 
 const publicDir = fileURLToPath(new URL('../public/', import.meta.url));
@@ -38,11 +43,12 @@ export function createApp(deps: AppDeps): Express {
   app.set('query parser', 'simple');
 
   app.use(requestId());
-  app.use(securityHeaders());
+  app.use(securityHeaders({ formActionOrigins: deps.formActionOrigins }));
   app.use(healthRoutes(deps));
   app.use(protectedResourceRoutes({ mcpResourceUrl: deps.mcpResourceUrl, issuer: deps.mcp.issuer, scope: deps.mcp.scope }));
   app.use('/static', express.static(publicDir, { index: false, fallthrough: false, maxAge: '1h' }));
   app.use(authRoutes({ ...deps, callbackUrl: new URL('/auth/callback', deps.publicUrl).href }));
+  app.use(connectRoutes({ broker: deps.broker, render: deps.render, sessionTtlSeconds: deps.sessionTtlSeconds }));
   app.use(webRoutes(deps));
 
   app.use((_req, _res, next) => next(new NotFoundError('There is no page here.')));

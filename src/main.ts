@@ -7,7 +7,7 @@ import { migrate, readMigrations } from './db/migrate.js';
 import { createPool } from './db/pool.js';
 import { seedDevelopmentData } from './dev/devSeed.js';
 import { loadOrCreateDevSecrets } from './dev/devSecrets.js';
-import { startDevStack } from './dev/devStack.js';
+import { reportServiceProvider, startDevStack } from './dev/devStack.js';
 import { createOidcClient } from './oauth/oauthClient.js';
 import { banner, type BannerFacts } from './runtime/banner.js';
 import { listenHttps } from './runtime/httpsServer.js';
@@ -18,7 +18,8 @@ import { createLogger, type Logger } from './shared/logger.js';
 import { Secret } from './shared/secret.js';
 import { loadOrCreateLocalTls, type TlsMaterial } from './tls/localCa.js';
 import { createRender } from './web/render.js';
-import { ANONYMOUS_PRINCIPAL, createServerListener } from './server.js';
+import { ANONYMOUS_PRINCIPAL, createBrokerServer } from './server.js';
+import { parseProviders, ProviderConfigError, readProvidersFile } from './providers/providerConfig.js';
 
 type Closer = { name: string; close: () => Promise<void> };
 
@@ -49,6 +50,7 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
   let clientSecret = config.oidc.clientSecret;
   let secretKeys = config.secretKeys;
   let devFacts: BannerFacts['dev'];
+  const providerEntries = config.broker.providersFile ? await readProvidersFile(config.broker.providersFile) : [];
   if (dev) {
     const secrets = await loadOrCreateDevSecrets(config.dataDir);
     const stack = await startDevStack({
@@ -67,6 +69,7 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     issuer ??= stack.idp.issuer;
     clientSecret ??= new Secret(secrets.brokerIdpClientSecret);
     secretKeys ??= secrets.secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) }));
+    providerEntries.unshift(reportServiceProvider(stack, secrets));
     devFacts = { reportsIssuer: stack.reports.issuer, reportsApiUrl: stack.reports.apiUrl, caFile: resolve(config.dataDir, 'tls', 'ca.pem') };
   }
   if (!issuer || !clientSecret) throw new ConfigError(['OIDC_ISSUER and OIDC_CLIENT_SECRET are required']);
@@ -74,7 +77,8 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
   if (!secretKeys) throw new ConfigError(['SECRET_KEYS is required']);
   if (dev) await seedDevelopmentData(pool, issuer);
 
-  const listener = createServerListener({
+  const providers = parseProviders(providerEntries, { allowLoopback: dev });
+  const broker = createBrokerServer({
     pool,
     logger,
     clock: systemClock,
@@ -90,8 +94,13 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     mcpScope: config.mcp.requiredScope,
     anonymousPrincipal: config.mcp.allowAnonymous ? ANONYMOUS_PRINCIPAL : undefined,
     version: packageVersion(),
+    providers,
+    allowLoopback: dev,
+    navigationTtlSeconds: config.broker.navigationTtlSeconds,
+    retryWaitMs: config.broker.retryWaitMs,
   });
-  const server = await listenHttps(tls, listener, config.http.host, config.http.port, 'broker');
+  closers.push({ name: 'completion listener', close: broker.close });
+  const server = await listenHttps(tls, broker.listener, config.http.host, config.http.port, 'broker');
   closers.push({ name: 'broker HTTPS server', close: () => server.close(config.http.shutdownGraceMs) });
 
   logger.info({ port: server.port, mode: config.mode }, 'broker listening');
@@ -154,7 +163,7 @@ function run(): void {
   startup = main(config, logger, closers);
   startup.catch(async (err: unknown) => {
     if (stopping) return;
-    const expected = err instanceof AlreadyRunningError || err instanceof ConfigError;
+    const expected = err instanceof AlreadyRunningError || err instanceof ConfigError || err instanceof ProviderConfigError;
     if (expected) process.stderr.write(`broker: ${(err as Error).message}\n`);
     else logger.fatal({ err }, 'start-up failed');
     await shutdown(closers, logger);

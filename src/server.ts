@@ -1,7 +1,10 @@
 import type { RequestListener } from 'node:http';
 import { createApp, type AppDeps } from './app.js';
 import type { Principal } from './auth/principal.js';
+import type { BrokerDeps } from './broker/brokerDeps.js';
+import { createCompletionSignal } from './broker/completionSignal.js';
 import { createKeyring } from './crypto/keyring.js';
+import { createSecretBox } from './crypto/secretBox.js';
 import { allowedHostsFor } from './mcp/allowedHosts.js';
 import { createBearerVerifier } from './mcp/mcpAuth.js';
 import { createMcpEndpoint } from './mcp/mcpEndpoint.js';
@@ -9,10 +12,12 @@ import { createModernServer } from './mcp/mcpServer.js';
 import { resourceMetadataUrl } from './mcp/protectedResourceRoutes.js';
 import { createRequestStateCodec } from './mcp/requestState.js';
 import { tools } from './mcp/tools/registry.js';
+import { createProviderClient, type ProviderClient } from './oauth/providerClient.js';
+import type { Provider } from './providers/providerConfig.js';
 import type { Fetch } from './shared/httpClient.js';
 import type { Secret } from './shared/secret.js';
 
-export interface ServerDeps extends Omit<AppDeps, 'mcp'> {
+export interface ServerDeps extends Omit<AppDeps, 'mcp' | 'broker' | 'formActionOrigins'> {
   issuer: string;
   fetch: Fetch;
   secretKeys: readonly { kid: string; key: Secret }[];
@@ -20,23 +25,59 @@ export interface ServerDeps extends Omit<AppDeps, 'mcp'> {
   /** Development-only anonymous MCP principal (config refuses it elsewhere). */
   anonymousPrincipal: Principal | undefined;
   version: string;
+  providers: readonly Provider[];
+  /** Development: loopback URLs pass the URL policy. */
+  allowLoopback: boolean;
+  navigationTtlSeconds: number;
+  retryWaitMs: number;
+}
+
+export interface BrokerServer {
+  listener: RequestListener;
+  /** Stops what the server holds open (the completion listener). */
+  close(): Promise<void>;
 }
 
 export const ANONYMOUS_PRINCIPAL: Principal = { iss: 'urn:connect-broker:anonymous', sub: 'anonymous' };
 const REQUEST_STATE_TTL_SECONDS = 5 * 60;
 
 /**
- * The broker's one request listener: POST /mcp goes to the MCP endpoint on
- * plain node:http (the hot path); everything else to the Express app.
+ * The broker, assembled: POST /mcp goes to the MCP endpoint on plain
+ * node:http (the hot path); everything else to the Express app.
  */
-export function createServerListener(deps: ServerDeps): RequestListener {
-  const app = createApp({ ...deps, mcp: { issuer: deps.issuer, scope: deps.mcpScope } });
+export function createBrokerServer(deps: ServerDeps): BrokerServer {
+  const providerClients = new Map<string, ProviderClient>(
+    deps.providers.map((p) => [p.id, createProviderClient(p, { fetch: deps.fetch, allowLoopback: deps.allowLoopback, now: () => deps.clock.now() })]),
+  );
+  const box = createSecretBox(createKeyring(deps.secretKeys, 'secrets'));
+  const signal = createCompletionSignal(deps.pool, deps.logger);
+  const broker: BrokerDeps = {
+    pool: deps.pool,
+    clock: deps.clock,
+    logger: deps.logger,
+    providers: providerClients,
+    box,
+    signal,
+    publicUrl: deps.publicUrl,
+    allowLoopback: deps.allowLoopback,
+    navigationTtlSeconds: deps.navigationTtlSeconds,
+    retryWaitMs: deps.retryWaitMs,
+  };
+  const requestState = createRequestStateCodec({ keyring: createKeyring(deps.secretKeys, 'mrtr-request-state'), clock: deps.clock, ttlSeconds: REQUEST_STATE_TTL_SECONDS });
+  const app = createApp({
+    ...deps,
+    mcp: { issuer: deps.issuer, scope: deps.mcpScope },
+    broker,
+    formActionOrigins: deps.providers.map((p) => new URL(p.issuer).origin),
+  });
   const { hosts, origins } = allowedHostsFor(deps.publicUrl);
   const server = createModernServer({
     tools,
     toolDeps: {
       pool: deps.pool,
-      requestState: createRequestStateCodec({ keyring: createKeyring(deps.secretKeys, 'mrtr-request-state'), clock: deps.clock, ttlSeconds: REQUEST_STATE_TTL_SECONDS }),
+      requestState,
+      fetch: deps.fetch,
+      connection: { broker, requestState, vault: { pool: deps.pool, box, clock: deps.clock, providers: providerClients } },
     },
     serverInfo: { name: 'connect-broker', version: deps.version },
     logger: deps.logger,
@@ -58,9 +99,12 @@ export function createServerListener(deps: ServerDeps): RequestListener {
     logger: deps.logger,
   });
   const mcpPath = new URL(deps.mcpResourceUrl).pathname;
-  return (req, res) => {
-    const path = req.url?.split('?')[0];
-    if (path === mcpPath) mcp(req, res);
-    else app(req, res);
+  return {
+    listener: (req, res) => {
+      const path = req.url?.split('?')[0];
+      if (path === mcpPath) mcp(req, res);
+      else app(req, res);
+    },
+    close: () => signal.close(),
   };
 }

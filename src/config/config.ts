@@ -44,6 +44,9 @@ const envSchema = z
     TLS_CA_FILE: optionalString,
     DEV_IDP_PORT: port.optional(),
     DEV_REPORTS_PORT: port.optional(),
+    PROVIDERS_FILE: optionalString,
+    NAVIGATION_TTL_SECONDS: z.coerce.number().int().min(60).max(24 * 3600).default(900),
+    RETRY_WAIT_MS: z.coerce.number().int().min(0).max(60_000).default(10_000),
     MCP_SCOPE: z.string().trim().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, 'must be one scope token').default('mcp'),
     MCP_ALLOW_ANONYMOUS: z.enum(['true', 'false']).default('false'),
     SESSION_TTL_SECONDS: z.coerce.number().int().min(60).max(30 * 24 * 3600).default(8 * 3600),
@@ -94,6 +97,7 @@ export interface Config {
   dev: { idpPort: number; reportsPort: number };
   session: { ttlSeconds: number };
   mcp: { requiredScope: string; allowAnonymous: boolean };
+  broker: { providersFile: string | undefined; navigationTtlSeconds: number; retryWaitMs: number };
   log: { level: string };
 }
 
@@ -131,6 +135,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     dev: { idpPort: e.DEV_IDP_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 1), reportsPort: e.DEV_REPORTS_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 2) },
     session: { ttlSeconds: e.SESSION_TTL_SECONDS },
     mcp: { requiredScope: e.MCP_SCOPE, allowAnonymous: e.MCP_ALLOW_ANONYMOUS === 'true' },
+    broker: { providersFile: e.PROVIDERS_FILE, navigationTtlSeconds: e.NAVIGATION_TTL_SECONDS, retryWaitMs: e.RETRY_WAIT_MS },
     log: { level: e.LOG_LEVEL },
   });
 }

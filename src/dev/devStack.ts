@@ -31,6 +31,20 @@ export interface DevStack {
   close(graceMs: number): Promise<void>;
 }
 
+/** The Report Service as an entry of the broker's provider list (validated by parseProviders like any other). */
+export function reportServiceProvider(stack: DevStack, secrets: DevSecrets): Record<string, unknown> {
+  return {
+    id: 'reports',
+    displayName: 'Report Service',
+    issuer: stack.reports.issuer,
+    clientId: stack.reports.brokerClientId,
+    clientSecret: secrets.brokerReportsClientSecret,
+    scopes: ['openid', 'reports:read', 'reports:write'],
+    apiBase: stack.reports.apiUrl,
+    audience: stack.reports.apiUrl,
+  };
+}
+
 export const BROKER_IDP_CLIENT_ID = 'connect-broker';
 export const BROKER_REPORTS_CLIENT_ID = 'connect-broker';
 

@@ -79,9 +79,15 @@ export type FormProperty =
   | { type: 'boolean'; title?: string; description?: string; default?: boolean }
   | { type: 'number' | 'integer'; title?: string; description?: string; minimum?: number; maximum?: number; default?: number };
 
+/** URL mode, 2026-07-28: no elicitationId (spec brief §5.4). */
+export interface ElicitUrlRequest {
+  method: 'elicitation/create';
+  params: { mode: 'url'; message: string; url: string };
+}
+
 export interface InputRequiredResult {
   resultType: 'input_required';
-  inputRequests?: Record<string, ElicitFormRequest>;
+  inputRequests?: Record<string, ElicitFormRequest | ElicitUrlRequest>;
   requestState?: string;
 }
 

@@ -25,6 +25,8 @@ const PayloadSchema = z.object({
   ph: z.string(),
   n: z.string(),
   c: z.array(z.string()).max(50),
+  nv: z.string().optional(),
+  g: z.number().int().min(0).optional(),
 });
 
 export interface StateBinding {
@@ -36,9 +38,20 @@ export interface StateBinding {
   phase: string;
 }
 
+/** What a state refers to besides its binding: offered candidates, or a navigation and its retry generation. */
+export interface StateRefs {
+  candidates?: string[];
+  navigationId?: string;
+  generation?: number;
+  /** Overrides the codec's default lifetime (a connection may take longer than a confirmation). */
+  ttlSeconds?: number;
+}
+
 export interface SealedState extends StateBinding {
   nonce: string;
   candidates: string[];
+  navigationId: string | undefined;
+  generation: number;
   expiresAt: Date;
 }
 
@@ -51,25 +64,39 @@ export function argumentsDigest(values: readonly string[]): string {
 }
 
 export interface RequestStateCodec {
-  seal(binding: StateBinding, candidates: string[]): Promise<{ token: string; state: SealedState }>;
+  seal(binding: StateBinding, refs: StateRefs): Promise<{ token: string; state: SealedState }>;
   /** Opens a state and checks it belongs to `expected`; throws RequestStateError otherwise. */
   open(token: string, expected: StateBinding): Promise<SealedState>;
 }
 
 export function createRequestStateCodec(deps: { keyring: Keyring; clock: Clock; ttlSeconds: number }): RequestStateCodec {
   return {
-    async seal(binding, candidates) {
+    async seal(binding, refs) {
+      const candidates = refs.candidates ?? [];
+      const generation = refs.generation ?? 0;
       const { kid, key } = deps.keyring.active();
       const now = Math.floor(deps.clock.now().getTime() / 1000);
       const nonce = randomBytes(16).toString('base64url');
-      const token = await new EncryptJWT({ pi: binding.principal.iss, ps: binding.principal.sub, m: binding.method, t: binding.tool, d: binding.digest, ph: binding.phase, n: nonce, c: candidates })
+      const ttl = refs.ttlSeconds ?? deps.ttlSeconds;
+      const token = await new EncryptJWT({
+        pi: binding.principal.iss,
+        ps: binding.principal.sub,
+        m: binding.method,
+        t: binding.tool,
+        d: binding.digest,
+        ph: binding.phase,
+        n: nonce,
+        c: candidates,
+        ...(refs.navigationId ? { nv: refs.navigationId } : {}),
+        g: generation,
+      })
         .setProtectedHeader({ alg: 'dir', enc: 'A256GCM', kid })
         .setIssuer(ISSUER)
         .setAudience(AUDIENCE)
         .setIssuedAt(now)
-        .setExpirationTime(now + deps.ttlSeconds)
+        .setExpirationTime(now + ttl)
         .encrypt(key);
-      return { token, state: { ...binding, nonce, candidates, expiresAt: new Date((now + deps.ttlSeconds) * 1000) } };
+      return { token, state: { ...binding, nonce, candidates, navigationId: refs.navigationId, generation, expiresAt: new Date((now + ttl) * 1000) } };
     },
 
     async open(token, expected) {
@@ -99,7 +126,7 @@ export function createRequestStateCodec(deps: { keyring: Keyring; clock: Clock; 
         payload.ph === expected.phase;
       if (!matches) throw new RequestStateError('requestState belongs to another caller or another operation');
       if (payload.d !== expected.digest) throw new RequestStateError('requestState was issued for different arguments; call the tool again without it');
-      return { ...expected, nonce: payload.n, candidates: payload.c, expiresAt: new Date(payload.exp * 1000) };
+      return { ...expected, nonce: payload.n, candidates: payload.c, navigationId: payload.nv, generation: payload.g ?? 0, expiresAt: new Date(payload.exp * 1000) };
     },
   };
 }

@@ -6,66 +6,71 @@ import { oauthErrorHandler } from './oauthErrors.js';
 // The only importer of openid-client (style.md B7.1). The rest of the app sees
 // these types, never openid-client's.
 
-export interface OidcClientOptions {
+export interface ServerOptions {
   issuer: string;
   clientId: string;
   clientSecret: Secret;
   fetch: Fetch;
 }
 
-export interface LoginRedirect {
-  url: URL;
+/** What an authorization redirect must remember for its callback. */
+export interface AuthorizationChecks {
   state: string;
   nonce: string;
   codeVerifier: string;
 }
 
-export interface LoginChecks {
-  state: string;
-  nonce: string;
-  codeVerifier: string;
+export interface ServerTokens {
+  accessToken: string;
+  refreshToken: string | undefined;
+  expiresInSeconds: number | undefined;
+  idTokenSubject: string | undefined;
+  idTokenIssuer: string | undefined;
+  idTokenClaims: Record<string, unknown> | undefined;
 }
 
-export interface VerifiedLogin {
-  issuer: string;
-  subject: string;
-  displayName: string;
+export interface ServerMetadata {
+  authorizationEndpoint: string | undefined;
+  tokenEndpoint: string | undefined;
+  jwksUri: string | undefined;
 }
 
-export interface OidcClient {
-  beginLogin(params: { redirectUri: string; scope: string }): Promise<LoginRedirect>;
-  completeLogin(currentUrl: URL, redirectUri: string, checks: LoginChecks): Promise<VerifiedLogin>;
-  /** Resolves when the issuer's metadata could be loaded (for /readyz). */
-  ready(): Promise<void>;
+/** One discovered authorization server, seen as a confidential client of it. */
+export interface OAuthServer {
+  metadata(): ServerMetadata;
+  beginAuthorization(params: { redirectUri: string; scope: string; resource?: string }): Promise<AuthorizationChecks & { url: URL }>;
+  /** Checks state, PKCE, nonce, `iss` (RFC 9207) and the ID Token, then exchanges the code. */
+  completeAuthorization(currentUrl: URL, redirectUri: string, checks: AuthorizationChecks, resource?: string): Promise<ServerTokens>;
+  refresh(refreshToken: string, resource?: string): Promise<ServerTokens>;
 }
 
-/** OIDC code flow with PKCE S256, state and nonce against one issuer; discovery is lazy and retried. */
-export function createOidcClient(options: OidcClientOptions): OidcClient {
-  let configuration: Promise<client.Configuration> | undefined;
+export async function discoverServer(options: ServerOptions): Promise<OAuthServer> {
   // openid-client's options are a subset of RequestInit (method, headers, body, redirect, signal).
   const customFetch: client.CustomFetch = (url, init) => options.fetch(url, init as RequestInit);
-  const discover = (): Promise<client.Configuration> => {
-    configuration ??= client
-      .discovery(new URL(options.issuer), options.clientId, options.clientSecret.reveal(), undefined, {
-        [client.customFetch]: customFetch,
-      })
-      .then((config) => {
-        config[client.customFetch] = customFetch;
-        return config;
-      })
-      .catch((err: unknown) => {
-        configuration = undefined; // the next request tries again
-        return oauthErrorHandler(err);
-      });
-    return configuration;
+  let config: client.Configuration;
+  try {
+    config = await client.discovery(new URL(options.issuer), options.clientId, options.clientSecret.reveal(), undefined, { [client.customFetch]: customFetch });
+    config[client.customFetch] = customFetch;
+  } catch (err) {
+    return oauthErrorHandler(err);
+  }
+  const toTokens = (tokens: client.TokenEndpointResponse & client.TokenEndpointResponseHelpers): ServerTokens => {
+    const claims = tokens.claims();
+    return {
+      accessToken: tokens.access_token,
+      refreshToken: tokens.refresh_token,
+      expiresInSeconds: tokens.expiresIn(),
+      idTokenSubject: claims?.sub,
+      idTokenIssuer: claims?.iss,
+      idTokenClaims: claims ? { ...claims } : undefined,
+    };
   };
-
   return {
-    async ready() {
-      await discover();
+    metadata() {
+      const m = config.serverMetadata();
+      return { authorizationEndpoint: m.authorization_endpoint, tokenEndpoint: m.token_endpoint, jwksUri: m.jwks_uri };
     },
-    async beginLogin({ redirectUri, scope }) {
-      const config = await discover();
+    async beginAuthorization({ redirectUri, scope, resource }) {
       const codeVerifier = client.randomPKCECodeVerifier();
       const state = client.randomState();
       const nonce = client.randomNonce();
@@ -77,26 +82,74 @@ export function createOidcClient(options: OidcClientOptions): OidcClient {
         code_challenge_method: 'S256',
         state,
         nonce,
+        ...(resource ? { resource } : {}),
       });
       return { url, state, nonce, codeVerifier };
     },
-    async completeLogin(currentUrl, redirectUri, checks) {
-      const config = await discover();
+    async completeAuthorization(currentUrl, redirectUri, checks, resource) {
       try {
         const tokens = await client.authorizationCodeGrant(
           config,
           currentUrl,
           { pkceCodeVerifier: checks.codeVerifier, expectedState: checks.state, expectedNonce: checks.nonce, idTokenExpected: true },
-          { redirect_uri: redirectUri },
+          { redirect_uri: redirectUri, ...(resource ? { resource } : {}) },
         );
-        const claims = tokens.claims();
-        if (!claims) throw new client.ClientError('no ID Token claims');
-        const name = typeof claims['name'] === 'string' ? claims['name'] : undefined;
-        const username = typeof claims['preferred_username'] === 'string' ? claims['preferred_username'] : undefined;
-        return { issuer: claims.iss, subject: claims.sub, displayName: username ?? name ?? claims.sub };
+        return toTokens(tokens);
       } catch (err) {
         return oauthErrorHandler(err);
       }
+    },
+    async refresh(refreshToken, resource) {
+      try {
+        return toTokens(await client.refreshTokenGrant(config, refreshToken, resource ? { resource } : undefined));
+      } catch (err) {
+        return oauthErrorHandler(err);
+      }
+    },
+  };
+}
+
+export interface LoginRedirect extends AuthorizationChecks {
+  url: URL;
+}
+
+export interface VerifiedLogin {
+  issuer: string;
+  subject: string;
+  displayName: string;
+}
+
+export interface OidcClient {
+  beginLogin(params: { redirectUri: string; scope: string }): Promise<LoginRedirect>;
+  completeLogin(currentUrl: URL, redirectUri: string, checks: AuthorizationChecks): Promise<VerifiedLogin>;
+  /** Resolves when the issuer's metadata could be loaded (for /readyz). */
+  ready(): Promise<void>;
+}
+
+/** Browser sign-in against the broker's own issuer; discovery is lazy and retried after a failure. */
+export function createOidcClient(options: ServerOptions): OidcClient {
+  let server: Promise<OAuthServer> | undefined;
+  const discover = (): Promise<OAuthServer> => {
+    server ??= discoverServer(options).catch((err: unknown) => {
+      server = undefined; // the next request tries again
+      throw err;
+    });
+    return server;
+  };
+  return {
+    async ready() {
+      await discover();
+    },
+    async beginLogin({ redirectUri, scope }) {
+      return (await discover()).beginAuthorization({ redirectUri, scope });
+    },
+    async completeLogin(currentUrl, redirectUri, checks) {
+      const tokens = await (await discover()).completeAuthorization(currentUrl, redirectUri, checks);
+      const claims = tokens.idTokenClaims ?? {};
+      if (!tokens.idTokenSubject || !tokens.idTokenIssuer) return oauthErrorHandler(new client.ClientError('no ID Token claims'));
+      const name = typeof claims['name'] === 'string' ? claims['name'] : undefined;
+      const username = typeof claims['preferred_username'] === 'string' ? claims['preferred_username'] : undefined;
+      return { issuer: tokens.idTokenIssuer, subject: tokens.idTokenSubject, displayName: username ?? name ?? tokens.idTokenSubject };
     },
   };
 }

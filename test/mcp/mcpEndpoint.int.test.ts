@@ -185,7 +185,7 @@ describe('POST /mcp on the wire', () => {
       expect(result.resultType).toBe('complete');
       expect(result.cacheScope).toBe('public');
       expect(result.ttlMs).toBeGreaterThanOrEqual(0);
-      expect(result.tools.map((t) => t.name)).toEqual(['notes_create', 'notes_delete', 'notes_list', 'notes_workspaces']);
+      expect(result.tools.map((t) => t.name)).toEqual(['notes_create', 'notes_delete', 'notes_list', 'notes_workspaces', 'reports_create', 'reports_list']);
       for (const tool of result.tools) {
         expect(tool.name).toMatch(/^[A-Za-z0-9_./-]{1,64}$/);
         expect(tool.description.length).toBeGreaterThan(0);

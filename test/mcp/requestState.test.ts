@@ -21,7 +21,7 @@ const binding: StateBinding = {
 
 describe('requestState', () => {
   it('round-trips the binding, nonce, candidates and expiry, and hides them from the client', async () => {
-    const { token, state } = await codec().seal(binding, ['note_aaaaaaaaaaaa']);
+    const { token, state } = await codec().seal(binding, { candidates: ['note_aaaaaaaaaaaa'] });
     const opened = await codec().open(token, binding);
     expect(opened).toEqual(state);
     expect(opened.candidates).toEqual(['note_aaaaaaaaaaaa']);
@@ -30,7 +30,7 @@ describe('requestState', () => {
   });
 
   it('rejects a tampered state', async () => {
-    const { token } = await codec().seal(binding, ['note_aaaaaaaaaaaa']);
+    const { token } = await codec().seal(binding, { candidates: ['note_aaaaaaaaaaaa'] });
     const parts = token.split('.');
     const body = Buffer.from(parts[3]!, 'base64url');
     body[0] = (body[0] ?? 0) ^ 1;
@@ -39,7 +39,7 @@ describe('requestState', () => {
   });
 
   it('rejects an expired state', async () => {
-    const { token } = await codec().seal(binding, []);
+    const { token } = await codec().seal(binding, {});
     const sealedAt = now;
     now = new Date(sealedAt.getTime() + 301_000);
     await expect(codec().open(token, binding)).rejects.toThrow(/expired/);
@@ -47,19 +47,19 @@ describe('requestState', () => {
   });
 
   it('rejects a state presented by another principal', async () => {
-    const { token } = await codec().seal(binding, []);
+    const { token } = await codec().seal(binding, {});
     await expect(codec().open(token, { ...binding, principal: { iss: 'https://idp.test', sub: 'mallory' } })).rejects.toThrow(/another caller/);
     await expect(codec().open(token, { ...binding, principal: { iss: 'https://other-idp.test', sub: 'alice' } })).rejects.toThrow(/another caller/);
   });
 
   it('rejects a state presented with different arguments, or for another tool', async () => {
-    const { token } = await codec().seal(binding, []);
+    const { token } = await codec().seal(binding, {});
     await expect(codec().open(token, { ...binding, digest: argumentsDigest(['file:///work/notes/alice', 'TPX']) })).rejects.toThrow(/different arguments/);
     await expect(codec().open(token, { ...binding, tool: 'notes_create' })).rejects.toThrow(/another caller or another operation/);
   });
 
   it('opens states sealed with a retired key after rotation, and refuses an unknown key id', async () => {
-    const { token } = await codec([k1]).seal(binding, []);
+    const { token } = await codec([k1]).seal(binding, {});
     await expect(codec([k2, k1]).open(token, binding)).resolves.toMatchObject({ tool: 'notes_delete' });
     await expect(codec([k2]).open(token, binding)).rejects.toThrow(/unknown key/);
   });

@@ -7,7 +7,7 @@ import { readMigrations } from '../../src/db/migrate.js';
 import type { Pool } from '../../src/db/pool.js';
 import { seedDevelopmentData } from '../../src/dev/devSeed.js';
 import { loadOrCreateDevSecrets, type DevSecrets } from '../../src/dev/devSecrets.js';
-import { startDevStack, type DevStack } from '../../src/dev/devStack.js';
+import { reportServiceProvider, startDevStack, type DevStack } from '../../src/dev/devStack.js';
 import { createOidcClient } from '../../src/oauth/oauthClient.js';
 import { listenHttps } from '../../src/runtime/httpsServer.js';
 import { systemClock, type Clock } from '../../src/shared/clock.js';
@@ -15,7 +15,8 @@ import { createFetch, type Fetch } from '../../src/shared/httpClient.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { Secret } from '../../src/shared/secret.js';
 import { loadOrCreateLocalTls, type TlsMaterial } from '../../src/tls/localCa.js';
-import { ANONYMOUS_PRINCIPAL, createServerListener } from '../../src/server.js';
+import { parseProviders } from '../../src/providers/providerConfig.js';
+import { ANONYMOUS_PRINCIPAL, createBrokerServer, type BrokerServer } from '../../src/server.js';
 import { createRender } from '../../src/web/render.js';
 import { createTestDb, type TestDb } from './testDb.js';
 
@@ -41,7 +42,16 @@ export interface BrokerStack {
  * The broker as main.ts assembles it, on port 0, with the real development
  * identity provider and Report Service, and its own Postgres schema.
  */
-export async function startBrokerStack(options: { clock?: Clock; sessionTtlSeconds?: number; anonymous?: boolean } = {}): Promise<BrokerStack> {
+export interface BrokerStackOptions {
+  clock?: Clock;
+  sessionTtlSeconds?: number;
+  anonymous?: boolean;
+  navigationTtlSeconds?: number;
+  /** How long an MCP retry waits for a pending connection (default 2 s in tests). */
+  retryWaitMs?: number;
+}
+
+export async function startBrokerStack(options: BrokerStackOptions = {}): Promise<BrokerStack> {
   const dir = await mkdtemp(join(tmpdir(), 'broker-stack-'));
   const tls = await loadOrCreateLocalTls(join(dir, 'tls'));
   const secrets = await loadOrCreateDevSecrets(dir);
@@ -77,8 +87,10 @@ export async function startBrokerStack(options: { clock?: Clock; sessionTtlSecon
     logger,
   });
   await seedDevelopmentData(db.pool, dev.idp.issuer);
-  const listenerFor = (pool: Pool, publicUrl: URL): RequestListener =>
-    createServerListener({
+  const providers = parseProviders([reportServiceProvider(dev, secrets)], { allowLoopback: true });
+  const servers: BrokerServer[] = [];
+  const listenerFor = (pool: Pool, publicUrl: URL): RequestListener => {
+    const server = createBrokerServer({
       pool,
       logger,
       clock: options.clock ?? systemClock,
@@ -94,7 +106,14 @@ export async function startBrokerStack(options: { clock?: Clock; sessionTtlSecon
       mcpScope: 'mcp',
       anonymousPrincipal: options.anonymous ? ANONYMOUS_PRINCIPAL : undefined,
       version: 'test',
+      providers,
+      allowLoopback: true,
+      navigationTtlSeconds: options.navigationTtlSeconds ?? 900,
+      retryWaitMs: options.retryWaitMs ?? 2_000,
     });
+    servers.push(server);
+    return server.listener;
+  };
   const migrations = await readMigrations();
   handler = listenerFor(db.pool, publicUrl);
 
@@ -117,6 +136,7 @@ export async function startBrokerStack(options: { clock?: Clock; sessionTtlSecon
     async close() {
       await broker.close(0);
       await second.close(0);
+      await Promise.all(servers.map((s) => s.close()));
       await dev.close(0);
       await db.drop();
       await rm(dir, { recursive: true, force: true });

@@ -45,7 +45,7 @@ export const notesDelete = defineTool({
 
 async function askUser(args: z.output<typeof inputSchema>, binding: StateBinding, deps: McpToolDeps) {
   const { workspace, candidates } = await findDeleteCandidates(deps, binding.principal, args.workspaceUri, args.title);
-  const { token } = await deps.requestState.seal(binding, candidates.map((c) => c.id));
+  const { token } = await deps.requestState.seal(binding, { candidates: candidates.map((c) => c.id) });
   return { resultType: 'input_required' as const, inputRequests: { [INPUT_KEY]: deleteConfirmationForm(workspace, candidates) }, requestState: token };
 }
 

@@ -1,16 +1,26 @@
 import type { Pool } from '../../db/pool.js';
+import type { Fetch } from '../../shared/httpClient.js';
+import type { ConnectionToolDeps } from '../connectionTool.js';
 import type { Tool } from '../defineTool.js';
 import type { RequestStateCodec } from '../requestState.js';
 import { notesCreate } from './notesCreate.js';
 import { notesDelete } from './notesDelete.js';
 import { notesList } from './notesList.js';
 import { notesWorkspaces } from './notesWorkspaces.js';
+import { reportsCreate } from './reportsCreate.js';
+import { reportsList } from './reportsList.js';
 
 /** What tool handlers get: plain values and functions, no singletons (style.md B2.5). */
 export interface McpToolDeps {
   pool: Pool;
   requestState: RequestStateCodec;
+  connection: ConnectionToolDeps;
+  /** For third-party APIs (verifies TLS; nock-visible in tests). */
+  fetch: Fetch;
 }
 
+
+
+
 /** The table of tools, in the order tools/list returns them (deterministic, by name). */
-export const tools: readonly Tool<McpToolDeps>[] = [notesCreate, notesDelete, notesList, notesWorkspaces];
+export const tools: readonly Tool<McpToolDeps>[] = [notesCreate, notesDelete, notesList, notesWorkspaces, reportsCreate, reportsList];

@@ -1,0 +1,82 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { Principal } from '../auth/principal.js';
+import { samePrincipal } from '../auth/principal.js';
+import { withTransaction } from '../db/transaction.js';
+import { ConflictError, ForbiddenError, NotFoundError } from '../errors/appError.js';
+import { advance } from './advance.js';
+import type { BrokerDeps } from './brokerDeps.js';
+import type { Lineage } from './navigationRecord.js';
+import { lockNavigation } from './navigationRepo.js';
+import type { NavigationEvent } from './navigationStates.js';
+import { findReceiptByKey, insertReceiptOnce, recordOutcome, type OperationReceipt } from './receiptRepo.js';
+
+export interface OriginalOperation {
+  navigationId: string;
+  principal: Principal;
+  tool: string;
+  requestDigest: string;
+  lineage: Lineage;
+  /** nested lineage: the original JSON-RPC id. */
+  jsonrpcId?: string;
+  /** -32042 lineage: the retry generation. */
+  retryGeneration?: number;
+}
+
+const ACCEPT_EVENT: Record<Lineage, NavigationEvent> = { mrtr: 'mrtr_accept', nested: 'nested_accept', error_retry: 'retry_accept' };
+
+/** The key that makes an acceptance unique across lineages and instances (design §4, operation_receipts). */
+export function operationKey(op: Pick<OriginalOperation, 'principal' | 'tool' | 'requestDigest' | 'navigationId'>): string {
+  return createHash('sha256').update(JSON.stringify([op.principal.iss, op.principal.sub, op.tool, op.requestDigest, op.navigationId])).digest('hex');
+}
+
+/**
+ * The single point where an original operation is accepted (design §6). In
+ * one transaction: the navigation, locked, must be REQUIREMENT_VERIFIED for
+ * this principal and this operation; the receipt is inserted under its unique
+ * key; the navigation moves to the lineage's accepted state with its ledger
+ * entry. A second attempt, from any lineage or instance, finds the receipt.
+ */
+export async function acceptOriginalOperation(deps: BrokerDeps, op: OriginalOperation): Promise<{ receipt: OperationReceipt; created: boolean }> {
+  const key = operationKey(op);
+  return withTransaction(deps.pool, async (tx) => {
+    const navigation = await lockNavigation(tx, op.navigationId);
+    if (!navigation) throw new NotFoundError('This connection flow is not known.');
+    if (!samePrincipal(navigation.subject, op.principal)) throw new ForbiddenError('This connection flow belongs to another user.');
+    if (navigation.tool !== op.tool || navigation.requestDigest !== op.requestDigest) throw new ConflictError('This connection flow was started for another operation.');
+    const existing = await findReceiptByKey(tx, key);
+    if (existing) return { receipt: existing, created: false };
+    if (navigation.status !== 'REQUIREMENT_VERIFIED') throw new ConflictError(`This operation cannot be accepted while the connection is ${navigation.status}.`);
+    const now = deps.clock.now();
+    const { receipt, created } = await insertReceiptOnce(tx, {
+      id: randomUUID(),
+      operationKey: key,
+      navigationId: navigation.id,
+      lineage: op.lineage,
+      jsonrpcId: op.jsonrpcId,
+      retryGeneration: op.retryGeneration,
+      requirementReceipt: `verified:${navigation.id}:v${navigation.rowVersion}`,
+      createdAt: now,
+    });
+    if (created) await advance(tx, navigation, ACCEPT_EVENT[op.lineage], { actor: `mcp:${op.principal.sub}`, now, evidence: { receiptId: receipt.id, lineage: op.lineage } });
+    return { receipt, created };
+  });
+}
+
+export type BusinessOutcome = { status: 'succeeded' | 'failed'; outcome: Record<string, unknown> };
+
+/**
+ * Runs the business call for an accepted receipt, with the receipt id as its
+ * idempotency key, and records the outcome once. A receipt that already has
+ * an outcome returns it without calling; one still pending (a crash, a lost
+ * answer) is re-driven with the same key, so the provider never does it twice.
+ */
+export async function runAcceptedOperation(deps: BrokerDeps, receipt: OperationReceipt, call: (idempotencyKey: string) => Promise<BusinessOutcome>): Promise<BusinessOutcome> {
+  if (receipt.outcomeStatus !== 'pending' && receipt.outcome) return { status: receipt.outcomeStatus, outcome: receipt.outcome };
+  const result = await call(receipt.id);
+  const digest = createHash('sha256').update(JSON.stringify(result.outcome)).digest('hex');
+  const recorded = await recordOutcome(deps.pool, receipt.id, result.status, result.outcome, digest, deps.clock.now());
+  if (recorded?.outcome) return { status: recorded.outcomeStatus === 'failed' ? 'failed' : 'succeeded', outcome: recorded.outcome };
+  // Another instance recorded first: answer what it recorded.
+  const again = await findReceiptByKey(deps.pool, receipt.operationKey);
+  return again?.outcome && again.outcomeStatus !== 'pending' ? { status: again.outcomeStatus, outcome: again.outcome } : result;
+}

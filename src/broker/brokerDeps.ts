@@ -1,0 +1,26 @@
+import type { SecretBox } from '../crypto/secretBox.js';
+import type { Pool } from '../db/pool.js';
+import type { ProviderClient } from '../oauth/providerClient.js';
+import type { Clock } from '../shared/clock.js';
+import type { Logger } from '../shared/logger.js';
+import type { CompletionSignal } from './completionSignal.js';
+
+/** What the connection broker's use cases need; built once in server.ts. */
+export interface BrokerDeps {
+  pool: Pool;
+  clock: Clock;
+  logger: Logger;
+  providers: ReadonlyMap<string, ProviderClient>;
+  /** Seals tokens and PKCE verifiers at rest. */
+  box: SecretBox;
+  signal: CompletionSignal;
+  publicUrl: URL;
+  /** Development: loopback URLs pass the URL policy. */
+  allowLoopback: boolean;
+  navigationTtlSeconds: number;
+  /** How long a retry waits for a pending connection before answering input_required again. */
+  retryWaitMs: number;
+}
+
+export const CALLBACK_PATH = '/oauth/callback';
+export const DONE_PATH = '/connect/done';

@@ -1,0 +1,108 @@
+import type { Principal } from '../auth/principal.js';
+import { samePrincipal } from '../auth/principal.js';
+import { withTransaction } from '../db/transaction.js';
+import { ConflictError, ForbiddenError, NotFoundError } from '../errors/appError.js';
+import { insertPendingAuthorization } from '../oauth/pendingAuthRepo.js';
+import { checkUrl } from '../security/urlPolicy.js';
+import { digestOf } from '../shared/tokens.js';
+import { advance, recordWithoutMoving } from './advance.js';
+import type { BrokerDeps } from './brokerDeps.js';
+import { recordConsent } from './consentRepo.js';
+import type { NavigationRecord } from './navigationRecord.js';
+import { findNavigationByHandle, lockNavigation } from './navigationRepo.js';
+import type { NavigationState } from './navigationStates.js';
+
+const CONSENTABLE: ReadonlySet<NavigationState> = new Set(['USER_REVIEW', 'NAVIGATION_ACCEPTED', 'OUT_OF_BAND_PENDING']);
+const VERIFIED: ReadonlySet<NavigationState> = new Set(['REQUIREMENT_VERIFIED', 'MRTR_RETRY_ACCEPTED', 'ORIGINAL_RESPONSE_ACCEPTED', 'NESTED_SERVER_CONTINUES', 'ERROR_RETRY_ELIGIBLE', 'OPTIONAL_CLIENT_RETRY', 'RETRY_RESPONSE_ACCEPTED']);
+const PENDING_TTL_MS = 10 * 60 * 1000;
+
+export type ConnectView =
+  | { kind: 'sign_in' }
+  | { kind: 'mismatch' }
+  | { kind: 'closed'; reason: 'expired' | 'declined' | 'verified' }
+  | { kind: 'review'; navigation: NavigationRecord; providerName: string; destination: string };
+
+async function byHandle(deps: BrokerDeps, handle: string): Promise<NavigationRecord> {
+  const navigation = /^[A-Za-z0-9_-]{43}$/.test(handle) ? await findNavigationByHandle(deps.pool, digestOf(handle)) : undefined;
+  if (!navigation) throw new NotFoundError('This connect link is not known. Go back to your app and try again.');
+  return navigation;
+}
+
+function closedReason(deps: BrokerDeps, navigation: NavigationRecord): 'expired' | 'declined' | 'verified' | undefined {
+  if (VERIFIED.has(navigation.status)) return 'verified';
+  if (navigation.status === 'DECLINED' || navigation.status === 'CANCELLED') return 'declined';
+  if (navigation.status === 'EXPIRED' || navigation.expiresAt <= deps.clock.now() || !CONSENTABLE.has(navigation.status)) return 'expired';
+  return undefined;
+}
+
+/** Refuses a browser that is not the navigation's subject, leaving a ledger entry and binding nothing. */
+async function refuseMismatch(deps: BrokerDeps, navigation: NavigationRecord, browser: Principal, where: string): Promise<void> {
+  await withTransaction(deps.pool, (tx) =>
+    recordWithoutMoving(tx, navigation, 'subject_mismatch', { actor: `browser:${browser.sub}`, now: deps.clock.now(), evidence: { where, browserIss: browser.iss, browserSub: browser.sub } }),
+  );
+  deps.logger.warn({ navigationId: navigation.id, where }, 'connect link opened by another user');
+}
+
+/**
+ * GET /connect/{handle}: what the page shows. Changes no state: a prefetch
+ * or a link scanner burns nothing (only a subject mismatch is recorded).
+ */
+export async function viewConnect(deps: BrokerDeps, handle: string, browser: Principal | undefined): Promise<ConnectView> {
+  const navigation = await byHandle(deps, handle);
+  if (!browser) return { kind: 'sign_in' };
+  if (!samePrincipal(browser, navigation.subject)) {
+    await refuseMismatch(deps, navigation, browser, 'connect_page');
+    return { kind: 'mismatch' };
+  }
+  const reason = closedReason(deps, navigation);
+  if (reason) return { kind: 'closed', reason };
+  const client = deps.providers.get(navigation.provider);
+  if (!client) throw new NotFoundError(`Provider ${navigation.provider} is no longer configured.`);
+  return { kind: 'review', navigation, providerName: client.provider.displayName, destination: `${navigation.targetScheme}://${navigation.targetHost}` };
+}
+
+/**
+ * POST /connect/{handle}: the signed-in subject's explicit consent. Records
+ * the consent receipt, moves the navigation to OUT_OF_BAND_PENDING and stores
+ * a one-time OAuth transaction (state digest, sealed PKCE verifier, nonce,
+ * exact redirect URI, browser subject); returns the provider's authorize URL.
+ */
+export async function consentToConnect(deps: BrokerDeps, handle: string, browser: Principal): Promise<URL> {
+  const found = await byHandle(deps, handle);
+  if (!samePrincipal(browser, found.subject)) {
+    await refuseMismatch(deps, found, browser, 'consent');
+    throw new ForbiddenError('This connect link belongs to another user. Nothing was connected.');
+  }
+  const client = deps.providers.get(found.provider);
+  if (!client) throw new NotFoundError(`Provider ${found.provider} is no longer configured.`);
+  const authorization = await client.beginAuthorization(found.redirectPolicy.callback);
+  const policy = { allowLoopback: deps.allowLoopback, expectedHost: found.targetHost };
+  const target = checkUrl(`${authorization.url.origin}${authorization.url.pathname}`, policy, 'authorization endpoint');
+  const now = deps.clock.now();
+  const stateDigest = digestOf(authorization.state);
+  await withTransaction(deps.pool, async (tx) => {
+    let navigation = await lockNavigation(tx, found.id);
+    if (!navigation) throw new NotFoundError('This connect link is not known.');
+    const reason = closedReason(deps, navigation);
+    if (reason) throw new ConflictError(reason === 'verified' ? 'This service is already connected. Return to your app.' : 'This connect link has expired or was declined. Return to your app and try again.');
+    const by = { actor: `browser:${browser.sub}`, now, evidence: { destination: target.host } };
+    await recordConsent(tx, navigation.id, browser, `${target.protocol}//${target.host}`, now);
+    if (navigation.status === 'USER_REVIEW') navigation = await advance(tx, navigation, 'browser_consent', by);
+    if (navigation.status === 'NAVIGATION_ACCEPTED') navigation = await advance(tx, navigation, 'browser_consent', by, { stateNonceDigest: stateDigest });
+    const sealed = deps.box.seal(authorization.codeVerifier, `pkce\n${stateDigest.toString('hex')}\n${navigation.id}`);
+    await insertPendingAuthorization(tx, {
+      stateDigest,
+      navigationId: navigation.id,
+      provider: navigation.provider,
+      codeVerifierSealed: sealed.ciphertext,
+      keyId: sealed.keyId,
+      nonce: authorization.nonce,
+      redirectUri: navigation.redirectPolicy.callback,
+      browserIss: browser.iss,
+      browserSub: browser.sub,
+      createdAt: now,
+      expiresAt: new Date(now.getTime() + PENDING_TTL_MS),
+    });
+  });
+  return authorization.url;
+}

@@ -1,0 +1,89 @@
+import express, { Router, type Request } from 'express';
+import { z } from 'zod';
+import type { Principal } from '../auth/principal.js';
+import { readSessionCookie } from '../auth/sessionCookie.js';
+import { currentSession } from '../auth/signIn.js';
+import { ForbiddenError } from '../errors/appError.js';
+import { csrfTokenFor, isValidCsrf, requireSameOrigin } from '../web/middleware/csrf.js';
+import { parseInput } from '../web/parse.js';
+import type { Render } from '../web/render.js';
+import { CALLBACK_PATH, DONE_PATH, type BrokerDeps } from './brokerDeps.js';
+import { consentToConnect, viewConnect } from './connectFlow.js';
+import { findNavigationById } from './navigationRepo.js';
+import { completeCallback } from './oauthCallback.js';
+
+const HandleParams = z.strictObject({ handle: z.string().regex(/^[A-Za-z0-9_-]{43}$/, 'is not a connect link') });
+const ConsentBody = z.strictObject({ _csrf: z.string().max(128) });
+const DoneQuery = z.strictObject({ n: z.uuid() });
+// The provider adds its own parameters (code, state, iss, error, session_state…); openid-client reads the URL.
+const CallbackQuery = z.record(z.string(), z.string().max(4096));
+
+export interface ConnectRoutesDeps {
+  broker: BrokerDeps;
+  render: Render;
+  sessionTtlSeconds: number;
+}
+
+/** GET/POST /connect/{handle}, GET /oauth/callback, GET /connect/done (design §7). */
+export function connectRoutes(deps: ConnectRoutesDeps): Router {
+  const { broker, render } = deps;
+  const router = Router();
+  const browserOf = async (req: Request): Promise<{ principal: Principal; name: string; cookie: string } | undefined> => {
+    const current = await currentSession(broker, readSessionCookie(req));
+    const subject = current?.session.subject;
+    return current && subject ? { principal: subject, name: current.session.displayName ?? subject.sub, cookie: current.cookie } : undefined;
+  };
+
+  // Before /connect/:handle, which would otherwise take 'done' for a handle.
+  router.get(DONE_PATH, async (req, res) => {
+    const { n } = parseInput(DoneQuery, req.query, 'query');
+    const browser = await browserOf(req);
+    const navigation = await findNavigationById(broker.pool, n);
+    if (!browser || !navigation || navigation.subject.iss !== browser.principal.iss || navigation.subject.sub !== browser.principal.sub) {
+      throw new ForbiddenError('There is nothing to show here for you.');
+    }
+    const providerName = broker.providers.get(navigation.provider)?.provider.displayName ?? navigation.provider;
+    res.type('html').send(render('connect/done', { title: `${providerName} connected`, signedInAs: browser.name, providerName, purpose: navigation.purpose }));
+  });
+
+  router.get('/connect/:handle', async (req, res) => {
+    const { handle } = parseInput(HandleParams, req.params, 'link');
+    parseInput(z.strictObject({}), req.query, 'query');
+    const browser = await browserOf(req);
+    const view = await viewConnect(broker, handle, browser?.principal);
+    const page = { signedInAs: browser?.name, handle };
+    if (view.kind === 'sign_in') return void res.type('html').send(render('connect/signIn', { ...page, title: 'Sign in to connect', returnTo: `/connect/${handle}` }));
+    if (view.kind === 'mismatch') return void res.status(403).type('html').send(render('connect/refused', { ...page, title: 'This link is not yours' }));
+    if (view.kind === 'closed') return void res.status(view.reason === 'verified' ? 200 : 410).type('html').send(render('connect/closed', { ...page, title: 'Nothing to do here', reason: view.reason }));
+    res.type('html').send(
+      render('connect/review', {
+        ...page,
+        title: `Connect ${view.providerName}`,
+        providerName: view.providerName,
+        destination: view.destination,
+        purpose: view.navigation.purpose,
+        expiresAt: view.navigation.expiresAt.toISOString(),
+        csrf: csrfTokenFor(browser!.cookie),
+      }),
+    );
+  });
+
+  router.post('/connect/:handle', requireSameOrigin(broker.publicUrl.origin), express.urlencoded({ extended: false, limit: '2kb' }), async (req, res) => {
+    const { handle } = parseInput(HandleParams, req.params, 'link');
+    const body = parseInput(ConsentBody, req.body, 'form');
+    const browser = await browserOf(req);
+    if (!browser) return void res.redirect(303, `/connect/${handle}`);
+    if (!isValidCsrf(browser.cookie, body._csrf)) throw new ForbiddenError('This form has expired. Reload the page and try again.');
+    const target = await consentToConnect(broker, handle, browser.principal);
+    res.redirect(303, target.href);
+  });
+
+  router.get(CALLBACK_PATH, async (req, res) => {
+    parseInput(CallbackQuery, req.query, 'query');
+    const browser = await browserOf(req);
+    const navigation = await completeCallback(broker, new URL(req.originalUrl, broker.publicUrl), browser?.principal);
+    res.redirect(303, `${DONE_PATH}?n=${navigation.id}`);
+  });
+
+  return router;
+}

@@ -1,0 +1,75 @@
+import type { Principal } from '../auth/principal.js';
+import { samePrincipal } from '../auth/principal.js';
+import { withTransaction } from '../db/transaction.js';
+import { AppError, ConflictError, ForbiddenError, InvalidInputError, NotFoundError } from '../errors/appError.js';
+import { consumePendingAuthorization, type PendingAuthorization } from '../oauth/pendingAuthRepo.js';
+import { storeTokens } from '../secrets/tokenVault.js';
+import { digestOf } from '../shared/tokens.js';
+import { advance, recordWithoutMoving } from './advance.js';
+import type { BrokerDeps } from './brokerDeps.js';
+import type { NavigationRecord } from './navigationRecord.js';
+import { findNavigationById, lockNavigation } from './navigationRepo.js';
+
+/**
+ * GET /oauth/callback. Claims the OAuth transaction once, then checks, in
+ * order: it has not expired; the redirect URI is exactly the registered one;
+ * the browser is the subject that consented and the navigation's subject;
+ * the navigation is waiting for this; the provider did not refuse; and, via
+ * openid-client, state, PKCE, `iss` (RFC 9207), nonce and ID Token; then the
+ * access token's audience. Only then are the tokens stored and the
+ * navigation verified, in one transaction that also signals every instance.
+ * Any refusal stores nothing and leaves the flow where it was.
+ */
+export async function completeCallback(deps: BrokerDeps, currentUrl: URL, browser: Principal | undefined): Promise<NavigationRecord> {
+  const state = currentUrl.searchParams.get('state');
+  if (!state || state.length > 512) throw new InvalidInputError('This page needs the state the service sent back. Start again from your app.');
+  const pending = await consumePendingAuthorization(deps.pool, digestOf(state));
+  if (!pending) {
+    deps.logger.warn({ path: currentUrl.pathname }, 'callback with an unknown or already used state');
+    throw new InvalidInputError('This sign-in response was already used or is not known. Start again from your app.');
+  }
+  const navigation = await findNavigationById(deps.pool, pending.navigationId);
+  if (!navigation) throw new NotFoundError('The connection this response belongs to is gone.');
+  const refuse = async (event: string, error: AppError, evidence: Record<string, unknown> = {}): Promise<never> => {
+    await withTransaction(deps.pool, (tx) => recordWithoutMoving(tx, navigation, event, { actor: `provider:${navigation.provider}`, now: deps.clock.now(), evidence }));
+    throw error;
+  };
+
+  if (pending.expiresAt <= deps.clock.now()) await refuse('callback_expired', new InvalidInputError('This sign-in took too long. Open the link from your app again.'));
+  if (`${currentUrl.origin}${currentUrl.pathname}` !== pending.redirectUri) await refuse('callback_redirect_mismatch', new ForbiddenError('This response came back to the wrong address.'));
+  if (!browser || !samePrincipal(browser, { iss: pending.browserIss, sub: pending.browserSub }) || !samePrincipal(browser, navigation.subject)) {
+    await refuse('subject_mismatch', new ForbiddenError('You are not the user who started this connection. Nothing was connected.'), { where: 'callback', browserSub: browser?.sub ?? null });
+  }
+  if (navigation.status !== 'OUT_OF_BAND_PENDING') await refuse('callback_out_of_order', new ConflictError('This connection is not waiting for a response any more. Return to your app.'), { status: navigation.status });
+  const providerError = currentUrl.searchParams.get('error');
+  if (providerError !== null) {
+    const code = /^[a-z_]{1,40}$/.test(providerError) ? providerError : 'error';
+    await refuse('provider_refused', new InvalidInputError(`The service did not grant access (${code}). You can open the link from your app again.`), { error: code });
+  }
+
+  const client = deps.providers.get(navigation.provider);
+  if (!client) throw new NotFoundError(`Provider ${navigation.provider} is no longer configured.`);
+  let tokens;
+  try {
+    tokens = await client.completeAuthorization(currentUrl, pending.redirectUri, { state, nonce: pending.nonce, codeVerifier: openVerifier(deps, pending) });
+  } catch (err) {
+    const code = err instanceof AppError ? err.code : 'internal';
+    return refuse('callback_failed', err instanceof AppError ? err : new AppError('internal', 'Internal error.', { cause: err }), { error: code });
+  }
+
+  const now = deps.clock.now();
+  return withTransaction(deps.pool, async (tx) => {
+    let locked = await lockNavigation(tx, navigation.id);
+    if (locked?.status !== 'OUT_OF_BAND_PENDING') throw new ConflictError('This connection was completed meanwhile. Return to your app.');
+    const by = { actor: `provider:${locked.provider}`, now, evidence: { upstreamSubject: tokens.upstreamSubject ?? null } };
+    locked = await advance(tx, locked, 'callback_received', by);
+    await storeTokens(tx, deps, locked.subject, locked.provider, tokens, locked.id);
+    locked = await advance(tx, locked, 'callback_verified', by);
+    await deps.signal.notify(tx, locked.id);
+    return locked;
+  });
+}
+
+function openVerifier(deps: BrokerDeps, pending: PendingAuthorization): string {
+  return deps.box.open({ ciphertext: pending.codeVerifierSealed, keyId: pending.keyId }, `pkce\n${pending.stateDigest.toString('hex')}\n${pending.navigationId}`);
+}

@@ -1,0 +1,65 @@
+import { randomUUID } from 'node:crypto';
+import type { Principal } from '../auth/principal.js';
+import { withTransaction } from '../db/transaction.js';
+import { NotFoundError } from '../errors/appError.js';
+import { checkUrl } from '../security/urlPolicy.js';
+import { digestOf, randomToken } from '../shared/tokens.js';
+import { advance, recordWithoutMoving } from './advance.js';
+import { CALLBACK_PATH, DONE_PATH, type BrokerDeps } from './brokerDeps.js';
+import type { Lineage, NavigationRecord } from './navigationRecord.js';
+import { insertNavigation } from './navigationRepo.js';
+
+export interface NavigationRequest {
+  principal: Principal;
+  clientId: string | undefined;
+  tool: string;
+  requestDigest: string;
+  provider: string;
+  purpose: string;
+  lineage: Lineage;
+}
+
+/**
+ * Creates an elicitationNavigation.v1 record for a connection the caller
+ * lacks and returns the connect link: our own origin, a random handle, no
+ * token, no personal data, nothing pre-authenticated (spec brief §5.6).
+ */
+export async function startNavigation(deps: BrokerDeps, request: NavigationRequest): Promise<{ navigation: NavigationRecord; connectUrl: string }> {
+  const client = deps.providers.get(request.provider);
+  if (!client) throw new NotFoundError(`No provider ${request.provider} is configured.`);
+  const destination = await client.destination();
+  const handle = randomToken();
+  const now = deps.clock.now();
+  const created: NavigationRecord = {
+    id: randomUUID(),
+    recordVersion: 'elicitationNavigation.v1',
+    serverId: deps.publicUrl.origin,
+    subject: request.principal,
+    clientId: request.clientId,
+    requestDigest: request.requestDigest,
+    tool: request.tool,
+    targetScheme: destination.scheme,
+    targetHost: destination.host,
+    redirectPolicy: { callback: new URL(CALLBACK_PATH, deps.publicUrl).href, done: DONE_PATH },
+    purpose: request.purpose,
+    provider: request.provider,
+    handleDigest: digestOf(handle),
+    stateNonceDigest: undefined,
+    sessionGeneration: 0,
+    lineage: request.lineage,
+    retryGeneration: 0,
+    status: 'CREATED',
+    rowVersion: 1,
+    createdAt: now,
+    expiresAt: new Date(now.getTime() + deps.navigationTtlSeconds * 1000),
+    updatedAt: now,
+  };
+  const connectUrl = checkUrl(new URL(`/connect/${handle}`, deps.publicUrl).href, { allowLoopback: deps.allowLoopback, allowIpLiteral: true }, 'connect link').href;
+  const by = { actor: `mcp:${request.principal.sub}`, now, evidence: { tool: request.tool, provider: request.provider, lineage: request.lineage } };
+  const navigation = await withTransaction(deps.pool, async (tx) => {
+    await insertNavigation(tx, created);
+    await recordWithoutMoving(tx, created, 'created', by);
+    return advance(tx, created, 'present', by);
+  });
+  return { navigation, connectUrl };
+}

@@ -1,0 +1,138 @@
+import { randomUUID } from 'node:crypto';
+import { acceptOriginalOperation, runAcceptedOperation, type BusinessOutcome } from '../broker/acceptOriginalOperation.js';
+import { advance } from '../broker/advance.js';
+import type { BrokerDeps } from '../broker/brokerDeps.js';
+import type { NavigationRecord } from '../broker/navigationRecord.js';
+import { findNavigationById, lockNavigation } from '../broker/navigationRepo.js';
+import { canTransition } from '../broker/navigationStates.js';
+import { findReceiptByNavigation } from '../broker/receiptRepo.js';
+import { startNavigation } from '../broker/startNavigation.js';
+import { withTransaction } from '../db/transaction.js';
+import { InvalidInputError, UpstreamAuthError } from '../errors/appError.js';
+import { accessTokenFor, type TokenVaultDeps } from '../secrets/tokenVault.js';
+import { completeResult, type ToolContext } from './defineTool.js';
+import { ElicitResultSchema } from './elicitationForms.js';
+import { elicitationModes, ErrorCode, McpProtocolError, type ToolCallResult } from './protocol.js';
+import { RequestStateError, type RequestStateCodec, type SealedState, type StateBinding } from './requestState.js';
+
+export interface ConnectionToolDeps {
+  broker: BrokerDeps;
+  vault: TokenVaultDeps;
+  requestState: RequestStateCodec;
+}
+
+/** One call of a tool that needs a third-party connection. */
+export interface ConnectionCall {
+  tool: string;
+  provider: string;
+  /** What the operation is for, shown to the user with the link ("create the report …"). */
+  purpose: string;
+  requestDigest: string;
+  perform(accessToken: string, idempotencyKey: string): Promise<BusinessOutcome>;
+  render(outcome: BusinessOutcome): ToolCallResult;
+}
+
+const INPUT_KEY = 'connect';
+
+/**
+ * The 2026-07-28 (MRTR) lineage of design §2: run at once when connected;
+ * else answer input_required with a URL elicitation; on the retry, `accept`
+ * is consent only, completion is the verified callback, the operation is
+ * accepted once through acceptOriginalOperation, and a pending flow gets a
+ * bounded wait and then a state-only input_required.
+ */
+export async function runConnectionTool(deps: ConnectionToolDeps, ctx: ToolContext, call: ConnectionCall): Promise<ToolCallResult> {
+  const binding: StateBinding = { principal: ctx.principal, method: 'tools/call', tool: call.tool, digest: call.requestDigest, phase: 'connect' };
+  if (ctx.requestState === undefined) {
+    const token = await accessTokenFor(deps.vault, ctx.principal, call.provider);
+    if (token) return call.render(await call.perform(token, randomUUID()));
+    return askToConnect(deps, ctx, call, binding);
+  }
+  const state = await openState(deps, ctx.requestState, binding);
+  const navigation = state.navigationId ? await findNavigationById(deps.broker.pool, state.navigationId) : undefined;
+  if (!navigation) throw new McpProtocolError(ErrorCode.InvalidParams, 'requestState refers to no connection flow; call the tool again without it');
+
+  const raw = ctx.inputResponses?.[INPUT_KEY];
+  if (raw !== undefined) {
+    const reply = ElicitResultSchema.safeParse(raw);
+    if (!reply.success) throw new InvalidInputError(`inputResponses.${INPUT_KEY} is not an elicitation result ({action}). Nothing was done.`);
+    if (reply.data.action === 'decline') {
+      await moveIfAllowed(deps, navigation, 'host_decline', ctx);
+      return completeResult(`You declined to connect; ${call.purpose} was not done.`, { status: 'declined' });
+    }
+    if (reply.data.action === 'cancel') {
+      return completeResult(`Connecting was cancelled; ${call.purpose} was not done. The link stays valid until ${navigation.expiresAt.toISOString()}: retry with the same requestState and accept to continue.`, {
+        status: 'cancelled',
+        expiresAt: navigation.expiresAt.toISOString(),
+      });
+    }
+    await moveIfAllowed(deps, navigation, 'host_accept', ctx);
+  }
+  return settle(deps, ctx, call, binding, state);
+}
+
+async function settle(deps: ConnectionToolDeps, ctx: ToolContext, call: ConnectionCall, binding: StateBinding, state: SealedState): Promise<ToolCallResult> {
+  const { broker } = deps;
+  const navigationId = state.navigationId!;
+  const receipt = await findReceiptByNavigation(broker.pool, navigationId);
+  if (receipt) return call.render(await runAcceptedOperation(broker, receipt, async (key) => call.perform(await tokenOrFail(deps, ctx, call), key)));
+  const navigation = (await findNavigationById(broker.pool, navigationId))!;
+  if (navigation.status === 'DECLINED' || navigation.status === 'CANCELLED') return completeResult(`You declined to connect; ${call.purpose} was not done.`, { status: 'declined' });
+  if (navigation.status === 'REQUIREMENT_VERIFIED') return accept(deps, ctx, call, navigation);
+  if (navigation.status === 'EXPIRED' || navigation.expiresAt <= broker.clock.now()) {
+    await moveIfAllowed(deps, navigation, 'expire', ctx);
+    return askToConnect(deps, ctx, call, binding);
+  }
+  const verified = await broker.signal.waitFor(navigationId, broker.retryWaitMs, async () => (await findNavigationById(broker.pool, navigationId))?.status === 'REQUIREMENT_VERIFIED');
+  if (verified) return accept(deps, ctx, call, (await findNavigationById(broker.pool, navigationId))!);
+  // Still waiting for the user: state only, no new prompt (spec brief §4.3; the host may retry).
+  const { token } = await deps.requestState.seal(binding, { navigationId, generation: state.generation + 1, ttlSeconds: ttlOf(broker, navigation) });
+  return { resultType: 'input_required', requestState: token };
+}
+
+async function accept(deps: ConnectionToolDeps, ctx: ToolContext, call: ConnectionCall, navigation: NavigationRecord): Promise<ToolCallResult> {
+  const { receipt } = await acceptOriginalOperation(deps.broker, { navigationId: navigation.id, principal: ctx.principal, tool: call.tool, requestDigest: call.requestDigest, lineage: 'mrtr' });
+  return call.render(await runAcceptedOperation(deps.broker, receipt, async (key) => call.perform(await tokenOrFail(deps, ctx, call), key)));
+}
+
+async function askToConnect(deps: ConnectionToolDeps, ctx: ToolContext, call: ConnectionCall, binding: StateBinding): Promise<ToolCallResult> {
+  if (!elicitationModes(ctx.capabilities).url) {
+    throw new McpProtocolError(ErrorCode.MissingRequiredClientCapability, `${call.tool} needs a connection to ${call.provider}, which needs URL elicitation ({"elicitation":{"url":{}}}) on this request`, {
+      httpStatus: 400,
+      data: { requiredCapabilities: { elicitation: { url: {} } } },
+    });
+  }
+  const { navigation, connectUrl } = await startNavigation(deps.broker, { principal: ctx.principal, clientId: undefined, tool: call.tool, requestDigest: call.requestDigest, provider: call.provider, purpose: call.purpose, lineage: 'mrtr' });
+  const name = deps.broker.providers.get(call.provider)?.provider.displayName ?? call.provider;
+  const message = `To ${call.purpose}, connect your ${name} account (${navigation.targetHost}). The link opens ${deps.broker.publicUrl.host}, where you sign in and confirm before being sent to ${navigation.targetHost}.`;
+  const { token } = await deps.requestState.seal(binding, { navigationId: navigation.id, generation: 0, ttlSeconds: ttlOf(deps.broker, navigation) });
+  return { resultType: 'input_required', inputRequests: { [INPUT_KEY]: { method: 'elicitation/create', params: { mode: 'url', message, url: connectUrl } } }, requestState: token };
+}
+
+function ttlOf(broker: BrokerDeps, navigation: NavigationRecord): number {
+  return Math.max(60, Math.ceil((navigation.expiresAt.getTime() - broker.clock.now().getTime()) / 1000) + 60);
+}
+
+async function openState(deps: ConnectionToolDeps, token: string, binding: StateBinding): Promise<SealedState> {
+  try {
+    return await deps.requestState.open(token, binding);
+  } catch (err) {
+    if (err instanceof RequestStateError) throw new McpProtocolError(ErrorCode.InvalidParams, err.message, { cause: err });
+    throw err;
+  }
+}
+
+/** The host's report of its user's decision moves the flow only from where the table allows it. */
+async function moveIfAllowed(deps: ConnectionToolDeps, navigation: NavigationRecord, event: 'host_accept' | 'host_decline' | 'expire', ctx: ToolContext): Promise<void> {
+  if (!canTransition(navigation.status, event)) return;
+  await withTransaction(deps.broker.pool, async (tx) => {
+    const locked = await lockNavigation(tx, navigation.id);
+    if (locked && canTransition(locked.status, event)) await advance(tx, locked, event, { actor: `mcp:${ctx.principal.sub}`, now: deps.broker.clock.now() });
+  });
+}
+
+async function tokenOrFail(deps: ConnectionToolDeps, ctx: ToolContext, call: ConnectionCall): Promise<string> {
+  const token = await accessTokenFor(deps.vault, ctx.principal, call.provider);
+  if (!token) throw new UpstreamAuthError(`The connection to ${call.provider} was lost; call the tool again to reconnect.`, { expose: true });
+  return token;
+}

@@ -1,0 +1,65 @@
+import type { Queryable } from '../db/pool.js';
+
+export interface PendingAuthorization {
+  stateDigest: Buffer;
+  navigationId: string;
+  provider: string;
+  codeVerifierSealed: Buffer;
+  keyId: string;
+  nonce: string;
+  redirectUri: string;
+  browserIss: string;
+  browserSub: string;
+  createdAt: Date;
+  expiresAt: Date;
+}
+
+interface Row {
+  state_digest: Buffer;
+  navigation_id: string;
+  provider: string;
+  code_verifier_sealed: Buffer;
+  key_id: string;
+  nonce: string;
+  redirect_uri: string;
+  browser_iss: string;
+  browser_sub: string;
+  created_at: Date;
+  expires_at: Date;
+}
+
+const fromRow = (r: Row): PendingAuthorization => ({
+  stateDigest: r.state_digest,
+  navigationId: r.navigation_id,
+  provider: r.provider,
+  codeVerifierSealed: r.code_verifier_sealed,
+  keyId: r.key_id,
+  nonce: r.nonce,
+  redirectUri: r.redirect_uri,
+  browserIss: r.browser_iss,
+  browserSub: r.browser_sub,
+  createdAt: r.created_at,
+  expiresAt: r.expires_at,
+});
+
+export async function insertPendingAuthorization(db: Queryable, p: PendingAuthorization): Promise<void> {
+  await db.query(
+    `INSERT INTO oauth_transactions (state_digest, navigation_id, provider, code_verifier_sealed, key_id, nonce, redirect_uri, browser_iss, browser_sub, created_at, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+    [p.stateDigest, p.navigationId, p.provider, p.codeVerifierSealed, p.keyId, p.nonce, p.redirectUri, p.browserIss, p.browserSub, p.createdAt, p.expiresAt],
+  );
+}
+
+/**
+ * Consumes the transaction for a state, at most once (DELETE … RETURNING):
+ * a replayed or forged callback finds nothing. Expired rows are consumed too,
+ * and the caller refuses them.
+ */
+export async function consumePendingAuthorization(db: Queryable, stateDigest: Buffer): Promise<PendingAuthorization | undefined> {
+  const { rows } = await db.query<Row>(
+    `DELETE FROM oauth_transactions WHERE state_digest = $1
+     RETURNING state_digest, navigation_id, provider, code_verifier_sealed, key_id, nonce, redirect_uri, browser_iss, browser_sub, created_at, expires_at`,
+    [stateDigest],
+  );
+  return rows[0] ? fromRow(rows[0]) : undefined;
+}

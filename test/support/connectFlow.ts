@@ -1,0 +1,52 @@
+import { DEV_PASSWORD } from '../../src/dev/devUsers.js';
+import type { BrokerStack } from './brokerStack.js';
+import { callTool } from './mcpWire.js';
+import { createTestBrowser, type BrowserResponse, type TestBrowser } from './testBrowser.js';
+
+export const URL_CAPS = { elicitation: { url: {} } };
+
+export interface Elicited {
+  requestState: string;
+  url: string;
+  message: string;
+}
+
+/** Calls a connection-needing tool and returns its URL elicitation. */
+export async function elicitConnection(stack: BrokerStack, token: string, tool: string, args: object): Promise<Elicited> {
+  const response = await callTool(stack, token, tool, args, {}, URL_CAPS);
+  const result = response.json.result as { resultType: string; requestState: string; inputRequests: { connect: { params: { mode: string; url: string; message: string } } } } | undefined;
+  if (result?.resultType !== 'input_required') throw new Error(`expected input_required, got ${response.text}`);
+  return { requestState: result.requestState, url: result.inputRequests.connect.params.url, message: result.inputRequests.connect.params.message };
+}
+
+/** Retries the tool with the host's answer for the connect elicitation. */
+export function retryConnection(stack: BrokerStack, token: string, tool: string, args: object, requestState: string, action: 'accept' | 'decline' | 'cancel' | undefined, baseUrl?: string) {
+  const extra = { requestState, ...(action ? { inputResponses: { connect: { action } } } : {}) };
+  return callTool(stack, token, tool, args, extra, URL_CAPS, baseUrl ? { baseUrl } : {});
+}
+
+export interface BrowserRun {
+  browser: TestBrowser;
+  /** The broker's review page (after signing in to the broker). */
+  review: BrowserResponse;
+}
+
+/** Opens the connect link as `login`, signing in to the broker on the way; stops on the review page. */
+export async function openConnectLink(stack: BrokerStack, url: string, login: string, browser: TestBrowser = createTestBrowser({ fetch: stack.fetch })): Promise<BrowserRun> {
+  const first = await browser.get(url);
+  if (!first.text.includes('Sign in to connect')) return { browser, review: first };
+  const signInForm = await browser.get(new URL(/href="(\/login\?[^"]+)"/.exec(first.text)![1]!.replace(/&amp;/g, '&'), stack.brokerUrl).href);
+  const review = await browser.submitForm(signInForm, { login, password: DEV_PASSWORD });
+  return { browser, review };
+}
+
+/**
+ * The rest of the flow in the browser: consent on our page, sign in at the
+ * Report Service, Allow there; returns the final page (our done page, or
+ * wherever a refusal stopped it).
+ */
+export async function consentAndAuthorize(stack: BrokerStack, run: BrowserRun, login: string, decision: 'Allow' | 'Deny' = 'Allow'): Promise<BrowserResponse> {
+  const reportsLogin = await run.browser.submitForm(run.review, {}, { form: '/connect/' });
+  const consentPage = reportsLogin.text.includes('name="password"') ? await run.browser.submitForm(reportsLogin, { login, password: DEV_PASSWORD }) : reportsLogin;
+  return run.browser.submitForm(consentPage, {}, { form: decision === 'Allow' ? '/confirm' : '/abort' });
+}
