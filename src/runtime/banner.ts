@@ -19,7 +19,7 @@ export function banner(facts: BannerFacts): string {
     `  Web app (sign-in)          ${base}/`,
     `  MCP endpoint               ${facts.mcpResourceUrl}  (MCP 2026-07-28, POST)`,
     `  Protected resource meta    ${base}/.well-known/oauth-protected-resource/mcp`,
-    `  Connect pages              ${base}/connect/…  (not served yet)`,
+    `  Connect pages              ${base}/connect/…  (links come from tools that need a connection)`,
     `  Health                     ${base}/healthz  ${base}/readyz`,
     `  Identity provider          ${facts.issuer}`,
     `  Database                   ${facts.database}`,
