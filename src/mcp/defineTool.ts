@@ -56,6 +56,8 @@ export function defineTool<S extends z.ZodObject, D>(spec: ToolSpec<S, D>): Tool
     descriptor,
     async call(rawArgs, ctx, deps) {
       try {
+        // Postgres text cannot hold NUL, and no tool has a use for it: refused at the edge for every tool.
+        if (containsNul(rawArgs)) throw new InvalidInputError(`Invalid arguments for ${spec.name}: strings must not contain NUL (\\u0000) characters.`);
         const parsed = spec.inputSchema.safeParse(rawArgs ?? {});
         if (!parsed.success) {
           const fields = parsed.error.issues.map((i) => `${i.path.join('.') || 'arguments'}: ${i.message}`);
@@ -71,6 +73,12 @@ export function defineTool<S extends z.ZodObject, D>(spec: ToolSpec<S, D>): Tool
       }
     },
   };
+}
+
+function containsNul(value: unknown, depth = 0): boolean {
+  if (typeof value === 'string') return value.includes('\u0000');
+  if (depth > 32 || value === null || typeof value !== 'object') return false;
+  return Object.entries(value).some(([key, inner]) => key.includes('\u0000') || containsNul(inner, depth + 1));
 }
 
 /** A complete result with the same data as text (for any host) and as structuredContent. */

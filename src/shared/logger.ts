@@ -44,6 +44,8 @@ export function createLogger(config: LoggerConfig, destination?: pino.Destinatio
     level: config.level,
     name: config.name ?? 'connect-broker',
     redact: { paths: redactPaths, censor: '[redacted]' },
+    // `code` is redacted (OAuth authorization codes); an error's own code (SQLSTATE, errno) is kept as errorCode.
+    serializers: { err: (err: unknown) => ({ ...pino.stdSerializers.err(err as Error), errorCode: typeof (err as { code?: unknown })?.code === 'string' ? (err as { code: string }).code : undefined }) },
     base: { pid: process.pid },
   };
   return destination ? pino(options, destination) : pino(options);
