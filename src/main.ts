@@ -26,6 +26,9 @@ type Closer = { name: string; close: () => Promise<void> };
 // The composition root (style.md B1): the only file that builds real infrastructure.
 async function main(config: Readonly<Config>, logger: Logger, closers: Closer[]): Promise<void> {
   const dev = config.mode !== 'production';
+  // Configured providers are checked before anything starts: a bad entry stops start-up at once.
+  const providerEntries = config.broker.providersFile ? await readProvidersFile(config.broker.providersFile) : [];
+  parseProviders(providerEntries, { allowLoopback: dev });
   const lock = await acquireRunLock(config.dataDir);
   closers.push({ name: 'run lock', close: lock.release });
 
@@ -50,7 +53,6 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
   let clientSecret = config.oidc.clientSecret;
   let secretKeys = config.secretKeys;
   let devFacts: BannerFacts['dev'];
-  const providerEntries = config.broker.providersFile ? await readProvidersFile(config.broker.providersFile) : [];
   if (dev) {
     const secrets = await loadOrCreateDevSecrets(config.dataDir);
     const stack = await startDevStack({

@@ -57,3 +57,20 @@ describe('npm start with DATABASE_URL', () => {
     expect(await broker.exited).toEqual({ code: 0, signal: null });
   });
 });
+
+describe('npm start with a bad PROVIDERS_FILE', () => {
+  it('stops start-up at once with every problem listed, starting nothing', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'broker-providers-'));
+    const file = join(dir, 'providers.json');
+    const { writeFile } = await import('node:fs/promises');
+    await writeFile(file, JSON.stringify([{ id: 'evil', displayName: 'Evil', issuer: 'https://evil\u200b.example', clientId: 'c', clientSecret: 's', scopes: ['x'], apiBase: 'https://evil.example/api?access_token=abc', audience: 'https://evil.example/api' }]));
+    const ports = await freePorts(3);
+    const broker = runTs('src/main.ts', [], { DATA_DIR: join(dir, 'data'), PROVIDERS_FILE: file, PORT: String(ports[0]), DEV_IDP_PORT: String(ports[1]), DEV_REPORTS_PORT: String(ports[2]) });
+    expect((await broker.exited).code).toBe(78);
+    expect(broker.output()).toContain('Invalid provider configuration');
+    expect(broker.output()).toContain('invisible or bidirectional');
+    expect(broker.output()).toContain('credential in its query (access_token)');
+    expect(existsSync(join(dir, 'data', 'postgres'))).toBe(false);
+    await rm(dir, { recursive: true, force: true });
+  });
+});
