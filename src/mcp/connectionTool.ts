@@ -13,7 +13,7 @@ import { accessTokenFor, type TokenVaultDeps } from '../secrets/tokenVault.js';
 import { completeResult, type ToolContext } from './defineTool.js';
 import { ElicitResultSchema } from './elicitationForms.js';
 import { elicitationModes, ErrorCode, McpProtocolError, type ToolCallResult } from './protocol.js';
-import { RequestStateError, type RequestStateCodec, type SealedState, type StateBinding } from './requestState.js';
+import { openPresentedState, type RequestStateCodec, type SealedState, type StateBinding } from './requestState.js';
 
 export interface ConnectionToolDeps {
   broker: BrokerDeps;
@@ -48,7 +48,7 @@ export async function runConnectionTool(deps: ConnectionToolDeps, ctx: ToolConte
     if (token) return call.render(await call.perform(token, randomUUID()));
     return askToConnect(deps, ctx, call, binding);
   }
-  const state = await openState(deps, ctx.requestState, binding);
+  const state = await openPresentedState(deps.requestState, ctx.requestState, binding);
   const navigation = state.navigationId ? await findNavigationById(deps.broker.pool, state.navigationId) : undefined;
   if (!navigation) throw new McpProtocolError(ErrorCode.InvalidParams, 'requestState refers to no connection flow; call the tool again without it');
 
@@ -111,15 +111,6 @@ async function askToConnect(deps: ConnectionToolDeps, ctx: ToolContext, call: Co
 
 function ttlOf(broker: BrokerDeps, navigation: NavigationRecord): number {
   return Math.max(60, Math.ceil((navigation.expiresAt.getTime() - broker.clock.now().getTime()) / 1000) + 60);
-}
-
-async function openState(deps: ConnectionToolDeps, token: string, binding: StateBinding): Promise<SealedState> {
-  try {
-    return await deps.requestState.open(token, binding);
-  } catch (err) {
-    if (err instanceof RequestStateError) throw new McpProtocolError(ErrorCode.InvalidParams, err.message, { cause: err });
-    throw err;
-  }
 }
 
 /** The host's report of its user's decision moves the flow only from where the table allows it. */

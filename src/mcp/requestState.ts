@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import type { Keyring } from '../crypto/keyring.js';
 import type { Clock } from '../shared/clock.js';
+import { ErrorCode, McpProtocolError } from './protocol.js';
 
 // MRTR requestState (spec brief §4.4): an attacker-controlled string, so it is
 // sealed (JWE dir + A256GCM: confidential and integrity-protected) and bound
@@ -129,4 +130,14 @@ export function createRequestStateCodec(deps: { keyring: Keyring; clock: Clock; 
       return { ...expected, nonce: payload.n, candidates: payload.c, navigationId: payload.nv, generation: payload.g ?? 0, expiresAt: new Date(payload.exp * 1000) };
     },
   };
+}
+
+/** Opens a state presented on a tool call; a state that fails is a JSON-RPC -32602, in-band (spec brief §2.4). */
+export async function openPresentedState(codec: RequestStateCodec, token: string, binding: StateBinding): Promise<SealedState> {
+  try {
+    return await codec.open(token, binding);
+  } catch (err) {
+    if (err instanceof RequestStateError) throw new McpProtocolError(ErrorCode.InvalidParams, err.message, { cause: err });
+    throw err;
+  }
 }

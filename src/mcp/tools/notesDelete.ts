@@ -5,8 +5,7 @@ import { confirmDelete, declineDelete, findDeleteCandidates, findOfferedCandidat
 import { canonicalFileUri } from '../../notes/workspaceUri.js';
 import { completeResult, defineTool, type ToolContext } from '../defineTool.js';
 import { deleteConfirmationContent, deleteConfirmationForm, ElicitResultSchema } from '../elicitationForms.js';
-import { ErrorCode, McpProtocolError } from '../protocol.js';
-import { argumentsDigest, RequestStateError, type SealedState, type StateBinding } from '../requestState.js';
+import { argumentsDigest, openPresentedState, type SealedState, type StateBinding } from '../requestState.js';
 import type { McpToolDeps } from './registry.js';
 
 const INPUT_KEY = 'delete_choice';
@@ -38,7 +37,7 @@ export const notesDelete = defineTool({
       phase: 'confirm_delete',
     };
     if (ctx.requestState === undefined) return askUser(args, binding, deps);
-    const state = await openState(deps, ctx.requestState, binding);
+    const state = await openPresentedState(deps.requestState, ctx.requestState, binding);
     return answer(args.workspaceUri, { token: ctx.requestState, state }, ctx, deps);
   },
 });
@@ -47,15 +46,6 @@ async function askUser(args: z.output<typeof inputSchema>, binding: StateBinding
   const { workspace, candidates } = await findDeleteCandidates(deps, binding.principal, args.workspaceUri, args.title);
   const { token } = await deps.requestState.seal(binding, { candidates: candidates.map((c) => c.id) });
   return { resultType: 'input_required' as const, inputRequests: { [INPUT_KEY]: deleteConfirmationForm(workspace, candidates) }, requestState: token };
-}
-
-async function openState(deps: McpToolDeps, token: string, binding: StateBinding): Promise<SealedState> {
-  try {
-    return await deps.requestState.open(token, binding);
-  } catch (err) {
-    if (err instanceof RequestStateError) throw new McpProtocolError(ErrorCode.InvalidParams, err.message, { cause: err });
-    throw err;
-  }
 }
 
 async function answer(workspaceUri: string, sealed: { token: string; state: SealedState }, ctx: ToolContext, deps: McpToolDeps) {
