@@ -34,7 +34,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['src/db/**/*.ts', 'src/**/*Repo.ts', 'test/**/*.ts'],
+    files: ['src/db/**/*.ts', 'src/**/*Repo.ts', 'test/**/*.ts', 'bench/**/*.ts'],
     rules: {
       'no-restricted-imports': ['error', { paths: [{ name: 'openid-client', message: 'Only src/oauth/ imports openid-client.' }] }],
     },
@@ -45,7 +45,7 @@ export default tseslint.config(
   },
   {
     // Configuration and test harness are where the environment is read.
-    files: ['src/config/**/*.ts', 'test/**/*.ts', 'vitest.config.ts'],
+    files: ['src/config/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts', 'vitest.config.ts'],
     rules: { 'no-restricted-syntax': ['error', noInsecureRequests] },
   },
 );

@@ -37,7 +37,8 @@ export async function authorizeWorkspace(db: Queryable, principal: Principal, ra
 export async function listNotes(deps: NotesDeps, principal: Principal, rawUri: string): Promise<{ workspace: string; notes: Note[] }> {
   const workspace = await authorizeWorkspace(deps.pool, principal, rawUri);
   const notes = await findNotesWithin(deps.pool, workspace.uri, MAX_LIST);
-  return { workspace: workspace.uri, notes: notes.filter((n) => isWithin(canonicalFileUri(n.noteUri), workspace)) };
+  // Stored URIs are canonical (written through childUri), so a component-boundary prefix check is exact.
+  return { workspace: workspace.uri, notes: notes.filter((n) => n.noteUri.startsWith(`${workspace.uri}/`)) };
 }
 
 export async function createNote(deps: NotesDeps, principal: Principal, rawUri: string, title: string, body: string): Promise<Note> {

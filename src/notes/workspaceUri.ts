@@ -20,7 +20,7 @@ export function canonicalFileUri(input: string, what = 'workspaceUri'): Canonica
     throw new InvalidInputError(`${what} ${why}. Use a file URI such as file:///work/notes/alice (see notes_workspaces).`);
   };
   if (input.length === 0 || input.length > MAX_LENGTH) fail('must be 1 to 2048 characters');
-  if ([...input].some((ch) => ch.charCodeAt(0) < 0x20 || ch.charCodeAt(0) === 0x7f || ch === '\\')) fail('contains a control character or a backslash');
+  if (/[\p{Cc}\\]/u.test(input)) fail('contains a control character or a backslash');
   const match = /^file:\/\/([^/?#]*)(\/[^?#]*)?$/i.exec(input);
   if (!match) fail('must be a file: URI with an absolute path and no query or fragment');
   const host = match?.[1] ?? '';

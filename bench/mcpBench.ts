@@ -1,0 +1,82 @@
+import { availableParallelism, loadavg } from 'node:os';
+import { fetchDevToken } from '../src/cli/devToken.js';
+import { DEV_PASSWORD } from '../src/dev/devUsers.js';
+import { createLogger } from '../src/shared/logger.js';
+import { readBenchEnv } from './benchEnv.js';
+import { runLoad } from './load.js';
+import { formatReport, type Measurement, type ServerName } from './report.js';
+import { sampleCheck } from './sampleCheck.js';
+import { startBenchStack } from './stack.js';
+import { CASES } from './wire.js';
+
+// npm run bench:mcp — the broker against an SDK v2 createMcpHandler peer doing
+// the same work (issue: tools/list ≥ 3×, tools/call notes_list ≥ 2×, broker
+// p99 < 20 ms at 16 connections). A measurement, not a test: a MISS still
+// exits 0; a failed request exits 1.
+
+const CONNECTIONS = 16;
+
+async function main(): Promise<number> {
+  // The bench is a development harness like test/: it reads its two variables here.
+  const env = readBenchEnv(process.env);
+  const logger = createLogger({ level: 'warn', name: 'mcp-bench' }, process.stderr);
+  console.log('starting the broker, the development identity provider, Postgres and the SDK peer…');
+  const stack = await startBenchStack({ databaseUrl: env.databaseUrl, logger });
+  // Ctrl-C: stop Postgres and remove the temp folder before leaving. Postgres got the
+  // signal too, so the pools' disconnect warnings that follow are expected: silence them.
+  process.once('SIGINT', () => {
+    logger.level = 'error';
+    void stack.close().finally(() => process.exit(130));
+  });
+  console.log(
+    'peer: @modelcontextprotocol/server createMcpHandler behind @modelcontextprotocol/node toNodeHandler; ' +
+      'both servers verify the bearer with jose (same issuer, audience, algorithms) and remember verified tokens until they expire',
+  );
+  try {
+    const token = await fetchDevToken({ issuer: stack.issuer, resource: stack.brokerMcpUrl, login: 'alice', password: DEV_PASSWORD, fetch: stack.fetch });
+    const targets: { name: ServerName; url: string }[] = [
+      { name: 'broker', url: stack.brokerMcpUrl },
+      { name: 'peer', url: stack.peerMcpUrl },
+    ];
+    const check = await sampleCheck(stack.fetch, targets, token);
+    for (const note of check.notes) console.log(`note: ${note}`);
+    if (check.failures.length > 0) {
+      console.error(`sample requests failed, nothing measured:\n${check.failures.map((f) => `  ${f}`).join('\n')}`);
+      return 1;
+    }
+
+    const measurements: Measurement[] = [];
+    for (const caseName of CASES) {
+      for (const target of targets) {
+        process.stdout.write(`measuring ${caseName} on ${target.name}… `);
+        const result = await runLoad({
+          url: target.url,
+          caseName,
+          token,
+          caPem: stack.caPem,
+          connections: CONNECTIONS,
+          warmupMs: env.warmupSeconds * 1000,
+          durationMs: env.measureSeconds * 1000,
+        });
+        console.log(`${result.requestsPerSecond.toFixed(0)} req/s`);
+        measurements.push({ caseName, server: target.name, result });
+      }
+    }
+    console.log(`\n${formatReport(measurements, CONNECTIONS, env.measureSeconds)}`);
+    // Servers, Postgres and the load generator share this machine; a busy machine shows in p99 first.
+    console.log(`\n${availableParallelism()} CPUs; load average over 1/5/15 min after the run: ${loadavg().map((l) => l.toFixed(2)).join(' / ')}`);
+    return measurements.some((m) => m.result.errors > 0) ? 1 : 0;
+  } finally {
+    await stack.close();
+  }
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    console.error(err);
+    process.exitCode = 1;
+  },
+);

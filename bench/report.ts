@@ -1,0 +1,52 @@
+import type { LoadResult } from './load.js';
+import type { CaseName } from './wire.js';
+
+export type ServerName = 'broker' | 'peer';
+
+export interface Measurement {
+  caseName: CaseName;
+  server: ServerName;
+  result: LoadResult;
+}
+
+// The issue's targets: broker req/s over the peer's, and the broker's p99 at 16 connections.
+const RATIO_TARGET: Record<CaseName, number> = { 'tools/list': 3, 'tools/call notes_list': 2 };
+const P99_TARGET_MS = 20;
+
+/** The figures as text: one table row per measurement, then the ratios and verdicts per case. */
+export function formatReport(measurements: readonly Measurement[], connections: number, seconds: number): string {
+  const header = ['case', 'server', 'req/s', 'p50 ms', 'p99 ms', 'CPU µs/req', 'requests', 'errors'];
+  const rows = measurements.map(({ caseName, server, result: r }) => [
+    caseName,
+    server,
+    r.requestsPerSecond.toFixed(0),
+    r.p50Ms.toFixed(2),
+    r.p99Ms.toFixed(2),
+    r.serverCpuUsPerRequest.toFixed(0),
+    String(r.requests),
+    String(r.errors),
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]?.length ?? 0)));
+  const line = (cells: string[]) => cells.map((c, i) => (i < 2 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('  ');
+  const out = [`${connections} connections, ${seconds} s measured per row after a warm-up`, '', line(header), line(widths.map((w) => '-'.repeat(w)))];
+  out.push(...rows.map(line), '');
+
+  for (const caseName of Object.keys(RATIO_TARGET) as CaseName[]) {
+    const broker = measurements.find((m) => m.caseName === caseName && m.server === 'broker')?.result;
+    const peer = measurements.find((m) => m.caseName === caseName && m.server === 'peer')?.result;
+    if (!broker || !peer) continue;
+    const ratio = broker.requestsPerSecond / peer.requestsPerSecond;
+    const target = RATIO_TARGET[caseName];
+    out.push(
+      `${caseName}: broker/peer req/s ${ratio.toFixed(2)}× (target ≥ ${target}×) ${verdict(ratio >= target)}; ` +
+        `CPU/req ${(peer.serverCpuUsPerRequest / broker.serverCpuUsPerRequest).toFixed(2)}× lower; broker p99 ${broker.p99Ms.toFixed(2)} ms (target < ${P99_TARGET_MS} ms) ${verdict(broker.p99Ms < P99_TARGET_MS)}`,
+    );
+  }
+  const failed = measurements.filter((m) => m.result.errors > 0);
+  for (const m of failed) out.push('', `${m.caseName} on ${m.server}: ${m.result.errors} failed requests`, ...m.result.errorSamples.map((s) => `  ${s}`));
+  return out.join('\n');
+}
+
+function verdict(ok: boolean): string {
+  return ok ? 'PASS' : 'MISS';
+}

@@ -1,0 +1,61 @@
+// The MCP 2026-07-28 requests the bench sends, and the check every response
+// must pass. Used by the sample check and by the load generator.
+
+export type CaseName = 'tools/list' | 'tools/call notes_list';
+export const CASES: readonly CaseName[] = ['tools/list', 'tools/call notes_list'];
+
+export const WORKSPACE = 'file:///work/notes/alice';
+const VERSION = '2026-07-28';
+const META = { 'io.modelcontextprotocol/protocolVersion': VERSION, 'io.modelcontextprotocol/clientCapabilities': {} };
+
+export interface WireRequest {
+  headers: Record<string, string>;
+  body: string;
+}
+
+export function requestFor(name: CaseName, token: string): WireRequest {
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': VERSION,
+    authorization: `Bearer ${token}`,
+  };
+  if (name === 'tools/list') {
+    return { headers: { ...headers, 'mcp-method': 'tools/list' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: META } }) };
+  }
+  return {
+    headers: { ...headers, 'mcp-method': 'tools/call', 'mcp-name': 'notes_list' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'notes_list', arguments: { workspaceUri: WORKSPACE }, _meta: META } }),
+  };
+}
+
+type Json = Record<string, unknown>;
+
+/** The JSON-RPC message in a response body: plain JSON, or the last `data:` of an SSE stream. */
+export function messageOf(contentType: string, text: string): Json | undefined {
+  try {
+    if (!contentType.startsWith('text/event-stream')) return JSON.parse(text) as Json;
+    const data = text.split('\n').filter((line) => line.startsWith('data:')).pop();
+    return data === undefined ? undefined : (JSON.parse(data.slice(5)) as Json);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Why a response does not count as a success, or undefined when it does. */
+export function problemWith(name: CaseName, status: number, contentType: string, text: string): string | undefined {
+  if (status !== 200) return `HTTP ${status}: ${text.slice(0, 160)}`;
+  const message = messageOf(contentType, text);
+  if (!message) return `not a JSON-RPC message: ${text.slice(0, 160)}`;
+  const error = message['error'] as Json | undefined;
+  if (error) return `JSON-RPC error ${String(error['code'])}: ${String(error['message']).slice(0, 160)}`;
+  const result = message['result'] as Json | undefined;
+  if (!result) return 'no result';
+  if (name === 'tools/list') {
+    const tools = result['tools'];
+    return Array.isArray(tools) && tools.some((t: Json) => t['name'] === 'notes_list') ? undefined : 'tools/list result without notes_list';
+  }
+  if (result['isError'] === true) return `tool error: ${JSON.stringify(result['content']).slice(0, 160)}`;
+  const notes = (result['structuredContent'] as Json | undefined)?.['notes'];
+  return Array.isArray(notes) && notes.length > 0 ? undefined : 'notes_list returned no notes';
+}
