@@ -101,7 +101,8 @@ export async function consentToConnect(deps: BrokerDeps, handle: string, browser
       browserIss: browser.iss,
       browserSub: browser.sub,
       createdAt: now,
-      expiresAt: new Date(now.getTime() + PENDING_TTL_MS),
+      // Never outlives the navigation it belongs to.
+      expiresAt: new Date(Math.min(now.getTime() + PENDING_TTL_MS, navigation.expiresAt.getTime())),
     });
   });
   return authorization.url;

@@ -35,7 +35,10 @@ export async function completeCallback(deps: BrokerDeps, currentUrl: URL, browse
     throw error;
   };
 
-  if (pending.expiresAt <= deps.clock.now()) await refuse('callback_expired', new InvalidInputError('This sign-in took too long. Open the link from your app again.'));
+  const now = deps.clock.now();
+  if (pending.expiresAt <= now || navigation.expiresAt <= now) {
+    await refuse('callback_expired', new InvalidInputError('This connection took too long and has expired; nothing was connected. Return to your app: it will give you a new link.'));
+  }
   if (`${currentUrl.origin}${currentUrl.pathname}` !== pending.redirectUri) await refuse('callback_redirect_mismatch', new ForbiddenError('This response came back to the wrong address.'));
   if (!browser || !samePrincipal(browser, { iss: pending.browserIss, sub: pending.browserSub }) || !samePrincipal(browser, navigation.subject)) {
     await refuse('subject_mismatch', new ForbiddenError('You are not the user who started this connection. Nothing was connected.'), { where: 'callback', browserSub: browser?.sub ?? null });
@@ -57,7 +60,6 @@ export async function completeCallback(deps: BrokerDeps, currentUrl: URL, browse
     return refuse('callback_failed', err instanceof AppError ? err : new AppError('internal', 'Internal error.', { cause: err }), { error: code });
   }
 
-  const now = deps.clock.now();
   return withTransaction(deps.pool, async (tx) => {
     let locked = await lockNavigation(tx, navigation.id);
     if (locked?.status !== 'OUT_OF_BAND_PENDING') throw new ConflictError('This connection was completed meanwhile. Return to your app.');

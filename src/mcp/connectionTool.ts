@@ -109,8 +109,10 @@ async function askToConnect(deps: ConnectionToolDeps, ctx: ToolContext, call: Co
   return { resultType: 'input_required', inputRequests: { [INPUT_KEY]: { method: 'elicitation/create', params: { mode: 'url', message, url: connectUrl } } }, requestState: token };
 }
 
+// The state outlives its navigation by an hour, so a late retry still learns the flow expired and
+// gets a new link; the navigation, not the state, decides what may be accepted.
 function ttlOf(broker: BrokerDeps, navigation: NavigationRecord): number {
-  return Math.max(60, Math.ceil((navigation.expiresAt.getTime() - broker.clock.now().getTime()) / 1000) + 60);
+  return Math.max(60, Math.ceil((navigation.expiresAt.getTime() - broker.clock.now().getTime()) / 1000) + 3600);
 }
 
 /** The host's report of its user's decision moves the flow only from where the table allows it. */

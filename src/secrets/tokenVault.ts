@@ -42,7 +42,9 @@ export async function isConnected(deps: Pick<TokenVaultDeps, 'pool'>, subject: P
 export async function accessTokenFor(deps: TokenVaultDeps, subject: Principal, provider: string): Promise<string | undefined> {
   const open = (s: StoredSecret) => deps.box.open({ ciphertext: s.ciphertext, keyId: s.keyId }, aadOf(subject, provider, s.kind));
   const fresh = (s: StoredSecret | undefined) => s !== undefined && (s.expiresAt === undefined || s.expiresAt.getTime() > deps.clock.now().getTime() + REFRESH_MARGIN_MS);
-  const unlocked = (await findSecrets(deps.pool, subject, provider)).find((s) => s.kind === 'access_token');
+  const stored = await findSecrets(deps.pool, subject, provider);
+  if (stored.length === 0) return undefined; // never connected: nothing to lock or refresh
+  const unlocked = stored.find((s) => s.kind === 'access_token');
   if (fresh(unlocked)) return open(unlocked!);
   return withTransaction(deps.pool, async (tx) => {
     const secrets = await findSecrets(tx, subject, provider, true);

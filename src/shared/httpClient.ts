@@ -19,7 +19,8 @@ export function createFetch(options: { extraCaPems?: readonly string[]; timeoutM
   return ((input: Parameters<Fetch>[0], init?: Parameters<Fetch>[1]) =>
     fetch(input, {
       ...init,
-      signal: init?.signal ?? AbortSignal.timeout(timeoutMs),
+      // Our deadline holds even when the caller brings its own signal (openid-client always does, at 30 s).
+      signal: init?.signal ? AbortSignal.any([init.signal, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs),
       // undici's dispatcher option is not in the DOM RequestInit type
       ...({ dispatcher } as object),
     })) as Fetch;

@@ -1,0 +1,111 @@
+import type { RequestListener } from 'node:http';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { readMigrations } from '../src/db/migrate.js';
+import { createPool, type Pool } from '../src/db/pool.js';
+import { loadOrCreateDevSecrets } from '../src/dev/devSecrets.js';
+import { createOidcClient } from '../src/oauth/oauthClient.js';
+import { parseProviders } from '../src/providers/providerConfig.js';
+import { listenHttps } from '../src/runtime/httpsServer.js';
+import { createBrokerServer, type BrokerServer } from '../src/server.js';
+import { systemClock } from '../src/shared/clock.js';
+import { createFetch } from '../src/shared/httpClient.js';
+import { createLogger } from '../src/shared/logger.js';
+import { Secret } from '../src/shared/secret.js';
+import { loadOrCreateLocalTls } from '../src/tls/localCa.js';
+import { createRender } from '../src/web/render.js';
+import type { BrokerChildConfig, FromBroker, ToBroker } from './flowIpc.js';
+import { createProbe } from './flowProbe.js';
+
+// The broker of the flow bench, alone in its own process so that its memory
+// is measured apart from the bench's clients and the development servers.
+// Assembled as src/main.ts does (production defaults: pool 10, sessions 8 h,
+// retry wait 10 s), with bench/flowProbe.ts on its listener, fetch and pool.
+// Started with the bench's folder (TLS material, dev-secrets.json) as its
+// only argument; everything else arrives over IPC (bench/flowIpc.ts).
+
+const dir = process.argv[2];
+if (!dir || !process.send) throw new Error('bench/flowBroker.ts is started by bench/flowBench.ts');
+const send = (message: FromBroker) => process.send!(message);
+
+const probe = createProbe();
+const logger = createLogger(
+  { level: 'warn', name: 'flow-bench-broker' },
+  new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      const line = chunk.toString('utf8').trim();
+      probe.log((JSON.parse(line) as { level?: number }).level ?? 0, line);
+      done();
+    },
+  }),
+);
+
+const tls = await loadOrCreateLocalTls(join(dir, 'tls'));
+let handler: RequestListener = (_req, res) => res.writeHead(503).end();
+const server = await listenHttps(tls, (req, res) => handler(req, res), '127.0.0.1', 0, 'broker');
+const publicUrl = new URL(`https://127.0.0.1:${server.port}`);
+let pool: Pool | undefined;
+let broker: BrokerServer | undefined;
+
+process.on('message', (message: ToBroker) => {
+  handle(message).catch((err: unknown) => send({ type: 'failed', message: err instanceof Error ? (err.stack ?? err.message) : String(err) }));
+});
+// After a stop the bench disconnects; if it goes away without one, leave nothing behind either.
+let stopped = false;
+process.on('disconnect', () => void stop().finally(() => process.exit(stopped ? 0 : 1)));
+send({ type: 'listening', port: server.port });
+
+async function handle(message: ToBroker): Promise<void> {
+  if (message.type === 'configure') {
+    broker = await assemble(message.config);
+    handler = probe.listener(broker.listener);
+    send({ type: 'ready' });
+  } else if (message.type === 'window') {
+    probe.reset();
+    send({ type: 'window-open' });
+  } else if (message.type === 'stats') {
+    send({ type: 'stats', stats: probe.stats() });
+  } else {
+    await stop();
+    stopped = true;
+    send({ type: 'stopped' });
+  }
+}
+
+async function assemble(config: BrokerChildConfig): Promise<BrokerServer> {
+  const secrets = await loadOrCreateDevSecrets(dir!);
+  const fetch = probe.fetch(createFetch({ extraCaPems: [tls.caPem] }));
+  pool = probe.pool(createPool({ url: new Secret(config.databaseUrl), poolMax: config.poolMax, schema: config.schema }, logger));
+  return createBrokerServer({
+    pool,
+    logger,
+    clock: systemClock,
+    render: createRender({ cache: true }),
+    oidc: createOidcClient({ issuer: config.idpIssuer, clientId: config.idpClientId, clientSecret: new Secret(secrets.brokerIdpClientSecret), fetch }),
+    migrations: await readMigrations(),
+    publicUrl,
+    mcpResourceUrl: new URL('/mcp', publicUrl).href,
+    sessionTtlSeconds: 8 * 3600,
+    issuer: config.idpIssuer,
+    fetch,
+    secretKeys: secrets.secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) })),
+    mcpScope: 'mcp',
+    anonymousPrincipal: undefined,
+    version: 'flow-bench',
+    providers: parseProviders([config.provider], { allowLoopback: true }),
+    allowLoopback: true,
+    navigationTtlSeconds: 900,
+    retryWaitMs: 10_000,
+  });
+}
+
+let stopping: Promise<void> | undefined;
+function stop(): Promise<void> {
+  stopping ??= (async () => {
+    probe.stop();
+    await server.close(2_000);
+    await broker?.close();
+    await pool?.end();
+  })();
+  return stopping;
+}

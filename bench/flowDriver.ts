@@ -1,0 +1,109 @@
+import { DEV_PASSWORD } from '../src/dev/devUsers.js';
+import type { Fetch } from '../src/shared/httpClient.js';
+import { createTestBrowser, type BrowserResponse } from '../test/support/testBrowser.js';
+import type { UserGates } from './flowGate.js';
+import { callTool } from './flowMcp.js';
+
+export interface FlowContext {
+  brokerUrl: string;
+  reportsIssuer: string;
+  fetch: Fetch;
+  /** An MCP access token per user, from the development identity provider. */
+  tokens: ReadonlyMap<string, string>;
+  gates: UserGates;
+  /** Deletes the user's stored Report Service connection (its `secrets` rows). */
+  forget(login: string): Promise<void>;
+}
+
+export interface FlowResult {
+  index: number;
+  login: string;
+  title: string;
+  /** The step that failed, and why; undefined when the flow ended in a created report. */
+  failure: { step: string; message: string } | undefined;
+  /** GET /oauth/callback until its 303 (the code exchange, the token checks and the verifying transaction). */
+  callbackMs: number | undefined;
+  /** The MCP retry's round trip: accept → report created. */
+  retryMs: number | undefined;
+  totalMs: number;
+  /** Time spent waiting for the user's turn (bench/flowGate.ts), included in totalMs. */
+  gateWaitMs: number;
+  reportId: string | undefined;
+}
+
+const URL_ELICITATION = { elicitation: { url: {} } };
+
+/**
+ * One complete connect flow, as an MCP host and a person with a browser would
+ * drive it: reports_create → input_required with a connect link; the link in
+ * a fresh cookie jar (sign in to the broker at the identity provider, review,
+ * continue, sign in at the Report Service, Allow, callback, done page); then
+ * the retry with the requestState and `accept`, which must create the report.
+ */
+export async function runFlow(ctx: FlowContext, index: number, login: string, title: string): Promise<FlowResult> {
+  const started = performance.now();
+  const result: FlowResult = { index, login, title, failure: undefined, callbackMs: undefined, retryMs: undefined, totalMs: 0, gateWaitMs: 0, reportId: undefined };
+  let step = 'elicit';
+  try {
+    const args = { title, body: `Flow bench report ${index}.` };
+    const elicited = await ctx.gates.hold(login, 'elicit', async () => {
+      await ctx.forget(login);
+      return callTool(ctx, ctx.tokens.get(login)!, 'reports_create', args, {}, URL_ELICITATION, 'elicit');
+    });
+    result.gateWaitMs += elicited.waitedMs;
+    const asked = elicited.value as { resultType?: string; requestState?: string; inputRequests?: { connect?: { params?: { url?: string } } } };
+    const link = asked.inputRequests?.connect?.params?.url;
+    if (asked.resultType !== 'input_required' || !link || !asked.requestState) throw new Error(`expected a connect link, got ${JSON.stringify(asked).slice(0, 300)}`);
+
+    const browser = createTestBrowser({ fetch: timed(ctx.fetch, result, ctx.brokerUrl) });
+    step = 'sign in to the broker';
+    const first = expectPage(await browser.get(link), 'Sign in to connect');
+    const signInHref = /href="(\/login\?[^"]+)"/.exec(first.text)?.[1]?.replace(/&amp;/g, '&');
+    if (!signInHref) throw new Error('no sign-in link on the connect page');
+    const signInForm = expectPage(await browser.get(new URL(signInHref, ctx.brokerUrl).href), 'name="password"');
+    step = 'review';
+    const review = expectPage(await browser.submitForm(signInForm, { login, password: DEV_PASSWORD }), `Continue to ${ctx.reportsIssuer}`);
+    step = 'sign in at the Report Service';
+    const reportsLogin = expectPage(await browser.submitForm(review, {}, { form: '/connect/' }), 'name="password"');
+    const consent = expectPage(await browser.submitForm(reportsLogin, { login, password: DEV_PASSWORD }), 'Allow access?');
+
+    const connected = await ctx.gates.hold(login, 'connected', async () => {
+      step = 'allow and callback';
+      const done = expectPage(await browser.submitForm(consent, {}, { form: '/confirm' }), 'Report Service is connected');
+      if (!done.url.startsWith(`${ctx.brokerUrl}/connect/done?n=`)) throw new Error(`ended on ${done.url}`);
+      step = 'retry';
+      const retried = performance.now();
+      const answer = await callTool(ctx, ctx.tokens.get(login)!, 'reports_create', args, { requestState: asked.requestState, inputResponses: { connect: { action: 'accept' } } }, URL_ELICITATION, 'retry');
+      result.retryMs = performance.now() - retried;
+      return answer as { resultType?: string; structuredContent?: { status?: string; report?: { id?: string; title?: string } } };
+    });
+    result.gateWaitMs += connected.waitedMs;
+    const created = connected.value;
+    if (created.resultType !== 'complete' || created.structuredContent?.status !== 'created' || created.structuredContent.report?.title !== title) {
+      throw new Error(`the retry did not create "${title}": ${JSON.stringify(created).slice(0, 300)}`);
+    }
+    result.reportId = created.structuredContent.report.id;
+  } catch (err) {
+    result.failure = { step, message: err instanceof Error ? err.message : String(err) };
+  }
+  result.totalMs = performance.now() - started;
+  return result;
+}
+
+/** The browser's fetch, timing the callback request (its answer is the 303 to the done page). */
+function timed(fetch: Fetch, result: FlowResult, brokerUrl: string): Fetch {
+  return (async (input: Parameters<Fetch>[0], init?: Parameters<Fetch>[1]) => {
+    const started = performance.now();
+    const response = await fetch(input, init);
+    if (String(input).startsWith(`${brokerUrl}/oauth/callback?`)) {
+      result.callbackMs = performance.now() - started;
+      if (response.status !== 303) throw new Error(`the callback answered ${response.status}`);
+    }
+    return response;
+  }) as Fetch;
+}
+
+function expectPage(page: BrowserResponse, needle: string): BrowserResponse {
+  if (page.status !== 200 || !page.text.includes(needle)) throw new Error(`expected "${needle}" at ${page.url}, got HTTP ${page.status}: ${page.text.replace(/\s+/g, ' ').slice(0, 200)}`);
+  return page;
+}
