@@ -1,6 +1,6 @@
 import { ConflictError } from '../errors/appError.js';
 import type { Queryable } from '../db/pool.js';
-import { appendEntry } from '../ledger/ledgerRepo.js';
+import { appendEntries, appendEntry, type LedgerEntry } from '../ledger/ledgerRepo.js';
 import type { NavigationRecord } from './navigationRecord.js';
 import { compareAndSetStatus } from './navigationRepo.js';
 import { nextState, type NavigationEvent } from './navigationStates.js';
@@ -12,15 +12,28 @@ export interface Actor {
 }
 
 /**
- * Moves a navigation by one event: the table decides the next state, the
- * UPDATE is a compare-and-set on (id, status, row_version), and the ledger
- * entry is written in the same transaction (the caller's `tx`).
+ * Moves a navigation by one event, or by a chain of them: the table decides
+ * each next state, one UPDATE is a compare-and-set on (id, status,
+ * row_version) to the last, and one ledger entry per step is written in the
+ * same transaction (the caller's `tx`).
  */
-export async function advance(tx: Queryable, navigation: NavigationRecord, event: NavigationEvent, by: Actor, extra: { stateNonceDigest?: Buffer } = {}): Promise<NavigationRecord> {
-  const to = nextState(navigation.status, event);
-  const updated = await compareAndSetStatus(tx, { id: navigation.id, from: navigation.status, to, rowVersion: navigation.rowVersion, now: by.now, ...extra });
+export async function advance(
+  tx: Queryable,
+  navigation: NavigationRecord,
+  events: NavigationEvent | readonly NavigationEvent[],
+  by: Actor,
+  extra: { stateNonceDigest?: Buffer } = {},
+): Promise<NavigationRecord> {
+  const steps: LedgerEntry[] = [];
+  let status = navigation.status;
+  for (const event of typeof events === 'string' ? [events] : events) {
+    const to = nextState(status, event);
+    steps.push({ navigationId: navigation.id, fromStatus: status, toStatus: to, event, actor: by.actor, evidence: by.evidence ?? {}, at: by.now });
+    status = to;
+  }
+  const updated = await compareAndSetStatus(tx, { id: navigation.id, from: navigation.status, to: status, rowVersion: navigation.rowVersion, now: by.now, ...extra });
   if (!updated) throw new ConflictError('This connection flow changed meanwhile. Try again.');
-  await appendEntry(tx, { navigationId: navigation.id, fromStatus: navigation.status, toStatus: to, event, actor: by.actor, evidence: by.evidence ?? {}, at: by.now });
+  await appendEntries(tx, steps);
   return updated;
 }
 

@@ -87,8 +87,9 @@ export async function consentToConnect(deps: BrokerDeps, handle: string, browser
     if (reason) throw new ConflictError(reason === 'verified' ? 'This service is already connected. Return to your app.' : 'This connect link has expired or was declined. Return to your app and try again.');
     const by = { actor: `browser:${browser.sub}`, now, evidence: { destination: target.host } };
     await recordConsent(tx, navigation.id, browser, `${target.protocol}//${target.host}`, now);
-    if (navigation.status === 'USER_REVIEW') navigation = await advance(tx, navigation, 'browser_consent', by);
-    if (navigation.status === 'NAVIGATION_ACCEPTED') navigation = await advance(tx, navigation, 'browser_consent', by, { stateNonceDigest: stateDigest });
+    // USER_REVIEW → NAVIGATION_ACCEPTED → OUT_OF_BAND_PENDING, or the last step only.
+    const steps = navigation.status === 'USER_REVIEW' ? 2 : navigation.status === 'NAVIGATION_ACCEPTED' ? 1 : 0;
+    if (steps > 0) navigation = await advance(tx, navigation, Array<'browser_consent'>(steps).fill('browser_consent'), by, { stateNonceDigest: stateDigest });
     const sealed = deps.box.seal(authorization.codeVerifier, `pkce\n${stateDigest.toString('hex')}\n${navigation.id}`);
     await insertPendingAuthorization(tx, {
       stateDigest,

@@ -64,9 +64,8 @@ export async function completeCallback(deps: BrokerDeps, currentUrl: URL, browse
     let locked = await lockNavigation(tx, navigation.id);
     if (locked?.status !== 'OUT_OF_BAND_PENDING') throw new ConflictError('This connection was completed meanwhile. Return to your app.');
     const by = { actor: `provider:${locked.provider}`, now, evidence: { upstreamSubject: tokens.upstreamSubject ?? null } };
-    locked = await advance(tx, locked, 'callback_received', by);
     await storeTokens(tx, deps, locked.subject, locked.provider, tokens, locked.id);
-    locked = await advance(tx, locked, 'callback_verified', by);
+    locked = await advance(tx, locked, ['callback_received', 'callback_verified'], by);
     await deps.signal.notify(tx, locked.id);
     return locked;
   });

@@ -21,6 +21,18 @@ export async function appendEntry(db: Queryable, entry: LedgerEntry): Promise<vo
   );
 }
 
+/** Several entries in one statement, in order (their ids follow the array). */
+export async function appendEntries(db: Queryable, entries: readonly LedgerEntry[]): Promise<void> {
+  if (entries.length === 0) return;
+  const values: unknown[] = [];
+  const rows = entries.map((e, i) => {
+    values.push(e.navigationId, e.fromStatus, e.toStatus, e.event, e.actor, JSON.stringify(e.evidence), e.at);
+    const n = i * 7;
+    return `($${n + 1}, $${n + 2}, $${n + 3}, $${n + 4}, $${n + 5}, $${n + 6}, $${n + 7})`;
+  });
+  await db.query(`INSERT INTO navigation_events (navigation_id, from_status, to_status, event, actor, evidence, created_at) VALUES ${rows.join(', ')}`, values);
+}
+
 export async function findEntries(db: Queryable, navigationId: string): Promise<LedgerEntry[]> {
   const { rows } = await db.query<{ navigation_id: string; from_status: string; to_status: string; event: string; actor: string; evidence: Record<string, unknown>; created_at: Date }>(
     'SELECT navigation_id, from_status, to_status, event, actor, evidence, created_at FROM navigation_events WHERE navigation_id = $1 ORDER BY id',

@@ -94,3 +94,32 @@ describe('navigation repository', () => {
     expect(await findEntries(db.pool, row.id)).toHaveLength(1);
   });
 });
+
+describe('advance through a chain of events', () => {
+  let db: TestDb;
+  beforeAll(async () => {
+    db = await createTestDb();
+  });
+  afterAll(async () => {
+    await db.drop();
+  });
+
+  it('moves with one compare-and-set and writes one ledger entry per step, in order', async () => {
+    const row = navigation('OUT_OF_BAND_PENDING');
+    await insertNavigation(db.pool, row);
+    const updated = await withTransaction(db.pool, (tx) => advance(tx, row, ['callback_received', 'callback_verified'], { actor: 'test', now: new Date() }));
+    expect(updated).toMatchObject({ status: 'REQUIREMENT_VERIFIED', rowVersion: 2 });
+    expect((await findEntries(db.pool, row.id)).map((e) => [e.fromStatus, e.event, e.toStatus])).toEqual([
+      ['OUT_OF_BAND_PENDING', 'callback_received', 'COMPLETION_NOTIFIED'],
+      ['COMPLETION_NOTIFIED', 'callback_verified', 'REQUIREMENT_VERIFIED'],
+    ]);
+  });
+
+  it('refuses the whole chain when one step is not in the table, and writes nothing', async () => {
+    const row = navigation('OUT_OF_BAND_PENDING');
+    await insertNavigation(db.pool, row);
+    await expect(withTransaction(db.pool, (tx) => advance(tx, row, ['callback_received', 'mrtr_accept'], { actor: 'test', now: new Date() }))).rejects.toMatchObject({ code: 'invalid_transition' });
+    expect((await findNavigationById(db.pool, row.id))?.status).toBe('OUT_OF_BAND_PENDING');
+    expect(await findEntries(db.pool, row.id)).toEqual([]);
+  });
+});
