@@ -5,9 +5,6 @@ import { ConfigError, loadConfig, type Config } from './config/config.js';
 import { startEmbeddedPostgres } from './db/embeddedPostgres.js';
 import { migrate, readMigrations } from './db/migrate.js';
 import { createPool } from './db/pool.js';
-import { seedDevelopmentData } from './dev/devSeed.js';
-import { loadOrCreateDevSecrets } from './dev/devSecrets.js';
-import { reportServiceProvider, startDevStack } from './dev/devStack.js';
 import { createOidcClient } from './oauth/oauthClient.js';
 import { banner, type BannerFacts } from './runtime/banner.js';
 import { listenHttps } from './runtime/httpsServer.js';
@@ -54,6 +51,9 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
   let secretKeys = config.secretKeys;
   let devFacts: BannerFacts['dev'];
   if (dev) {
+    // Development servers (oidc-provider and friends) are loaded only in development.
+    const { loadOrCreateDevSecrets } = await import('./dev/devSecrets.js');
+    const { reportServiceProvider, startDevStack } = await import('./dev/devStack.js');
     const secrets = await loadOrCreateDevSecrets(config.dataDir);
     const stack = await startDevStack({
       host: config.http.host,
@@ -77,7 +77,7 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
   if (!issuer || !clientSecret) throw new ConfigError(['OIDC_ISSUER and OIDC_CLIENT_SECRET are required']);
 
   if (!secretKeys) throw new ConfigError(['SECRET_KEYS is required']);
-  if (dev) await seedDevelopmentData(pool, issuer);
+  if (dev) await (await import('./dev/devSeed.js')).seedDevelopmentData(pool, issuer);
 
   const providers = parseProviders(providerEntries, { allowLoopback: dev });
   const broker = createBrokerServer({
