@@ -10,7 +10,7 @@ import { migrate } from '../src/db/migrate.js';
 import { createPool, type Pool } from '../src/db/pool.js';
 import { seedDevelopmentData } from '../src/dev/devSeed.js';
 import { loadOrCreateDevSecrets } from '../src/dev/devSecrets.js';
-import { reportServiceProvider, startDevStack, type DevStack } from '../src/dev/devStack.js';
+import { reportServiceProvider, startLocalDevStack, type DevStack } from '../src/dev/devStack.js';
 import { createFetch, type Fetch } from '../src/shared/httpClient.js';
 import { createLogger } from '../src/shared/logger.js';
 import type { Secret } from '../src/shared/secret.js';
@@ -95,18 +95,7 @@ export async function startFlowStack(env: FlowEnv): Promise<FlowStack> {
     const child = startBroker(dir);
     closers.push(() => child.stop());
     const brokerUrl = `https://127.0.0.1:${await child.listening}`;
-    const dev = await startDevStack({
-      host: '127.0.0.1',
-      idpPort: 0,
-      reportsPort: 0,
-      tls,
-      secrets,
-      brokerPublicUrl: new URL(brokerUrl),
-      mcpResourceUrl: `${brokerUrl}/mcp`,
-      dataDir: undefined,
-      render: createRender({ cache: true }),
-      logger,
-    });
+    const dev = await startLocalDevStack({ tls, secrets, render: createRender({ cache: true }), logger, brokerUrl });
     closers.push(() => dev.close(0));
     await seedDevelopmentData(pool, dev.idp.issuer);
     await child.request({ type: 'configure', config: { databaseUrl: url.reveal(), schema, poolMax: POOL_MAX, idpIssuer: dev.idp.issuer, idpClientId: dev.idp.brokerClientId, provider: reportServiceProvider(dev, secrets) } }, 'ready');

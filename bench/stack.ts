@@ -5,7 +5,7 @@ import type { RequestListener } from 'node:http';
 import { readMigrations } from '../src/db/migrate.js';
 import { seedDevelopmentData } from '../src/dev/devSeed.js';
 import { loadOrCreateDevSecrets } from '../src/dev/devSecrets.js';
-import { reportServiceProvider, startDevStack } from '../src/dev/devStack.js';
+import { reportServiceProvider, startLocalDevStack } from '../src/dev/devStack.js';
 import { resourceMetadataUrl } from '../src/mcp/protectedResourceRoutes.js';
 import { createOidcClient } from '../src/oauth/oauthClient.js';
 import { parseProviders } from '../src/providers/providerConfig.js';
@@ -63,18 +63,7 @@ export async function startBenchStack(options: { databaseUrl: Secret | undefined
     const broker = await listen(closers, listenHttps(tls, (req, res) => brokerHandler(req, res), '127.0.0.1', 0, 'broker'));
     const brokerUrl = `https://127.0.0.1:${broker.port}`;
     const mcpResourceUrl = `${brokerUrl}/mcp`;
-    const dev = await startDevStack({
-      host: '127.0.0.1',
-      idpPort: 0,
-      reportsPort: 0,
-      tls,
-      secrets,
-      brokerPublicUrl: new URL(brokerUrl),
-      mcpResourceUrl,
-      dataDir: undefined,
-      render,
-      logger,
-    });
+    const dev = await startLocalDevStack({ tls, secrets, render, logger, brokerUrl });
     closers.push(() => dev.close(0));
     const brokerPool = db.newPool();
     await seedDevelopmentData(brokerPool, dev.idp.issuer);

@@ -31,6 +31,12 @@ export interface DevStack {
   close(graceMs: number): Promise<void>;
 }
 
+/** The development servers on free loopback ports, for a broker at `brokerUrl` (tests and benchmarks). */
+export function startLocalDevStack(options: Pick<DevStackOptions, 'tls' | 'secrets' | 'render' | 'logger'> & { brokerUrl: string }): Promise<DevStack> {
+  const { brokerUrl, ...rest } = options;
+  return startDevStack({ ...rest, host: '127.0.0.1', idpPort: 0, reportsPort: 0, brokerPublicUrl: new URL(brokerUrl), mcpResourceUrl: `${brokerUrl}/mcp`, dataDir: undefined });
+}
+
 /** The Report Service as an entry of the broker's provider list (validated by parseProviders like any other). */
 export function reportServiceProvider(stack: DevStack, secrets: DevSecrets): Record<string, unknown> {
   return {

@@ -7,7 +7,7 @@ import { readMigrations } from '../../src/db/migrate.js';
 import type { Pool } from '../../src/db/pool.js';
 import { seedDevelopmentData } from '../../src/dev/devSeed.js';
 import { loadOrCreateDevSecrets, type DevSecrets } from '../../src/dev/devSecrets.js';
-import { reportServiceProvider, startDevStack, type DevStack } from '../../src/dev/devStack.js';
+import { reportServiceProvider, startLocalDevStack, type DevStack } from '../../src/dev/devStack.js';
 import { createOidcClient } from '../../src/oauth/oauthClient.js';
 import { listenHttps } from '../../src/runtime/httpsServer.js';
 import { systemClock, type Clock } from '../../src/shared/clock.js';
@@ -74,18 +74,7 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
   const brokerUrl = `https://127.0.0.1:${broker.port}`;
   const publicUrl = new URL(brokerUrl);
   const mcpResourceUrl = `${brokerUrl}/mcp`;
-  const dev = await startDevStack({
-    host: '127.0.0.1',
-    idpPort: 0,
-    reportsPort: 0,
-    tls,
-    secrets,
-    brokerPublicUrl: publicUrl,
-    mcpResourceUrl,
-    dataDir: undefined,
-    render,
-    logger,
-  });
+  const dev = await startLocalDevStack({ tls, secrets, render, logger, brokerUrl });
   await seedDevelopmentData(db.pool, dev.idp.issuer);
   const providers = parseProviders([reportServiceProvider(dev, secrets)], { allowLoopback: true });
   const servers: BrokerServer[] = [];
