@@ -20,6 +20,8 @@ export async function callTool(target: McpTarget, token: string, name: string, a
       'content-type': 'application/json',
       accept: 'application/json, text/event-stream',
       'mcp-protocol-version': VERSION,
+      'mcp-method': 'tools/call',
+      'mcp-name': name,
       authorization: `Bearer ${token}`,
       ...(step ? { [STEP_HEADER]: step } : {}),
     },

@@ -76,10 +76,10 @@ export function readEnvelope(message: unknown, headers: IncomingHttpHeaders): En
   return { kind: 'request', id, method, params, capabilities: capabilities as ClientCapabilities, version };
 }
 
-// A header that is present must agree with the body; values may be sent as =?base64?…?= (spec brief §7).
+// The standard headers are required and must agree with the body; values may be sent as =?base64?…?= (spec brief §1, §7).
 function checkHeader(id: RequestId, name: string, raw: string | string[] | undefined, expected: string): void {
   const value = single(raw);
-  if (value === undefined) return;
+  if (value === undefined) throw new EnvelopeError(id, ErrorCode.HeaderMismatch, `The ${name} header is required (it must be '${clip(expected)}')`, 400);
   const decoded = decodeHeaderValue(value);
   if (decoded !== expected) {
     throw new EnvelopeError(id, ErrorCode.HeaderMismatch, `Header mismatch: ${name} header value '${clip(decoded ?? value)}' does not match body value '${clip(expected)}'`, 400);

@@ -21,7 +21,7 @@ function refusal(message: unknown, h: Record<string, string> = headers) {
 
 describe('readEnvelope (the 2026-07-28 ladder)', () => {
   it('accepts a well-formed request and reads its capabilities', () => {
-    expect(readEnvelope(request({}, { _meta: metaOf('2026-07-28', { elicitation: { form: {} } }) }), headers)).toMatchObject({
+    expect(readEnvelope(request({}, { _meta: metaOf('2026-07-28', { elicitation: { form: {} } }) }), { ...headers, 'mcp-method': 'tools/list' })).toMatchObject({
       kind: 'request',
       id: 7,
       method: 'tools/list',
@@ -76,7 +76,13 @@ describe('readEnvelope (the 2026-07-28 ladder)', () => {
   it('decodes =?base64?…?= header values before comparing', () => {
     const call = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'notes_list', _meta: metaOf() } };
     const encoded = `=?base64?${Buffer.from('notes_list').toString('base64')}?=`;
-    expect(readEnvelope(call, { ...headers, 'mcp-name': encoded })).toMatchObject({ kind: 'request' });
+    expect(readEnvelope(call, { ...headers, 'mcp-method': 'tools/call', 'mcp-name': encoded })).toMatchObject({ kind: 'request' });
+  });
+
+  it('refuses a request without the Mcp-Method header, or a tools/call without Mcp-Name, with -32020/400', () => {
+    expect(refusal(request())).toMatchObject({ id: 7, code: -32020, status: 400 });
+    const call = { jsonrpc: '2.0', id: 'n', method: 'tools/call', params: { name: 'notes_list', _meta: metaOf() } };
+    expect(refusal(call, { ...headers, 'mcp-method': 'tools/call' })).toMatchObject({ id: 'n', code: -32020, status: 400 });
   });
 
   it('answers initialize, even with a modern _meta, with -32601/404 naming the supported versions', () => {

@@ -592,7 +592,7 @@ describe('POST /mcp under property-based fuzzing', () => {
     token = await fetchDevToken({ issuer: stack.dev.idp.issuer, resource: stack.mcpResourceUrl, login: 'alice', password: DEV_PASSWORD, fetch: stack.fetch });
     const first = await stack.fetch(`${stack.brokerUrl}/mcp`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json', 'mcp-protocol-version': VERSION, authorization: `Bearer ${token}` },
+      headers: { 'content-type': 'application/json', accept: 'application/json', 'mcp-protocol-version': VERSION, 'mcp-method': 'tools/call', 'mcp-name': 'notes_delete', authorization: `Bearer ${token}` },
       body: JSON.stringify({
         jsonrpc: '2.0',
         id: 'setup',

@@ -27,10 +27,14 @@ export interface PostOptions {
 
 /** A raw POST to /mcp with the headers a 2026-07-28 client sends (override any of them). */
 export async function mcpPost(stack: BrokerStack, body: unknown, options: PostOptions = {}): Promise<WireResponse> {
+  // The standard headers a 2026-07-28 client derives from the body (spec brief §7).
+  const message = !options.raw && typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as { method?: unknown; params?: { name?: unknown } }) : {};
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     accept: 'application/json, text/event-stream',
     'mcp-protocol-version': VERSION,
+    ...(typeof message.method === 'string' ? { 'mcp-method': message.method } : {}),
+    ...(typeof message.params?.name === 'string' ? { 'mcp-name': message.params.name } : {}),
     ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
     ...options.headers,
   };
