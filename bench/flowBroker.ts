@@ -96,6 +96,7 @@ async function assemble(config: BrokerChildConfig): Promise<BrokerServer> {
     allowLoopback: true,
     navigationTtlSeconds: 900,
     retryWaitMs: 10_000,
+    legacy: { urlElicitation: 'nested', waitMs: 60_000, retryWindowMs: 600_000 },
   });
 }
 

@@ -88,6 +88,7 @@ export async function startBenchStack(options: { databaseUrl: Secret | undefined
       // The configuration defaults (src/config/config.ts).
       navigationTtlSeconds: 900,
       retryWaitMs: 10_000,
+      legacy: { urlElicitation: 'nested', waitMs: 60_000, retryWindowMs: 600_000 },
     });
     closers.push(() => brokerServer.close());
     brokerHandler = brokerServer.listener;

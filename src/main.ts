@@ -100,6 +100,7 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     allowLoopback: dev,
     navigationTtlSeconds: config.broker.navigationTtlSeconds,
     retryWaitMs: config.broker.retryWaitMs,
+    legacy: config.legacy,
   });
   closers.push({ name: 'completion listener', close: broker.close });
   const server = await listenHttps(tls, broker.listener, config.http.host, config.http.port, 'broker');

@@ -7,6 +7,7 @@ import { createKeyring } from './crypto/keyring.js';
 import { createSecretBox } from './crypto/secretBox.js';
 import { allowedHostsFor } from './mcp/allowedHosts.js';
 import { createBearerVerifier } from './mcp/mcpAuth.js';
+import { createLegacyEndpoint } from './mcp/legacy/legacyEndpoint.js';
 import { createMcpEndpoint } from './mcp/mcpEndpoint.js';
 import { createModernServer } from './mcp/mcpServer.js';
 import { resourceMetadataUrl } from './mcp/protectedResourceRoutes.js';
@@ -30,6 +31,8 @@ export interface ServerDeps extends Omit<AppDeps, 'mcp' | 'broker' | 'formAction
   allowLoopback: boolean;
   navigationTtlSeconds: number;
   retryWaitMs: number;
+  /** The 2025-11-25 adapter's settings (LEGACY_URL_ELICITATION and friends). */
+  legacy: { urlElicitation: 'nested' | 'error'; waitMs: number; retryWindowMs: number };
 }
 
 export interface BrokerServer {
@@ -71,19 +74,18 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
     formActionOrigins: deps.providers.map((p) => new URL(p.issuer).origin),
   });
   const { hosts, origins } = allowedHostsFor(deps.publicUrl);
-  const server = createModernServer({
-    tools,
-    toolDeps: {
-      pool: deps.pool,
-      requestState,
-      fetch: deps.fetch,
-      connection: { broker, requestState, vault: { pool: deps.pool, box, clock: deps.clock, providers: providerClients } },
-    },
-    serverInfo: { name: 'connect-broker', version: deps.version },
-    logger: deps.logger,
-  });
+  const toolDeps = {
+    pool: deps.pool,
+    requestState,
+    fetch: deps.fetch,
+    connection: { broker, requestState, vault: { pool: deps.pool, box, clock: deps.clock, providers: providerClients } },
+  };
+  const serverInfo = { name: 'connect-broker', version: deps.version };
+  const server = createModernServer({ tools, toolDeps, serverInfo, logger: deps.logger });
+  const legacy = createLegacyEndpoint({ tools, toolDeps, serverInfo, logger: deps.logger, ...deps.legacy });
   const mcp = createMcpEndpoint({
     server,
+    legacy,
     verifyBearer: createBearerVerifier({
       issuer: deps.issuer,
       audience: deps.mcpResourceUrl,

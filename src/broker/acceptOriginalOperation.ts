@@ -22,7 +22,13 @@ export interface OriginalOperation {
   retryGeneration?: number;
 }
 
-const ACCEPT_EVENT: Record<Lineage, NavigationEvent> = { mrtr: 'mrtr_accept', nested: 'nested_accept', error_retry: 'retry_accept' };
+// From REQUIREMENT_VERIFIED to the lineage's accepted state (design §5): the nested call continues and
+// answers its own request; the -32042 lineage becomes retry-eligible, sees the retry, accepts it.
+const ACCEPT_EVENTS: Record<Lineage, readonly NavigationEvent[]> = {
+  mrtr: ['mrtr_accept'],
+  nested: ['nested_continue', 'nested_accept'],
+  error_retry: ['error_retry_eligible', 'client_retry', 'retry_accept'],
+};
 
 /** The key that makes an acceptance unique across lineages and instances (design §4, operation_receipts). */
 export function operationKey(op: Pick<OriginalOperation, 'principal' | 'tool' | 'requestDigest' | 'navigationId'>): string {
@@ -46,6 +52,8 @@ export async function acceptOriginalOperation(deps: BrokerDeps, op: OriginalOper
     const existing = await findReceiptByKey(tx, key);
     if (existing) return { receipt: existing, created: false };
     if (navigation.status !== 'REQUIREMENT_VERIFIED') throw new ConflictError(`This operation cannot be accepted while the connection is ${navigation.status}.`);
+    // The lineages cannot be swapped: a navigation is accepted only on the path that started it (seed 001).
+    if (navigation.lineage !== op.lineage) throw new ConflictError(`This connection flow belongs to the ${navigation.lineage} lineage, not ${op.lineage}.`);
     const now = deps.clock.now();
     const { receipt, created } = await insertReceiptOnce(tx, {
       id: randomUUID(),
@@ -57,7 +65,7 @@ export async function acceptOriginalOperation(deps: BrokerDeps, op: OriginalOper
       requirementReceipt: `verified:${navigation.id}:v${navigation.rowVersion}`,
       createdAt: now,
     });
-    if (created) await advance(tx, navigation, ACCEPT_EVENT[op.lineage], { actor: `mcp:${op.principal.sub}`, now, evidence: { receiptId: receipt.id, lineage: op.lineage } });
+    if (created) await advance(tx, navigation, ACCEPT_EVENTS[op.lineage], { actor: `mcp:${op.principal.sub}`, now, evidence: { receiptId: receipt.id, lineage: op.lineage } });
     return { receipt, created };
   });
 }

@@ -1,9 +1,10 @@
 import { ConflictError } from '../errors/appError.js';
-import type { Queryable } from '../db/pool.js';
+import type { Pool, Queryable } from '../db/pool.js';
+import { withTransaction } from '../db/transaction.js';
 import { appendEntries, appendEntry, type LedgerEntry } from '../ledger/ledgerRepo.js';
 import type { NavigationRecord } from './navigationRecord.js';
-import { compareAndSetStatus } from './navigationRepo.js';
-import { nextState, type NavigationEvent } from './navigationStates.js';
+import { compareAndSetStatus, lockNavigation } from './navigationRepo.js';
+import { canTransition, nextState, type NavigationEvent } from './navigationStates.js';
 
 export interface Actor {
   actor: string;
@@ -40,4 +41,15 @@ export async function advance(
 /** A ledger entry for something refused or observed that moves nothing (a subject mismatch, a replayed callback). */
 export async function recordWithoutMoving(tx: Queryable, navigation: NavigationRecord, event: string, by: Actor): Promise<void> {
   await appendEntry(tx, { navigationId: navigation.id, fromStatus: navigation.status, toStatus: navigation.status, event, actor: by.actor, evidence: by.evidence ?? {}, at: by.now });
+}
+
+/**
+ * Applies a host's or the system's event if the table allows it from where the navigation is now
+ * (locked); otherwise does nothing. For answers that may arrive late or twice (host accept, expiry).
+ */
+export async function advanceIfAllowed(deps: { pool: Pool; clock: { now(): Date } }, navigationId: string, event: NavigationEvent, actor: string): Promise<void> {
+  await withTransaction(deps.pool, async (tx) => {
+    const locked = await lockNavigation(tx, navigationId);
+    if (locked && canTransition(locked.status, event)) await advance(tx, locked, event, { actor, now: deps.clock.now() });
+  });
 }

@@ -1,13 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { acceptOriginalOperation, runAcceptedOperation, type BusinessOutcome } from '../broker/acceptOriginalOperation.js';
-import { advance } from '../broker/advance.js';
+import { advanceIfAllowed } from '../broker/advance.js';
 import type { BrokerDeps } from '../broker/brokerDeps.js';
 import type { NavigationRecord } from '../broker/navigationRecord.js';
-import { findNavigationById, lockNavigation } from '../broker/navigationRepo.js';
-import { canTransition } from '../broker/navigationStates.js';
+import { findNavigationById } from '../broker/navigationRepo.js';
 import { findReceiptByNavigation } from '../broker/receiptRepo.js';
 import { startNavigation } from '../broker/startNavigation.js';
-import { withTransaction } from '../db/transaction.js';
 import { InvalidInputError, UpstreamAuthError } from '../errors/appError.js';
 import { accessTokenFor, type TokenVaultDeps } from '../secrets/tokenVault.js';
 import { completeResult, type ToolContext } from './defineTool.js';
@@ -57,7 +55,7 @@ export async function runConnectionTool(deps: ConnectionToolDeps, ctx: ToolConte
     const reply = ElicitResultSchema.safeParse(raw);
     if (!reply.success) throw new InvalidInputError(`inputResponses.${INPUT_KEY} is not an elicitation result ({action}). Nothing was done.`);
     if (reply.data.action === 'decline') {
-      await moveIfAllowed(deps, navigation, 'host_decline', ctx);
+      await advanceIfAllowed(deps.broker, navigation.id, 'host_decline', `mcp:${ctx.principal.sub}`);
       return completeResult(`You declined to connect; ${call.purpose} was not done.`, { status: 'declined' });
     }
     if (reply.data.action === 'cancel') {
@@ -66,7 +64,7 @@ export async function runConnectionTool(deps: ConnectionToolDeps, ctx: ToolConte
         expiresAt: navigation.expiresAt.toISOString(),
       });
     }
-    await moveIfAllowed(deps, navigation, 'host_accept', ctx);
+    await advanceIfAllowed(deps.broker, navigation.id, 'host_accept', `mcp:${ctx.principal.sub}`);
   }
   return settle(deps, ctx, call, binding, state);
 }
@@ -80,7 +78,7 @@ async function settle(deps: ConnectionToolDeps, ctx: ToolContext, call: Connecti
   if (navigation.status === 'DECLINED' || navigation.status === 'CANCELLED') return completeResult(`You declined to connect; ${call.purpose} was not done.`, { status: 'declined' });
   if (navigation.status === 'REQUIREMENT_VERIFIED') return accept(deps, ctx, call, navigation);
   if (navigation.status === 'EXPIRED' || navigation.expiresAt <= broker.clock.now()) {
-    await moveIfAllowed(deps, navigation, 'expire', ctx);
+    await advanceIfAllowed(deps.broker, navigation.id, 'expire', `mcp:${ctx.principal.sub}`);
     return askToConnect(deps, ctx, call, binding);
   }
   const verified = await broker.signal.waitFor(navigationId, broker.retryWaitMs, async () => (await findNavigationById(broker.pool, navigationId))?.status === 'REQUIREMENT_VERIFIED');
@@ -115,16 +113,7 @@ function ttlOf(broker: BrokerDeps, navigation: NavigationRecord): number {
   return Math.max(60, Math.ceil((navigation.expiresAt.getTime() - broker.clock.now().getTime()) / 1000) + 3600);
 }
 
-/** The host's report of its user's decision moves the flow only from where the table allows it. */
-async function moveIfAllowed(deps: ConnectionToolDeps, navigation: NavigationRecord, event: 'host_accept' | 'host_decline' | 'expire', ctx: ToolContext): Promise<void> {
-  if (!canTransition(navigation.status, event)) return;
-  await withTransaction(deps.broker.pool, async (tx) => {
-    const locked = await lockNavigation(tx, navigation.id);
-    if (locked && canTransition(locked.status, event)) await advance(tx, locked, event, { actor: `mcp:${ctx.principal.sub}`, now: deps.broker.clock.now() });
-  });
-}
-
-async function tokenOrFail(deps: ConnectionToolDeps, ctx: ToolContext, call: ConnectionCall): Promise<string> {
+export async function tokenOrFail(deps: ConnectionToolDeps, ctx: ToolContext, call: ConnectionCall): Promise<string> {
   const token = await accessTokenFor(deps.vault, ctx.principal, call.provider);
   if (!token) throw new UpstreamAuthError(`The connection to ${call.provider} was lost; call the tool again to reconnect.`, { expose: true });
   return token;

@@ -56,14 +56,7 @@ export function defineTool<S extends z.ZodObject, D>(spec: ToolSpec<S, D>): Tool
     descriptor,
     async call(rawArgs, ctx, deps) {
       try {
-        // Postgres text cannot hold NUL, and no tool has a use for it: refused at the edge for every tool.
-        if (containsNul(rawArgs)) throw new InvalidInputError(`Invalid arguments for ${spec.name}: strings must not contain NUL (\\u0000) characters.`);
-        const parsed = spec.inputSchema.safeParse(rawArgs ?? {});
-        if (!parsed.success) {
-          const fields = parsed.error.issues.map((i) => `${i.path.join('.') || 'arguments'}: ${i.message}`);
-          throw new InvalidInputError(`Invalid arguments for ${spec.name}. ${fields.join('; ')}`);
-        }
-        return await spec.handler(parsed.data, ctx, deps);
+        return await spec.handler(parseArguments(spec.name, spec.inputSchema, rawArgs), ctx, deps);
       } catch (err) {
         if (err instanceof McpProtocolError) throw err;
         const { result, log } = toToolErrorResult(err);
@@ -73,6 +66,18 @@ export function defineTool<S extends z.ZodObject, D>(spec: ToolSpec<S, D>): Tool
       }
     },
   };
+}
+
+/** Tool arguments from outside, parsed with the tool's schema; InvalidInputError names each bad field. */
+export function parseArguments<S extends z.ZodType>(tool: string, schema: S, rawArgs: unknown): z.output<S> {
+  // Postgres text cannot hold NUL, and no tool has a use for it: refused at the edge for every tool.
+  if (containsNul(rawArgs)) throw new InvalidInputError(`Invalid arguments for ${tool}: strings must not contain NUL (\\u0000) characters.`);
+  const parsed = schema.safeParse(rawArgs ?? {});
+  if (!parsed.success) {
+    const fields = parsed.error.issues.map((i) => `${i.path.join('.') || 'arguments'}: ${i.message}`);
+    throw new InvalidInputError(`Invalid arguments for ${tool}. ${fields.join('; ')}`);
+  }
+  return parsed.data;
 }
 
 function containsNul(value: unknown, depth = 0): boolean {

@@ -3,7 +3,9 @@ import {
   ErrorCode,
   McpProtocolError,
   META_CLIENT_CAPABILITIES,
+  LEGACY_VERSION,
   META_PROTOCOL_VERSION,
+  MODERN_VERSION,
   SUPPORTED_VERSIONS,
   type ClientCapabilities,
   type RequestId,
@@ -52,7 +54,7 @@ export function readEnvelope(message: unknown, headers: IncomingHttpHeaders): En
   if (id === null) return { kind: 'notification', method };
 
   if (method === 'initialize') {
-    throw new EnvelopeError(id, ErrorCode.MethodNotFound, `initialize is not part of MCP ${SUPPORTED_VERSIONS.join(', ')}: send per-request _meta instead`, 404, { supported: SUPPORTED_VERSIONS });
+    throw new EnvelopeError(id, ErrorCode.MethodNotFound, `initialize is not part of MCP ${MODERN_VERSION}: send per-request _meta, or initialize without it to start a ${LEGACY_VERSION} session`, 404, { supported: SUPPORTED_VERSIONS });
   }
   const headerVersion = single(headers['mcp-protocol-version']);
   if (headerVersion === undefined) throw new EnvelopeError(id, ErrorCode.HeaderMismatch, 'The MCP-Protocol-Version header is required', 400);
@@ -67,7 +69,8 @@ export function readEnvelope(message: unknown, headers: IncomingHttpHeaders): En
   if (headerVersion !== version) {
     throw new EnvelopeError(id, ErrorCode.HeaderMismatch, `Header mismatch: MCP-Protocol-Version header value '${clip(headerVersion)}' does not match body value '${clip(version)}'`, 400);
   }
-  if (!SUPPORTED_VERSIONS.includes(version)) {
+  // The per-request envelope is the modern wire only; 2025-11-25 is served through initialize and a session.
+  if (version !== MODERN_VERSION) {
     throw new EnvelopeError(id, ErrorCode.UnsupportedProtocolVersion, 'Unsupported protocol version', 400, { supported: SUPPORTED_VERSIONS, requested: version });
   }
   checkHeader(id, 'Mcp-Method', headers['mcp-method'], method);

@@ -6,10 +6,13 @@ import type { Logger } from '../shared/logger.js';
 import { EnvelopeError, readEnvelope } from './envelope.js';
 import type { BearerVerifier } from './mcpAuth.js';
 import type { ModernServer } from './mcpServer.js';
+import { isLegacyMessage, type LegacyEndpoint } from './legacy/legacyEndpoint.js';
 import { ErrorCode, McpProtocolError, type RequestId } from './protocol.js';
 
 export interface McpEndpointDeps {
   server: ModernServer;
+  /** The 2025-11-25 adapter (initialize + sessions); its traffic never reaches the modern server. */
+  legacy: LegacyEndpoint;
   verifyBearer: BearerVerifier;
   /** Host header values this server answers to (DNS-rebinding protection). */
   allowedHosts: ReadonlySet<string>;
@@ -47,9 +50,9 @@ async function handle(deps: McpEndpointDeps, req: IncomingMessage, res: ServerRe
   if (!deps.allowedHosts.has(req.headers.host ?? '')) return sendJson(res, 403, rpcError(null, ErrorCode.InvalidRequest, 'Forbidden: this Host is not served here'));
   const origin = req.headers.origin;
   if (origin !== undefined && !deps.allowedOrigins.has(origin)) return sendJson(res, 403, rpcError(null, ErrorCode.InvalidRequest, 'Forbidden: Origin not allowed'));
-  if (req.method !== 'POST') {
-    res.setHeader('Allow', 'POST');
-    return sendJson(res, 405, rpcError(null, ErrorCode.InvalidRequest, 'Method not allowed: MCP 2026-07-28 uses POST only'));
+  if (req.method !== 'POST' && req.method !== 'GET' && req.method !== 'DELETE') {
+    res.setHeader('Allow', 'POST, GET, DELETE');
+    return sendJson(res, 405, rpcError(null, ErrorCode.InvalidRequest, 'Method not allowed'));
   }
 
   let principal: Principal;
@@ -59,6 +62,9 @@ async function handle(deps: McpEndpointDeps, req: IncomingMessage, res: ServerRe
     if (err instanceof AppError && (err.code === 'unauthenticated' || err.code === 'forbidden')) return challenge(deps, res, err);
     throw err;
   }
+  // GET (the standalone stream) and DELETE (end a session) exist only for 2025-11-25 sessions.
+  if (req.method === 'GET') return deps.legacy.get(req, res, principal);
+  if (req.method === 'DELETE') return deps.legacy.delete(req, res, principal);
 
   const contentType = req.headers['content-type'] ?? '';
   if (!/^application\/json\s*(;|$)/i.test(contentType)) return sendJson(res, 415, rpcError(null, ErrorCode.InvalidRequest, 'Content-Type must be application/json'));
@@ -75,6 +81,8 @@ async function handle(deps: McpEndpointDeps, req: IncomingMessage, res: ServerRe
   } catch {
     return sendJson(res, 400, rpcError(null, ErrorCode.ParseError, 'Parse error: the body is not valid JSON'));
   }
+
+  if (isLegacyMessage(message, req.headers)) return deps.legacy.post(req, res, message, principal, requestId);
 
   let id: RequestId | null = null;
   try {

@@ -2,7 +2,9 @@
 // the broker speaks; the SDK's types stay the reference in tests.
 
 export const MODERN_VERSION = '2026-07-28';
-export const SUPPORTED_VERSIONS: readonly string[] = [MODERN_VERSION];
+export const LEGACY_VERSION = '2025-11-25';
+/** What server/discover and -32022 name: the modern wire, and the legacy one through initialize. */
+export const SUPPORTED_VERSIONS: readonly string[] = [MODERN_VERSION, LEGACY_VERSION];
 
 export const META_PROTOCOL_VERSION = 'io.modelcontextprotocol/protocolVersion';
 export const META_CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';

@@ -63,7 +63,7 @@ describe('readEnvelope (the 2026-07-28 ladder)', () => {
       id: 7,
       code: -32022,
       status: 400,
-      data: { supported: ['2026-07-28'], requested: '1900-01-01' },
+      data: { supported: ['2026-07-28', '2025-11-25'], requested: '1900-01-01' },
     });
   });
 
@@ -86,7 +86,7 @@ describe('readEnvelope (the 2026-07-28 ladder)', () => {
   });
 
   it('answers initialize, even with a modern _meta, with -32601/404 naming the supported versions', () => {
-    expect(refusal({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { _meta: metaOf() } })).toEqual({ id: 1, code: -32601, status: 404, data: { supported: ['2026-07-28'] } });
+    expect(refusal({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { _meta: metaOf() } })).toEqual({ id: 1, code: -32601, status: 404, data: { supported: ['2026-07-28', '2025-11-25'] } });
   });
 
   it.each([

@@ -73,12 +73,15 @@ describe('POST /mcp on the wire', () => {
       expect(status).toBe(403);
     });
 
-    it('answers GET and DELETE with 405', async () => {
+    it('answers GET and DELETE without a legacy session with 400, and other methods with 405', async () => {
       for (const method of ['GET', 'DELETE']) {
         const response = await stack.fetch(`${stack.brokerUrl}/mcp`, { method, headers: { authorization: `Bearer ${alice}` } });
-        expect(response.status).toBe(405);
-        expect(response.headers.get('allow')).toBe('POST');
+        expect(response.status).toBe(400);
+        expect(((await response.json()) as { error: { message: string } }).error.message).toContain('Mcp-Session-Id header is required');
       }
+      const put = await stack.fetch(`${stack.brokerUrl}/mcp`, { method: 'PUT', headers: { authorization: `Bearer ${alice}` } });
+      expect(put.status).toBe(405);
+      expect(put.headers.get('allow')).toBe('POST, GET, DELETE');
     });
 
     it('answers a notification with 202 and no body', async () => {
@@ -118,7 +121,7 @@ describe('POST /mcp on the wire', () => {
       const body = { jsonrpc: '2.0', id: 'v', method: 'tools/list', params: { _meta: { ...meta(), 'io.modelcontextprotocol/protocolVersion': '1900-01-01' } } };
       const response = await mcpPost(stack, body, { token: alice, headers: { 'mcp-protocol-version': '1900-01-01' } });
       expect(response.status).toBe(400);
-      expect(response.json).toEqual({ jsonrpc: '2.0', id: 'v', error: { code: -32022, message: 'Unsupported protocol version', data: { supported: [VERSION], requested: '1900-01-01' } } });
+      expect(response.json).toEqual({ jsonrpc: '2.0', id: 'v', error: { code: -32022, message: 'Unsupported protocol version', data: { supported: [VERSION, '2025-11-25'], requested: '1900-01-01' } } });
     });
 
     it('answers missing _meta with -32602/400 echoing the id', async () => {
@@ -168,7 +171,7 @@ describe('POST /mcp on the wire', () => {
       const response = await mcpPost(stack, request('server/discover'), { token: alice });
       expect(response.json.result).toEqual({
         resultType: 'complete',
-        supportedVersions: [VERSION],
+        supportedVersions: [VERSION, '2025-11-25'],
         capabilities: { tools: {} },
         instructions: expect.any(String),
         ttlMs: expect.any(Number),

@@ -66,6 +66,10 @@ function compact(record: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(record).filter(([, v]) => v !== ABSENT));
 }
 
+function passesHttpGatesExceptMethod(request: { auth: string }, originOk: boolean, _acceptable: boolean): boolean {
+  return request.auth === 'alice' && originOk;
+}
+
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -409,6 +413,7 @@ function materialize(body: Body, plan: Plan, ctx: { token: string; selfOrigin: s
 interface WireResponse {
   status: number;
   contentType: string;
+  sessionId?: string;
   text: string;
 }
 
@@ -448,11 +453,18 @@ function violations(request: FuzzRequest, response: WireResponse, selfOrigin: st
   if (![200, 202, 400, 404, 401, 403, 405, 406, 413, 415].includes(status)) problems.push(`an unexpected status ${status}`);
   if (status === 401 && request.auth === 'alice') problems.push('401 for a valid token');
   if (status === 403 && originOk) problems.push('403 without a foreign Origin');
-  if (status === 405 && request.httpMethod === 'POST') problems.push('405 for a POST');
+  if (status === 405 && ['POST', 'GET', 'DELETE'].includes(request.httpMethod)) problems.push(`405 for a ${request.httpMethod}`);
   if (status === 415 && mediaType === 'application/json') problems.push('415 for application/json');
   if (status === 406 && acceptable) problems.push(`406 for Accept: ${accept}`);
   if (status === 413 && request.size <= MAX_BODY_BYTES) problems.push(`413 for ${request.size} bytes`);
   if (passesHttpGates && ![200, 202, 400, 404].includes(status)) problems.push(`${status} for a request that passes every HTTP gate`);
+
+  // GET and DELETE belong to 2025-11-25 sessions: without a session header they are 400, never anything else.
+  if ((request.httpMethod === 'GET' || request.httpMethod === 'DELETE') && passesHttpGatesExceptMethod(request, originOk, acceptable)) {
+    if (status !== 400) problems.push(`${status} for a ${request.httpMethod} without a session`);
+    if (!isRecord(parseJson(response.text))) problems.push(`${status} without a JSON object body`);
+    return problems;
+  }
 
   if (status === 202) {
     if (response.text !== '') problems.push('202 with a body');
@@ -499,6 +511,12 @@ function violations(request: FuzzRequest, response: WireResponse, selfOrigin: st
   if (status !== 200) problems.push(`a result with HTTP ${status}`);
   const result = reply['result'];
   if (!isRecord(result)) return [...problems, 'a result that is not an object'];
+  // initialize without a modern envelope starts a 2025-11-25 session (dual-era endpoint, issue #5).
+  if (isRecord(request.parsed) && request.parsed['method'] === 'initialize') {
+    if (result['protocolVersion'] !== '2025-11-25') problems.push(`initialize answered ${JSON.stringify(result['protocolVersion'])}`);
+    if (!response.sessionId) problems.push('initialize without an Mcp-Session-Id header');
+    return problems;
+  }
   if (result['resultType'] !== 'complete' && result['resultType'] !== 'input_required') problems.push(`resultType ${JSON.stringify(result['resultType'])}`);
   if (result['resultType'] === 'input_required') {
     const method = isRecord(request.parsed) ? request.parsed['method'] : undefined;
@@ -546,7 +564,7 @@ describe('POST /mcp under property-based fuzzing', () => {
       ...(request.payload === undefined ? {} : { body: request.payload }),
     });
     const text = await response.text();
-    return { status: response.status, contentType: response.headers.get('content-type') ?? '', text };
+    return { status: response.status, contentType: response.headers.get('content-type') ?? '', sessionId: response.headers.get('mcp-session-id') ?? '', text };
   }
 
   function errorLogLines(from: number): string[] {

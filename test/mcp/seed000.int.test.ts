@@ -100,7 +100,7 @@ describe('seed 000 checkpoints', () => {
     const body = { jsonrpc: '2.0', id: 15, method: 'tools/list', params: { _meta: { ...meta(), 'io.modelcontextprotocol/protocolVersion': '2024-01-01' } } };
     const { status, json } = await post(body, { 'mcp-protocol-version': '2024-01-01' });
     expect(status).toBe(400);
-    expect(json.error).toEqual({ code: -32022, message: 'Unsupported protocol version', data: { supported: ['2026-07-28'], requested: '2024-01-01' } });
+    expect(json.error).toEqual({ code: -32022, message: 'Unsupported protocol version', data: { supported: ['2026-07-28', '2025-11-25'], requested: '2024-01-01' } });
   });
 
   it('11. a notification without id produces no JSON-RPC response', async () => {

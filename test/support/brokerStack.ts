@@ -49,6 +49,10 @@ export interface BrokerStackOptions {
   navigationTtlSeconds?: number;
   /** How long an MCP retry waits for a pending connection (default 2 s in tests). */
   retryWaitMs?: number;
+  /** LEGACY_URL_ELICITATION for this stack (default nested). */
+  legacyUrlElicitation?: 'nested' | 'error';
+  /** How long a nested legacy call waits for the user (default 10 s in tests). */
+  legacyWaitMs?: number;
 }
 
 export async function startBrokerStack(options: BrokerStackOptions = {}): Promise<BrokerStack> {
@@ -99,6 +103,7 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
       allowLoopback: true,
       navigationTtlSeconds: options.navigationTtlSeconds ?? 900,
       retryWaitMs: options.retryWaitMs ?? 2_000,
+      legacy: { urlElicitation: options.legacyUrlElicitation ?? 'nested', waitMs: options.legacyWaitMs ?? 10_000, retryWindowMs: 600_000 },
     });
     servers.push(server);
     return server.listener;

@@ -10,7 +10,7 @@ import type { McpToolDeps } from './registry.js';
 
 const INPUT_KEY = 'delete_choice';
 
-const inputSchema = z.strictObject({
+export const notesDeleteInput = z.strictObject({
   workspaceUri: z.string().max(2048).describe('A file: URI from notes_workspaces'),
   title: TitleSchema.describe('The title, or part of it, of the note to delete'),
 });
@@ -25,7 +25,7 @@ export const notesDelete = defineTool({
   title: 'Delete a note (asks the user)',
   description:
     'Deletes one note whose title contains `title` in a workspace you may use. The user must confirm in a form, so your host must support form elicitation; retry the call with the form answer and the requestState you received.',
-  inputSchema,
+  inputSchema: notesDeleteInput,
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
   requires: { elicitation: { form: {} } },
   async handler(args, ctx, deps: McpToolDeps) {
@@ -42,7 +42,7 @@ export const notesDelete = defineTool({
   },
 });
 
-async function askUser(args: z.output<typeof inputSchema>, binding: StateBinding, deps: McpToolDeps) {
+async function askUser(args: z.output<typeof notesDeleteInput>, binding: StateBinding, deps: McpToolDeps) {
   const { workspace, candidates } = await findDeleteCandidates(deps, binding.principal, args.workspaceUri, args.title);
   const { token } = await deps.requestState.seal(binding, { candidates: candidates.map((c) => c.id) });
   return { resultType: 'input_required' as const, inputRequests: { [INPUT_KEY]: deleteConfirmationForm(workspace, candidates) }, requestState: token };

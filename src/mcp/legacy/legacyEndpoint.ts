@@ -1,0 +1,143 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Principal } from '../../auth/principal.js';
+import { findNavigationById } from '../../broker/navigationRepo.js';
+import type { Logger } from '../../shared/logger.js';
+import type { ToolContext } from '../defineTool.js';
+import { ErrorCode, McpProtocolError, type ClientCapabilities, type RequestId } from '../protocol.js';
+import { legacyToolCall, type LegacyToolDeps } from './legacyTools.js';
+import { createLegacySessions, LEGACY_VERSION, type LegacySession } from './legacySessions.js';
+import { createRequestChannel } from './requestChannel.js';
+
+export interface LegacyEndpointDeps extends LegacyToolDeps {
+  serverInfo: { name: string; version: string };
+  logger: Logger;
+}
+
+export interface LegacyEndpoint {
+  post(req: IncomingMessage, res: ServerResponse, message: Record<string, unknown>, principal: Principal, requestId: string): Promise<void>;
+  get(req: IncomingMessage, res: ServerResponse, principal: Principal): void;
+  delete(req: IncomingMessage, res: ServerResponse, principal: Principal): void;
+}
+
+/** Is this a 2025-11-25 message? `initialize` without a modern envelope, a session's traffic, or a client's response. */
+export function isLegacyMessage(message: unknown, headers: IncomingMessage['headers']): message is Record<string, unknown> {
+  if (typeof message !== 'object' || message === null || Array.isArray(message)) return false;
+  const m = message as Record<string, unknown>;
+  const params = m['params'] as Record<string, unknown> | undefined;
+  const modern = typeof params === 'object' && params !== null && typeof params['_meta'] === 'object' && params['_meta'] !== null && 'io.modelcontextprotocol/protocolVersion' in (params['_meta'] as object);
+  if (modern) return false;
+  return m['method'] === 'initialize' || headers['mcp-session-id'] !== undefined || 'result' in m || 'error' in m;
+}
+
+const rpcError = (id: RequestId | null, code: number, message: string, data?: unknown) => ({ jsonrpc: '2.0', id, error: data === undefined ? { code, message } : { code, message, data } });
+
+function sendJson(res: ServerResponse, status: number, payload: object, sessionId?: string): void {
+  const text = JSON.stringify(payload);
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text), ...(sessionId ? { 'Mcp-Session-Id': sessionId } : {}) }).end(text);
+}
+
+/**
+ * The 2025-11-25 adapter (issue #5), isolated from the modern handler: it
+ * owns sessions (initialize, Mcp-Session-Id, 400 when missing, 404 when
+ * unknown, DELETE), the standalone GET stream and server-to-client requests
+ * on a POST's SSE stream; it calls the same use cases.
+ */
+export function createLegacyEndpoint(deps: LegacyEndpointDeps): LegacyEndpoint {
+  const sessions = createLegacySessions();
+
+  function sessionOf(req: IncomingMessage, res: ServerResponse, principal: Principal, id: RequestId | null): LegacySession | undefined {
+    const header = req.headers['mcp-session-id'];
+    if (typeof header !== 'string' || header === '') {
+      sendJson(res, 400, rpcError(id, ErrorCode.InvalidRequest, 'Mcp-Session-Id header is required: call initialize first'));
+      return undefined;
+    }
+    const session = sessions.find(header, principal);
+    if (!session) {
+      sendJson(res, 404, rpcError(id, ErrorCode.InvalidRequest, 'Unknown or ended session: initialize again'));
+      return undefined;
+    }
+    const version = req.headers['mcp-protocol-version'];
+    if (version !== undefined && version !== LEGACY_VERSION) {
+      sendJson(res, 400, rpcError(id, ErrorCode.InvalidRequest, `MCP-Protocol-Version must be ${LEGACY_VERSION} on this session`));
+      return undefined;
+    }
+    return session;
+  }
+
+  return {
+    async post(req, res, message, principal, requestId) {
+      const id = (typeof message['id'] === 'string' || typeof message['id'] === 'number' ? message['id'] : null) as RequestId | null;
+      const params = (typeof message['params'] === 'object' && message['params'] !== null ? message['params'] : {}) as Record<string, unknown>;
+      if (message['method'] === 'initialize') {
+        if (id === null) return sendJson(res, 400, rpcError(null, ErrorCode.InvalidRequest, 'initialize is a request: it needs an id'));
+        const capabilities = (typeof params['capabilities'] === 'object' && params['capabilities'] !== null ? params['capabilities'] : {}) as ClientCapabilities;
+        const session = sessions.create(principal, capabilities);
+        // We speak one legacy version; a client asking for another gets ours (2025-11-25 lifecycle).
+        return sendJson(res, 200, { jsonrpc: '2.0', id, result: { protocolVersion: LEGACY_VERSION, capabilities: { tools: {} }, serverInfo: deps.serverInfo } }, session.id);
+      }
+      const session = sessionOf(req, res, principal, id);
+      if (!session) return;
+      if ('result' in message || 'error' in message) {
+        const waiting = id === null ? undefined : session.pending.get(id);
+        if (waiting) waiting(message);
+        else deps.logger.info({ requestId, responseId: id }, 'legacy client response matched no pending request');
+        res.writeHead(202, { 'Mcp-Session-Id': session.id }).end();
+        return;
+      }
+      if (id === null) {
+        res.writeHead(202, { 'Mcp-Session-Id': session.id }).end();
+        return;
+      }
+      const method = message['method'];
+      const channel = createRequestChannel(res, session);
+      try {
+        if (method === 'ping') return channel.finish({ jsonrpc: '2.0', id, result: {} });
+        if (method === 'tools/list') return channel.finish({ jsonrpc: '2.0', id, result: { tools: deps.tools.map((t) => t.descriptor) } });
+        if (method !== 'tools/call') return channel.finish(rpcError(id, ErrorCode.MethodNotFound, `Method not found: ${String(method).slice(0, 64)}`));
+        const ctx: ToolContext = { principal, capabilities: session.capabilities, inputResponses: undefined, requestState: undefined, requestId, logger: deps.logger };
+        const result = await legacyToolCall(deps, session, id, params, ctx, channel);
+        return channel.finish({ jsonrpc: '2.0', id, result });
+      } catch (err) {
+        if (!(err instanceof McpProtocolError)) throw err;
+        if (err.code === -32042) watchForCompletion(deps, session, err.data);
+        return channel.finish(rpcError(id, err.code, err.message, err.data));
+      }
+    },
+
+    get(req, res, principal) {
+      const session = sessionOf(req, res, principal, null);
+      if (!session) return;
+      session.stream?.end();
+      session.stream = res;
+      res.writeHead(200, { 'Content-Type': 'text/event-stream', 'X-Accel-Buffering': 'no', 'Mcp-Session-Id': session.id });
+      res.write(': stream open\n\n');
+      res.on('close', () => {
+        if (session.stream === res) session.stream = undefined;
+      });
+    },
+
+    delete(req, res, principal) {
+      const session = sessionOf(req, res, principal, null);
+      if (!session) return;
+      sessions.end(session);
+      res.writeHead(204).end();
+    },
+  };
+}
+
+/** After a -32042, tell the session's GET stream when the callback is verified (at most once, only this session). */
+function watchForCompletion(deps: LegacyEndpointDeps, session: LegacySession, data: unknown): void {
+  const elicitations = (data as { elicitations?: { elicitationId?: string }[] } | undefined)?.elicitations ?? [];
+  const { broker } = deps.toolDeps.connection;
+  for (const { elicitationId } of elicitations) {
+    if (!elicitationId) continue;
+    void broker.signal
+      .waitFor(elicitationId, broker.navigationTtlSeconds * 1000, async () => (await findNavigationById(broker.pool, elicitationId))?.status === 'REQUIREMENT_VERIFIED')
+      .then((verified) => {
+        if (!verified || session.notified.has(elicitationId) || !session.stream) return;
+        session.notified.add(elicitationId);
+        session.stream.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/elicitation/complete', params: { elicitationId } })}\n\n`);
+      })
+      .catch((err: unknown) => deps.logger.warn({ err }, 'completion watch failed'));
+  }
+}

@@ -1,0 +1,135 @@
+import { randomBytes } from 'node:crypto';
+import { acceptOriginalOperation, runAcceptedOperation } from '../../broker/acceptOriginalOperation.js';
+import { advanceIfAllowed } from '../../broker/advance.js';
+import { findNavigationById } from '../../broker/navigationRepo.js';
+import { startNavigation } from '../../broker/startNavigation.js';
+import { InvalidInputError } from '../../errors/appError.js';
+import { toToolErrorResult } from '../../errors/toMcp.js';
+import { confirmDelete, declineDelete, findDeleteCandidates } from '../../notes/notes.js';
+import { accessTokenFor } from '../../secrets/tokenVault.js';
+import type { Logger } from '../../shared/logger.js';
+import { tokenOrFail, type ConnectionCall } from '../connectionTool.js';
+import { completeResult, parseArguments, type Tool, type ToolContext } from '../defineTool.js';
+import { deleteConfirmationContent, deleteConfirmationForm, ElicitResultSchema } from '../elicitationForms.js';
+import { elicitationModes, ErrorCode, McpProtocolError, type CallToolResult, type ToolCallResult } from '../protocol.js';
+import { notesDeleteInput } from '../tools/notesDelete.js';
+import type { McpToolDeps } from '../tools/registry.js';
+import { reportsCreateCall } from '../tools/reportsCreate.js';
+import { reportsListCall } from '../tools/reportsList.js';
+import type { RequestChannel } from './requestChannel.js';
+import type { LegacySession } from './legacySessions.js';
+import { findErrorRetryNavigation } from './errorRetryLineage.js';
+
+export interface LegacyToolDeps {
+  tools: readonly Tool<McpToolDeps>[];
+  toolDeps: McpToolDeps;
+  logger: Logger;
+  /** LEGACY_URL_ELICITATION: which lineage a legacy call that needs a connection starts. */
+  urlElicitation: 'nested' | 'error';
+  /** How long a nested call waits for the user (the elicitation answer, then the verified callback). */
+  waitMs: number;
+  /** How long after verification an identical -32042 retry is the same operation. */
+  retryWindowMs: number;
+}
+
+const CONNECTION_CALLS: Record<string, (rawArgs: unknown, deps: McpToolDeps) => ConnectionCall> = {
+  reports_create: reportsCreateCall,
+  reports_list: reportsListCall,
+};
+
+/** 2025-11-25 results carry no resultType. */
+function legacyResult(result: ToolCallResult): Record<string, unknown> {
+  const { resultType: _resultType, ...rest } = result as CallToolResult;
+  return rest;
+}
+
+/**
+ * tools/call on a legacy session. The same use cases as the modern path;
+ * only the way the user is asked differs: a request on this call's SSE
+ * stream (nested), or the -32042 error and an optional retry.
+ */
+export async function legacyToolCall(deps: LegacyToolDeps, session: LegacySession, jsonrpcId: string | number, params: Record<string, unknown>, ctx: ToolContext, channel: RequestChannel): Promise<Record<string, unknown>> {
+  const name = params['name'];
+  if (typeof name !== 'string') throw new McpProtocolError(ErrorCode.InvalidParams, 'params.name must be a string');
+  try {
+    if (name === 'notes_delete') return legacyResult(await nestedDelete(deps, params['arguments'], ctx, channel));
+    const connection = CONNECTION_CALLS[name];
+    if (connection) return legacyResult(await connectionCall(deps, connection(params['arguments'], deps.toolDeps), ctx, session, jsonrpcId, channel));
+    const tool = deps.tools.find((t) => t.name === name);
+    if (!tool) throw new McpProtocolError(ErrorCode.InvalidParams, `Unknown tool: ${name.slice(0, 64)}`);
+    return legacyResult(await tool.call(params['arguments'], ctx, deps.toolDeps));
+  } catch (err) {
+    if (err instanceof McpProtocolError) throw err;
+    const { result, log } = toToolErrorResult(err);
+    if (log) deps.logger.error({ err, requestId: ctx.requestId, tool: name }, 'legacy tool failed');
+    return legacyResult(result);
+  }
+}
+
+/** notes_delete on the legacy wire: the same form, re-checks and single-use claim, asked on this call's stream. */
+async function nestedDelete(deps: LegacyToolDeps, rawArgs: unknown, ctx: ToolContext, channel: RequestChannel): Promise<ToolCallResult> {
+  const args = parseArguments('notes_delete', notesDeleteInput, rawArgs);
+  if (!elicitationModes(ctx.capabilities).form) throw new InvalidInputError('notes_delete asks the user to confirm in a form: this client did not declare form elicitation at initialize.');
+  const { workspace, candidates } = await findDeleteCandidates(deps.toolDeps, ctx.principal, args.workspaceUri, args.title);
+  const form = deleteConfirmationForm(workspace, candidates);
+  const answer = await channel.ask('elicitation/create', form.params, deps.waitMs);
+  const reply = ElicitResultSchema.safeParse(answer?.['result']);
+  if (!reply.success) return completeResult('No answer to the confirmation arrived; nothing was deleted.', { status: 'no_answer' });
+  const single = { principal: ctx.principal, nonce: randomBytes(16).toString('base64url'), expiresAt: new Date(Date.now() + deps.waitMs) };
+  if (reply.data.action === 'cancel') return completeResult('Deletion cancelled; nothing was deleted.', { status: 'cancelled' });
+  const content = reply.data.action === 'accept' ? deleteConfirmationContent(candidates.map((c) => c.id)).safeParse(reply.data.content ?? {}) : undefined;
+  if (content && !content.success) throw new InvalidInputError(`The form answer does not match the form: note_id must be one of ${candidates.map((c) => c.id).join(', ')} and confirm a boolean. Nothing was deleted.`);
+  if (reply.data.action === 'decline' || !content?.data?.confirm) {
+    await declineDelete(deps.toolDeps, single);
+    return completeResult('You declined; nothing was deleted.', { status: 'declined' });
+  }
+  const note = await confirmDelete(deps.toolDeps, { ...single, workspaceUri: args.workspaceUri, noteId: content.data.note_id });
+  return completeResult(`Deleted ${note.id} "${note.title}".`, { status: 'deleted', note: { id: note.id, title: note.title, uri: note.noteUri } });
+}
+
+async function connectionCall(deps: LegacyToolDeps, call: ConnectionCall, ctx: ToolContext, session: LegacySession, jsonrpcId: string | number, channel: RequestChannel): Promise<ToolCallResult> {
+  const connection = deps.toolDeps.connection;
+  const { broker } = connection;
+  // An identical call while a -32042 flow for it is verified (within the window) is its retry.
+  const retry = await findErrorRetryNavigation(broker, ctx.principal, call, deps.retryWindowMs);
+  if (retry) return acceptAndRun(deps, call, ctx, retry.id, 'error_retry', { retryGeneration: retry.retryGeneration + 1 });
+  const token = await accessTokenFor(connection.vault, ctx.principal, call.provider);
+  if (token) return call.render(await call.perform(token, randomBytes(16).toString('hex')));
+  if (!elicitationModes(ctx.capabilities).url) {
+    throw new InvalidInputError(`${call.tool} needs a connection to ${call.provider}, and this client did not declare URL elicitation at initialize.`);
+  }
+  const lineage = deps.urlElicitation === 'nested' ? 'nested' : 'error_retry';
+  const { navigation, connectUrl } = await startNavigation(broker, { principal: ctx.principal, clientId: undefined, tool: call.tool, requestDigest: call.requestDigest, provider: call.provider, purpose: call.purpose, lineage });
+  const name = broker.providers.get(call.provider)?.provider.displayName ?? call.provider;
+  const elicitation = { mode: 'url', elicitationId: navigation.id, url: connectUrl, message: `To ${call.purpose}, connect your ${name} account (${navigation.targetHost}). The link opens ${broker.publicUrl.host}, where you sign in and confirm.` };
+  if (lineage === 'error_retry') {
+    throw new McpProtocolError(-32042, 'This request requires connecting an account. Open the link, then retry the call.', { data: { elicitations: [elicitation] } });
+  }
+  const answer = await channel.ask('elicitation/create', elicitation, deps.waitMs);
+  const reply = ElicitResultSchema.safeParse(answer?.['result']);
+  const actor = `mcp:${ctx.principal.sub}`;
+  if (!reply.success || reply.data.action === 'cancel') {
+    return { resultType: 'complete', isError: true, content: [{ type: 'text', text: `Connecting was cancelled or not answered; ${call.purpose} was not done. The link stays valid until ${navigation.expiresAt.toISOString()}.` }] };
+  }
+  if (reply.data.action === 'decline') {
+    await advanceIfAllowed(broker, navigation.id, 'host_decline', actor);
+    return { resultType: 'complete', isError: true, content: [{ type: 'text', text: `You declined to connect; ${call.purpose} was not done.` }] };
+  }
+  await advanceIfAllowed(broker, navigation.id, 'host_accept', actor);
+  const verified = await broker.signal.waitFor(navigation.id, deps.waitMs, async () => (await findNavigationById(broker.pool, navigation.id))?.status === 'REQUIREMENT_VERIFIED');
+  if (!verified) {
+    return { resultType: 'complete', isError: true, content: [{ type: 'text', text: `The connection was not completed in time; ${call.purpose} was not done. Finish connecting with the link (valid until ${navigation.expiresAt.toISOString()}), then call the tool again.` }] };
+  }
+  // Completion was proven by the verified callback; tell this session, once, then answer the original request.
+  if (!session.notified.has(navigation.id)) {
+    session.notified.add(navigation.id);
+    channel.notify('notifications/elicitation/complete', { elicitationId: navigation.id });
+  }
+  return acceptAndRun(deps, call, ctx, navigation.id, 'nested', { jsonrpcId: String(jsonrpcId) });
+}
+
+async function acceptAndRun(deps: LegacyToolDeps, call: ConnectionCall, ctx: ToolContext, navigationId: string, lineage: 'nested' | 'error_retry', extra: { jsonrpcId?: string; retryGeneration?: number }): Promise<ToolCallResult> {
+  const { broker } = deps.toolDeps.connection;
+  const { receipt } = await acceptOriginalOperation(broker, { navigationId, principal: ctx.principal, tool: call.tool, requestDigest: call.requestDigest, lineage, ...extra });
+  return call.render(await runAcceptedOperation(broker, receipt, async (key) => call.perform(await tokenOrFail(deps.toolDeps.connection, ctx, call), key)));
+}
