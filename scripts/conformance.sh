@@ -1,25 +1,52 @@
 #!/usr/bin/env bash
 # Runs the official MCP conformance suite against a throw-away broker.
 #
-#   bash scripts/conformance.sh        (or: npm run conformance)
+#   bash scripts/conformance.sh                             (or: npm run conformance)
+#   bash scripts/conformance.sh --requirements 2025-11-25   (one set only; repeatable)
 #
 # Starts the development stack on free loopback ports with a temporary data
-# folder and anonymous MCP (the suite sends no Authorization header), runs
-# @modelcontextprotocol/conformance for the 2026-07-28 requirements against
-# it with conformance-baseline.yml as the expected failures, prints a
-# summary, stops the broker and exits with the suite's exit code: 0 when
-# every failure is in the baseline and every baseline entry still fails.
+# folder and anonymous MCP (the suite sends no Authorization header), then runs
+# @modelcontextprotocol/conformance against that one broker for each
+# requirement set, each with its own baseline of expected failures:
+#   2026-07-28 (stateless)              conformance-baseline.yml
+#   2025-11-25 (initialize + sessions)  conformance-baseline-2025-11-25.yml
+# It prints a summary per set, stops the broker and exits 0 only when every
+# set passed: every failure is in that set's baseline and every baseline
+# entry still fails. Otherwise it exits with the first failing set's code.
 #
-# Environment: CONFORMANCE_KEEP_RESULTS=<dir> copies the raw results there;
+# Environment: CONFORMANCE_KEEP_RESULTS=<dir> copies the raw results there
+# (one folder per requirement set, plus broker.log);
 # CONFORMANCE_READY_TIMEOUT (seconds, default 120) bounds the broker start.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SUITE='@modelcontextprotocol/conformance@0.2.0-alpha.12'
 NODE_FOR_SUITE='node@24' # the suite needs Node 22+; the broker runs on the project's Node
-REQUIREMENTS='2026-07-28'
-BASELINE="$PWD/conformance-baseline.yml"
 READY_TIMEOUT="${CONFORMANCE_READY_TIMEOUT:-120}"
+
+# Requirement set -> baseline file (relative to the repository root).
+baseline_for() {
+  case "$1" in
+    2026-07-28) echo 'conformance-baseline.yml' ;;
+    2025-11-25) echo 'conformance-baseline-2025-11-25.yml' ;;
+    *) return 1 ;;
+  esac
+}
+usage() { echo "usage: bash scripts/conformance.sh [--requirements 2026-07-28|2025-11-25]..." >&2; }
+REQUIREMENT_SETS=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --requirements) [ $# -ge 2 ] || { usage; exit 2; }; REQUIREMENT_SETS+=("$2"); shift 2 ;;
+    --requirements=*) REQUIREMENT_SETS+=("${1#*=}"); shift ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "conformance: unknown argument '$1'" >&2; usage; exit 2 ;;
+  esac
+done
+[ ${#REQUIREMENT_SETS[@]} -gt 0 ] || REQUIREMENT_SETS=(2026-07-28 2025-11-25)
+for rev in "${REQUIREMENT_SETS[@]}"; do
+  baseline_for "$rev" >/dev/null || { echo "conformance: no baseline for requirement set '$rev'" >&2; usage; exit 2; }
+  [ -f "$(baseline_for "$rev")" ] || { echo "conformance: $(baseline_for "$rev") is missing" >&2; exit 1; }
+done
 
 for tool in node npx curl openssl; do
   command -v "$tool" >/dev/null || { echo "conformance: '$tool' is needed and not on PATH" >&2; exit 1; }
@@ -123,23 +150,36 @@ echo "conformance: broker ready in ${SECONDS}s"
 # The suite's client trusts our local CA through NODE_EXTRA_CA_CERTS; TLS
 # verification stays on.
 URL="https://127.0.0.1:$PORT/mcp"
-SECONDS=0
-set +e
-NODE_EXTRA_CA_CERTS="$CA" npx -y -p "$NODE_FOR_SUITE" -p "$SUITE" conformance server \
-  --url "$URL" --requirements "$REQUIREMENTS" --expected-failures "$BASELINE" -o "$RESULTS" \
-  >"$WORK/suite.log" 2>&1
-SUITE_RC=$?
-set -e
-SUITE_SECONDS=$SECONDS
 
-# A short summary: the suite's verdict (which failures were unexpected and
-# which baseline entries are stale), with each failing check's message, plus
-# one line per outcome. The full per-check results are in checks.json
-# (CONFORMANCE_KEEP_RESULTS keeps them).
-node - "$RESULTS" "$WORK/suite.log" "$BASELINE" <<'JS' || cat "$WORK/suite.log"
+# One requirement set against the running broker: the suite, then a summary.
+# Returns the suite's exit code.
+run_set() {
+  local rev="$1" baseline_name baseline out log rc
+  baseline_name="$(baseline_for "$rev")"
+  baseline="$PWD/$baseline_name"
+  out="$RESULTS/$rev"
+  log="$WORK/suite-$rev.log"
+  mkdir -p "$out"
+  echo
+  echo "conformance: --requirements $rev (expected failures: $baseline_name)"
+  SECONDS=0
+  set +e
+  NODE_EXTRA_CA_CERTS="$CA" npx -y -p "$NODE_FOR_SUITE" -p "$SUITE" conformance server \
+    --url "$URL" --requirements "$rev" --expected-failures "$baseline" -o "$out" \
+    >"$log" 2>&1
+  rc=$?
+  set -e
+  local suite_seconds=$SECONDS
+  cp "$log" "$out/suite.log" 2>/dev/null || true
+
+  # A short summary: the suite's verdict (which failures were unexpected and
+  # which baseline entries are stale), with each failing check's message, plus
+  # one line per outcome. The full per-check results are in checks.json
+  # (CONFORMANCE_KEEP_RESULTS keeps them).
+  node - "$out" "$log" "$baseline" "$baseline_name" <<'JS' || cat "$log"
 const fs = require('node:fs');
 const path = require('node:path');
-const [resultsDir, logFile, baselineFile] = process.argv.slice(2);
+const [resultsDir, logFile, baselineFile, baselineName] = process.argv.slice(2);
 const log = fs.readFileSync(logFile, 'utf8').replace(/\x1b\[[0-9;]*m/g, '');
 // The suite's own verdict sections, e.g. "Unexpected failures (not in baseline):" then "  ✗ name".
 const section = (title) => {
@@ -180,11 +220,11 @@ for (const [name, checks] of scenarios) {
 }
 
 if (!/=== SUMMARY ===/.test(log)) { process.stdout.write(log); process.exit(0); }
-console.log(`\nconformance: ${scenarios.size} scenarios run`);
+console.log(`conformance: ${scenarios.size} scenarios run`);
 console.log(`  passing in full: ${passed.join(', ') || 'none'}`);
 console.log(`  passing but for baseline entries: ${partly.join(', ') || 'none'}`);
-console.log(`  expected failures (conformance-baseline.yml): ${expected.length} of ${baseline.length} entries seen failing`);
-console.log(`  failing but not scored by the suite (tasks extension, pending): ${unscored.join(', ') || 'none'}`);
+console.log(`  expected failures (${baselineName}): ${expected.length} of ${baseline.length} entries seen failing`);
+console.log(`  failing but not scored by the suite (extension, pending, added after release): ${unscored.join(', ') || 'none'}`);
 for (const entry of stale) console.log(`  STALE baseline entry, now passing (remove it): ${entry}`);
 for (const entry of unexpected) {
   const [name, checkId] = entry.split(':');
@@ -195,9 +235,29 @@ for (const entry of unexpected) {
 }
 JS
 
-if [ "$SUITE_RC" -eq 0 ]; then
-  echo "conformance: OK in ${SUITE_SECONDS}s: every failure is in conformance-baseline.yml, and every entry there still fails"
+  if [ "$rc" -eq 0 ]; then
+    echo "conformance: $rev OK in ${suite_seconds}s: every failure is in $baseline_name, and every entry there still fails"
+  else
+    echo "conformance: $rev FAILED (exit $rc) in ${suite_seconds}s: unexpected failures or stale baseline entries (above)" >&2
+  fi
+  return "$rc"
+}
+
+OVERALL_RC=0
+FAILED_SETS=()
+for rev in "${REQUIREMENT_SETS[@]}"; do
+  rc=0
+  run_set "$rev" || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    FAILED_SETS+=("$rev")
+    [ "$OVERALL_RC" -ne 0 ] || OVERALL_RC=$rc
+  fi
+done
+
+echo
+if [ "$OVERALL_RC" -eq 0 ]; then
+  echo "conformance: OK: ${REQUIREMENT_SETS[*]}"
 else
-  echo "conformance: FAILED (exit $SUITE_RC) in ${SUITE_SECONDS}s: unexpected failures or stale baseline entries (above)" >&2
+  echo "conformance: FAILED: ${FAILED_SETS[*]} (of ${REQUIREMENT_SETS[*]})" >&2
 fi
-exit "$SUITE_RC"
+exit "$OVERALL_RC"
