@@ -83,6 +83,8 @@ export async function runAcceptedOperation(deps: BrokerDeps, receipt: OperationR
   const result = await call(receipt.id);
   const digest = createHash('sha256').update(JSON.stringify(result.outcome)).digest('hex');
   const recorded = await recordOutcome(deps.pool, receipt.id, result.status, result.outcome, digest, deps.clock.now());
+  // Wakes identical calls waiting for this operation's outcome, on any instance.
+  await deps.signal.notify(deps.pool, receipt.navigationId);
   if (recorded?.outcome) return { status: recorded.outcomeStatus === 'failed' ? 'failed' : 'succeeded', outcome: recorded.outcome };
   // Another instance recorded first: answer what it recorded.
   const again = await findReceiptByKey(deps.pool, receipt.operationKey);

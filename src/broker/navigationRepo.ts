@@ -54,13 +54,13 @@ export async function compareAndSetStatus(
   return rows[0] ? fromRow(rows[0]) : undefined;
 }
 
-/** The newest navigation a subject started for one operation (tool + argument digest) in a lineage. */
-export async function findLatestForOperation(db: Queryable, op: { subjectIss: string; subjectSub: string; tool: string; requestDigest: string; lineage: string }): Promise<NavigationRecord | undefined> {
+/** The newest navigations (up to `limit`) a subject started for one operation (tool + argument digest), in any lineage. */
+export async function findLatestForOperation(db: Queryable, op: { subjectIss: string; subjectSub: string; tool: string; requestDigest: string }, limit = 5): Promise<NavigationRecord[]> {
   const { rows } = await db.query<NavigationRow>(
     `SELECT ${COLUMNS} FROM elicitation_navigations
-      WHERE subject_iss = $1 AND subject_sub = $2 AND tool = $3 AND request_digest = $4 AND lineage = $5
-      ORDER BY created_at DESC LIMIT 1`,
-    [op.subjectIss, op.subjectSub, op.tool, op.requestDigest, op.lineage],
+      WHERE subject_iss = $1 AND subject_sub = $2 AND tool = $3 AND request_digest = $4
+      ORDER BY created_at DESC LIMIT $5`,
+    [op.subjectIss, op.subjectSub, op.tool, op.requestDigest, limit],
   );
-  return rows[0] ? fromRow(rows[0]) : undefined;
+  return rows.map(fromRow);
 }

@@ -4,17 +4,23 @@ import { findLatestForOperation } from '../../broker/navigationRepo.js';
 import type { Principal } from '../../auth/principal.js';
 import type { ConnectionCall } from '../connectionTool.js';
 
-const RETRYABLE = new Set(['REQUIREMENT_VERIFIED', 'ERROR_RETRY_ELIGIBLE', 'OPTIONAL_CLIENT_RETRY', 'RETRY_RESPONSE_ACCEPTED']);
+const OPEN = new Set(['CREATED', 'USER_REVIEW', 'NAVIGATION_ACCEPTED', 'OUT_OF_BAND_PENDING', 'COMPLETION_NOTIFIED']);
+const SETTLED = new Set(['REQUIREMENT_VERIFIED', 'ERROR_RETRY_ELIGIBLE', 'OPTIONAL_CLIENT_RETRY', 'RETRY_RESPONSE_ACCEPTED', 'NESTED_SERVER_CONTINUES', 'ORIGINAL_RESPONSE_ACCEPTED']);
 
 /**
- * The -32042 lineage (design §2): a legacy retry carries no token of its
- * own, so an identical call (same principal, tool and argument digest) that
- * arrives while the latest -32042 navigation for it is verified, within the
- * retry window, is that navigation's retry: it is accepted once, and any
- * later identical call in the window gets the recorded outcome.
+ * A legacy call carries no token of its own (design §2), so an identical
+ * call (same principal, tool and argument digest) is the same operation as
+ * the newest navigation for it while that one is still open, or settled
+ * within the retry window, in either lineage. The caller joins it instead of
+ * acting again: the -32042 retry is accepted once; anything else waits for,
+ * or reads, the recorded outcome.
  */
-export async function findErrorRetryNavigation(broker: BrokerDeps, principal: Principal, call: ConnectionCall, windowMs: number): Promise<NavigationRecord | undefined> {
-  const latest = await findLatestForOperation(broker.pool, { subjectIss: principal.iss, subjectSub: principal.sub, tool: call.tool, requestDigest: call.requestDigest, lineage: 'error_retry' });
-  if (!latest || !RETRYABLE.has(latest.status)) return undefined;
-  return broker.clock.now().getTime() - latest.updatedAt.getTime() <= windowMs ? latest : undefined;
+export async function findSameOperation(broker: BrokerDeps, principal: Principal, call: ConnectionCall, windowMs: number): Promise<NavigationRecord | undefined> {
+  const recent = await findLatestForOperation(broker.pool, { subjectIss: principal.iss, subjectSub: principal.sub, tool: call.tool, requestDigest: call.requestDigest });
+  const now = broker.clock.now().getTime();
+  // A flow the user finished wins over a newer one still waiting (an early retry may have started it).
+  return (
+    recent.find((n) => SETTLED.has(n.status) && now - n.updatedAt.getTime() <= windowMs) ??
+    recent.find((n) => OPEN.has(n.status) && n.expiresAt.getTime() > now)
+  );
 }

@@ -18,6 +18,8 @@ export interface LegacySession {
   /** Elicitations this session was told are complete (at most once each). */
   notified: Set<string>;
   nextRequestId: number;
+  /** Set by DELETE: work still in flight for this session must not continue or accept anything. */
+  ended: boolean;
 }
 
 const IDLE_MS = 60 * 60 * 1000;
@@ -40,7 +42,7 @@ export function createLegacySessions(now: () => number = Date.now): LegacySessio
     create(principal, capabilities) {
       sweep();
       // Visible ASCII, globally unique, cryptographically secure (2025-11-25 transport rules).
-      const session: LegacySession = { id: randomBytes(24).toString('base64url'), principal, capabilities, lastSeenAt: now(), stream: undefined, pending: new Map(), notified: new Set(), nextRequestId: 1 };
+      const session: LegacySession = { id: randomBytes(24).toString('base64url'), principal, capabilities, lastSeenAt: now(), stream: undefined, pending: new Map(), notified: new Set(), nextRequestId: 1, ended: false };
       sessions.set(session.id, session);
       return session;
     },
@@ -51,6 +53,7 @@ export function createLegacySessions(now: () => number = Date.now): LegacySessio
       return session;
     },
     end(session) {
+      session.ended = true;
       sessions.delete(session.id);
       session.stream?.end();
       for (const resolve of session.pending.values()) resolve({ error: { code: -32000, message: 'session ended' } });

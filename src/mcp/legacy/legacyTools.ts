@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { acceptOriginalOperation, runAcceptedOperation } from '../../broker/acceptOriginalOperation.js';
 import { advanceIfAllowed } from '../../broker/advance.js';
+import type { NavigationRecord } from '../../broker/navigationRecord.js';
 import { findNavigationById } from '../../broker/navigationRepo.js';
+import { findReceiptByNavigation } from '../../broker/receiptRepo.js';
 import { startNavigation } from '../../broker/startNavigation.js';
 import { InvalidInputError } from '../../errors/appError.js';
 import { toToolErrorResult } from '../../errors/toMcp.js';
@@ -18,7 +20,7 @@ import { reportsCreateCall } from '../tools/reportsCreate.js';
 import { reportsListCall } from '../tools/reportsList.js';
 import type { RequestChannel } from './requestChannel.js';
 import type { LegacySession } from './legacySessions.js';
-import { findErrorRetryNavigation } from './errorRetryLineage.js';
+import { findSameOperation } from './errorRetryLineage.js';
 
 export interface LegacyToolDeps {
   tools: readonly Tool<McpToolDeps>[];
@@ -90,9 +92,9 @@ async function nestedDelete(deps: LegacyToolDeps, rawArgs: unknown, ctx: ToolCon
 async function connectionCall(deps: LegacyToolDeps, call: ConnectionCall, ctx: ToolContext, session: LegacySession, jsonrpcId: string | number, channel: RequestChannel): Promise<ToolCallResult> {
   const connection = deps.toolDeps.connection;
   const { broker } = connection;
-  // An identical call while a -32042 flow for it is verified (within the window) is its retry.
-  const retry = await findErrorRetryNavigation(broker, ctx.principal, call, deps.retryWindowMs);
-  if (retry) return acceptAndRun(deps, call, ctx, retry.id, 'error_retry', { retryGeneration: retry.retryGeneration + 1 });
+  const same = await findSameOperation(broker, ctx.principal, call, deps.retryWindowMs);
+  const joined = same ? await joinSameOperation(deps, call, ctx, same) : undefined;
+  if (joined) return joined;
   const token = await accessTokenFor(connection.vault, ctx.principal, call.provider);
   if (token) return call.render(await call.perform(token, randomBytes(16).toString('hex')));
   if (!elicitationModes(ctx.capabilities).url) {
@@ -117,6 +119,9 @@ async function connectionCall(deps: LegacyToolDeps, call: ConnectionCall, ctx: T
   }
   await advanceIfAllowed(broker, navigation.id, 'host_accept', actor);
   const verified = await broker.signal.waitFor(navigation.id, deps.waitMs, async () => (await findNavigationById(broker.pool, navigation.id))?.status === 'REQUIREMENT_VERIFIED');
+  if (session.ended) {
+    return { resultType: 'complete', isError: true, content: [{ type: 'text', text: `The session ended; ${call.purpose} was not done.` }] };
+  }
   if (!verified) {
     return { resultType: 'complete', isError: true, content: [{ type: 'text', text: `The connection was not completed in time; ${call.purpose} was not done. Finish connecting with the link (valid until ${navigation.expiresAt.toISOString()}), then call the tool again.` }] };
   }
@@ -127,6 +132,36 @@ async function connectionCall(deps: LegacyToolDeps, call: ConnectionCall, ctx: T
   }
   return acceptAndRun(deps, call, ctx, navigation.id, 'nested', { jsonrpcId: String(jsonrpcId) });
 }
+
+/**
+ * An identical call while its operation's navigation is open or just settled: the -32042 retry is
+ * accepted (once), or, while that flow is unfinished, undefined (the caller answers -32042 again);
+ * a nested operation's duplicate waits for the original's recorded outcome and answers it, never
+ * performing the operation a second time.
+ */
+async function joinSameOperation(deps: LegacyToolDeps, call: ConnectionCall, ctx: ToolContext, navigation: NavigationRecord): Promise<ToolCallResult | undefined> {
+  const { broker } = deps.toolDeps.connection;
+  const statusOf = async () => (await findNavigationById(broker.pool, navigation.id))?.status;
+  if (navigation.lineage === 'error_retry') {
+    // The retry of a -32042: accepted once the callback is verified (a short wait if it is about to be).
+    const ready = !OPEN_STATES.has(navigation.status) || (await broker.signal.waitFor(navigation.id, broker.retryWaitMs, async () => (await statusOf()) === 'REQUIREMENT_VERIFIED'));
+    // Not finished: answer -32042 again (with a fresh link; the first stays valid, and whichever completes is used).
+    if (!ready) return undefined;
+    return acceptAndRun(deps, call, ctx, navigation.id, 'error_retry', { retryGeneration: navigation.retryGeneration + 1 });
+  }
+  // A nested call for this operation is in flight or just finished: answer its recorded outcome, never act twice.
+  const recorded = async () => {
+    const receipt = await findReceiptByNavigation(broker.pool, navigation.id);
+    return receipt !== undefined && receipt.outcomeStatus !== 'pending';
+  };
+  if (await broker.signal.waitFor(navigation.id, deps.waitMs, recorded)) {
+    const receipt = (await findReceiptByNavigation(broker.pool, navigation.id))!;
+    return call.render(await runAcceptedOperation(broker, receipt, async (key) => call.perform(await tokenOrFail(deps.toolDeps.connection, ctx, call), key)));
+  }
+  return { resultType: 'complete', isError: true, content: [{ type: 'text', text: `This operation is already in progress (${call.purpose}); it will be done once. Call again later for its result.` }] };
+}
+
+const OPEN_STATES = new Set(['CREATED', 'USER_REVIEW', 'NAVIGATION_ACCEPTED', 'OUT_OF_BAND_PENDING', 'COMPLETION_NOTIFIED']);
 
 async function acceptAndRun(deps: LegacyToolDeps, call: ConnectionCall, ctx: ToolContext, navigationId: string, lineage: 'nested' | 'error_retry', extra: { jsonrpcId?: string; retryGeneration?: number }): Promise<ToolCallResult> {
   const { broker } = deps.toolDeps.connection;

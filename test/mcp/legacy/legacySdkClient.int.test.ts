@@ -1,0 +1,340 @@
+import {
+  Client,
+  StreamableHTTPClientTransport,
+  UrlElicitationRequiredError,
+  type ElicitRequestFormParams,
+  type ElicitRequestURLParams,
+  type ElicitResult,
+  type FetchLike,
+} from '@modelcontextprotocol/client';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createFetch } from '../../../src/shared/httpClient.js';
+import { startBrokerStack, type BrokerStack } from '../../support/brokerStack.js';
+import { consentAndAuthorize, openConnectLink } from '../../support/connectFlow.js';
+import { reportsAt } from '../../support/forgedTokens.js';
+import { tokenFor } from '../../support/mcpWire.js';
+import type { BrowserResponse } from '../../support/testBrowser.js';
+
+// A real legacy-capable client from the official SDK against the 2025-11-25
+// adapter (style.md B11.4): `@modelcontextprotocol/client` v2 in its default
+// `versionNegotiation: { mode: 'legacy' }` (v2 only pins modern revisions),
+// with `supportedProtocolVersions: ['2025-11-25']` so that initialize offers,
+// and only accepts, 2025-11-25. It keeps the session (Mcp-Session-Id), opens
+// the GET stream after `notifications/initialized`, answers server-to-client
+// `elicitation/create` through setRequestHandler, surfaces -32042 as
+// UrlElicitationRequiredError and hands `notifications/elicitation/complete`
+// to setNotificationHandler.
+
+const LEGACY = '2025-11-25';
+const WORKSPACE = 'file:///work/notes/alice';
+const Q2 = { id: 'note_a1ce00000002', title: 'TPS report (Q2)' };
+const LUNCH = { id: 'note_a1ce00000004', title: 'Lunch ideas' };
+const DRAFT = { id: 'note_a1ce00000003', title: 'TPS report draft' };
+
+interface Sent {
+  method: string;
+  sessionId: string | null;
+  protocolVersion: string | null;
+  body: Record<string, unknown> | undefined;
+  status: number;
+}
+
+interface LegacyClient {
+  client: Client;
+  transport: StreamableHTTPClientTransport;
+  /** Every HTTP request the client made (bodies of POSTs), with the status it got. */
+  sent: Sent[];
+  /** URL elicitations the server asked for (nested) on a call's stream. */
+  urlAsks: ElicitRequestURLParams[];
+  formAsks: ElicitRequestFormParams[];
+  /** elicitationIds of every notifications/elicitation/complete received. */
+  completed: string[];
+  errors: Error[];
+}
+
+interface Answers {
+  url?: (params: ElicitRequestURLParams) => ElicitResult;
+  form?: (params: ElicitRequestFormParams) => ElicitResult;
+}
+
+async function connectLegacy(stack: BrokerStack, token: string, answers: Answers): Promise<LegacyClient> {
+  // The stack's fetch gives up on a body after 10 s; the GET stream lives longer.
+  const caFetch = createFetch({ extraCaPems: [stack.tls.caPem], timeoutMs: 60_000 });
+  const sent: Sent[] = [];
+  // Records the request side only: reading an SSE body here would hold the exchange.
+  const recording: FetchLike = async (url, init) => {
+    const response = await caFetch(url, init);
+    const headers = new Headers(init?.headers);
+    sent.push({
+      method: init?.method ?? 'GET',
+      sessionId: headers.get('mcp-session-id'),
+      protocolVersion: headers.get('mcp-protocol-version'),
+      body: typeof init?.body === 'string' ? (JSON.parse(init.body) as Record<string, unknown>) : undefined,
+      status: response.status,
+    });
+    return response;
+  };
+  const client = new Client(
+    { name: 'legacy-sdk-int-test', version: '1.0.0' },
+    { versionNegotiation: { mode: 'legacy' }, supportedProtocolVersions: [LEGACY], capabilities: { elicitation: { form: {}, url: {} } } },
+  );
+  const urlAsks: ElicitRequestURLParams[] = [];
+  const formAsks: ElicitRequestFormParams[] = [];
+  const completed: string[] = [];
+  client.setRequestHandler('elicitation/create', async (request) => {
+    const params = request.params;
+    if (params.mode === 'url') {
+      urlAsks.push(params);
+      return answers.url ? answers.url(params) : { action: 'cancel' };
+    }
+    formAsks.push(params as ElicitRequestFormParams);
+    return answers.form ? answers.form(params as ElicitRequestFormParams) : { action: 'cancel' };
+  });
+  client.setNotificationHandler('notifications/elicitation/complete', (notification) => {
+    completed.push(notification.params.elicitationId);
+  });
+  const transport = new StreamableHTTPClientTransport(new URL(`${stack.brokerUrl}/mcp`), {
+    fetch: recording,
+    requestInit: { headers: { Authorization: `Bearer ${token}` } },
+  });
+  const errors: Error[] = [];
+  client.onerror = (err) => errors.push(err);
+  await client.connect(transport);
+  return { client, transport, sent, urlAsks, formAsks, completed, errors };
+}
+
+async function until<T>(what: string, probe: () => T | undefined, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Error-level log lines (pino level 50 and up): an unexposed failure inside the broker. */
+function internalErrors(stack: BrokerStack): string[] {
+  return stack.logs.filter((line) => (JSON.parse(line) as { level: number }).level >= 50);
+}
+
+async function close(legacy: LegacyClient): Promise<void> {
+  await legacy.transport.terminateSession().catch(() => undefined);
+  await legacy.client.close();
+}
+
+const toolCalls = (sent: Sent[]) => sent.filter((s) => s.method === 'POST' && s.body?.['method'] === 'tools/call');
+type Created = { status: string; report: { id: string; title: string } };
+
+describe('the official SDK client at 2025-11-25, nested lineage', () => {
+  let stack: BrokerStack;
+  let alice: string;
+
+  beforeAll(async () => {
+    stack = await startBrokerStack({ legacyWaitMs: 15_000 });
+    alice = await tokenFor(stack, 'alice');
+  });
+  afterEach(async () => {
+    expect(internalErrors(stack), 'the broker logged no internal error').toEqual([]);
+    await stack.db.pool.query('DELETE FROM secrets');
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  const query = async (sql: string, params: unknown[] = []) => (await stack.db.pool.query(sql, params)).rows;
+  const noteExists = async (id: string) => (await query('SELECT 1 FROM notes WHERE id = $1', [id])).length === 1;
+  const nonceOutcomes = async () => (await query("SELECT outcome FROM mrtr_nonces WHERE principal_sub = 'alice' ORDER BY claimed_at")).map((r) => r.outcome as string);
+
+  it('negotiates 2025-11-25 through initialize and keeps the session on every request', async () => {
+    const legacy = await connectLegacy(stack, alice, {});
+    try {
+      expect(legacy.client.getNegotiatedProtocolVersion()).toBe(LEGACY);
+      expect(legacy.client.getServerVersion()).toMatchObject({ name: 'connect-broker' });
+      const { tools } = await legacy.client.listTools();
+      expect(tools.map((t) => t.name).sort()).toEqual(['notes_create', 'notes_delete', 'notes_list', 'notes_workspaces', 'reports_create', 'reports_list']);
+      const [init, ...rest] = legacy.sent.filter((s) => s.method === 'POST');
+      expect(init?.body).toMatchObject({ method: 'initialize', params: { protocolVersion: LEGACY, capabilities: { elicitation: { form: {}, url: {} } } } });
+      expect(init?.body?.['params']).not.toHaveProperty('_meta');
+      expect(legacy.transport.sessionId).toMatch(/^[\x21-\x7e]{32,}$/);
+      for (const s of rest) {
+        expect(s.sessionId).toBe(legacy.transport.sessionId);
+        expect(s.protocolVersion).toBe(LEGACY);
+      }
+      // The standalone GET stream the SDK opens after notifications/initialized.
+      const get = await until('the GET stream', () => legacy.sent.find((s) => s.method === 'GET'));
+      expect(get.status).toBe(200);
+      expect(legacy.errors).toEqual([]);
+    } finally {
+      await close(legacy);
+    }
+  });
+
+  it('creates exactly one report through the nested URL elicitation: accept, browser, complete notification, original answer', async () => {
+    const args = { title: 'Legacy nested TPS', body: 'Cover sheet attached.' };
+    let browser: Promise<BrowserResponse> | undefined;
+    const legacy = await connectLegacy(stack, alice, {
+      url: (params) => {
+        // The host consents and opens the link; the user completes it in the browser meanwhile.
+        browser = openConnectLink(stack, params.url, 'alice').then((run) => consentAndAuthorize(stack, run, 'alice'));
+        return { action: 'accept' };
+      },
+    });
+    try {
+      const result = await legacy.client.callTool({ name: 'reports_create', arguments: args });
+
+      expect(result.isError ?? false).toBe(false);
+      expect(result.structuredContent).toMatchObject({ status: 'created', report: { title: args.title } });
+      const reportId = (result.structuredContent as Created).report.id;
+      const done = await browser!;
+      expect(done.url).toMatch(new RegExp(`^${stack.brokerUrl}/connect/done\\?n=`));
+
+      expect(legacy.urlAsks).toHaveLength(1);
+      const ask = legacy.urlAsks[0]!;
+      expect(ask).toMatchObject({ mode: 'url', elicitationId: expect.any(String), message: expect.stringContaining('Report Service') });
+      expect(new URL(ask.url).origin).toBe(stack.brokerUrl);
+      expect(legacy.completed).toEqual([ask.elicitationId]);
+
+      // One tools/call on the wire: the host did not retry.
+      const calls = toolCalls(legacy.sent);
+      expect(calls).toHaveLength(1);
+      const callId = calls[0]!.body!['id'];
+
+      const [navigation] = await query('SELECT status, lineage FROM elicitation_navigations WHERE id = $1', [ask.elicitationId]);
+      expect(navigation).toEqual({ status: 'ORIGINAL_RESPONSE_ACCEPTED', lineage: 'nested' });
+      const receipts = await query('SELECT lineage, jsonrpc_id, retry_generation, outcome_status FROM operation_receipts WHERE navigation_id = $1', [ask.elicitationId]);
+      expect(receipts).toEqual([{ lineage: 'nested', jsonrpc_id: String(callId), retry_generation: null, outcome_status: 'succeeded' }]);
+      expect((await query('SELECT count(*)::int AS n FROM operation_receipts'))[0].n).toBe(1);
+      const events = await query('SELECT to_status FROM navigation_events WHERE navigation_id = $1 ORDER BY id', [ask.elicitationId]);
+      expect(events.map((e) => e.to_status)).toEqual(expect.arrayContaining(['REQUIREMENT_VERIFIED', 'NESTED_SERVER_CONTINUES', 'ORIGINAL_RESPONSE_ACCEPTED']));
+      expect(events.at(-1)?.to_status).toBe('ORIGINAL_RESPONSE_ACCEPTED');
+
+      const reports = (await reportsAt(stack, 'rs-user-alice')).filter((r) => r.title === args.title);
+      expect(reports).toEqual([expect.objectContaining({ id: reportId })]);
+      expect(legacy.errors).toEqual([]);
+    } finally {
+      await close(legacy);
+    }
+  });
+
+  it('deletes a note the user confirmed in the nested form elicitation', async () => {
+    const legacy = await connectLegacy(stack, alice, {
+      form: (params) => {
+        const noteId = (params.requestedSchema.properties['note_id'] as { enum?: string[] }).enum?.[0] ?? '';
+        return { action: 'accept', content: { note_id: noteId, confirm: true } };
+      },
+    });
+    try {
+      const before = await nonceOutcomes();
+      const result = await legacy.client.callTool({ name: 'notes_delete', arguments: { workspaceUri: WORKSPACE, title: Q2.title } });
+
+      expect(result.isError ?? false).toBe(false);
+      expect(result.structuredContent).toMatchObject({ status: 'deleted', note: { id: Q2.id, title: Q2.title } });
+      expect(legacy.formAsks).toHaveLength(1);
+      expect(legacy.formAsks[0]?.requestedSchema.properties['note_id']).toMatchObject({ type: 'string', enum: [Q2.id] });
+      expect(toolCalls(legacy.sent)).toHaveLength(1);
+      expect(await noteExists(Q2.id)).toBe(false);
+      expect(await nonceOutcomes()).toEqual([...before, 'deleted']);
+      expect(legacy.errors).toEqual([]);
+    } finally {
+      await close(legacy);
+    }
+  });
+
+  it('leaves the note in place when the user declines the nested form', async () => {
+    const legacy = await connectLegacy(stack, alice, { form: () => ({ action: 'decline' }) });
+    try {
+      const before = await nonceOutcomes();
+      const result = await legacy.client.callTool({ name: 'notes_delete', arguments: { workspaceUri: WORKSPACE, title: LUNCH.title } });
+
+      expect(result.isError ?? false).toBe(false);
+      expect(result.structuredContent).toEqual({ status: 'declined' });
+      expect(legacy.formAsks).toHaveLength(1);
+      expect(await noteExists(LUNCH.id)).toBe(true);
+      expect(await nonceOutcomes()).toEqual([...before, 'declined']);
+    } finally {
+      await close(legacy);
+    }
+  });
+
+  it('leaves the note in place and claims no nonce when the user cancels the nested form', async () => {
+    const legacy = await connectLegacy(stack, alice, { form: () => ({ action: 'cancel' }) });
+    try {
+      const before = await nonceOutcomes();
+      const result = await legacy.client.callTool({ name: 'notes_delete', arguments: { workspaceUri: WORKSPACE, title: DRAFT.title } });
+
+      expect(result.isError ?? false).toBe(false);
+      expect(result.structuredContent).toEqual({ status: 'cancelled' });
+      expect(legacy.formAsks).toHaveLength(1);
+      expect(await noteExists(DRAFT.id)).toBe(true);
+      expect(await nonceOutcomes()).toEqual(before);
+    } finally {
+      await close(legacy);
+    }
+  });
+});
+
+describe('the official SDK client at 2025-11-25, -32042 lineage', () => {
+  let stack: BrokerStack;
+  let alice: string;
+
+  beforeAll(async () => {
+    stack = await startBrokerStack({ legacyUrlElicitation: 'error', legacyWaitMs: 2_000 });
+    alice = await tokenFor(stack, 'alice');
+  });
+  afterEach(() => {
+    expect(internalErrors(stack), 'the broker logged no internal error').toEqual([]);
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  const query = async (sql: string, params: unknown[] = []) => (await stack.db.pool.query(sql, params)).rows;
+
+  it('surfaces -32042 as UrlElicitationRequiredError, then accepts one retry after the browser completes and answers a second from the record', async () => {
+    const args = { title: 'Legacy -32042 TPS', body: 'Retried once.' };
+    const legacy = await connectLegacy(stack, alice, {});
+    try {
+      const failure = await legacy.client.callTool({ name: 'reports_create', arguments: args }).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(failure).toBeInstanceOf(UrlElicitationRequiredError);
+      const [elicitation, ...others] = (failure as UrlElicitationRequiredError).elicitations;
+      expect(others).toEqual([]);
+      expect(elicitation).toMatchObject({ mode: 'url', elicitationId: expect.any(String), url: expect.stringMatching(/^https:/), message: expect.stringContaining('Report Service') });
+      const { elicitationId, url } = elicitation!;
+      expect(new URL(url).origin).toBe(stack.brokerUrl);
+      expect(legacy.urlAsks).toEqual([]);
+      expect((await query('SELECT status, lineage FROM elicitation_navigations WHERE id = $1', [elicitationId]))[0]).toEqual({ status: 'USER_REVIEW', lineage: 'error_retry' });
+
+      // The host treats the error as the elicitation: the user completes it in the browser.
+      const done = await consentAndAuthorize(stack, await openConnectLink(stack, url, 'alice'), 'alice');
+      expect(done.url).toMatch(new RegExp(`^${stack.brokerUrl}/connect/done\\?n=`));
+      // The completion arrives on the session's GET stream (no request is in flight).
+      await until('notifications/elicitation/complete', () => (legacy.completed.length > 0 ? true : undefined));
+      expect(legacy.completed).toEqual([elicitationId]);
+
+      const retried = await legacy.client.callTool({ name: 'reports_create', arguments: args });
+      expect(retried.isError ?? false).toBe(false);
+      expect(retried.structuredContent).toMatchObject({ status: 'created', report: { title: args.title } });
+      const reportId = (retried.structuredContent as Created).report.id;
+
+      const again = await legacy.client.callTool({ name: 'reports_create', arguments: args });
+      expect((again.structuredContent as Created).report.id).toBe(reportId);
+
+      const ids = toolCalls(legacy.sent).map((s) => s.body!['id']);
+      expect(ids).toHaveLength(3);
+      expect(new Set(ids).size).toBe(3);
+      expect((await query('SELECT status FROM elicitation_navigations WHERE id = $1', [elicitationId]))[0].status).toBe('RETRY_RESPONSE_ACCEPTED');
+      const receipts = await query('SELECT lineage, jsonrpc_id, retry_generation, outcome_status FROM operation_receipts');
+      expect(receipts).toEqual([{ lineage: 'error_retry', jsonrpc_id: null, retry_generation: expect.any(Number), outcome_status: 'succeeded' }]);
+      expect((await reportsAt(stack, 'rs-user-alice')).filter((r) => r.title === args.title)).toEqual([expect.objectContaining({ id: reportId })]);
+      // Still exactly one completion notification.
+      expect(legacy.completed).toEqual([elicitationId]);
+      expect(legacy.errors).toEqual([]);
+    } finally {
+      await close(legacy);
+    }
+  });
+});
