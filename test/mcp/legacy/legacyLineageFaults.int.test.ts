@@ -1,5 +1,3 @@
-import type { IncomingHttpHeaders } from 'node:http';
-import { request as httpsRequest } from 'node:https';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { readMigrations } from '../../../src/db/migrate.js';
 import { reportServiceProvider } from '../../../src/dev/devStack.js';
@@ -15,6 +13,7 @@ import { createRender } from '../../../src/web/render.js';
 import { startBrokerStack, type BrokerStack } from '../../support/brokerStack.js';
 import { consentAndAuthorize, openConnectLink } from '../../support/connectFlow.js';
 import { reportsAt } from '../../support/forgedTokens.js';
+import { exchange as rawExchange, type Exchange, type JsonRpc } from '../../support/legacyExchange.js';
 import { tokenFor } from '../../support/mcpWire.js';
 import { createTestBrowser, type TestBrowser } from '../../support/testBrowser.js';
 
@@ -29,101 +28,8 @@ const LEGACY = '2025-11-25';
 const CAPS = { elicitation: { form: {}, url: {} } };
 const WAIT_MS = 1_500;
 
-type JsonRpc = { jsonrpc?: string; id?: unknown; method?: string; params?: Record<string, unknown>; result?: Record<string, unknown>; error?: { code: number; message: string; data?: unknown } };
-
-interface Exchange {
-  status: number;
-  headers: IncomingHttpHeaders;
-  /** Every JSON-RPC message received so far (one for a JSON body, each `data:` of an SSE body). */
-  messages: JsonRpc[];
-  ended: Promise<void>;
-  /** The first message (already received or still to come) that `match` accepts. */
-  next(match: (m: JsonRpc) => boolean, timeoutMs?: number): Promise<JsonRpc>;
-  close(): void;
-}
-
-/** One HTTP exchange with `${baseUrl}/mcp` on node:https, read as it streams. */
-function exchange(stack: BrokerStack, baseUrl: string, method: 'GET' | 'POST' | 'DELETE', headers: Record<string, string>, body?: unknown): Promise<Exchange> {
-  return new Promise((resolve, reject) => {
-    const req = httpsRequest(new URL('/mcp', baseUrl), { method, ca: stack.tls.caPem, headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) } }, (res) => {
-      let raw = '';
-      let parsedUpTo = 0;
-      let done = false;
-      const messages: JsonRpc[] = [];
-      const waiters = new Set<() => void>();
-      const sse = /text\/event-stream/.test(res.headers['content-type'] ?? '');
-      const parse = (final: boolean) => {
-        if (!sse) {
-          if (final && raw) messages.push(JSON.parse(raw) as JsonRpc);
-          return;
-        }
-        for (const event of raw.slice(parsedUpTo).split('\n\n').slice(0, -1)) {
-          parsedUpTo += event.length + 2;
-          const data = event
-            .split('\n')
-            .filter((l) => l.startsWith('data:'))
-            .map((l) => l.slice(5).trimStart())
-            .join('\n');
-          if (data) messages.push(JSON.parse(data) as JsonRpc);
-        }
-      };
-      const wake = () => [...waiters].forEach((w) => w());
-      const ended = new Promise<void>((resolveEnd) => {
-        const finish = () => {
-          if (done) return;
-          done = true;
-          parse(true);
-          wake();
-          resolveEnd();
-        };
-        res.on('data', (chunk: Buffer) => {
-          raw += chunk.toString('utf8');
-          parse(false);
-          wake();
-        });
-        res.on('end', finish);
-        res.on('close', finish);
-        res.on('error', finish);
-      });
-      resolve({
-        status: res.statusCode ?? 0,
-        headers: res.headers,
-        messages,
-        ended,
-        next(match, timeoutMs = 8_000) {
-          return new Promise((found, fail) => {
-            const stop = () => {
-              waiters.delete(check);
-              clearTimeout(timer);
-            };
-            const check = () => {
-              const hit = messages.find(match);
-              if (hit) {
-                stop();
-                found(hit);
-              } else if (done) {
-                stop();
-                fail(new Error(`the exchange ended without the message; it had ${JSON.stringify(messages)}`));
-              }
-            };
-            const timer = setTimeout(() => {
-              waiters.delete(check);
-              fail(new Error(`no such message within ${timeoutMs} ms; received ${JSON.stringify(messages)}`));
-            }, timeoutMs);
-            waiters.add(check);
-            check();
-          });
-        },
-        close: () => {
-          req.destroy();
-          res.destroy();
-        },
-      });
-    });
-    req.on('error', reject);
-    req.end(body === undefined ? undefined : JSON.stringify(body));
-  });
-}
+/** The faults file names the instance first. */
+const exchangeAt = (stack: BrokerStack, baseUrl: string, method: 'GET' | 'POST' | 'DELETE', headers: Record<string, string>, body?: unknown) => rawExchange(stack, method, headers, body, baseUrl);
 
 let nextId = 1;
 
@@ -145,7 +51,7 @@ interface Session {
 
 async function initialize(stack: BrokerStack, token: string, baseUrl = stack.brokerUrl): Promise<Session> {
   const base = { accept: 'application/json, text/event-stream', authorization: `Bearer ${token}` };
-  const init = await exchange(stack, baseUrl, 'POST', base, { jsonrpc: '2.0', id: nextId++, method: 'initialize', params: { protocolVersion: LEGACY, capabilities: CAPS, clientInfo: { name: 'legacy-faults', version: '1' } } });
+  const init = await exchangeAt(stack, baseUrl, 'POST', base, { jsonrpc: '2.0', id: nextId++, method: 'initialize', params: { protocolVersion: LEGACY, capabilities: CAPS, clientInfo: { name: 'legacy-faults', version: '1' } } });
   await init.ended;
   const id = init.headers['mcp-session-id'];
   if (init.status !== 200 || typeof id !== 'string') throw new Error(`initialize failed with ${init.status}`);
@@ -156,11 +62,11 @@ async function initialize(stack: BrokerStack, token: string, baseUrl = stack.bro
     token,
     async start(method, params) {
       const requestId = nextId++;
-      const response = await exchange(stack, baseUrl, 'POST', headers, { jsonrpc: '2.0', id: requestId, method, params });
+      const response = await exchangeAt(stack, baseUrl, 'POST', headers, { jsonrpc: '2.0', id: requestId, method, params });
       return Object.assign(response, { requestId });
     },
     async send(message) {
-      const response = await exchange(stack, baseUrl, 'POST', headers, { jsonrpc: '2.0', ...message });
+      const response = await exchangeAt(stack, baseUrl, 'POST', headers, { jsonrpc: '2.0', ...message });
       await response.ended;
       return response;
     },
@@ -170,9 +76,9 @@ async function initialize(stack: BrokerStack, token: string, baseUrl = stack.bro
       await response.ended;
       return { exchange: response, final };
     },
-    listen: () => exchange(stack, baseUrl, 'GET', { ...headers, accept: 'text/event-stream' }),
+    listen: () => exchangeAt(stack, baseUrl, 'GET', { ...headers, accept: 'text/event-stream' }),
     async end() {
-      const response = await exchange(stack, baseUrl, 'DELETE', headers);
+      const response = await exchangeAt(stack, baseUrl, 'DELETE', headers);
       await response.ended;
       return response.status;
     },
