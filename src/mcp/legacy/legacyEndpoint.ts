@@ -66,7 +66,9 @@ export function createLegacyEndpoint(deps: LegacyEndpointDeps): LegacyEndpoint {
 
   return {
     async post(req, res, message, principal, requestId) {
-      const id = (typeof message['id'] === 'string' || typeof message['id'] === 'number' ? message['id'] : null) as RequestId | null;
+      const raw = message['id'];
+      // A JSON-RPC id is a string or an integer; anything else is echoed as null.
+      const id: RequestId | null = typeof raw === 'string' || (typeof raw === 'number' && Number.isInteger(raw)) ? raw : null;
       const params = (typeof message['params'] === 'object' && message['params'] !== null ? message['params'] : {}) as Record<string, unknown>;
       if (message['method'] === 'initialize') {
         if (id === null) return sendJson(res, 400, rpcError(null, ErrorCode.InvalidRequest, 'initialize is a request: it needs an id'));

@@ -48,6 +48,12 @@ describe('the 2025-11-25 legacy wire on /mcp', () => {
     await stack?.close();
   });
 
+  it('echoes a null id for a client response whose id is not a JSON-RPC id (found by the fuzzer)', async () => {
+    const response = await post(stack, alice, { jsonrpc: '2.0', id: 1.5, error: {} });
+    expect(response.status).toBe(400);
+    expect(response.messages[0]).toMatchObject({ id: null, error: { code: -32600 } });
+  });
+
   it('starts a session on initialize with a long visible-ASCII Mcp-Session-Id that is new on every initialize', async () => {
     const first = await initialize(stack, alice);
     const second = await initialize(stack, alice);
