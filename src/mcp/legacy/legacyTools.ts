@@ -93,7 +93,7 @@ async function connectionCall(deps: LegacyToolDeps, call: ConnectionCall, ctx: T
   const connection = deps.toolDeps.connection;
   const { broker } = connection;
   const same = await findSameOperation(broker, ctx.principal, call, deps.retryWindowMs);
-  const joined = same ? await joinSameOperation(deps, call, ctx, same) : undefined;
+  const joined = same ? await joinSameOperation(deps, call, ctx, same, jsonrpcId) : undefined;
   if (joined) return joined;
   const token = await accessTokenFor(connection.vault, ctx.principal, call.provider);
   if (token) return call.render(await call.perform(token, randomBytes(16).toString('hex')));
@@ -118,7 +118,7 @@ async function connectionCall(deps: LegacyToolDeps, call: ConnectionCall, ctx: T
     return { resultType: 'complete', isError: true, content: [{ type: 'text', text: `You declined to connect; ${call.purpose} was not done.` }] };
   }
   await advanceIfAllowed(broker, navigation.id, 'host_accept', actor);
-  const verified = await broker.signal.waitFor(navigation.id, deps.waitMs, async () => (await findNavigationById(broker.pool, navigation.id))?.status === 'REQUIREMENT_VERIFIED');
+  const verified = await broker.signal.waitFor(navigation.id, deps.waitMs, async () => VERIFIED_STATES.has((await findNavigationById(broker.pool, navigation.id))?.status ?? ''));
   if (session.ended) {
     return { resultType: 'complete', isError: true, content: [{ type: 'text', text: `The session ended; ${call.purpose} was not done.` }] };
   }
@@ -134,34 +134,36 @@ async function connectionCall(deps: LegacyToolDeps, call: ConnectionCall, ctx: T
 }
 
 /**
- * An identical call while its operation's navigation is open or just settled: the -32042 retry is
- * accepted (once), or, while that flow is unfinished, undefined (the caller answers -32042 again);
- * a nested operation's duplicate waits for the original's recorded outcome and answers it, never
- * performing the operation a second time.
+ * An identical call while its operation's navigation is open or just settled is that operation: the
+ * -32042 retry is accepted (once), or, while that flow is unfinished, undefined (the caller answers
+ * -32042 again). A nested duplicate waits (bounded) for the original call to record its outcome and
+ * answers it; if the original gave up and the callback is verified, it accepts the operation itself.
+ * Acceptance is unique, so nothing is done twice.
  */
-async function joinSameOperation(deps: LegacyToolDeps, call: ConnectionCall, ctx: ToolContext, navigation: NavigationRecord): Promise<ToolCallResult | undefined> {
+async function joinSameOperation(deps: LegacyToolDeps, call: ConnectionCall, ctx: ToolContext, navigation: NavigationRecord, jsonrpcId: string | number): Promise<ToolCallResult | undefined> {
   const { broker } = deps.toolDeps.connection;
-  const statusOf = async () => (await findNavigationById(broker.pool, navigation.id))?.status;
+  const isVerified = async () => VERIFIED_STATES.has((await findNavigationById(broker.pool, navigation.id))?.status ?? '');
   if (navigation.lineage === 'error_retry') {
     // The retry of a -32042: accepted once the callback is verified (a short wait if it is about to be).
-    const ready = !OPEN_STATES.has(navigation.status) || (await broker.signal.waitFor(navigation.id, broker.retryWaitMs, async () => (await statusOf()) === 'REQUIREMENT_VERIFIED'));
-    // Not finished: answer -32042 again (with a fresh link; the first stays valid, and whichever completes is used).
+    const ready = !OPEN_STATES.has(navigation.status) || (await broker.signal.waitFor(navigation.id, broker.retryWaitMs, isVerified));
     if (!ready) return undefined;
     return acceptAndRun(deps, call, ctx, navigation.id, 'error_retry', { retryGeneration: navigation.retryGeneration + 1 });
   }
-  // A nested call for this operation is in flight or just finished: answer its recorded outcome, never act twice.
+  // Give the original call (keyed by its JSON-RPC id) the chance to finish; take over only if it gave up.
   const recorded = async () => {
     const receipt = await findReceiptByNavigation(broker.pool, navigation.id);
     return receipt !== undefined && receipt.outcomeStatus !== 'pending';
   };
-  if (await broker.signal.waitFor(navigation.id, deps.waitMs, recorded)) {
-    const receipt = (await findReceiptByNavigation(broker.pool, navigation.id))!;
-    return call.render(await runAcceptedOperation(broker, receipt, async (key) => call.perform(await tokenOrFail(deps.toolDeps.connection, ctx, call), key)));
+  await broker.signal.waitFor(navigation.id, deps.waitMs, recorded);
+  if (!(await recorded()) && !(await isVerified())) {
+    return { resultType: 'complete', isError: true, content: [{ type: 'text', text: `This operation is waiting for you to finish connecting (${call.purpose}); it will be done once. Call again after connecting.` }] };
   }
-  return { resultType: 'complete', isError: true, content: [{ type: 'text', text: `This operation is already in progress (${call.purpose}); it will be done once. Call again later for its result.` }] };
+  return acceptAndRun(deps, call, ctx, navigation.id, 'nested', { jsonrpcId: String(jsonrpcId) });
 }
 
 const OPEN_STATES = new Set(['CREATED', 'USER_REVIEW', 'NAVIGATION_ACCEPTED', 'OUT_OF_BAND_PENDING', 'COMPLETION_NOTIFIED']);
+// Verified, or already accepted by another call for the same operation (which then holds the receipt).
+const VERIFIED_STATES: ReadonlySet<string> = new Set(['REQUIREMENT_VERIFIED', 'NESTED_SERVER_CONTINUES', 'ORIGINAL_RESPONSE_ACCEPTED', 'ERROR_RETRY_ELIGIBLE', 'OPTIONAL_CLIENT_RETRY', 'RETRY_RESPONSE_ACCEPTED']);
 
 async function acceptAndRun(deps: LegacyToolDeps, call: ConnectionCall, ctx: ToolContext, navigationId: string, lineage: 'nested' | 'error_retry', extra: { jsonrpcId?: string; retryGeneration?: number }): Promise<ToolCallResult> {
   const { broker } = deps.toolDeps.connection;

@@ -284,6 +284,27 @@ describe('legacy lineage faults: nested (LEGACY_URL_ELICITATION=nested)', () => 
     expect((await session.start('tools/call', { name: 'reports_list', arguments: {} })).status).toBe(404);
   });
 
+  it('lets a nested operation whose call gave up be finished by calling again after connecting, once', async () => {
+    const args = { title: 'Nested, gave up, recovered', body: 'b' };
+    const mark = await db.mark();
+    const session = await initialize(stack, alice);
+    const original = await session.start('tools/call', { name: 'reports_create', arguments: args });
+    const asked = await original.next(isElicitation);
+    await session.send({ id: asked.id, result: { action: 'accept' } });
+    // Nobody finishes in time: the call ends clearly, the flow stays recoverable.
+    const gaveUp = await original.next((m) => m.id === original.requestId, WAIT_MS * 3);
+    expect(gaveUp.result).toMatchObject({ isError: true });
+    expect(await db.newReceipts(mark)).toBe(0);
+
+    await completeInBrowser(stack, asked.params!['url'] as string);
+    const again = await session.call('reports_create', args);
+    const third = await session.call('reports_create', args);
+    expect(again.final.result).toMatchObject({ structuredContent: { status: 'created' } });
+    expect(reportOf(third.final)).toBe(reportOf(again.final));
+    expect(await db.receiptsOf(elicitationIdOf(asked))).toEqual([expect.objectContaining({ lineage: 'nested' })]);
+    expect(await db.reportsTitled(args.title)).toHaveLength(1);
+  });
+
   describe('with a second instance that answers -32042 (a mixed LEGACY_URL_ELICITATION rollout)', () => {
     let errorInstance: { url: string; close(): Promise<void> };
 
