@@ -5,12 +5,14 @@ import { ConfigError, loadConfig } from '../config/config.js';
 import { DEV_PASSWORD, findDevUser, devUsers } from '../dev/devUsers.js';
 import { createFetch } from '../shared/httpClient.js';
 import { fetchDevToken } from './devToken.js';
+import { LedgerCommandError, ledgerCommand } from './ledgerCommand.js';
 
 const usage = `Usage: broker <command> [options]
 
 Commands:
   dev-token --user <name>   Print an MCP access token for a demo user of the running
                             development server (development mode only).
+  ledger verify [--json]    Check the ledger's hash chain; name the first broken link.
   help                      Show this help.
 `;
 
@@ -45,11 +47,12 @@ async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   try {
     if (command === 'dev-token') await devToken(rest);
+    else if (command === 'ledger') return await ledgerCommand(rest, loadConfig(), (line) => process.stdout.write(`${line}\n`));
     else if (command === undefined || command === 'help' || command === '--help') process.stdout.write(usage);
     else throw new UsageError(`Unknown command: ${command}\n\n${usage}`);
     return 0;
   } catch (err) {
-    if (err instanceof UsageError || err instanceof ConfigError) {
+    if (err instanceof UsageError || err instanceof ConfigError || err instanceof LedgerCommandError) {
       process.stderr.write(`broker: ${err.message}\n`);
       return 2;
     }

@@ -13,6 +13,16 @@ import { Secret } from '../shared/secret.js';
 // process.exit), which would cut the HTTP drain short on Ctrl-C, so this file
 // runs initdb and postgres itself and stops them when told to.
 
+/** The URL of the embedded cluster a running development server started in `dir`, if one is running. */
+export async function runningEmbeddedPostgresUrl(dir: string): Promise<Secret | undefined> {
+  try {
+    const [port, password] = await Promise.all([readFile(join(dir, 'port'), 'utf8'), readFile(join(dir, 'password'), 'utf8')]);
+    return new Secret(`postgres://${USER}:${encodeURIComponent(password.trim())}@127.0.0.1:${Number(port)}/${DATABASE}`);
+  } catch {
+    return undefined;
+  }
+}
+
 export interface EmbeddedPostgres {
   url: Secret;
   stop(): Promise<void>;
@@ -65,11 +75,15 @@ export async function startEmbeddedPostgres(requestedDir: string, logger: Logger
     process.off('exit', onExit);
     throw err;
   }
+  // Lets the `broker` CLI reach the running development database (password stays in the 0600 file).
+  const portFile = join(dir, 'port');
+  await writeFile(portFile, `${port}\n`, { mode: 0o600 });
   return {
     url,
     async stop() {
       process.off('exit', onExit);
       await stopChild(child);
+      await rm(portFile, { force: true });
     },
   };
 }

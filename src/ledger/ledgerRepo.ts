@@ -40,3 +40,36 @@ export async function findEntries(db: Queryable, navigationId: string): Promise<
   );
   return rows.map((r) => ({ navigationId: r.navigation_id, fromStatus: r.from_status, toStatus: r.to_status, event: r.event, actor: r.actor, evidence: r.evidence, at: r.created_at }));
 }
+
+export interface ChainBreak {
+  chainSeq: number;
+  id: number;
+  navigationId: string;
+  /** hash: the row differs from what was chained; gap: a row is missing; link: the row names another predecessor. */
+  reason: 'hash' | 'gap' | 'link';
+}
+
+/**
+ * Recomputes the ledger's hash chain in the database (navigation_event_hash,
+ * migrations/0004) and returns the number of rows and the first broken link.
+ */
+export async function verifyChain(db: Queryable): Promise<{ rows: number; firstBreak: ChainBreak | undefined }> {
+  const count = await db.query<{ n: string }>('SELECT count(*) AS n FROM navigation_events');
+  const { rows } = await db.query<{ id: string; chain_seq: string; navigation_id: string; reason: ChainBreak['reason'] }>(
+    `WITH c AS (
+       SELECT e.id, e.chain_seq, e.navigation_id, e.hash, e.prev_hash,
+              navigation_event_hash(e.prev_hash, e) AS expected,
+              lag(e.hash) OVER (ORDER BY e.chain_seq) AS prev_actual,
+              lag(e.chain_seq) OVER (ORDER BY e.chain_seq) AS prev_seq
+         FROM navigation_events e)
+     SELECT id, chain_seq, navigation_id,
+            CASE WHEN hash <> expected THEN 'hash'
+                 WHEN chain_seq <> coalesce(prev_seq, 0) + 1 THEN 'gap'
+                 ELSE 'link' END AS reason
+       FROM c
+      WHERE hash <> expected OR chain_seq <> coalesce(prev_seq, 0) + 1 OR prev_hash IS DISTINCT FROM prev_actual
+      ORDER BY chain_seq LIMIT 1`,
+  );
+  const r = rows[0];
+  return { rows: Number(count.rows[0]?.n ?? 0), firstBreak: r ? { chainSeq: Number(r.chain_seq), id: Number(r.id), navigationId: r.navigation_id, reason: r.reason } : undefined };
+}

@@ -1,0 +1,81 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { insertNavigation } from '../../src/broker/navigationRepo.js';
+import { advance } from '../../src/broker/advance.js';
+import type { NavigationRecord } from '../../src/broker/navigationRecord.js';
+import { withTransaction } from '../../src/db/transaction.js';
+import { verifyChain } from '../../src/ledger/ledgerRepo.js';
+import { runTs } from '../support/brokerProcess.js';
+import { createTestDb, type TestDb } from '../support/testDb.js';
+
+function navigation(): NavigationRecord {
+  const now = new Date();
+  return {
+    id: randomUUID(), recordVersion: 'elicitationNavigation.v1', serverId: 'https://broker.test', subject: { iss: 'https://idp.test', sub: 'alice' },
+    clientId: undefined, requestDigest: 'd', tool: 'reports_create', targetScheme: 'https', targetHost: 'reports.test',
+    redirectPolicy: { callback: 'https://broker.test/oauth/callback', done: '/connect/done' }, purpose: 'p', provider: 'reports',
+    handleDigest: randomBytes(32), stateNonceDigest: undefined, sessionGeneration: 0, lineage: 'mrtr', retryGeneration: 0,
+    status: 'CREATED', rowVersion: 1, createdAt: now, expiresAt: new Date(now.getTime() + 600_000), updatedAt: now,
+  };
+}
+
+describe('the ledger hash chain', () => {
+  let db: TestDb;
+  beforeEach(async () => {
+    db = await createTestDb();
+    // Three flows, each moved a few steps, some concurrently: 9 ledger rows.
+    await Promise.all(
+      [0, 1, 2].map(async () => {
+        const n = navigation();
+        await insertNavigation(db.pool, n);
+        const reviewed = await withTransaction(db.pool, (tx) => advance(tx, n, 'present', { actor: 'test', now: new Date() }));
+        await withTransaction(db.pool, (tx) => advance(tx, reviewed, ['host_accept', 'browser_consent'], { actor: 'test', now: new Date() }));
+      }),
+    );
+  });
+  afterEach(async () => {
+    await db.drop();
+  });
+
+  // The append-only trigger refuses UPDATE and DELETE; an attacker with owner rights could disable it, as here.
+  const tamper = async (sql: string) => {
+    await db.pool.query('ALTER TABLE navigation_events DISABLE TRIGGER navigation_events_no_update');
+    await db.pool.query(sql);
+    await db.pool.query('ALTER TABLE navigation_events ENABLE TRIGGER navigation_events_no_update');
+  };
+
+  it('chains every row, concurrent writers included, and verifies clean', async () => {
+    const { rows } = await db.pool.query('SELECT chain_seq FROM navigation_events ORDER BY chain_seq');
+    expect(rows.map((r) => Number(r.chain_seq))).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(await verifyChain(db.pool)).toEqual({ rows: 9, firstBreak: undefined });
+  });
+
+  it('names the first altered row', async () => {
+    await tamper("UPDATE navigation_events SET actor = 'someone-else' WHERE chain_seq = 4");
+    expect((await verifyChain(db.pool)).firstBreak).toMatchObject({ chainSeq: 4, reason: 'hash' });
+  });
+
+  it('names the row after a deleted one', async () => {
+    await tamper('DELETE FROM navigation_events WHERE chain_seq = 6');
+    expect((await verifyChain(db.pool)).firstBreak).toMatchObject({ chainSeq: 7, reason: 'gap' });
+  });
+
+  it('broker ledger verify says so on the command line, and exits 1 naming the first broken link', async () => {
+    const url = new URL(db.url.reveal());
+    url.searchParams.set('options', `-c search_path=${db.schema}`);
+    const env = { DATABASE_URL: url.href, NODE_ENV: 'development' };
+    const intact = runTs('src/cli/broker.ts', ['ledger', 'verify'], env);
+    expect((await intact.exited).code).toBe(0);
+    expect(intact.output()).toContain('Ledger intact: 9 rows');
+
+    await tamper("UPDATE navigation_events SET evidence = '{\"forged\": true}' WHERE chain_seq = 5");
+    const broken = runTs('src/cli/broker.ts', ['ledger', 'verify', '--json'], env);
+    expect((await broken.exited).code).toBe(1);
+    expect(JSON.parse(broken.output().trim().split('\n').at(-1)!)).toMatchObject({ intact: false, rows: 9, firstBreak: { chainSeq: 5, reason: 'hash' } });
+  });
+
+  it('names a row whose recorded predecessor was swapped', async () => {
+    await tamper('UPDATE navigation_events SET prev_hash = (SELECT hash FROM navigation_events WHERE chain_seq = 1) WHERE chain_seq = 3');
+    expect((await verifyChain(db.pool)).firstBreak).toMatchObject({ chainSeq: 3 });
+  });
+});
