@@ -12,7 +12,8 @@ const usage = `Usage: broker <command> [options]
 Commands:
   dev-token --user <name>   Print an MCP access token for a demo user of the running
                             development server (development mode only).
-  ledger verify [--json]    Check the ledger's hash chain; name the first broken link.
+  ledger <command>          Operators' ledger: verify, flows, flow <id>, stuck, reconcile
+                            (broker ledger help for the options).
   help                      Show this help.
 `;
 

@@ -3,16 +3,24 @@ import { parseArgs } from 'node:util';
 import type { Config } from '../config/config.js';
 import { runningEmbeddedPostgresUrl } from '../db/embeddedPostgres.js';
 import { createPool } from '../db/pool.js';
+import { findFlowDetail, findFlows, findReconcileFindings, findStuckFlows } from '../ledger/ledgerQueriesRepo.js';
 import { verifyChain } from '../ledger/ledgerRepo.js';
+import { formatTable } from './table.js';
 import { createLogger } from '../shared/logger.js';
 import type { Secret } from '../shared/secret.js';
 
 export class LedgerCommandError extends Error {}
 
-const usage = `Usage: broker ledger verify [--json]
+const usage = `Usage: broker ledger <command> [--json]
 
-  verify   Recompute the ledger's hash chain and name the first broken link.
-           Exit 0 when intact, 1 when broken.
+  verify                  Recompute the ledger's hash chain and name the first broken link
+                          (exit 1 when broken).
+  flows [filters]         Flows, newest first. Filters: --state S --lineage L --subject SUB
+                          --provider P --tool T --older-than SECONDS --limit N (default 50).
+  flow <id>               One flow: its record, every event, the consent and the receipt.
+  stuck                   Flows still open past their expiry.
+  reconcile [--grace S]   Accepted operations without an outcome, verified flows never accepted,
+                          secrets without a verified flow, missing consent receipts (exit 1 if any).
 `;
 
 async function databaseUrl(config: Readonly<Config>): Promise<Secret> {
@@ -25,10 +33,78 @@ async function databaseUrl(config: Readonly<Config>): Promise<Secret> {
 /** `broker ledger …`: returns the process exit code. */
 export async function ledgerCommand(args: string[], config: Readonly<Config>, out: (line: string) => void): Promise<number> {
   const [sub, ...rest] = args;
-  if (sub !== 'verify') throw new LedgerCommandError(usage);
-  const { values } = parseArgs({ args: rest, options: { json: { type: 'boolean', default: false } }, strict: true });
-  const pool = createPool({ url: await databaseUrl(config), poolMax: 1 }, createLogger({ level: 'silent' }));
+  if (!sub || !['verify', 'flows', 'flow', 'stuck', 'reconcile'].includes(sub)) throw new LedgerCommandError(usage);
+  const { values, positionals } = parseArgs({
+    args: rest,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      json: { type: 'boolean', default: false },
+      state: { type: 'string' },
+      lineage: { type: 'string' },
+      subject: { type: 'string' },
+      provider: { type: 'string' },
+      tool: { type: 'string' },
+      'older-than': { type: 'string' },
+      limit: { type: 'string' },
+      grace: { type: 'string' },
+    },
+  });
+  const number = (name: string, raw: string | undefined, fallback: number | undefined) => {
+    if (raw === undefined) return fallback;
+    if (!/^\d{1,9}$/.test(raw)) throw new LedgerCommandError(`--${name} must be a whole number`);
+    return Number(raw);
+  };
+  const pool = createPool({ url: await databaseUrl(config), poolMax: 4 }, createLogger({ level: 'silent' }));
+  const now = new Date();
+  const print = (data: unknown, text: () => string) => out(values.json ? JSON.stringify(data) : text());
   try {
+    if (sub === 'flows' || sub === 'stuck') {
+      const limit = number('limit', values.limit, 50)!;
+      const olderThan = number('older-than', values['older-than'], undefined);
+      const flows =
+        sub === 'stuck'
+          ? await findStuckFlows(pool, now, limit)
+          : await findFlows(
+              pool,
+              {
+                limit,
+                ...(values.state ? { state: values.state } : {}),
+                ...(values.lineage ? { lineage: values.lineage } : {}),
+                ...(values.subject ? { subject: values.subject } : {}),
+                ...(values.provider ? { provider: values.provider } : {}),
+                ...(values.tool ? { tool: values.tool } : {}),
+                ...(olderThan !== undefined ? { olderThanSeconds: olderThan } : {}),
+              },
+              now,
+            );
+      print(flows, () =>
+        flows.length === 0
+          ? 'No flows.'
+          : formatTable(['id', 'status', 'lineage', 'subject', 'provider', 'tool', 'created', 'expires'], flows.map((f) => [f.id, f.status, f.lineage, f.subject, f.provider, f.tool, f.createdAt.toISOString(), f.expiresAt.toISOString()])),
+      );
+      return 0;
+    }
+    if (sub === 'flow') {
+      const id = positionals[0] ?? '';
+      if (!/^[0-9a-f-]{36}$/i.test(id)) throw new LedgerCommandError('Usage: broker ledger flow <navigation id>');
+      const detail = await findFlowDetail(pool, id);
+      if (!detail) throw new LedgerCommandError(`No flow ${id}.`);
+      print(detail, () => [
+        `Flow ${detail.flow.id}: ${detail.flow.status} (${detail.flow.lineage}), ${detail.flow.subject} → ${detail.flow.provider} at ${detail.flow.targetHost}, to ${detail.flow.purpose}`,
+        `Created ${detail.flow.createdAt.toISOString()}, expires ${detail.flow.expiresAt.toISOString()}`,
+        `Consent: ${detail.consent ? `${detail.consent.browserSub} at ${detail.consent.at.toISOString()} for ${detail.consent.destination}` : 'none'}`,
+        `Receipt: ${detail.receipt ? `${detail.receipt.id} ${detail.receipt.outcomeStatus} (${detail.receipt.lineage}${detail.receipt.jsonrpcId ? `, JSON-RPC id ${detail.receipt.jsonrpcId}` : ''})` : 'none'}`,
+        '',
+        formatTable(['at', 'from', 'to', 'event', 'actor'], detail.events.map((e) => [e.at.toISOString(), e.from, e.to, e.event, e.actor])),
+      ].join('\n'));
+      return 0;
+    }
+    if (sub === 'reconcile') {
+      const findings = await findReconcileFindings(pool, now, number('grace', values.grace, 300)!);
+      print(findings, () => (findings.length === 0 ? 'Nothing to reconcile.' : formatTable(['kind', 'id', 'detail'], findings.map((f) => [f.kind, f.id, f.detail]))));
+      return findings.length > 0 ? 1 : 0;
+    }
     const result = await verifyChain(pool);
     if (values.json) out(JSON.stringify({ intact: !result.firstBreak, rows: result.rows, firstBreak: result.firstBreak ?? null }));
     else if (!result.firstBreak) out(`Ledger intact: ${result.rows} rows, every hash chained.`);
