@@ -3,7 +3,8 @@ import { parseArgs } from 'node:util';
 import type { Config } from '../config/config.js';
 import { runningEmbeddedPostgresUrl } from '../db/embeddedPostgres.js';
 import { createPool } from '../db/pool.js';
-import { findFlowDetail, findFlows, findReconcileFindings, findStuckFlows } from '../ledger/ledgerQueriesRepo.js';
+import { evaluateGates } from '../ledger/gates.js';
+import { findFlowDetail, findFlows, findGateFigures, findReconcileFindings, findStuckFlows } from '../ledger/ledgerQueriesRepo.js';
 import { verifyChain } from '../ledger/ledgerRepo.js';
 import { formatTable } from './table.js';
 import { createLogger } from '../shared/logger.js';
@@ -21,6 +22,7 @@ const usage = `Usage: broker ledger <command> [--json]
   stuck                   Flows still open past their expiry.
   reconcile [--grace S]   Accepted operations without an outcome, verified flows never accepted,
                           secrets without a verified flow, missing consent receipts (exit 1 if any).
+  gates                   Seed 001's release-gate figures from live data (exit 1 when one is missed).
 `;
 
 async function databaseUrl(config: Readonly<Config>): Promise<Secret> {
@@ -33,7 +35,7 @@ async function databaseUrl(config: Readonly<Config>): Promise<Secret> {
 /** `broker ledger …`: returns the process exit code. */
 export async function ledgerCommand(args: string[], config: Readonly<Config>, out: (line: string) => void): Promise<number> {
   const [sub, ...rest] = args;
-  if (!sub || !['verify', 'flows', 'flow', 'stuck', 'reconcile'].includes(sub)) throw new LedgerCommandError(usage);
+  if (!sub || !['verify', 'flows', 'flow', 'stuck', 'reconcile', 'gates'].includes(sub)) throw new LedgerCommandError(usage);
   const { values, positionals } = parseArgs({
     args: rest,
     allowPositionals: true,
@@ -99,6 +101,11 @@ export async function ledgerCommand(args: string[], config: Readonly<Config>, ou
         formatTable(['at', 'from', 'to', 'event', 'actor'], detail.events.map((e) => [e.at.toISOString(), e.from, e.to, e.event, e.actor])),
       ].join('\n'));
       return 0;
+    }
+    if (sub === 'gates') {
+      const gates = evaluateGates(await findGateFigures(pool));
+      print(gates, () => formatTable(['gate', 'figure', 'target', 'result'], gates.map((g) => [g.gate, g.figure, g.target, g.pass ? 'PASS' : 'MISS'])));
+      return gates.every((g) => g.pass) ? 0 : 1;
     }
     if (sub === 'reconcile') {
       const findings = await findReconcileFindings(pool, now, number('grace', values.grace, 300)!);

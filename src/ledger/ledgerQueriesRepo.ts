@@ -140,3 +140,59 @@ export async function findReconcileFindings(db: Queryable, now: Date, graceSecon
     ...noConsent.rows.map((r) => ({ kind: 'consent_missing' as const, id: r.id, detail: `reached ${r.status} without a consent receipt` })),
   ];
 }
+
+export interface GateFigures {
+  /** Flows that reached the third party, and how many of them have a consent receipt. */
+  consent: { reached: number; withReceipt: number };
+  /** Seconds from OUT_OF_BAND_PENDING to REQUIREMENT_VERIFIED. */
+  completionToVerified: { count: number; p50: number | null; p99: number | null };
+  /** Expired flows, and how many are recoverable (no operation accepted: a new call starts a new flow). */
+  expired: { total: number; recoverable: number };
+  /** Consent or tokens bound to a subject other than the flow's. */
+  crossUserBindings: number;
+  /** Completion events that moved a flow from anywhere but OUT_OF_BAND_PENDING / COMPLETION_NOTIFIED. */
+  unexpectedCompletions: number;
+}
+
+/** Seed 001's release-gate figures, from live data (issue #6). */
+export async function findGateFigures(db: Queryable): Promise<GateFigures> {
+  const [consent, latency, expired, cross, unexpected] = await Promise.all([
+    db.query<{ reached: string; with_receipt: string }>(
+      `SELECT count(*) AS reached, count(c.id) AS with_receipt FROM elicitation_navigations n
+         LEFT JOIN consent_receipts c ON c.navigation_id = n.id
+        WHERE EXISTS (SELECT 1 FROM navigation_events e WHERE e.navigation_id = n.id AND e.to_status = 'OUT_OF_BAND_PENDING')`,
+    ),
+    db.query<{ count: string; p50: number | null; p99: number | null }>(
+      `WITH d AS (
+         SELECT extract(epoch FROM v.created_at - p.created_at) AS s
+           FROM navigation_events p JOIN navigation_events v ON v.navigation_id = p.navigation_id
+          WHERE p.to_status = 'OUT_OF_BAND_PENDING' AND v.to_status = 'REQUIREMENT_VERIFIED')
+       SELECT count(*) AS count, percentile_cont(0.5) WITHIN GROUP (ORDER BY s) AS p50, percentile_cont(0.99) WITHIN GROUP (ORDER BY s) AS p99 FROM d`,
+    ),
+    db.query<{ total: string; recoverable: string }>(
+      `SELECT count(*) AS total, count(*) FILTER (WHERE NOT EXISTS (SELECT 1 FROM operation_receipts r WHERE r.navigation_id = n.id)) AS recoverable
+         FROM elicitation_navigations n WHERE n.status = 'EXPIRED'`,
+    ),
+    db.query<{ n: string }>(
+      `SELECT (SELECT count(*) FROM consent_receipts c JOIN elicitation_navigations n ON n.id = c.navigation_id
+                WHERE c.browser_iss <> n.subject_iss OR c.browser_sub <> n.subject_sub)
+            + (SELECT count(*) FROM secrets s JOIN elicitation_navigations n ON n.id = s.navigation_id
+                WHERE s.subject_iss <> n.subject_iss OR s.subject_sub <> n.subject_sub) AS n`,
+    ),
+    db.query<{ n: string }>(
+      `SELECT count(*) AS n FROM navigation_events
+        WHERE event IN ('callback_received', 'callback_verified') AND from_status <> to_status
+          AND from_status NOT IN ('OUT_OF_BAND_PENDING', 'COMPLETION_NOTIFIED')`,
+    ),
+  ]);
+  const c = consent.rows[0]!;
+  const l = latency.rows[0]!;
+  const e = expired.rows[0]!;
+  return {
+    consent: { reached: Number(c.reached), withReceipt: Number(c.with_receipt) },
+    completionToVerified: { count: Number(l.count), p50: l.p50 === null ? null : Number(l.p50), p99: l.p99 === null ? null : Number(l.p99) },
+    expired: { total: Number(e.total), recoverable: Number(e.recoverable) },
+    crossUserBindings: Number(cross.rows[0]!.n),
+    unexpectedCompletions: Number(unexpected.rows[0]!.n),
+  };
+}

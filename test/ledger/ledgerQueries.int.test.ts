@@ -63,6 +63,30 @@ describe('ledger queries on real flows', () => {
     expect(findings.find((f) => f.kind === 'verified_never_accepted')?.id).toBe(ids['verified']);
   });
 
+  it('prints the release-gate figures and exits 1 when a gate is missed', async () => {
+    const url = new URL(stack.db.url.reveal());
+    url.searchParams.set('options', `-c search_path=${stack.db.schema}`);
+    const env = { DATABASE_URL: url.href };
+    const healthy = runTs('src/cli/broker.ts', ['ledger', 'gates', '--json'], env);
+    expect((await healthy.exited).code).toBe(0);
+    const gates = JSON.parse(healthy.output().trim().split('\n').at(-1)!) as { gate: string; figure: string; pass: boolean }[];
+    expect(gates.map((g) => g.gate)).toEqual([
+      'navigations with a consent receipt',
+      'completion → verified p50 / p99',
+      'expired flows recoverable',
+      'cross-user bindings',
+      'completions that advanced a flow out of order',
+    ]);
+    expect(gates.every((g) => g.pass)).toBe(true);
+    expect(gates[0]!.figure).toBe('100.0% (2/2)');
+
+    // A consent receipt vanishes (a fault the ledger must surface): the consent gate is missed.
+    await stack.db.pool.query('DELETE FROM consent_receipts WHERE navigation_id = $1', [ids['verified']]);
+    const missed = runTs('src/cli/broker.ts', ['ledger', 'gates'], env);
+    expect((await missed.exited).code).toBe(1);
+    expect(missed.output()).toMatch(/navigations with a consent receipt\s+50\.0% \(1\/2\)\s+100%\s+MISS/);
+  });
+
   it('answers the same on the command line, as a table or as JSON', async () => {
     const url = new URL(stack.db.url.reveal());
     url.searchParams.set('options', `-c search_path=${stack.db.schema}`);
