@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import { ConfigError, loadConfig, type Config } from './config/config.js';
 import { startEmbeddedPostgres } from './db/embeddedPostgres.js';
 import { migrate, readMigrations } from './db/migrate.js';
+import { startSweeper } from './broker/sweeps.js';
 import { createPool } from './db/pool.js';
 import { createOidcClient } from './oauth/oauthClient.js';
 import { banner, type BannerFacts } from './runtime/banner.js';
@@ -103,6 +104,8 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     legacy: config.legacy,
   });
   closers.push({ name: 'completion listener', close: broker.close });
+  const sweeper = startSweeper({ pool, clock: systemClock, logger }, config.broker.sweepIntervalMs);
+  closers.push({ name: 'sweeper', close: sweeper.stop });
   const server = await listenHttps(tls, broker.listener, config.http.host, config.http.port, 'broker');
   closers.push({ name: 'broker HTTPS server', close: () => server.close(config.http.shutdownGraceMs) });
 

@@ -64,3 +64,17 @@ export async function findLatestForOperation(db: Queryable, op: { subjectIss: st
   );
   return rows.map(fromRow);
 }
+
+/**
+ * Open navigations past their expiry, locked for this transaction. SKIP LOCKED:
+ * several instances sweep at once, each taking rows no other sweeper holds.
+ */
+export async function lockOverdueNavigations(db: Queryable, now: Date, limit: number): Promise<NavigationRecord[]> {
+  const { rows } = await db.query<NavigationRow>(
+    `SELECT ${COLUMNS} FROM elicitation_navigations
+      WHERE status IN ('USER_REVIEW', 'NAVIGATION_ACCEPTED', 'OUT_OF_BAND_PENDING') AND expires_at <= $1
+      ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED`,
+    [now, limit],
+  );
+  return rows.map(fromRow);
+}

@@ -47,6 +47,7 @@ const envSchema = z
     PROVIDERS_FILE: optionalString,
     NAVIGATION_TTL_SECONDS: z.coerce.number().int().min(60).max(24 * 3600).default(900),
     RETRY_WAIT_MS: z.coerce.number().int().min(0).max(60_000).default(10_000),
+    SWEEP_INTERVAL_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
     LEGACY_URL_ELICITATION: z.enum(['nested', 'error']).default('nested'),
     LEGACY_WAIT_MS: z.coerce.number().int().min(1_000).max(30 * 60_000).default(5 * 60_000),
     LEGACY_RETRY_WINDOW_SECONDS: z.coerce.number().int().min(1).max(24 * 3600).default(600),
@@ -100,7 +101,7 @@ export interface Config {
   dev: { idpPort: number; reportsPort: number };
   session: { ttlSeconds: number };
   mcp: { requiredScope: string; allowAnonymous: boolean };
-  broker: { providersFile: string | undefined; navigationTtlSeconds: number; retryWaitMs: number };
+  broker: { providersFile: string | undefined; navigationTtlSeconds: number; retryWaitMs: number; sweepIntervalMs: number };
   legacy: { urlElicitation: 'nested' | 'error'; waitMs: number; retryWindowMs: number };
   log: { level: string };
 }
@@ -139,7 +140,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     dev: { idpPort: e.DEV_IDP_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 1), reportsPort: e.DEV_REPORTS_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 2) },
     session: { ttlSeconds: e.SESSION_TTL_SECONDS },
     mcp: { requiredScope: e.MCP_SCOPE, allowAnonymous: e.MCP_ALLOW_ANONYMOUS === 'true' },
-    broker: { providersFile: e.PROVIDERS_FILE, navigationTtlSeconds: e.NAVIGATION_TTL_SECONDS, retryWaitMs: e.RETRY_WAIT_MS },
+    broker: { providersFile: e.PROVIDERS_FILE, navigationTtlSeconds: e.NAVIGATION_TTL_SECONDS, retryWaitMs: e.RETRY_WAIT_MS, sweepIntervalMs: e.SWEEP_INTERVAL_MS },
     legacy: { urlElicitation: e.LEGACY_URL_ELICITATION, waitMs: e.LEGACY_WAIT_MS, retryWindowMs: e.LEGACY_RETRY_WINDOW_SECONDS * 1000 },
     log: { level: e.LOG_LEVEL },
   });

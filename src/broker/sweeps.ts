@@ -1,0 +1,59 @@
+import type { Pool } from '../db/pool.js';
+import { withTransaction } from '../db/transaction.js';
+import type { Clock } from '../shared/clock.js';
+import type { Logger } from '../shared/logger.js';
+import { advance } from './advance.js';
+import { lockOverdueNavigations } from './navigationRepo.js';
+import { deleteExpiredRows, type SweptRows } from './sweepRepo.js';
+
+export interface SweepDeps {
+  pool: Pool;
+  clock: Clock;
+  logger: Logger;
+}
+
+export interface SweepResult extends SweptRows {
+  expiredNavigations: number;
+}
+
+/**
+ * One bounded sweep (issue #6 item 7), safe on every instance at once: overdue
+ * navigations move to EXPIRED through the transition table (each with its
+ * ledger entry, rows taken with SKIP LOCKED), then unusable rows are deleted.
+ */
+export async function sweepOnce(deps: SweepDeps, batch = 100): Promise<SweepResult> {
+  const now = deps.clock.now();
+  const expiredNavigations = await withTransaction(deps.pool, async (tx) => {
+    const overdue = await lockOverdueNavigations(tx, now, batch);
+    for (const navigation of overdue) await advance(tx, navigation, 'expire', { actor: 'system:sweep', now, evidence: { expiresAt: navigation.expiresAt.toISOString() } });
+    return overdue.length;
+  });
+  const rows = await deleteExpiredRows(deps.pool, now, batch);
+  const result = { expiredNavigations, ...rows };
+  if (Object.values(result).some((n) => n > 0)) deps.logger.info({ sweep: result }, 'sweep');
+  return result;
+}
+
+/** Sweeps every `intervalMs` (with jitter, so instances spread out) until stopped. */
+export function startSweeper(deps: SweepDeps, intervalMs: number): { stop(): Promise<void> } {
+  let running: Promise<unknown> = Promise.resolve();
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  const schedule = () => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      running = sweepOnce(deps)
+        .catch((err: unknown) => deps.logger.warn({ err }, 'sweep failed; the next one retries'))
+        .finally(schedule);
+    }, intervalMs * (0.75 + Math.random() * 0.5));
+    timer.unref();
+  };
+  schedule();
+  return {
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}

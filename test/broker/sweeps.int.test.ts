@@ -1,0 +1,74 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { advance } from '../../src/broker/advance.js';
+import type { NavigationRecord } from '../../src/broker/navigationRecord.js';
+import { findNavigationById, insertNavigation } from '../../src/broker/navigationRepo.js';
+import type { NavigationState } from '../../src/broker/navigationStates.js';
+import { sweepOnce } from '../../src/broker/sweeps.js';
+import { withTransaction } from '../../src/db/transaction.js';
+import { findEntries } from '../../src/ledger/ledgerRepo.js';
+import { createLogger } from '../../src/shared/logger.js';
+import { createTestDb, type TestDb } from '../support/testDb.js';
+
+const logger = createLogger({ level: 'silent' });
+
+async function seed(db: TestDb, status: NavigationState, expiresInMs: number): Promise<string> {
+  const now = new Date();
+  const n: NavigationRecord = {
+    id: randomUUID(), recordVersion: 'elicitationNavigation.v1', serverId: 'https://broker.test', subject: { iss: 'https://idp.test', sub: 'alice' },
+    clientId: undefined, requestDigest: 'd', tool: 'reports_create', targetScheme: 'https', targetHost: 'reports.test',
+    redirectPolicy: { callback: 'https://broker.test/oauth/callback', done: '/connect/done' }, purpose: 'p', provider: 'reports',
+    handleDigest: randomBytes(32), stateNonceDigest: undefined, sessionGeneration: 0, lineage: 'mrtr', retryGeneration: 0,
+    status: 'CREATED', rowVersion: 1, createdAt: new Date(now.getTime() - 1_000_000), expiresAt: new Date(now.getTime() + expiresInMs), updatedAt: now,
+  };
+  await insertNavigation(db.pool, n);
+  const steps = { CREATED: [], USER_REVIEW: ['present'], NAVIGATION_ACCEPTED: ['present', 'host_accept'], OUT_OF_BAND_PENDING: ['present', 'host_accept', 'browser_consent'], REQUIREMENT_VERIFIED: ['present', 'host_accept', 'browser_consent', 'callback_received', 'callback_verified'] } as const;
+  const events = steps[status as keyof typeof steps];
+  if (events.length > 0) await withTransaction(db.pool, (tx) => advance(tx, n, events, { actor: 'seed', now }));
+  return n.id;
+}
+
+describe('sweeps', () => {
+  let db: TestDb;
+  beforeAll(async () => {
+    db = await createTestDb();
+  });
+  afterAll(async () => {
+    await db.drop();
+  });
+
+  it('expires overdue open flows through the transition table, each with its ledger entry, and leaves the rest', async () => {
+    const overdue = await Promise.all(['USER_REVIEW', 'NAVIGATION_ACCEPTED', 'OUT_OF_BAND_PENDING'].map((s) => seed(db, s as NavigationState, -1000)));
+    const fresh = await seed(db, 'OUT_OF_BAND_PENDING', 600_000);
+    const verified = await seed(db, 'REQUIREMENT_VERIFIED', -1000);
+    const result = await sweepOnce({ pool: db.pool, clock: { now: () => new Date() }, logger });
+    expect(result.expiredNavigations).toBe(3);
+    for (const id of overdue) {
+      expect((await findNavigationById(db.pool, id))?.status).toBe('EXPIRED');
+      expect((await findEntries(db.pool, id)).at(-1)).toMatchObject({ event: 'expire', toStatus: 'EXPIRED', actor: 'system:sweep' });
+    }
+    expect((await findNavigationById(db.pool, fresh))?.status).toBe('OUT_OF_BAND_PENDING');
+    expect((await findNavigationById(db.pool, verified))?.status).toBe('REQUIREMENT_VERIFIED');
+  });
+
+  it('expires each flow once when several instances sweep at the same time', async () => {
+    const ids = await Promise.all(Array.from({ length: 30 }, () => seed(db, 'USER_REVIEW', -1000)));
+    const pools = [db.pool, db.newPool(), db.newPool()];
+    const results = await Promise.all(pools.map((pool) => sweepOnce({ pool, clock: { now: () => new Date() }, logger }, 20)));
+    const again = await sweepOnce({ pool: db.pool, clock: { now: () => new Date() }, logger }, 20);
+    expect(results.reduce((n, r) => n + r.expiredNavigations, 0) + again.expiredNavigations).toBe(30);
+    for (const id of ids) expect((await findEntries(db.pool, id)).filter((e) => e.event === 'expire')).toHaveLength(1);
+  });
+
+  it('deletes spent transactions, nonces and sessions, and only those', async () => {
+    const past = new Date(Date.now() - 60_000);
+    const future = new Date(Date.now() + 600_000);
+    const created = new Date(Date.now() - 120_000);
+    await db.pool.query(`INSERT INTO mrtr_nonces (nonce_digest, principal_iss, principal_sub, purpose, outcome, expires_at) VALUES ($1, 'i', 's', 'p', 'deleted', $2), ($3, 'i', 's', 'p', 'deleted', $4)`, [randomBytes(32), past, randomBytes(32), future]);
+    await db.pool.query(`INSERT INTO web_sessions (id_digest, created_at, expires_at) VALUES ($1, $2, $3), ($4, $2, $5)`, [randomBytes(32), created, past, randomBytes(32), future]);
+    const result = await sweepOnce({ pool: db.pool, clock: { now: () => new Date() }, logger });
+    expect(result).toMatchObject({ nonces: 1, sessions: 1 });
+    expect((await db.pool.query('SELECT count(*)::int AS n FROM mrtr_nonces')).rows[0].n).toBe(1);
+    expect((await db.pool.query('SELECT count(*)::int AS n FROM web_sessions')).rows[0].n).toBe(1);
+  });
+});
