@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/principal.js';
 import { withTransaction } from '../db/transaction.js';
-import { NotFoundError } from '../errors/appError.js';
+import { NotFoundError, UnavailableError } from '../errors/appError.js';
+import { findSwitch, URL_ELICITATION_PAUSED } from '../ledger/operatorRepo.js';
 import { checkUrl } from '../security/urlPolicy.js';
 import { digestOf, randomToken } from '../shared/tokens.js';
 import { advance, recordWithoutMoving } from './advance.js';
@@ -25,6 +26,8 @@ export interface NavigationRequest {
  * token, no personal data, nothing pre-authenticated (spec brief §5.6).
  */
 export async function startNavigation(deps: BrokerDeps, request: NavigationRequest): Promise<{ navigation: NavigationRecord; connectUrl: string }> {
+  const paused = await findSwitch(deps.pool, URL_ELICITATION_PAUSED);
+  if (paused?.engaged) throw new UnavailableError(`New connections are paused by the operator (${paused.reason}). Try again later.`, { expose: true });
   const client = deps.providers.get(request.provider);
   if (!client) throw new NotFoundError(`No provider ${request.provider} is configured.`);
   const destination = await client.destination();

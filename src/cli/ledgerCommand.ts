@@ -1,9 +1,11 @@
+import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Config } from '../config/config.js';
 import { runningEmbeddedPostgresUrl } from '../db/embeddedPostgres.js';
 import { createPool } from '../db/pool.js';
 import { evaluateGates } from '../ledger/gates.js';
+import { pauseConnections, resumeConnections } from '../ledger/killSwitch.js';
 import { findFlowDetail, findFlows, findGateFigures, findReconcileFindings, findStuckFlows } from '../ledger/ledgerQueriesRepo.js';
 import { verifyChain } from '../ledger/ledgerRepo.js';
 import { formatTable } from './table.js';
@@ -23,6 +25,9 @@ const usage = `Usage: broker ledger <command> [--json]
   reconcile [--grace S]   Accepted operations without an outcome, verified flows never accepted,
                           secrets without a verified flow, missing consent receipts (exit 1 if any).
   gates                   Seed 001's release-gate figures from live data (exit 1 when one is missed).
+  pause-connections --reason R    Kill switch: stop issuing connect links and revoke every pending
+                                  OAuth transaction (flows at the provider are left as they are).
+  resume-connections --reason R   Issue connect links again.
 `;
 
 async function databaseUrl(config: Readonly<Config>): Promise<Secret> {
@@ -35,7 +40,7 @@ async function databaseUrl(config: Readonly<Config>): Promise<Secret> {
 /** `broker ledger …`: returns the process exit code. */
 export async function ledgerCommand(args: string[], config: Readonly<Config>, out: (line: string) => void): Promise<number> {
   const [sub, ...rest] = args;
-  if (!sub || !['verify', 'flows', 'flow', 'stuck', 'reconcile', 'gates'].includes(sub)) throw new LedgerCommandError(usage);
+  if (!sub || !['verify', 'flows', 'flow', 'stuck', 'reconcile', 'gates', 'pause-connections', 'resume-connections'].includes(sub)) throw new LedgerCommandError(usage);
   const { values, positionals } = parseArgs({
     args: rest,
     allowPositionals: true,
@@ -50,6 +55,7 @@ export async function ledgerCommand(args: string[], config: Readonly<Config>, ou
       'older-than': { type: 'string' },
       limit: { type: 'string' },
       grace: { type: 'string' },
+      reason: { type: 'string' },
     },
   });
   const number = (name: string, raw: string | undefined, fallback: number | undefined) => {
@@ -100,6 +106,19 @@ export async function ledgerCommand(args: string[], config: Readonly<Config>, ou
         '',
         formatTable(['at', 'from', 'to', 'event', 'actor'], detail.events.map((e) => [e.at.toISOString(), e.from, e.to, e.event, e.actor])),
       ].join('\n'));
+      return 0;
+    }
+    if (sub === 'pause-connections' || sub === 'resume-connections') {
+      const reason = values.reason?.trim() ?? '';
+      if (reason.length < 3 || reason.length > 500) throw new LedgerCommandError(`${sub} needs --reason "why" (3 to 500 characters); it is recorded.`);
+      const actor = `cli:${userInfo().username}`;
+      if (sub === 'resume-connections') {
+        await resumeConnections(pool, reason, actor, now);
+        print({ paused: false }, () => 'Connections resumed: connect links are issued again.');
+      } else {
+        const { revokedTransactions } = await pauseConnections(pool, reason, actor, now);
+        print({ paused: true, revokedTransactions }, () => `Connections paused: no new connect links; ${revokedTransactions} pending OAuth transaction(s) revoked. Ledger queries keep working.`);
+      }
       return 0;
     }
     if (sub === 'gates') {

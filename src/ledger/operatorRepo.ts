@@ -1,0 +1,27 @@
+import type { Queryable } from '../db/pool.js';
+
+export const URL_ELICITATION_PAUSED = 'url_elicitation_paused';
+
+export async function findSwitch(db: Queryable, name: string): Promise<{ engaged: boolean; reason: string } | undefined> {
+  const { rows } = await db.query<{ engaged: boolean; reason: string }>('SELECT engaged, reason FROM broker_switches WHERE name = $1', [name]);
+  return rows[0];
+}
+
+export async function setSwitch(db: Queryable, name: string, engaged: boolean, reason: string, actor: string, now: Date): Promise<void> {
+  await db.query(
+    `INSERT INTO broker_switches (name, engaged, reason, actor, changed_at) VALUES ($1, $2, $3, $4, $5)
+     ON CONFLICT (name) DO UPDATE SET engaged = EXCLUDED.engaged, reason = EXCLUDED.reason, actor = EXCLUDED.actor, changed_at = EXCLUDED.changed_at`,
+    [name, engaged, reason, actor, now],
+  );
+}
+
+/** Append-only: INSERT and SELECT only (a trigger refuses UPDATE and DELETE). */
+export async function recordOperatorAction(db: Queryable, action: string, reason: string, actor: string, details: Record<string, unknown>, now: Date): Promise<void> {
+  await db.query('INSERT INTO operator_actions (action, reason, actor, details, created_at) VALUES ($1, $2, $3, $4, $5)', [action, reason, actor, JSON.stringify(details), now]);
+}
+
+/** Revokes every OAuth transaction not yet consumed; their callbacks will find nothing. */
+export async function deletePendingAuthorizations(db: Queryable): Promise<number> {
+  const { rowCount } = await db.query('DELETE FROM oauth_transactions');
+  return rowCount ?? 0;
+}
