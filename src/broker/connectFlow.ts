@@ -10,10 +10,9 @@ import type { BrokerDeps } from './brokerDeps.js';
 import { recordConsent } from './consentRepo.js';
 import type { NavigationRecord } from './navigationRecord.js';
 import { findNavigationByHandle, lockNavigation } from './navigationRepo.js';
-import type { NavigationState } from './navigationStates.js';
+import { verifiedStates, type NavigationState } from './navigationStates.js';
 
 const CONSENTABLE: ReadonlySet<NavigationState> = new Set(['USER_REVIEW', 'NAVIGATION_ACCEPTED', 'OUT_OF_BAND_PENDING']);
-const VERIFIED: ReadonlySet<NavigationState> = new Set(['REQUIREMENT_VERIFIED', 'MRTR_RETRY_ACCEPTED', 'ORIGINAL_RESPONSE_ACCEPTED', 'NESTED_SERVER_CONTINUES', 'ERROR_RETRY_ELIGIBLE', 'OPTIONAL_CLIENT_RETRY', 'RETRY_RESPONSE_ACCEPTED']);
 const PENDING_TTL_MS = 10 * 60 * 1000;
 
 export type ConnectView =
@@ -29,7 +28,7 @@ async function byHandle(deps: BrokerDeps, handle: string): Promise<NavigationRec
 }
 
 function closedReason(deps: BrokerDeps, navigation: NavigationRecord): 'expired' | 'declined' | 'verified' | undefined {
-  if (VERIFIED.has(navigation.status)) return 'verified';
+  if (verifiedStates.has(navigation.status)) return 'verified';
   if (navigation.status === 'DECLINED' || navigation.status === 'CANCELLED') return 'declined';
   if (navigation.status === 'EXPIRED' || navigation.expiresAt <= deps.clock.now() || !CONSENTABLE.has(navigation.status)) return 'expired';
   return undefined;

@@ -91,3 +91,25 @@ export function isTerminal(state: NavigationState): boolean {
 export function canTransition(from: NavigationState, event: NavigationEvent): boolean {
   return transitions.some((t) => t.from === from && t.event === event);
 }
+
+function reachableFrom(start: NavigationState): Set<NavigationState> {
+  const seen = new Set<NavigationState>([start]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const t of transitions) {
+      if (seen.has(t.from) && !seen.has(t.to)) {
+        seen.add(t.to);
+        grew = true;
+      }
+    }
+  }
+  return seen;
+}
+
+/** REQUIREMENT_VERIFIED and every state after it: the user finished connecting. Derived from the table. */
+export const verifiedStates: ReadonlySet<NavigationState> = reachableFrom('REQUIREMENT_VERIFIED');
+
+/** States that can still reach REQUIREMENT_VERIFIED: the flow is waiting for someone. Derived from the table. */
+export const openStates: ReadonlySet<NavigationState> = new Set(
+  navigationStates.filter((s) => !verifiedStates.has(s) && reachableFrom(s).has('REQUIREMENT_VERIFIED')),
+);

@@ -42,16 +42,7 @@ const fromRow = (r: Row): StoredSecret => ({
   rowVersion: r.row_version,
 });
 
-export interface SecretWrite {
-  subject: Principal;
-  provider: string;
-  kind: SecretKind;
-  ciphertext: Buffer;
-  keyId: string;
-  expiresAt: Date | undefined;
-  upstreamSubject: string | undefined;
-  navigationId: string | undefined;
-}
+export type SecretWrite = Omit<StoredSecret, 'id' | 'rowVersion'> & { navigationId: string | undefined };
 
 /** Inserts or replaces the secret of (subject, provider, kind). */
 export async function upsertSecret(db: Queryable, s: SecretWrite, now: Date): Promise<void> {

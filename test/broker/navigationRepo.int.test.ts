@@ -1,41 +1,14 @@
-import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { advance } from '../../src/broker/advance.js';
-import type { NavigationRecord } from '../../src/broker/navigationRecord.js';
 import { findNavigationById, insertNavigation } from '../../src/broker/navigationRepo.js';
 import { navigationStates, transitions, type NavigationState } from '../../src/broker/navigationStates.js';
 import { withTransaction } from '../../src/db/transaction.js';
 import { ConflictError } from '../../src/errors/appError.js';
 import { findEntries } from '../../src/ledger/ledgerRepo.js';
+import { navigationFixture } from '../support/navigationFixture.js';
 import { createTestDb, type TestDb } from '../support/testDb.js';
 
-function navigation(status: NavigationState): NavigationRecord {
-  const now = new Date();
-  return {
-    id: randomUUID(),
-    recordVersion: 'elicitationNavigation.v1',
-    serverId: 'https://broker.test',
-    subject: { iss: 'https://idp.test', sub: 'alice' },
-    clientId: undefined,
-    requestDigest: 'digest',
-    tool: 'reports_create',
-    targetScheme: 'https',
-    targetHost: 'reports.test',
-    redirectPolicy: { callback: 'https://broker.test/oauth/callback', done: '/connect/x/done' },
-    purpose: 'create a report',
-    provider: 'reports',
-    handleDigest: randomBytes(32),
-    stateNonceDigest: undefined,
-    sessionGeneration: 0,
-    lineage: 'mrtr',
-    retryGeneration: 0,
-    status,
-    rowVersion: 1,
-    createdAt: now,
-    expiresAt: new Date(now.getTime() + 600_000),
-    updatedAt: now,
-  };
-}
+const navigation = (status: NavigationState) => navigationFixture(status);
 
 describe('navigation repository', () => {
   let db: TestDb;

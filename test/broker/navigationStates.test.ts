@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidTransitionError } from '../../src/errors/appError.js';
-import { navigationEvents, navigationStates, nextState, terminalStates, transitions } from '../../src/broker/navigationStates.js';
+import { navigationEvents, navigationStates, nextState, openStates, terminalStates, transitions, verifiedStates } from '../../src/broker/navigationStates.js';
 
 describe('navigation state machine', () => {
   const allowed = new Map(transitions.map((t) => [`${t.from}|${t.event}`, t.to]));
@@ -47,6 +47,13 @@ describe('navigation state machine', () => {
   it('derives the terminal states from the table', () => {
     expect([...terminalStates].sort()).toEqual(
       ['CANCELLED', 'DECLINED', 'EXPIRED', 'MRTR_RETRY_ACCEPTED', 'ORIGINAL_RESPONSE_ACCEPTED', 'RETRY_RESPONSE_ACCEPTED', 'USER_RETRY'].sort(),
+    );
+  });
+
+  it('derives the open and the verified states from the table', () => {
+    expect([...openStates].sort()).toEqual(['COMPLETION_NOTIFIED', 'CREATED', 'NAVIGATION_ACCEPTED', 'OUT_OF_BAND_PENDING', 'USER_REVIEW']);
+    expect([...verifiedStates].sort()).toEqual(
+      ['ERROR_RETRY_ELIGIBLE', 'MRTR_RETRY_ACCEPTED', 'NESTED_SERVER_CONTINUES', 'OPTIONAL_CLIENT_RETRY', 'ORIGINAL_RESPONSE_ACCEPTED', 'REQUIREMENT_VERIFIED', 'RETRY_RESPONSE_ACCEPTED'],
     );
   });
 

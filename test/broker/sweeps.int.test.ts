@@ -1,26 +1,20 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { advance } from '../../src/broker/advance.js';
-import type { NavigationRecord } from '../../src/broker/navigationRecord.js';
 import { findNavigationById, insertNavigation } from '../../src/broker/navigationRepo.js';
 import type { NavigationState } from '../../src/broker/navigationStates.js';
 import { sweepOnce } from '../../src/broker/sweeps.js';
 import { withTransaction } from '../../src/db/transaction.js';
 import { findEntries } from '../../src/ledger/ledgerRepo.js';
 import { createLogger } from '../../src/shared/logger.js';
+import { navigationFixture } from '../support/navigationFixture.js';
 import { createTestDb, type TestDb } from '../support/testDb.js';
 
 const logger = createLogger({ level: 'silent' });
 
 async function seed(db: TestDb, status: NavigationState, expiresInMs: number): Promise<string> {
   const now = new Date();
-  const n: NavigationRecord = {
-    id: randomUUID(), recordVersion: 'elicitationNavigation.v1', serverId: 'https://broker.test', subject: { iss: 'https://idp.test', sub: 'alice' },
-    clientId: undefined, requestDigest: 'd', tool: 'reports_create', targetScheme: 'https', targetHost: 'reports.test',
-    redirectPolicy: { callback: 'https://broker.test/oauth/callback', done: '/connect/done' }, purpose: 'p', provider: 'reports',
-    handleDigest: randomBytes(32), stateNonceDigest: undefined, sessionGeneration: 0, lineage: 'mrtr', retryGeneration: 0,
-    status: 'CREATED', rowVersion: 1, createdAt: new Date(now.getTime() - 1_000_000), expiresAt: new Date(now.getTime() + expiresInMs), updatedAt: now,
-  };
+  const n = navigationFixture('CREATED', { createdAt: new Date(now.getTime() - 1_000_000), expiresAt: new Date(now.getTime() + expiresInMs) });
   await insertNavigation(db.pool, n);
   const steps = { CREATED: [], USER_REVIEW: ['present'], NAVIGATION_ACCEPTED: ['present', 'host_accept'], OUT_OF_BAND_PENDING: ['present', 'host_accept', 'browser_consent'], REQUIREMENT_VERIFIED: ['present', 'host_accept', 'browser_consent', 'callback_received', 'callback_verified'] } as const;
   const events = steps[status as keyof typeof steps];

@@ -1,23 +1,13 @@
-import { randomBytes, randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { insertNavigation } from '../../src/broker/navigationRepo.js';
 import { advance } from '../../src/broker/advance.js';
-import type { NavigationRecord } from '../../src/broker/navigationRecord.js';
 import { withTransaction } from '../../src/db/transaction.js';
 import { verifyChain } from '../../src/ledger/ledgerRepo.js';
 import { runTs } from '../support/brokerProcess.js';
+import { navigationFixture } from '../support/navigationFixture.js';
 import { createTestDb, type TestDb } from '../support/testDb.js';
 
-function navigation(): NavigationRecord {
-  const now = new Date();
-  return {
-    id: randomUUID(), recordVersion: 'elicitationNavigation.v1', serverId: 'https://broker.test', subject: { iss: 'https://idp.test', sub: 'alice' },
-    clientId: undefined, requestDigest: 'd', tool: 'reports_create', targetScheme: 'https', targetHost: 'reports.test',
-    redirectPolicy: { callback: 'https://broker.test/oauth/callback', done: '/connect/done' }, purpose: 'p', provider: 'reports',
-    handleDigest: randomBytes(32), stateNonceDigest: undefined, sessionGeneration: 0, lineage: 'mrtr', retryGeneration: 0,
-    status: 'CREATED', rowVersion: 1, createdAt: now, expiresAt: new Date(now.getTime() + 600_000), updatedAt: now,
-  };
-}
+const navigation = () => navigationFixture();
 
 describe('the ledger hash chain', () => {
   let db: TestDb;

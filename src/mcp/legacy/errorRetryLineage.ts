@@ -1,11 +1,12 @@
 import type { BrokerDeps } from '../../broker/brokerDeps.js';
 import type { NavigationRecord } from '../../broker/navigationRecord.js';
 import { findLatestForOperation } from '../../broker/navigationRepo.js';
+import { nextState, openStates, verifiedStates } from '../../broker/navigationStates.js';
 import type { Principal } from '../../auth/principal.js';
 import type { ConnectionCall } from '../connectionTool.js';
 
-const OPEN = new Set(['CREATED', 'USER_REVIEW', 'NAVIGATION_ACCEPTED', 'OUT_OF_BAND_PENDING', 'COMPLETION_NOTIFIED']);
-const SETTLED = new Set(['REQUIREMENT_VERIFIED', 'ERROR_RETRY_ELIGIBLE', 'OPTIONAL_CLIENT_RETRY', 'RETRY_RESPONSE_ACCEPTED', 'NESTED_SERVER_CONTINUES', 'ORIGINAL_RESPONSE_ACCEPTED']);
+// The MRTR path keeps its own retries (requestState); a legacy call never joins an MRTR acceptance.
+const MRTR_ACCEPTED = nextState('REQUIREMENT_VERIFIED', 'mrtr_accept');
 
 /**
  * A legacy call carries no token of its own (design §2), so an identical
@@ -20,7 +21,7 @@ export async function findSameOperation(broker: BrokerDeps, principal: Principal
   const now = broker.clock.now().getTime();
   // A flow the user finished wins over a newer one still waiting (an early retry may have started it).
   return (
-    recent.find((n) => SETTLED.has(n.status) && now - n.updatedAt.getTime() <= windowMs) ??
-    recent.find((n) => OPEN.has(n.status) && n.expiresAt.getTime() > now)
+    recent.find((n) => verifiedStates.has(n.status) && n.status !== MRTR_ACCEPTED && now - n.updatedAt.getTime() <= windowMs) ??
+    recent.find((n) => openStates.has(n.status) && n.expiresAt.getTime() > now)
   );
 }

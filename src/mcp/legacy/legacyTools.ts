@@ -2,7 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { acceptOriginalOperation, runAcceptedOperation } from '../../broker/acceptOriginalOperation.js';
 import { advanceIfAllowed } from '../../broker/advance.js';
 import type { NavigationRecord } from '../../broker/navigationRecord.js';
+import type { Pool } from '../../db/pool.js';
 import { findNavigationById } from '../../broker/navigationRepo.js';
+import { openStates, verifiedStates } from '../../broker/navigationStates.js';
 import { findReceiptByNavigation } from '../../broker/receiptRepo.js';
 import { startNavigation } from '../../broker/startNavigation.js';
 import { InvalidInputError } from '../../errors/appError.js';
@@ -118,7 +120,7 @@ async function connectionCall(deps: LegacyToolDeps, call: ConnectionCall, ctx: T
     return { resultType: 'complete', isError: true, content: [{ type: 'text', text: `You declined to connect; ${call.purpose} was not done.` }] };
   }
   await advanceIfAllowed(broker, navigation.id, 'host_accept', actor);
-  const verified = await broker.signal.waitFor(navigation.id, deps.waitMs, async () => VERIFIED_STATES.has((await findNavigationById(broker.pool, navigation.id))?.status ?? ''));
+  const verified = await broker.signal.waitFor(navigation.id, deps.waitMs, async () => isVerifiedNow(broker, navigation.id));
   if (session.ended) {
     return { resultType: 'complete', isError: true, content: [{ type: 'text', text: `The session ended; ${call.purpose} was not done.` }] };
   }
@@ -142,10 +144,10 @@ async function connectionCall(deps: LegacyToolDeps, call: ConnectionCall, ctx: T
  */
 async function joinSameOperation(deps: LegacyToolDeps, call: ConnectionCall, ctx: ToolContext, navigation: NavigationRecord, jsonrpcId: string | number): Promise<ToolCallResult | undefined> {
   const { broker } = deps.toolDeps.connection;
-  const isVerified = async () => VERIFIED_STATES.has((await findNavigationById(broker.pool, navigation.id))?.status ?? '');
+  const isVerified = async () => isVerifiedNow(broker, navigation.id);
   if (navigation.lineage === 'error_retry') {
     // The retry of a -32042: accepted once the callback is verified (a short wait if it is about to be).
-    const ready = !OPEN_STATES.has(navigation.status) || (await broker.signal.waitFor(navigation.id, broker.retryWaitMs, isVerified));
+    const ready = !openStates.has(navigation.status) || (await broker.signal.waitFor(navigation.id, broker.retryWaitMs, isVerified));
     if (!ready) return undefined;
     return acceptAndRun(deps, call, ctx, navigation.id, 'error_retry', { retryGeneration: navigation.retryGeneration + 1 });
   }
@@ -161,12 +163,15 @@ async function joinSameOperation(deps: LegacyToolDeps, call: ConnectionCall, ctx
   return acceptAndRun(deps, call, ctx, navigation.id, 'nested', { jsonrpcId: String(jsonrpcId) });
 }
 
-const OPEN_STATES = new Set(['CREATED', 'USER_REVIEW', 'NAVIGATION_ACCEPTED', 'OUT_OF_BAND_PENDING', 'COMPLETION_NOTIFIED']);
-// Verified, or already accepted by another call for the same operation (which then holds the receipt).
-const VERIFIED_STATES: ReadonlySet<string> = new Set(['REQUIREMENT_VERIFIED', 'NESTED_SERVER_CONTINUES', 'ORIGINAL_RESPONSE_ACCEPTED', 'ERROR_RETRY_ELIGIBLE', 'OPTIONAL_CLIENT_RETRY', 'RETRY_RESPONSE_ACCEPTED']);
 
 async function acceptAndRun(deps: LegacyToolDeps, call: ConnectionCall, ctx: ToolContext, navigationId: string, lineage: 'nested' | 'error_retry', extra: { jsonrpcId?: string; retryGeneration?: number }): Promise<ToolCallResult> {
   const { broker } = deps.toolDeps.connection;
   const { receipt } = await acceptOriginalOperation(broker, { navigationId, principal: ctx.principal, tool: call.tool, requestDigest: call.requestDigest, lineage, ...extra });
   return call.render(await runAcceptedOperation(broker, receipt, async (key) => call.perform(await tokenOrFail(deps.toolDeps.connection, ctx, call), key)));
+}
+
+// Verified, or already accepted by another call for the same operation (which then holds the receipt).
+async function isVerifiedNow(broker: { pool: Pool }, navigationId: string): Promise<boolean> {
+  const status = (await findNavigationById(broker.pool, navigationId))?.status;
+  return status !== undefined && verifiedStates.has(status);
 }
