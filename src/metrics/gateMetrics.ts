@@ -1,0 +1,67 @@
+import { Gauge, type Registry } from 'prom-client';
+import type { Queryable } from '../db/pool.js';
+import { evaluateGates } from '../ledger/gates.js';
+import { findGateFigures, type GateFigures } from '../ledger/ledgerQueriesRepo.js';
+import type { Logger } from '../shared/logger.js';
+
+// Seed 001's release gates (the figures `broker ledger gates` prints), as
+// gauges. Computed at scrape time at most once per `cacheMs`, so a scrape
+// storm does not become a query storm. Cluster-wide like the ledger figures:
+// use max() across instances, not sum().
+
+export interface GateMetricsDeps {
+  pool: Queryable;
+  logger: Logger;
+  cacheMs: number;
+  now(): number;
+  collectFailed(source: string): void;
+}
+
+/** Registers the gauges; returns the (cached, single-flight) read that refreshes them. */
+export function registerGateMetrics(registry: Registry, deps: GateMetricsDeps): () => Promise<void> {
+  let computedAt = -Infinity;
+  let inflight: Promise<void> | undefined;
+  const refresh = (): Promise<void> => {
+    if (deps.now() - computedAt < deps.cacheMs) return Promise.resolve();
+    return (inflight ??= findGateFigures(deps.pool)
+      .then((figures) => {
+        apply(figures);
+        computedAt = deps.now();
+      })
+      .catch((err: unknown) => {
+        deps.logger.warn({ err }, 'metrics: reading the gate figures failed; serving the last figures');
+        deps.collectFailed('gates');
+      })
+      .finally(() => {
+        inflight = undefined;
+      }));
+  };
+  const gauge = <L extends string = never>(name: string, help: string, labelNames: readonly L[] = []) =>
+    new Gauge<L>({ name: `broker_gate_${name}`, help: `${help} Cluster-wide: use max(), not sum().`, labelNames, registers: [registry], collect: refresh });
+
+  const pass = gauge('pass', 'Whether a seed 001 release gate passes (1) or is missed (0), by gate.', ['gate']);
+  const reached = gauge('flows_reached_provider', 'Flows that reached the third party (have an OUT_OF_BAND_PENDING entry).');
+  const withReceipt = gauge('flows_with_consent_receipt', 'Of those, flows with a consent receipt.');
+  const consentShare = gauge('consent_share', 'Share of flows that reached the third party with a consent receipt (target 1; NaN while there are none).');
+  const latency = gauge('completion_to_verified_seconds', 'Completion → verified latency quantiles over all flows (target p99 < 120 s; NaN while there are none).', ['quantile']);
+  const verified = gauge('completion_to_verified_flows', 'Flows measured for the completion → verified latency.');
+  const expired = gauge('expired_flows', 'Expired flows.');
+  const recoverable = gauge('expired_recoverable_flows', 'Expired flows with no operation accepted (a new call starts a new flow; target: all).');
+  const crossUser = gauge('cross_user_bindings', 'Consent or tokens bound to a subject other than the flow\'s (target 0).');
+  const unexpected = gauge('unexpected_completions', 'Completion events that advanced a flow out of order (target 0).');
+
+  function apply(f: GateFigures): void {
+    for (const g of evaluateGates(f)) pass.set({ gate: g.id }, g.pass ? 1 : 0);
+    reached.set(f.consent.reached);
+    withReceipt.set(f.consent.withReceipt);
+    consentShare.set(f.consent.reached === 0 ? NaN : f.consent.withReceipt / f.consent.reached);
+    latency.set({ quantile: '0.5' }, f.completionToVerified.p50 ?? NaN);
+    latency.set({ quantile: '0.99' }, f.completionToVerified.p99 ?? NaN);
+    verified.set(f.completionToVerified.count);
+    expired.set(f.expired.total);
+    recoverable.set(f.expired.recoverable);
+    crossUser.set(f.crossUserBindings);
+    unexpected.set(f.unexpectedCompletions);
+  }
+  return refresh;
+}

@@ -1,0 +1,85 @@
+import { Counter, Histogram, type Registry } from 'prom-client';
+import type { Queryable } from '../db/pool.js';
+import type { Logger } from '../shared/logger.js';
+import { countTransitions, findCompletionLatencyBuckets, findLedgerHead, type LatencyBucket } from './ledgerMetricsRepo.js';
+
+// Flow figures derived from the append-only ledger at scrape time, so they are
+// exact and survive restarts: the first scrape of a process counts the whole
+// history (aggregated in SQL, chunk by chunk), later scrapes only the rows
+// appended since. They are CLUSTER-WIDE: every instance reads the same ledger
+// and reports the same totals, so aggregate across instances with max(), never
+// sum().
+
+/** Seed 001's gate is p99 < 120 s; the buckets resolve around it. */
+export const COMPLETION_BUCKETS = [0.5, 1, 2, 5, 10, 20, 30, 45, 60, 90, 120, 180, 300, 600] as const;
+const CHUNK = 250_000;
+const MAX_CHUNKS_PER_SCRAPE = 20;
+
+export interface LedgerMetricsDeps {
+  pool: Queryable;
+  logger: Logger;
+  /** Counts a failed read, by source; the scrape still answers with the last figures. */
+  collectFailed(source: string): void;
+}
+
+/** Registers the instruments; returns the (single-flight) read that brings them up to date. */
+export function registerLedgerMetrics(registry: Registry, deps: LedgerMetricsDeps): () => Promise<void> {
+  let counted = 0; // the last chain_seq included in the figures below
+  let inflight: Promise<void> | undefined;
+  // Both instruments are filled by one read; a scrape waits for it whichever it asks first.
+  const sync = (): Promise<void> =>
+    (inflight ??= catchUp()
+      .catch((err: unknown) => {
+        deps.logger.warn({ err }, 'metrics: reading the ledger failed; serving the last figures');
+        deps.collectFailed('ledger');
+      })
+      .finally(() => {
+        inflight = undefined;
+      }));
+
+  const transitions = new Counter({
+    name: 'broker_flow_transitions_total',
+    help: 'Ledger entries (navigation_events) by event and resulting state. Cluster-wide: the same on every instance (use max(), not sum()).',
+    labelNames: ['event', 'to_status'] as const,
+    registers: [registry],
+    collect: sync,
+  });
+  const completion = new Histogram({
+    name: 'broker_completion_to_verified_seconds',
+    help: 'Seconds from OUT_OF_BAND_PENDING to REQUIREMENT_VERIFIED per flow, from the ledger (seed 001 gate: p99 < 120 s). Cluster-wide: use max(), not sum().',
+    buckets: [...COMPLETION_BUCKETS],
+    registers: [registry],
+    collect: sync,
+  });
+
+  async function catchUp(): Promise<void> {
+    const head = await findLedgerHead(deps.pool);
+    for (let i = 0; i < MAX_CHUNKS_PER_SCRAPE && counted < head; i++) {
+      const upTo = Math.min(head, counted + CHUNK);
+      const [counts, buckets] = await Promise.all([
+        countTransitions(deps.pool, counted, upTo),
+        findCompletionLatencyBuckets(deps.pool, counted, upTo, COMPLETION_BUCKETS),
+      ]);
+      // Applied only when both reads of the chunk succeeded: a chunk counts once or not at all.
+      for (const c of counts) transitions.inc({ event: c.event, to_status: c.toStatus }, c.count);
+      for (const b of buckets) observeBucket(completion, b);
+      counted = upTo;
+    }
+  }
+  return sync;
+}
+
+/**
+ * Adds a bucket's flows to the histogram exactly: each is observed at the
+ * bucket's mean, which lies inside the bucket, so bucket counts, _count and
+ * _sum all match the individual values (prom-client has no weighted observe).
+ */
+function observeBucket(histogram: Histogram, b: LatencyBucket): void {
+  const upper = COMPLETION_BUCKETS[b.bucket];
+  const lower = b.bucket === 0 ? -Infinity : (COMPLETION_BUCKETS[b.bucket - 1] ?? Infinity);
+  let value = b.sumSeconds / b.count;
+  // Rounding may nudge the mean across a bound; keep it inside (lower, upper].
+  if (upper !== undefined && value > upper) value = upper;
+  if (value <= lower) value = upper ?? lower + 1e-6;
+  for (let i = 0; i < b.count; i++) histogram.observe(value);
+}
