@@ -7,6 +7,11 @@ import type { MigrationFile } from './db/migrate.js';
 import type { Pool } from './db/pool.js';
 import { NotFoundError } from './errors/appError.js';
 import { healthRoutes } from './health/healthRoutes.js';
+import type { OperatorPolicy } from './auth/operatorRole.js';
+import type { OpsDeps } from './ops/opsDeps.js';
+import { opsRoutes } from './ops/opsRoutes.js';
+import type { Metrics } from './metrics/metrics.js';
+import { metricsRoutes, type MetricsAccess } from './metrics/metricsRoutes.js';
 import { protectedResourceRoutes } from './mcp/protectedResourceRoutes.js';
 import type { OidcClient } from './oauth/oauthClient.js';
 import type { Clock } from './shared/clock.js';
@@ -31,6 +36,11 @@ export interface AppDeps {
   broker: BrokerDeps;
   /** Origins our forms may redirect to: the providers' authorization servers (CSP form-action). */
   formActionOrigins: readonly string[];
+  /** Who is an operator (OPERATOR_ROLE_CLAIM, OPERATOR_ROLE). */
+  operators: OperatorPolicy;
+  ops: OpsDeps;
+  metrics: Metrics;
+  metricsAccess: MetricsAccess;
 }
 
 const publicDir = fileURLToPath(new URL('../public/', import.meta.url));
@@ -45,10 +55,12 @@ export function createApp(deps: AppDeps): Express {
   app.use(requestId());
   app.use(securityHeaders({ formActionOrigins: deps.formActionOrigins }));
   app.use(healthRoutes(deps));
+  app.use(metricsRoutes({ metrics: deps.metrics, access: deps.metricsAccess }));
   app.use(protectedResourceRoutes({ mcpResourceUrl: deps.mcpResourceUrl, issuer: deps.mcp.issuer, scope: deps.mcp.scope }));
   app.use('/static', express.static(publicDir, { index: false, fallthrough: false, maxAge: '1h' }));
   app.use(authRoutes({ ...deps, callbackUrl: new URL('/auth/callback', deps.publicUrl).href }));
   app.use(connectRoutes({ broker: deps.broker, render: deps.render, sessionTtlSeconds: deps.sessionTtlSeconds }));
+  app.use('/ops', opsRoutes(deps));
   app.use(webRoutes(deps));
 
   app.use((_req, _res, next) => next(new NotFoundError('There is no page here.')));

@@ -6,6 +6,7 @@ import { startEmbeddedPostgres } from './db/embeddedPostgres.js';
 import { migrate, readMigrations } from './db/migrate.js';
 import { startSweeper } from './broker/sweeps.js';
 import { createPool } from './db/pool.js';
+import { createMetrics } from './metrics/metrics.js';
 import { createOidcClient } from './oauth/oauthClient.js';
 import { banner, type BannerFacts } from './runtime/banner.js';
 import { listenHttps } from './runtime/httpsServer.js';
@@ -20,6 +21,8 @@ import { ANONYMOUS_PRINCIPAL, createBrokerServer } from './server.js';
 import { parseProviders, ProviderConfigError, readProvidersFile } from './providers/providerConfig.js';
 
 type Closer = { name: string; close: () => Promise<void> };
+
+const RECONCILE_GRACE_MS = 60_000;
 
 // The composition root (style.md B1): the only file that builds real infrastructure.
 async function main(config: Readonly<Config>, logger: Logger, closers: Closer[]): Promise<void> {
@@ -81,6 +84,7 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
   if (dev) await (await import('./dev/devSeed.js')).seedDevelopmentData(pool, issuer);
 
   const providers = parseProviders(providerEntries, { allowLoopback: dev });
+  const metrics = createMetrics({ pool, logger });
   const broker = createBrokerServer({
     pool,
     logger,
@@ -102,9 +106,16 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     navigationTtlSeconds: config.broker.navigationTtlSeconds,
     retryWaitMs: config.broker.retryWaitMs,
     legacy: config.legacy,
+    operators: config.operators,
+    highRiskTools: config.highRiskTools,
+    metrics,
+    // Without METRICS_TOKEN, /metrics is open in development and off (403) in production.
+    metricsAccess: { token: config.metrics.token, openWithoutToken: dev },
   });
   closers.push({ name: 'completion listener', close: broker.close });
-  const sweeper = startSweeper({ pool, clock: systemClock, logger }, config.broker.sweepIntervalMs);
+  // A pending outcome older than a minute had its call cut short (crash, lost answer): re-driven by the sweep.
+  const reconcile = (batch: number) => broker.reconcile(RECONCILE_GRACE_MS, batch);
+  const sweeper = startSweeper({ pool, clock: systemClock, logger, reconcile, onSweep: (r) => metrics.sweepSucceeded(r), onSweepFailed: () => metrics.sweepFailed() }, config.broker.sweepIntervalMs);
   closers.push({ name: 'sweeper', close: sweeper.stop });
   const server = await listenHttps(tls, broker.listener, config.http.host, config.http.port, 'broker');
   closers.push({ name: 'broker HTTPS server', close: () => server.close(config.http.shutdownGraceMs) });

@@ -2,8 +2,14 @@ import type { RequestListener } from 'node:http';
 import { createApp, type AppDeps } from './app.js';
 import type { Principal } from './auth/principal.js';
 import type { BrokerDeps } from './broker/brokerDeps.js';
+import type { OperatorPolicy } from './auth/operatorRole.js';
+import { reconcileOutcomes, type RedriveDeps } from './broker/redrive.js';
+import { connectionCalls } from './mcp/tools/registry.js';
 import { createCompletionSignal } from './broker/completionSignal.js';
 import { createKeyring } from './crypto/keyring.js';
+import { createMetrics, type Metrics } from './metrics/metrics.js';
+import type { MetricsAccess } from './metrics/metricsRoutes.js';
+import { routeLabel } from './metrics/routeLabel.js';
 import { createSecretBox } from './crypto/secretBox.js';
 import { allowedHostsFor } from './mcp/allowedHosts.js';
 import { createBearerVerifier } from './mcp/mcpAuth.js';
@@ -18,7 +24,9 @@ import type { Provider } from './providers/providerConfig.js';
 import type { Fetch } from './shared/httpClient.js';
 import type { Secret } from './shared/secret.js';
 
-export interface ServerDeps extends Omit<AppDeps, 'mcp' | 'broker' | 'formActionOrigins'> {
+export interface ServerDeps extends Omit<AppDeps, 'mcp' | 'broker' | 'formActionOrigins' | 'metrics' | 'metricsAccess' | 'operators' | 'ops'> {
+  /** Who is an operator; default: the `roles` claim holds `operator`. */
+  operators?: OperatorPolicy;
   issuer: string;
   fetch: Fetch;
   secretKeys: readonly { kid: string; key: Secret }[];
@@ -31,12 +39,20 @@ export interface ServerDeps extends Omit<AppDeps, 'mcp' | 'broker' | 'formAction
   allowLoopback: boolean;
   navigationTtlSeconds: number;
   retryWaitMs: number;
+  /** HIGH_RISK_TOOLS: their verified operations wait in the approval queue. */
+  highRiskTools?: readonly string[];
   /** The 2025-11-25 adapter's settings (LEGACY_URL_ELICITATION and friends). */
   legacy: { urlElicitation: 'nested' | 'error'; waitMs: number; retryWindowMs: number };
+  /** main.ts passes the process's metrics; absent (tests, benches): a fresh registry without process metrics. */
+  metrics?: Metrics;
+  /** Absent: /metrics is closed (403). */
+  metricsAccess?: MetricsAccess;
 }
 
 export interface BrokerServer {
   listener: RequestListener;
+  /** The reconcile sweep: re-drives accepted operations whose outcome is unknown (issue #6 item 7). */
+  reconcile(graceMs: number, batch: number): Promise<{ redriven: number; waiting: number }>;
   /** Stops what the server holds open (the completion listener). */
   close(): Promise<void>;
 }
@@ -54,6 +70,7 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
   );
   const box = createSecretBox(createKeyring(deps.secretKeys, 'secrets'));
   const signal = createCompletionSignal(deps.pool, deps.logger);
+  const metrics = deps.metrics ?? createMetrics({ pool: deps.pool, logger: deps.logger, processMetrics: false });
   const broker: BrokerDeps = {
     pool: deps.pool,
     clock: deps.clock,
@@ -65,21 +82,27 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
     allowLoopback: deps.allowLoopback,
     navigationTtlSeconds: deps.navigationTtlSeconds,
     retryWaitMs: deps.retryWaitMs,
+    highRiskTools: new Set(deps.highRiskTools ?? []),
   };
   const requestState = createRequestStateCodec({ keyring: createKeyring(deps.secretKeys, 'mrtr-request-state'), clock: deps.clock, ttlSeconds: REQUEST_STATE_TTL_SECONDS });
-  const app = createApp({
-    ...deps,
-    mcp: { issuer: deps.issuer, scope: deps.mcpScope },
-    broker,
-    formActionOrigins: deps.providers.map((p) => new URL(p.issuer).origin),
-  });
-  const { hosts, origins } = allowedHostsFor(deps.publicUrl);
   const toolDeps = {
     pool: deps.pool,
     requestState,
     fetch: deps.fetch,
     connection: { broker, requestState, vault: { pool: deps.pool, box, clock: deps.clock, providers: providerClients } },
   };
+  const redrive: RedriveDeps = { broker, vault: toolDeps.connection.vault, operationFor: (tool, args) => connectionCalls[tool]?.(args, toolDeps) };
+  const app = createApp({
+    ...deps,
+    mcp: { issuer: deps.issuer, scope: deps.mcpScope },
+    broker,
+    formActionOrigins: deps.providers.map((p) => new URL(p.issuer).origin),
+    operators: deps.operators ?? { roleClaim: 'roles', role: 'operator' },
+    ops: { broker, redrive },
+    metrics,
+    metricsAccess: deps.metricsAccess ?? { token: undefined, openWithoutToken: false },
+  });
+  const { hosts, origins } = allowedHostsFor(deps.publicUrl);
   const serverInfo = { name: 'connect-broker', version: deps.version };
   const server = createModernServer({ tools, toolDeps, serverInfo, logger: deps.logger });
   const legacy = createLegacyEndpoint({ tools, toolDeps, serverInfo, logger: deps.logger, ...deps.legacy });
@@ -104,9 +127,11 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
   return {
     listener: (req, res) => {
       const path = req.url?.split('?')[0];
+      metrics.observeRequest(req, res, routeLabel(path ?? '', mcpPath));
       if (path === mcpPath) mcp(req, res);
       else app(req, res);
     },
+    reconcile: (graceMs, batch) => reconcileOutcomes(redrive, graceMs, batch),
     close: () => signal.close(),
   };
 }

@@ -5,6 +5,7 @@ import type { OidcClient } from '../oauth/oauthClient.js';
 import type { Clock } from '../shared/clock.js';
 import { digestOf, randomToken } from '../shared/tokens.js';
 import { consumeLoginTransaction, insertLoginTransaction } from './loginTransactionRepo.js';
+import { hasOperatorRole, type OperatorPolicy } from './operatorRole.js';
 import { deleteSession, findActiveSession, insertSession, type WebSession } from './webSessionRepo.js';
 
 export interface SignInDeps {
@@ -14,6 +15,7 @@ export interface SignInDeps {
   sessionTtlSeconds: number;
   /** The exact redirect URI registered with the issuer. */
   callbackUrl: string;
+  operators: OperatorPolicy;
 }
 
 const LOGIN_TTL_MS = 10 * 60 * 1000;
@@ -43,7 +45,7 @@ export async function beginSignIn(deps: SignInDeps, cookie: string | undefined, 
   const sessionDigest = existing?.session.idDigest ?? digestOf(newCookie ?? '');
   await withTransaction(deps.pool, async (tx) => {
     if (newCookie) {
-      await insertSession(tx, { idDigest: sessionDigest, subject: undefined, displayName: undefined, expiresAt: new Date(now.getTime() + LOGIN_TTL_MS * 3) }, now);
+      await insertSession(tx, { idDigest: sessionDigest, subject: undefined, displayName: undefined, operator: false, expiresAt: new Date(now.getTime() + LOGIN_TTL_MS * 3) }, now);
     }
     await insertLoginTransaction(
       tx,
@@ -76,6 +78,7 @@ export async function completeSignIn(deps: SignInDeps, cookie: string | undefine
         idDigest: digestOf(newCookie),
         subject: { iss: verified.issuer, sub: verified.subject },
         displayName: verified.displayName,
+        operator: hasOperatorRole(verified.claims, deps.operators),
         expiresAt: new Date(now.getTime() + deps.sessionTtlSeconds * 1000),
       },
       now,

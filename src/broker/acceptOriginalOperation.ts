@@ -4,6 +4,7 @@ import { samePrincipal } from '../auth/principal.js';
 import { withTransaction } from '../db/transaction.js';
 import { ConflictError, ForbiddenError, NotFoundError } from '../errors/appError.js';
 import { advance } from './advance.js';
+import { isApproved } from './approvals.js';
 import type { BrokerDeps } from './brokerDeps.js';
 import type { Lineage } from './navigationRecord.js';
 import { lockNavigation } from './navigationRepo.js';
@@ -20,7 +21,12 @@ export interface OriginalOperation {
   jsonrpcId?: string;
   /** -32042 lineage: the retry generation. */
   retryGeneration?: number;
+  /** The operation's parsed arguments, kept sealed so an unknown outcome can be re-driven (issue #6). */
+  arguments: Record<string, unknown>;
 }
+
+/** The additional data binding an operation's sealed arguments to its receipt. */
+export const argumentsAad = (operationKey: string): string => `operation-arguments\n${operationKey}`;
 
 // From REQUIREMENT_VERIFIED to the lineage's accepted state (design §5): the nested call continues and
 // answers its own request; the -32042 lineage becomes retry-eligible, sees the retry, accepts it.
@@ -54,6 +60,8 @@ export async function acceptOriginalOperation(deps: BrokerDeps, op: OriginalOper
     if (navigation.status !== 'REQUIREMENT_VERIFIED') throw new ConflictError(`This operation cannot be accepted while the connection is ${navigation.status}.`);
     // The lineages cannot be swapped: a navigation is accepted only on the path that started it (seed 001).
     if (navigation.lineage !== op.lineage) throw new ConflictError(`This connection flow belongs to the ${navigation.lineage} lineage, not ${op.lineage}.`);
+    // A high-risk operation is accepted only after an operator approved it (issue #6 item 8).
+    if (!(await isApproved(deps, tx, navigation))) throw new ConflictError('This operation is waiting for an operator\'s approval.');
     const now = deps.clock.now();
     const { receipt, created } = await insertReceiptOnce(tx, {
       id: randomUUID(),
@@ -64,7 +72,7 @@ export async function acceptOriginalOperation(deps: BrokerDeps, op: OriginalOper
       retryGeneration: op.retryGeneration,
       requirementReceipt: `verified:${navigation.id}:v${navigation.rowVersion}`,
       createdAt: now,
-    });
+    }, deps.box.seal(JSON.stringify(op.arguments), argumentsAad(key)));
     if (created) await advance(tx, navigation, ACCEPT_EVENTS[op.lineage], { actor: `mcp:${op.principal.sub}`, now, evidence: { receiptId: receipt.id, lineage: op.lineage } });
     return { receipt, created };
   });

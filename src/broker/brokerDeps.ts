@@ -20,6 +20,8 @@ export interface BrokerDeps {
   navigationTtlSeconds: number;
   /** How long a retry waits for a pending connection before answering input_required again. */
   retryWaitMs: number;
+  /** Tools whose verified operations wait for an operator's approval (HIGH_RISK_TOOLS). */
+  highRiskTools: ReadonlySet<string>;
 }
 
 export const CALLBACK_PATH = '/oauth/callback';

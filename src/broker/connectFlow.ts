@@ -1,7 +1,8 @@
 import type { Principal } from '../auth/principal.js';
 import { samePrincipal } from '../auth/principal.js';
 import { withTransaction } from '../db/transaction.js';
-import { ConflictError, ForbiddenError, NotFoundError } from '../errors/appError.js';
+import { ConflictError, ForbiddenError, NotFoundError, UnavailableError } from '../errors/appError.js';
+import { readSwitchHoldingPause, URL_ELICITATION_PAUSED } from '../ledger/operatorRepo.js';
 import { insertPendingAuthorization } from '../oauth/pendingAuthRepo.js';
 import { checkUrl } from '../security/urlPolicy.js';
 import { digestOf } from '../shared/tokens.js';
@@ -80,6 +81,9 @@ export async function consentToConnect(deps: BrokerDeps, handle: string, browser
   const now = deps.clock.now();
   const stateDigest = digestOf(authorization.state);
   await withTransaction(deps.pool, async (tx) => {
+    // The kill switch (issue #6 item 6) also stops links issued before it: nobody is sent to a provider.
+    const paused = await readSwitchHoldingPause(tx, URL_ELICITATION_PAUSED);
+    if (paused?.engaged) throw new UnavailableError(`Connecting is paused by the operator (${paused.reason}). Nothing was sent to the provider; try again later.`, { expose: true });
     let navigation = await lockNavigation(tx, found.id);
     if (!navigation) throw new NotFoundError('This connect link is not known.');
     const reason = closedReason(deps, navigation);

@@ -6,14 +6,15 @@ const COLUMNS = `id, record_version, server_id, subject_iss, subject_sub, client
   target_host, redirect_policy, purpose, provider, handle_digest, state_nonce_digest, session_generation, lineage,
   retry_generation, status, row_version, created_at, expires_at, updated_at`;
 
-export async function insertNavigation(db: Queryable, n: NavigationRecord): Promise<void> {
+/** Inserts a new navigation; `reissuedFrom` names the flow an operator re-issued it for. */
+export async function insertNavigation(db: Queryable, n: NavigationRecord, reissuedFrom?: string): Promise<void> {
   await db.query(
-    `INSERT INTO elicitation_navigations (${COLUMNS})
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`,
+    `INSERT INTO elicitation_navigations (${COLUMNS}, reissued_from)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)`,
     [
       n.id, n.recordVersion, n.serverId, n.subject.iss, n.subject.sub, n.clientId ?? null, n.requestDigest, n.tool, n.targetScheme,
       n.targetHost, JSON.stringify(n.redirectPolicy), n.purpose, n.provider, n.handleDigest, n.stateNonceDigest ?? null,
-      n.sessionGeneration, n.lineage, n.retryGeneration, n.status, n.rowVersion, n.createdAt, n.expiresAt, n.updatedAt,
+      n.sessionGeneration, n.lineage, n.retryGeneration, n.status, n.rowVersion, n.createdAt, n.expiresAt, n.updatedAt, reissuedFrom ?? null,
     ],
   );
 }
@@ -25,6 +26,12 @@ export async function findNavigationById(db: Queryable, id: string): Promise<Nav
 
 export async function findNavigationByHandle(db: Queryable, handleDigest: Buffer): Promise<NavigationRecord | undefined> {
   const { rows } = await db.query<NavigationRow>(`SELECT ${COLUMNS} FROM elicitation_navigations WHERE handle_digest = $1`, [handleDigest]);
+  return rows[0] ? fromRow(rows[0]) : undefined;
+}
+
+/** The navigation an operator re-issued in place of `id`, if any. */
+export async function findReissueOf(db: Queryable, id: string): Promise<NavigationRecord | undefined> {
+  const { rows } = await db.query<NavigationRow>(`SELECT ${COLUMNS} FROM elicitation_navigations WHERE reissued_from = $1`, [id]);
   return rows[0] ? fromRow(rows[0]) : undefined;
 }
 

@@ -21,6 +21,7 @@ export const navigationStates = [
   'OPTIONAL_CLIENT_RETRY',
   'RETRY_RESPONSE_ACCEPTED',
   'MRTR_RETRY_ACCEPTED',
+  'OPERATION_REJECTED',
 ] as const;
 export type NavigationState = (typeof navigationStates)[number];
 
@@ -40,6 +41,8 @@ export const navigationEvents = [
   'client_retry',
   'retry_accept',
   'mrtr_accept',
+  'operator_close', // an operator ended a flow nobody will finish (issue #6 recovery)
+  'operator_reject', // an operator rejected a held high-risk operation (issue #6 approval queue)
 ] as const;
 export type NavigationEvent = (typeof navigationEvents)[number];
 
@@ -71,6 +74,14 @@ export const transitions: readonly Transition[] = [
   { from: 'ERROR_RETRY_ELIGIBLE', event: 'client_retry', to: 'OPTIONAL_CLIENT_RETRY' },
   { from: 'OPTIONAL_CLIENT_RETRY', event: 'retry_accept', to: 'RETRY_RESPONSE_ACCEPTED' },
   { from: 'REQUIREMENT_VERIFIED', event: 'mrtr_accept', to: 'MRTR_RETRY_ACCEPTED' },
+  // Operators (issue #6): any flow still waiting for someone can be marked terminal; a verified
+  // operation of a high-risk tool waits for approval and a rejection ends it.
+  { from: 'CREATED', event: 'operator_close', to: 'EXPIRED' },
+  { from: 'USER_REVIEW', event: 'operator_close', to: 'EXPIRED' },
+  { from: 'NAVIGATION_ACCEPTED', event: 'operator_close', to: 'EXPIRED' },
+  { from: 'OUT_OF_BAND_PENDING', event: 'operator_close', to: 'EXPIRED' },
+  { from: 'COMPLETION_NOTIFIED', event: 'operator_close', to: 'EXPIRED' },
+  { from: 'REQUIREMENT_VERIFIED', event: 'operator_reject', to: 'OPERATION_REJECTED' },
 ];
 
 /** The state `event` leads to from `from`; throws InvalidTransitionError for a pair the table lacks. */

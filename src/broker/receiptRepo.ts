@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/pool.js';
+import type { Sealed } from '../crypto/secretBox.js';
 import type { Lineage } from './navigationRecord.js';
 
 export interface OperationReceipt {
@@ -42,12 +43,22 @@ const fromRow = (r: Row): OperationReceipt => ({
   createdAt: r.created_at,
 });
 
-/** Inserts the receipt unless one exists for the key; returns the receipt that is now recorded and whether it is new. */
-export async function insertReceiptOnce(db: Queryable, receipt: Omit<OperationReceipt, 'outcome' | 'outcomeStatus'>): Promise<{ receipt: OperationReceipt; created: boolean }> {
+/**
+ * Inserts the receipt unless one exists for the key; returns the receipt that is now recorded and
+ * whether it is new. `sealedArguments` keeps the operation's arguments for a re-drive (issue #6).
+ */
+export async function insertReceiptOnce(
+  db: Queryable,
+  receipt: Omit<OperationReceipt, 'outcome' | 'outcomeStatus'>,
+  sealedArguments?: Sealed,
+): Promise<{ receipt: OperationReceipt; created: boolean }> {
   const inserted = await db.query<Row>(
-    `INSERT INTO operation_receipts (id, operation_key, navigation_id, lineage, jsonrpc_id, retry_generation, requirement_receipt, outcome_status, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8) ON CONFLICT (operation_key) DO NOTHING RETURNING ${COLUMNS}`,
-    [receipt.id, receipt.operationKey, receipt.navigationId, receipt.lineage, receipt.jsonrpcId ?? null, receipt.retryGeneration ?? null, receipt.requirementReceipt, receipt.createdAt],
+    `INSERT INTO operation_receipts (id, operation_key, navigation_id, lineage, jsonrpc_id, retry_generation, requirement_receipt, outcome_status, created_at, arguments_sealed, arguments_key_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $10) ON CONFLICT (operation_key) DO NOTHING RETURNING ${COLUMNS}`,
+    [
+      receipt.id, receipt.operationKey, receipt.navigationId, receipt.lineage, receipt.jsonrpcId ?? null, receipt.retryGeneration ?? null,
+      receipt.requirementReceipt, receipt.createdAt, sealedArguments?.ciphertext ?? null, sealedArguments?.keyId ?? null,
+    ],
   );
   if (inserted.rows[0]) return { receipt: fromRow(inserted.rows[0]), created: true };
   const existing = await findReceiptByKey(db, receipt.operationKey);
@@ -73,4 +84,41 @@ export async function recordOutcome(db: Queryable, id: string, status: 'succeede
     [id, status, JSON.stringify(outcome), resultDigest, now],
   );
   return rows[0] ? fromRow(rows[0]) : undefined;
+}
+
+export async function findReceiptById(db: Queryable, id: string): Promise<OperationReceipt | undefined> {
+  const { rows } = await db.query<Row>(`SELECT ${COLUMNS} FROM operation_receipts WHERE id = $1`, [id]);
+  return rows[0] ? fromRow(rows[0]) : undefined;
+}
+
+/** The sealed arguments of an accepted operation, if they were kept. */
+export async function findSealedArguments(db: Queryable, id: string): Promise<Sealed | undefined> {
+  const { rows } = await db.query<{ arguments_sealed: Buffer | null; arguments_key_id: string | null }>('SELECT arguments_sealed, arguments_key_id FROM operation_receipts WHERE id = $1', [id]);
+  const r = rows[0];
+  return r?.arguments_sealed && r.arguments_key_id ? { ciphertext: r.arguments_sealed, keyId: r.arguments_key_id } : undefined;
+}
+
+/** Makes a pending receipt due for re-drive now (an operator asked); false when it has an outcome. */
+export async function markRedriveDue(db: Queryable, id: string, now: Date): Promise<boolean> {
+  const { rowCount } = await db.query(`UPDATE operation_receipts SET redrive_after = $2 WHERE id = $1 AND outcome_status = 'pending'`, [id, now]);
+  return (rowCount ?? 0) > 0;
+}
+
+/**
+ * Leases pending receipts that are due for a re-drive: asked for by an
+ * operator, or older than `olderThan` and not leased. SKIP LOCKED plus the
+ * lease keep instances from re-driving the same receipt at once (the
+ * idempotency key would make a second call harmless anyway).
+ */
+export async function leaseDueReceipts(db: Queryable, now: Date, olderThan: Date, leaseUntil: Date, limit: number): Promise<OperationReceipt[]> {
+  const { rows } = await db.query<Row>(
+    `UPDATE operation_receipts SET redrive_after = $3
+      WHERE id IN (SELECT id FROM operation_receipts
+                    WHERE outcome_status = 'pending' AND arguments_sealed IS NOT NULL
+                      AND (redrive_after <= $1 OR (redrive_after IS NULL AND created_at <= $2))
+                    ORDER BY created_at LIMIT $4 FOR UPDATE SKIP LOCKED)
+      RETURNING ${COLUMNS}`,
+    [now, olderThan, leaseUntil, limit],
+  );
+  return rows.map(fromRow);
 }

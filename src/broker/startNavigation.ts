@@ -18,6 +18,8 @@ export interface NavigationRequest {
   provider: string;
   purpose: string;
   lineage: Lineage;
+  /** An operator's re-issue (issue #6): the flow this one replaces, in the same lineage. */
+  reissue?: { from: string; actor: string; reason: string; destination: { scheme: string; host: string } };
 }
 
 /**
@@ -28,9 +30,10 @@ export interface NavigationRequest {
 export async function startNavigation(deps: BrokerDeps, request: NavigationRequest): Promise<{ navigation: NavigationRecord; connectUrl: string }> {
   const paused = await findSwitch(deps.pool, URL_ELICITATION_PAUSED);
   if (paused?.engaged) throw new UnavailableError(`New connections are paused by the operator (${paused.reason}). Try again later.`, { expose: true });
+  // A re-issue keeps the destination its user was shown (and works from the CLI, which runs no provider clients).
   const client = deps.providers.get(request.provider);
-  if (!client) throw new NotFoundError(`No provider ${request.provider} is configured.`);
-  const destination = await client.destination();
+  if (!client && !request.reissue) throw new NotFoundError(`No provider ${request.provider} is configured.`);
+  const destination = request.reissue?.destination ?? (await client!.destination());
   const handle = randomToken();
   const now = deps.clock.now();
   const created: NavigationRecord = {
@@ -58,9 +61,10 @@ export async function startNavigation(deps: BrokerDeps, request: NavigationReque
     updatedAt: now,
   };
   const connectUrl = checkUrl(new URL(`/connect/${handle}`, deps.publicUrl).href, { allowLoopback: deps.allowLoopback, allowIpLiteral: true }, 'connect link').href;
-  const by = { actor: `mcp:${request.principal.sub}`, now, evidence: { tool: request.tool, provider: request.provider, lineage: request.lineage } };
+  const evidence = { tool: request.tool, provider: request.provider, lineage: request.lineage, ...(request.reissue ? { reissuedFrom: request.reissue.from, reason: request.reissue.reason } : {}) };
+  const by = { actor: request.reissue?.actor ?? `mcp:${request.principal.sub}`, now, evidence };
   const navigation = await withTransaction(deps.pool, async (tx) => {
-    await insertNavigation(tx, created);
+    await insertNavigation(tx, created, request.reissue?.from);
     await recordWithoutMoving(tx, created, 'created', by);
     return advance(tx, created, 'present', by);
   });

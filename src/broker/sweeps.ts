@@ -10,10 +10,18 @@ export interface SweepDeps {
   pool: Pool;
   clock: Clock;
   logger: Logger;
+  /** Told of every sweep's result, or that it failed (metrics). */
+  onSweep?: (result: SweepResult) => void;
+  onSweepFailed?: () => void;
+  /** Re-drives accepted operations whose outcome is unknown (bounded); absent, outcomes are only listed by `ledger reconcile`. */
+  reconcile?: (batch: number) => Promise<{ redriven: number; waiting: number }>;
 }
 
 export interface SweepResult extends SweptRows {
   expiredNavigations: number;
+  /** Accepted operations performed again with their idempotency key, and those that could not be yet. */
+  redrivenOperations: number;
+  redriveWaiting: number;
 }
 
 /**
@@ -22,6 +30,17 @@ export interface SweepResult extends SweptRows {
  * ledger entry, rows taken with SKIP LOCKED), then unusable rows are deleted.
  */
 export async function sweepOnce(deps: SweepDeps, batch = 100): Promise<SweepResult> {
+  try {
+    const result = await sweepBatch(deps, batch);
+    deps.onSweep?.(result);
+    return result;
+  } catch (err) {
+    deps.onSweepFailed?.();
+    throw err;
+  }
+}
+
+async function sweepBatch(deps: SweepDeps, batch: number): Promise<SweepResult> {
   const now = deps.clock.now();
   const expiredNavigations = await withTransaction(deps.pool, async (tx) => {
     const overdue = await lockOverdueNavigations(tx, now, batch);
@@ -29,7 +48,8 @@ export async function sweepOnce(deps: SweepDeps, batch = 100): Promise<SweepResu
     return overdue.length;
   });
   const rows = await deleteExpiredRows(deps.pool, now, batch);
-  const result = { expiredNavigations, ...rows };
+  const reconciled = deps.reconcile ? await deps.reconcile(Math.min(batch, 20)) : { redriven: 0, waiting: 0 };
+  const result = { expiredNavigations, ...rows, redrivenOperations: reconciled.redriven, redriveWaiting: reconciled.waiting };
   if (Object.values(result).some((n) => n > 0)) deps.logger.info({ sweep: result }, 'sweep');
   return result;
 }

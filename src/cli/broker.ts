@@ -12,8 +12,10 @@ const usage = `Usage: broker <command> [options]
 Commands:
   dev-token --user <name>   Print an MCP access token for a demo user of the running
                             development server (development mode only).
-  ledger <command>          Operators' ledger: verify, flows, flow <id>, stuck, reconcile
-                            (broker ledger help for the options).
+  ledger <command>          Operators' ledger and actions: verify, flows, flow <id>, stuck,
+                            reconcile, gates, close, reissue, redrive, approvals, approve,
+                            reject, pause-connections, resume-connections (an operator's
+                            token in BROKER_OPERATOR_TOKEN; broker ledger help for the options).
   help                      Show this help.
 `;
 
@@ -55,7 +57,7 @@ async function main(argv: string[]): Promise<number> {
   } catch (err) {
     if (err instanceof UsageError || err instanceof ConfigError || err instanceof LedgerCommandError) {
       process.stderr.write(`broker: ${err.message}\n`);
-      return 2;
+      return err instanceof LedgerCommandError ? err.exitCode : 2;
     }
     if (err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS')) {
       process.stderr.write(`broker: ${err.message}\n\n${usage}`);

@@ -1,20 +1,32 @@
-import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Config } from '../config/config.js';
 import { runningEmbeddedPostgresUrl } from '../db/embeddedPostgres.js';
 import { createPool } from '../db/pool.js';
 import { evaluateGates } from '../ledger/gates.js';
-import { pauseConnections, resumeConnections } from '../ledger/killSwitch.js';
 import { findFlowDetail, findFlows, findGateFigures, findReconcileFindings, findStuckFlows } from '../ledger/ledgerQueriesRepo.js';
 import { verifyChain } from '../ledger/ledgerRepo.js';
 import { formatTable } from './table.js';
+import { actionCommands, ActionError, runAction, type ActionCommand } from './ledgerActions.js';
+import { authenticateOperator, OperatorAuthError } from './operatorAuth.js';
 import { createLogger } from '../shared/logger.js';
 import type { Secret } from '../shared/secret.js';
 
-export class LedgerCommandError extends Error {}
+export class LedgerCommandError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: 2 | 3 = 2,
+  ) {
+    super(message);
+  }
+}
+
+const queryCommands = ['verify', 'flows', 'flow', 'stuck', 'reconcile', 'gates'];
 
 const usage = `Usage: broker ledger <command> [--json]
+
+Every command needs BROKER_OPERATOR_TOKEN: an access token from the identity provider for a user with
+the operator role (development: export BROKER_OPERATOR_TOKEN=$(npm run -s broker -- dev-token --user ops)).
 
   verify                  Recompute the ledger's hash chain and name the first broken link
                           (exit 1 when broken).
@@ -28,6 +40,15 @@ const usage = `Usage: broker ledger <command> [--json]
   pause-connections --reason R    Kill switch: stop issuing connect links and revoke every pending
                                   OAuth transaction (flows at the provider are left as they are).
   resume-connections --reason R   Issue connect links again.
+  close <flow id> --reason R      Mark a flow nobody will finish as terminal (EXPIRED).
+  reissue <flow id> --reason R    A new connect link for an expired or stuck flow, same lineage and
+                                  operation; prints the link to hand to its user.
+  redrive <receipt or flow id> --reason R [--wait S]
+                                  Perform an accepted operation whose outcome is unknown again, with
+                                  the same idempotency key (done by a running instance's next sweep).
+  approvals                       Operations of high-risk tools waiting for an operator.
+  approve <approval id> --reason R / reject <approval id> --reason R
+                                  Decide one; a rejection ends the flow.
 `;
 
 async function databaseUrl(config: Readonly<Config>): Promise<Secret> {
@@ -40,7 +61,7 @@ async function databaseUrl(config: Readonly<Config>): Promise<Secret> {
 /** `broker ledger …`: returns the process exit code. */
 export async function ledgerCommand(args: string[], config: Readonly<Config>, out: (line: string) => void): Promise<number> {
   const [sub, ...rest] = args;
-  if (!sub || !['verify', 'flows', 'flow', 'stuck', 'reconcile', 'gates', 'pause-connections', 'resume-connections'].includes(sub)) throw new LedgerCommandError(usage);
+  if (!sub || ![...queryCommands, ...actionCommands].includes(sub)) throw new LedgerCommandError(usage);
   const { values, positionals } = parseArgs({
     args: rest,
     allowPositionals: true,
@@ -56,6 +77,7 @@ export async function ledgerCommand(args: string[], config: Readonly<Config>, ou
       limit: { type: 'string' },
       grace: { type: 'string' },
       reason: { type: 'string' },
+      wait: { type: 'string' },
     },
   });
   const number = (name: string, raw: string | undefined, fallback: number | undefined) => {
@@ -63,10 +85,21 @@ export async function ledgerCommand(args: string[], config: Readonly<Config>, ou
     if (!/^\d{1,9}$/.test(raw)) throw new LedgerCommandError(`--${name} must be a whole number`);
     return Number(raw);
   };
-  const pool = createPool({ url: await databaseUrl(config), poolMax: 4 }, createLogger({ level: 'silent' }));
+  const logger = createLogger({ level: 'silent' });
+  const pool = createPool({ url: await databaseUrl(config), poolMax: 4 }, logger);
   const now = new Date();
   const print = (data: unknown, text: () => string) => out(values.json ? JSON.stringify(data) : text());
   try {
+    const actor = await authenticateOperator(config, pool, sub).catch((err: unknown) => {
+      if (err instanceof OperatorAuthError) throw new LedgerCommandError(err.message, err.exitCode);
+      throw err;
+    });
+    if ((actionCommands as readonly string[]).includes(sub)) {
+      const input = { command: sub as ActionCommand, id: positionals[0], reason: values.reason, json: values.json, waitSeconds: number('wait', values.wait, 0)!, actor };
+      return await runAction(config, pool, logger, input, out).catch((err: unknown) => {
+        throw err instanceof ActionError ? new LedgerCommandError(err.message) : err;
+      });
+    }
     if (sub === 'flows' || sub === 'stuck') {
       const limit = number('limit', values.limit, 50)!;
       const olderThan = number('older-than', values['older-than'], undefined);
@@ -106,19 +139,6 @@ export async function ledgerCommand(args: string[], config: Readonly<Config>, ou
         '',
         formatTable(['at', 'from', 'to', 'event', 'actor'], detail.events.map((e) => [e.at.toISOString(), e.from, e.to, e.event, e.actor])),
       ].join('\n'));
-      return 0;
-    }
-    if (sub === 'pause-connections' || sub === 'resume-connections') {
-      const reason = values.reason?.trim() ?? '';
-      if (reason.length < 3 || reason.length > 500) throw new LedgerCommandError(`${sub} needs --reason "why" (3 to 500 characters); it is recorded.`);
-      const actor = `cli:${userInfo().username}`;
-      if (sub === 'resume-connections') {
-        await resumeConnections(pool, reason, actor, now);
-        print({ paused: false }, () => 'Connections resumed: connect links are issued again.');
-      } else {
-        const { revokedTransactions } = await pauseConnections(pool, reason, actor, now);
-        print({ paused: true, revokedTransactions }, () => `Connections paused: no new connect links; ${revokedTransactions} pending OAuth transaction(s) revoked. Ledger queries keep working.`);
-      }
       return 0;
     }
     if (sub === 'gates') {

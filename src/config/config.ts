@@ -55,6 +55,16 @@ const envSchema = z
     MCP_ALLOW_ANONYMOUS: z.enum(['true', 'false']).default('false'),
     SESSION_TTL_SECONDS: z.coerce.number().int().min(60).max(30 * 24 * 3600).default(8 * 3600),
     SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(120_000).default(10_000),
+    OPERATOR_ROLE_CLAIM: z.string().trim().regex(/^[A-Za-z0-9_:/.-]{1,200}$/, 'must be a claim name, dotted for nested claims (realm_access.roles)').default('roles'),
+    OPERATOR_ROLE: z.string().trim().min(1).max(200).default('operator'),
+    BROKER_OPERATOR_TOKEN: optionalString,
+    HIGH_RISK_TOOLS: z
+      .string()
+      .trim()
+      .regex(/^[a-z0-9_]+(\s*,\s*[a-z0-9_]+)*$/, 'must be a comma-separated list of tool names')
+      .optional(),
+    // Bearer token for GET /metrics; header-safe characters, long enough not to be guessed.
+    METRICS_TOKEN: z.string().trim().min(32, 'must be at least 32 characters').regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces').optional(),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   })
   // Production never falls back to anything generated or embedded: every
@@ -103,6 +113,14 @@ export interface Config {
   mcp: { requiredScope: string; allowAnonymous: boolean };
   broker: { providersFile: string | undefined; navigationTtlSeconds: number; retryWaitMs: number; sweepIntervalMs: number };
   legacy: { urlElicitation: 'nested' | 'error'; waitMs: number; retryWindowMs: number };
+  /** Who is an operator: a role in an ID/access token claim (dotted path for nested claims). */
+  operators: { roleClaim: string; role: string };
+  /** The CLI's operator credential: an access token from the identity provider (BROKER_OPERATOR_TOKEN). */
+  cli: { operatorToken: Secret | undefined };
+  /** Tools whose verified operations wait in the approval queue (HIGH_RISK_TOOLS; providers mark themselves). */
+  highRiskTools: readonly string[];
+  /** GET /metrics: its bearer token (METRICS_TOKEN); unset, it is open in development and off in production. */
+  metrics: { token: Secret | undefined };
   log: { level: string };
 }
 
@@ -142,6 +160,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     mcp: { requiredScope: e.MCP_SCOPE, allowAnonymous: e.MCP_ALLOW_ANONYMOUS === 'true' },
     broker: { providersFile: e.PROVIDERS_FILE, navigationTtlSeconds: e.NAVIGATION_TTL_SECONDS, retryWaitMs: e.RETRY_WAIT_MS, sweepIntervalMs: e.SWEEP_INTERVAL_MS },
     legacy: { urlElicitation: e.LEGACY_URL_ELICITATION, waitMs: e.LEGACY_WAIT_MS, retryWindowMs: e.LEGACY_RETRY_WINDOW_SECONDS * 1000 },
+    operators: { roleClaim: e.OPERATOR_ROLE_CLAIM, role: e.OPERATOR_ROLE },
+    cli: { operatorToken: e.BROKER_OPERATOR_TOKEN === undefined ? undefined : new Secret(e.BROKER_OPERATOR_TOKEN) },
+    highRiskTools: e.HIGH_RISK_TOOLS ? e.HIGH_RISK_TOOLS.split(',').map((t) => t.trim()) : [],
+    metrics: { token: e.METRICS_TOKEN === undefined ? undefined : new Secret(e.METRICS_TOKEN) },
     log: { level: e.LOG_LEVEL },
   });
 }

@@ -72,7 +72,13 @@ export function buildProviderConfig(options: DevProviderConfigOptions): Configur
       long: { httpOnly: true, sameSite: 'lax' },
       short: { httpOnly: true, sameSite: 'lax' },
     },
-    claims: { openid: ['sub'], profile: ['name', 'preferred_username'], email: ['email'] },
+    // `roles` rides with profile, like a custom claim an IdP adds by rule (Auth0 actions, Keycloak mappers).
+    claims: { openid: ['sub'], profile: ['name', 'preferred_username', 'roles'], email: ['email'] },
+    // JWT access tokens carry the roles too, so the operator CLI can present an IdP token.
+    extraTokenClaims: async (_ctx, token) => {
+      const roles = token.accountId ? rolesOf(token.accountId, options.subjectOf) : [];
+      return roles.length > 0 ? { roles } : undefined;
+    },
     scopes: ['openid', 'offline_access', 'profile', 'email'],
     findAccount: async (_ctx, sub) => findAccount(sub, options.subjectOf),
     pkce: { required: () => true },
@@ -127,8 +133,12 @@ function findAccount(sub: string, subjectOf: (login: string) => string): Account
   if (!user) return undefined;
   return {
     accountId: sub,
-    claims: () => ({ sub, name: user.name, preferred_username: user.login, email: user.email }),
+    claims: () => ({ sub, name: user.name, preferred_username: user.login, email: user.email, roles: [...user.roles] }),
   };
+}
+
+function rolesOf(sub: string, subjectOf: (login: string) => string): readonly string[] {
+  return devUsers.find((u) => subjectOf(u.login) === sub)?.roles ?? [];
 }
 
 // An authorization request without `resource` that asks for a resource's scope

@@ -10,12 +10,16 @@ export interface DevUser {
   login: string;
   name: string;
   email: string;
+  /** The `roles` claim in this user's ID and access tokens (OPERATOR_ROLE_CLAIM's development default). */
+  roles: readonly string[];
 }
 
 export const devUsers: readonly DevUser[] = [
-  { login: 'alice', name: 'Alice Example', email: 'alice@example.test' },
-  { login: 'bob', name: 'Bob Example', email: 'bob@example.test' },
-  { login: 'mallory', name: 'Mallory Example', email: 'mallory@example.test' },
+  { login: 'alice', name: 'Alice Example', email: 'alice@example.test', roles: [] },
+  { login: 'bob', name: 'Bob Example', email: 'bob@example.test', roles: [] },
+  { login: 'mallory', name: 'Mallory Example', email: 'mallory@example.test', roles: [] },
+  // The demo operator (issue #6): may read the ledger pages and act on flows.
+  { login: 'ops', name: 'Ops Example', email: 'ops@example.test', roles: ['operator'] },
 ];
 
 export function findDevUser(login: string): DevUser | undefined {

@@ -1,6 +1,6 @@
 import type { Pool } from '../db/pool.js';
 import { withTransaction } from '../db/transaction.js';
-import { deletePendingAuthorizations, recordOperatorAction, setSwitch, URL_ELICITATION_PAUSED } from './operatorRepo.js';
+import { deletePendingAuthorizations, lockSwitchExclusive, recordOperatorAction, setSwitch, URL_ELICITATION_PAUSED } from './operatorRepo.js';
 
 /**
  * The rollback of seed 001: stop issuing URL elicitations and revoke every
@@ -10,6 +10,7 @@ import { deletePendingAuthorizations, recordOperatorAction, setSwitch, URL_ELICI
  */
 export async function pauseConnections(pool: Pool, reason: string, actor: string, now: Date): Promise<{ revokedTransactions: number }> {
   return withTransaction(pool, async (tx) => {
+    await lockSwitchExclusive(tx);
     await setSwitch(tx, URL_ELICITATION_PAUSED, true, reason, actor, now);
     const revokedTransactions = await deletePendingAuthorizations(tx);
     await recordOperatorAction(tx, 'pause_connections', reason, actor, { revokedTransactions }, now);

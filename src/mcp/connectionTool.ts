@@ -3,7 +3,8 @@ import { acceptOriginalOperation, runAcceptedOperation, type BusinessOutcome } f
 import { advanceIfAllowed } from '../broker/advance.js';
 import type { BrokerDeps } from '../broker/brokerDeps.js';
 import type { NavigationRecord } from '../broker/navigationRecord.js';
-import { findNavigationById } from '../broker/navigationRepo.js';
+import { approvalMessage, awaitApproval } from '../broker/approvals.js';
+import { findNavigationById, findReissueOf } from '../broker/navigationRepo.js';
 import { findReceiptByNavigation } from '../broker/receiptRepo.js';
 import { startNavigation } from '../broker/startNavigation.js';
 import { InvalidInputError, UpstreamAuthError } from '../errors/appError.js';
@@ -26,11 +27,27 @@ export interface ConnectionCall {
   /** What the operation is for, shown to the user with the link ("create the report …"). */
   purpose: string;
   requestDigest: string;
+  /** The parsed arguments: sealed with the receipt, so an unknown outcome can be re-driven. */
+  arguments: Record<string, unknown>;
   perform(accessToken: string, idempotencyKey: string): Promise<BusinessOutcome>;
   render(outcome: BusinessOutcome): ToolCallResult;
 }
 
 const INPUT_KEY = 'connect';
+const PENDING_META = 'io.connect-broker/pending';
+// A held operation may wait for an operator for a while: its state lives a day.
+const APPROVAL_STATE_TTL_SECONDS = 24 * 3600;
+
+/** Follows operator re-issues from a flow to the newest one that replaces it. */
+async function latestReissue(broker: BrokerDeps, navigationId: string): Promise<string> {
+  let id = navigationId;
+  for (let hops = 0; hops < 10; hops++) {
+    const next = await findReissueOf(broker.pool, id);
+    if (!next) return id;
+    id = next.id;
+  }
+  return id;
+}
 
 /**
  * The 2026-07-28 (MRTR) lineage of design §2: run at once when connected;
@@ -71,25 +88,42 @@ export async function runConnectionTool(deps: ConnectionToolDeps, ctx: ToolConte
 
 async function settle(deps: ConnectionToolDeps, ctx: ToolContext, call: ConnectionCall, binding: StateBinding, state: SealedState): Promise<ToolCallResult> {
   const { broker } = deps;
-  const navigationId = state.navigationId!;
+  // An operator may have re-issued the link of an expired or stuck flow: the retry follows it (issue #6).
+  const navigationId = await latestReissue(broker, state.navigationId!);
   const receipt = await findReceiptByNavigation(broker.pool, navigationId);
   if (receipt) return call.render(await runAcceptedOperation(broker, receipt, async (key) => call.perform(await tokenOrFail(deps, ctx, call), key)));
   const navigation = (await findNavigationById(broker.pool, navigationId))!;
   if (navigation.status === 'DECLINED' || navigation.status === 'CANCELLED') return completeResult(`You declined to connect; ${call.purpose} was not done.`, { status: 'declined' });
-  if (navigation.status === 'REQUIREMENT_VERIFIED') return accept(deps, ctx, call, navigation);
+  if (navigation.status === 'REQUIREMENT_VERIFIED' || navigation.status === 'OPERATION_REJECTED') return accept(deps, ctx, call, navigation, binding, state);
   if (navigation.status === 'EXPIRED' || navigation.expiresAt <= broker.clock.now()) {
     await advanceIfAllowed(deps.broker, navigation.id, 'expire', `mcp:${ctx.principal.sub}`);
     return askToConnect(deps, ctx, call, binding);
   }
   const verified = await broker.signal.waitFor(navigationId, broker.retryWaitMs, async () => (await findNavigationById(broker.pool, navigationId))?.status === 'REQUIREMENT_VERIFIED');
-  if (verified) return accept(deps, ctx, call, (await findNavigationById(broker.pool, navigationId))!);
+  if (verified) return accept(deps, ctx, call, (await findNavigationById(broker.pool, navigationId))!, binding, state);
   // Still waiting for the user: state only, no new prompt (spec brief §4.3; the host may retry).
   const { token } = await deps.requestState.seal(binding, { navigationId, generation: state.generation + 1, ttlSeconds: ttlOf(broker, navigation) });
   return { resultType: 'input_required', requestState: token };
 }
 
-async function accept(deps: ConnectionToolDeps, ctx: ToolContext, call: ConnectionCall, navigation: NavigationRecord): Promise<ToolCallResult> {
-  const { receipt } = await acceptOriginalOperation(deps.broker, { navigationId: navigation.id, principal: ctx.principal, tool: call.tool, requestDigest: call.requestDigest, lineage: 'mrtr' });
+async function accept(deps: ConnectionToolDeps, ctx: ToolContext, call: ConnectionCall, navigation: NavigationRecord, binding: StateBinding, state: SealedState): Promise<ToolCallResult> {
+  const gate = await awaitApproval(deps.broker, navigation.id, deps.broker.retryWaitMs);
+  if (gate.kind === 'rejected') {
+    return { resultType: 'complete', isError: true, content: [{ type: 'text', text: approvalMessage(gate, call.purpose) }], structuredContent: { status: 'rejected', approvalId: gate.approval.id } };
+  }
+  if (gate.kind === 'pending') {
+    // Still waiting: state only, so the host retries (spec brief §4.3); _meta says why, for people and logs.
+    const { token } = await deps.requestState.seal(binding, { navigationId: state.navigationId!, generation: state.generation + 1, ttlSeconds: APPROVAL_STATE_TTL_SECONDS });
+    return { resultType: 'input_required', requestState: token, _meta: { [PENDING_META]: { reason: 'operator_approval', approvalId: gate.approval.id, message: approvalMessage(gate, call.purpose) } } };
+  }
+  const { receipt } = await acceptOriginalOperation(deps.broker, {
+    navigationId: navigation.id,
+    principal: ctx.principal,
+    tool: call.tool,
+    requestDigest: call.requestDigest,
+    lineage: 'mrtr',
+    arguments: call.arguments,
+  });
   return call.render(await runAcceptedOperation(deps.broker, receipt, async (key) => call.perform(await tokenOrFail(deps, ctx, call), key)));
 }
 

@@ -17,6 +17,8 @@ export interface BearerVerifierOptions {
 }
 
 export type BearerVerifier = (authorization: string | undefined) => Promise<Principal>;
+/** Like BearerVerifier, with the token's verified claims (the operator CLI reads its role claim). */
+export type ClaimsVerifier = (authorization: string | undefined) => Promise<{ principal: Principal; claims: Readonly<Record<string, unknown>> }>;
 
 const ALGORITHMS = ['ES256', 'ES384', 'RS256', 'PS256', 'EdDSA'];
 const CACHE_MAX = 10_000;
@@ -29,6 +31,14 @@ const CACHE_MAX = 10_000;
  * The token itself is never stored or passed on; only its principal is.
  */
 export function createBearerVerifier(options: BearerVerifierOptions): BearerVerifier {
+  const verify = createClaimsVerifier(options);
+  return async (authorization) => (await verify(authorization)).principal;
+}
+
+const NO_CLAIMS: Readonly<Record<string, unknown>> = Object.freeze({});
+
+/** The verifier behind createBearerVerifier, returning the verified claims too. */
+export function createClaimsVerifier(options: BearerVerifierOptions): ClaimsVerifier {
   let jwks: Promise<JWTVerifyGetKey> | undefined;
   const keys = (): Promise<JWTVerifyGetKey> => {
     jwks ??= discoverJwks(options).catch((err: unknown) => {
@@ -37,16 +47,16 @@ export function createBearerVerifier(options: BearerVerifierOptions): BearerVeri
     });
     return jwks;
   };
-  const verified = new Map<string, { principal: Principal; exp: number }>();
+  const verified = new Map<string, { principal: Principal; claims: Readonly<Record<string, unknown>>; exp: number }>();
 
   return async (authorization) => {
-    if (authorization === undefined && options.anonymousPrincipal) return options.anonymousPrincipal;
+    if (authorization === undefined && options.anonymousPrincipal) return { principal: options.anonymousPrincipal, claims: NO_CLAIMS };
     const match = /^Bearer ([A-Za-z0-9._~+/-]+=*)$/.exec(authorization ?? '');
     if (!match?.[1]) throw new UnauthenticatedError('A bearer access token is required.');
     const token = match[1];
     const now = options.clock.now().getTime() / 1000;
     const hit = verified.get(token);
-    if (hit && hit.exp > now) return hit.principal;
+    if (hit && hit.exp > now) return hit;
 
     let payload;
     try {
@@ -67,8 +77,9 @@ export function createBearerVerifier(options: BearerVerifierOptions): BearerVeri
     }
     const principal = { iss: payload.iss!, sub: payload.sub! };
     if (verified.size >= CACHE_MAX) verified.delete(verified.keys().next().value!);
-    verified.set(token, { principal, exp: payload.exp! });
-    return principal;
+    const entry = { principal, claims: Object.freeze({ ...payload }), exp: payload.exp! };
+    verified.set(token, entry);
+    return entry;
   };
 }
 

@@ -75,7 +75,8 @@ export function createModernServer<D>(deps: ModernServerDeps<D>): ModernServer {
       logger: deps.logger,
     };
     const result = await tool.call(params['arguments'], ctx, deps.toolDeps);
-    return JSON.stringify({ ...result, _meta: meta });
+    // The server's own _meta keys; a tool may add its own (namespaced) beside them.
+    return JSON.stringify({ ...result, _meta: '_meta' in result && result._meta ? { ...meta, ...result._meta } : meta });
   }
 
   return {

@@ -91,6 +91,7 @@ export interface InputRequiredResult {
   resultType: 'input_required';
   inputRequests?: Record<string, ElicitFormRequest | ElicitUrlRequest>;
   requestState?: string;
+  _meta?: Record<string, unknown>;
 }
 
 export type ToolCallResult = CallToolResult | InputRequiredResult;

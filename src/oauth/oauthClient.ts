@@ -42,6 +42,8 @@ export interface OAuthServer {
   /** Checks state, PKCE, nonce, `iss` (RFC 9207) and the ID Token, then exchanges the code. */
   completeAuthorization(currentUrl: URL, redirectUri: string, checks: AuthorizationChecks, resource?: string): Promise<ServerTokens>;
   refresh(refreshToken: string, resource?: string): Promise<ServerTokens>;
+  /** The UserInfo claims for an access token, checked to belong to `subject`; undefined when the server has no UserInfo endpoint. */
+  userInfo(accessToken: string, subject: string): Promise<Record<string, unknown> | undefined>;
 }
 
 export async function discoverServer(options: ServerOptions): Promise<OAuthServer> {
@@ -99,6 +101,14 @@ export async function discoverServer(options: ServerOptions): Promise<OAuthServe
         return oauthErrorHandler(err);
       }
     },
+    async userInfo(accessToken, subject) {
+      if (!config.serverMetadata().userinfo_endpoint) return undefined;
+      try {
+        return { ...(await client.fetchUserInfo(config, accessToken, subject)) };
+      } catch (err) {
+        return oauthErrorHandler(err);
+      }
+    },
     async refresh(refreshToken, resource) {
       try {
         return toTokens(await client.refreshTokenGrant(config, refreshToken, resource ? { resource } : undefined));
@@ -117,6 +127,8 @@ export interface VerifiedLogin {
   issuer: string;
   subject: string;
   displayName: string;
+  /** The ID Token's claims over the UserInfo claims (for roles such as OPERATOR_ROLE_CLAIM). */
+  claims: Record<string, unknown>;
 }
 
 export interface OidcClient {
@@ -144,12 +156,14 @@ export function createOidcClient(options: ServerOptions): OidcClient {
       return (await discover()).beginAuthorization({ redirectUri, scope });
     },
     async completeLogin(currentUrl, redirectUri, checks) {
-      const tokens = await (await discover()).completeAuthorization(currentUrl, redirectUri, checks);
-      const claims = tokens.idTokenClaims ?? {};
+      const server = await discover();
+      const tokens = await server.completeAuthorization(currentUrl, redirectUri, checks);
       if (!tokens.idTokenSubject || !tokens.idTokenIssuer) return oauthErrorHandler(new client.ClientError('no ID Token claims'));
+      // An IdP that keeps profile claims out of the ID Token (code flow) serves them at UserInfo.
+      const claims = { ...(await server.userInfo(tokens.accessToken, tokens.idTokenSubject)), ...tokens.idTokenClaims };
       const name = typeof claims['name'] === 'string' ? claims['name'] : undefined;
       const username = typeof claims['preferred_username'] === 'string' ? claims['preferred_username'] : undefined;
-      return { issuer: tokens.idTokenIssuer, subject: tokens.idTokenSubject, displayName: username ?? name ?? tokens.idTokenSubject };
+      return { issuer: tokens.idTokenIssuer, subject: tokens.idTokenSubject, displayName: username ?? name ?? tokens.idTokenSubject, claims };
     },
   };
 }

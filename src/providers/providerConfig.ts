@@ -16,6 +16,8 @@ export interface Provider {
   apiBase: string;
   /** Resource indicator (RFC 8707) sent with the authorization and expected as the access token's `aud`. */
   audience: string;
+  /** Verified operations through this provider wait for an operator's approval (issue #6 item 8). */
+  highRisk: boolean;
 }
 
 const ProviderSchema = z.strictObject({
@@ -27,6 +29,7 @@ const ProviderSchema = z.strictObject({
   scopes: z.array(z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/)).min(1).max(20),
   apiBase: z.string(),
   audience: z.string(),
+  highRisk: z.boolean().default(false),
 });
 
 export class ProviderConfigError extends Error {

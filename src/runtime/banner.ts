@@ -20,6 +20,8 @@ export function banner(facts: BannerFacts): string {
     `  MCP endpoint               ${facts.mcpResourceUrl}  (MCP 2026-07-28, POST)`,
     `  Protected resource meta    ${base}/.well-known/oauth-protected-resource/mcp`,
     `  Connect pages              ${base}/connect/…  (links come from tools that need a connection)`,
+    `  Operator pages             ${base}/ops  (users with the operator role)`,
+    `  Metrics (Prometheus)       ${base}/metrics`,
     `  Health                     ${base}/healthz  ${base}/readyz`,
     `  Identity provider          ${facts.issuer}`,
     `  Database                   ${facts.database}`,
@@ -30,8 +32,9 @@ export function banner(facts: BannerFacts): string {
       `  Report Service API         ${facts.dev.reportsApiUrl}/reports`,
       `  Development CA             ${facts.dev.caFile}  (trust it, or accept the warning once per port)`,
       '',
-      `Demo users: ${devUsers.map((u) => u.login).join(', ')}. Development password for all: ${DEV_PASSWORD}`,
+      `Demo users: ${devUsers.map((u) => (u.roles.length > 0 ? `${u.login} (${u.roles.join(', ')})` : u.login)).join(', ')}. Development password for all: ${DEV_PASSWORD}`,
       'MCP access token:  npm run broker -- dev-token --user alice',
+      'Operator CLI:      export BROKER_OPERATOR_TOKEN=$(npm run -s broker -- dev-token --user ops); npm run broker -- ledger flows',
     );
   }
   if (facts.anonymousMcp) {

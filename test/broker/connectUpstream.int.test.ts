@@ -180,7 +180,7 @@ describe('connect flow faults at the provider (issue #4)', () => {
     });
     const clientFor = (fetch = createFetch()) =>
       createProviderClient(
-        { id: 'elsewhere', displayName: 'Elsewhere', issuer, clientId: 'broker', clientSecret: new Secret('s3cret'), scopes: ['openid'], apiBase: `${issuer}/api`, audience: `${issuer}/api` },
+        { id: 'elsewhere', displayName: 'Elsewhere', issuer, clientId: 'broker', clientSecret: new Secret('s3cret'), scopes: ['openid'], apiBase: `${issuer}/api`, audience: `${issuer}/api`, highRisk: false },
         { fetch, allowLoopback: false, now: () => new Date() },
       );
 

@@ -34,6 +34,9 @@ describe('navigation state machine', () => {
       'ERROR_RETRY_ELIGIBLE>OPTIONAL_CLIENT_RETRY',
       'OPTIONAL_CLIENT_RETRY>RETRY_RESPONSE_ACCEPTED',
       'REQUIREMENT_VERIFIED>MRTR_RETRY_ACCEPTED',
+      'REQUIREMENT_VERIFIED>OPERATION_REJECTED',
+      'OUT_OF_BAND_PENDING>EXPIRED',
+      'COMPLETION_NOTIFIED>EXPIRED',
     ]) {
       expect(edges.has(edge), edge).toBe(true);
     }
@@ -46,14 +49,14 @@ describe('navigation state machine', () => {
 
   it('derives the terminal states from the table', () => {
     expect([...terminalStates].sort()).toEqual(
-      ['CANCELLED', 'DECLINED', 'EXPIRED', 'MRTR_RETRY_ACCEPTED', 'ORIGINAL_RESPONSE_ACCEPTED', 'RETRY_RESPONSE_ACCEPTED', 'USER_RETRY'].sort(),
+      ['CANCELLED', 'DECLINED', 'EXPIRED', 'MRTR_RETRY_ACCEPTED', 'OPERATION_REJECTED', 'ORIGINAL_RESPONSE_ACCEPTED', 'RETRY_RESPONSE_ACCEPTED', 'USER_RETRY'].sort(),
     );
   });
 
   it('derives the open and the verified states from the table', () => {
     expect([...openStates].sort()).toEqual(['COMPLETION_NOTIFIED', 'CREATED', 'NAVIGATION_ACCEPTED', 'OUT_OF_BAND_PENDING', 'USER_REVIEW']);
     expect([...verifiedStates].sort()).toEqual(
-      ['ERROR_RETRY_ELIGIBLE', 'MRTR_RETRY_ACCEPTED', 'NESTED_SERVER_CONTINUES', 'OPTIONAL_CLIENT_RETRY', 'ORIGINAL_RESPONSE_ACCEPTED', 'REQUIREMENT_VERIFIED', 'RETRY_RESPONSE_ACCEPTED'],
+      ['ERROR_RETRY_ELIGIBLE', 'MRTR_RETRY_ACCEPTED', 'NESTED_SERVER_CONTINUES', 'OPERATION_REJECTED', 'OPTIONAL_CLIENT_RETRY', 'ORIGINAL_RESPONSE_ACCEPTED', 'REQUIREMENT_VERIFIED', 'RETRY_RESPONSE_ACCEPTED'],
     );
   });
 

@@ -70,6 +70,29 @@ describe('loadConfig', () => {
     expect(problems.some((p) => p.startsWith('SECRET_KEYS:'))).toBe(true);
   });
 
+  it('takes METRICS_TOKEN as a secret of 32 or more printable characters, unset by default', () => {
+    expect(loadConfig({}).metrics.token).toBeUndefined();
+    const token = 'metrics-token-canary-0123456789abcdef';
+    const config = loadConfig({ ...production, METRICS_TOKEN: token });
+    expect(config.metrics.token?.reveal()).toBe(token);
+    expect(JSON.stringify(config)).not.toContain(token);
+    expect(problemsOf({ METRICS_TOKEN: 'too-short' })).toEqual([expect.stringMatching(/^METRICS_TOKEN: must be at least 32 characters/)]);
+    expect(problemsOf({ METRICS_TOKEN: 'has a space in it, which no header value wants' })).toEqual([expect.stringMatching(/^METRICS_TOKEN: must be printable ASCII/)]);
+  });
+
+  it('reads who is an operator, the CLI operator token and the high-risk tools', () => {
+    const defaults = loadConfig({});
+    expect(defaults.operators).toEqual({ roleClaim: 'roles', role: 'operator' });
+    expect(defaults.highRiskTools).toEqual([]);
+    expect(defaults.cli.operatorToken).toBeUndefined();
+    const config = loadConfig({ OPERATOR_ROLE_CLAIM: 'realm_access.roles', OPERATOR_ROLE: 'broker-ops', HIGH_RISK_TOOLS: 'reports_create, payments_send', BROKER_OPERATOR_TOKEN: 'operator-token-canary' });
+    expect(config.operators).toEqual({ roleClaim: 'realm_access.roles', role: 'broker-ops' });
+    expect(config.highRiskTools).toEqual(['reports_create', 'payments_send']);
+    expect(config.cli.operatorToken?.reveal()).toBe('operator-token-canary');
+    expect(JSON.stringify(config)).not.toContain('operator-token-canary');
+    expect(problemsOf({ OPERATOR_ROLE_CLAIM: 'roles with spaces', HIGH_RISK_TOOLS: 'reports_create,,x' }).map((p) => p.split(':')[0])).toEqual(['OPERATOR_ROLE_CLAIM', 'HIGH_RISK_TOOLS']);
+  });
+
   it('never shows secrets when the config is printed', () => {
     const config = loadConfig(production);
     const printed = JSON.stringify(config) + String(config.oidc.clientSecret);

@@ -1,28 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEV_PASSWORD } from '../../src/dev/devUsers.js';
-import { runTs } from '../support/brokerProcess.js';
+import { operatorCli } from '../support/operatorCli.js';
 import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 import { elicitConnection, openConnectLink, URL_CAPS } from '../support/connectFlow.js';
 import { callTool, tokenFor } from '../support/mcpWire.js';
 
 describe('the kill switch (broker ledger pause-connections)', () => {
   let stack: BrokerStack;
-  let env: Record<string, string>;
+  let cli: Awaited<ReturnType<typeof operatorCli>>;
 
   beforeAll(async () => {
     stack = await startBrokerStack();
-    const url = new URL(stack.db.url.reveal());
-    url.searchParams.set('options', `-c search_path=${stack.db.schema}`);
-    env = { DATABASE_URL: url.href };
+    cli = await operatorCli(stack);
   });
   afterAll(async () => {
     await stack?.close();
   });
-
-  const cli = async (...args: string[]) => {
-    const run = runTs('src/cli/broker.ts', ['ledger', ...args], env);
-    return { code: (await run.exited).code, output: run.output() };
-  };
 
   it('stops new connect links, revokes pending authorizations, leaves flows at the provider as they are, and keeps queries working', async () => {
     const [bob, mallory] = await Promise.all([tokenFor(stack, 'bob'), tokenFor(stack, 'mallory')]);
@@ -33,6 +26,10 @@ describe('the kill switch (broker ledger pause-connections)', () => {
     expect(atProvider.text).toContain('name="password"');
     expect((await stack.db.pool.query('SELECT count(*)::int AS n FROM oauth_transactions')).rows[0].n).toBe(1);
 
+    // alice got a link before the switch and opens it after.
+    const alice = await tokenFor(stack, 'alice');
+    const early = await elicitConnection(stack, alice, 'reports_create', { title: 'Link from before', body: '' });
+
     expect((await cli('pause-connections')).code).toBe(2);
     const paused = await cli('pause-connections', '--reason', 'incident 42: provider compromised');
     expect(paused.code).toBe(0);
@@ -42,6 +39,12 @@ describe('the kill switch (broker ledger pause-connections)', () => {
     expect(refused.json.result).toMatchObject({ isError: true, content: [{ text: expect.stringContaining('paused by the operator (incident 42: provider compromised)') }] });
     expect((await stack.db.pool.query("SELECT count(*)::int AS n FROM elicitation_navigations WHERE subject_sub = 'mallory'")).rows[0].n).toBe(0);
     expect((await cli('flows', '--subject', 'bob')).code).toBe(0);
+    const earlyRun = await openConnectLink(stack, early.url, 'alice');
+    const refusedConsent = await earlyRun.browser.submitForm(earlyRun.review, {}, { form: '/connect/' });
+    expect(refusedConsent.status).toBe(503);
+    expect(refusedConsent.text).toContain('Connecting is paused by the operator');
+    expect((await stack.db.pool.query('SELECT count(*)::int AS n FROM oauth_transactions')).rows[0].n).toBe(0);
+    expect((await stack.db.pool.query("SELECT status FROM elicitation_navigations WHERE subject_sub = 'alice'")).rows).toEqual([{ status: 'USER_REVIEW' }]);
 
     // bob finishes at the provider: the callback finds no transaction; the flow is neither failed nor verified.
     const consent = await run.browser.submitForm(atProvider, { login: 'bob', password: DEV_PASSWORD });
@@ -55,10 +58,10 @@ describe('the kill switch (broker ledger pause-connections)', () => {
     const again = await callTool(stack, mallory, 'reports_create', { title: 'After the switch', body: '' }, {}, URL_CAPS);
     expect(again.json.result?.['resultType']).toBe('input_required');
 
-    const actions = await stack.db.pool.query('SELECT action, reason FROM operator_actions ORDER BY id');
+    const actions = await stack.db.pool.query('SELECT action, reason, actor FROM operator_actions ORDER BY id');
     expect(actions.rows).toEqual([
-      { action: 'pause_connections', reason: 'incident 42: provider compromised' },
-      { action: 'resume_connections', reason: 'incident 42 closed' },
+      { action: 'pause_connections', reason: 'incident 42: provider compromised', actor: 'cli:ops' },
+      { action: 'resume_connections', reason: 'incident 42 closed', actor: 'cli:ops' },
     ]);
     await expect(stack.db.pool.query("UPDATE operator_actions SET reason = 'nothing happened'")).rejects.toThrow(/append-only/);
   });

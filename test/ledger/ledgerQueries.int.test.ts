@@ -1,6 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findFlowDetail, findFlows, findReconcileFindings, findStuckFlows } from '../../src/ledger/ledgerQueriesRepo.js';
-import { runTs } from '../support/brokerProcess.js';
+import { operatorCli } from '../support/operatorCli.js';
+import { navigationFixture } from '../support/navigationFixture.js';
+import { randomUUID } from 'node:crypto';
+import { advance } from '../../src/broker/advance.js';
+import { insertNavigation } from '../../src/broker/navigationRepo.js';
+import { insertReceiptOnce } from '../../src/broker/receiptRepo.js';
+import { withTransaction } from '../../src/db/transaction.js';
 import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 import { consentAndAuthorize, elicitConnection, openConnectLink, retryConnection } from '../support/connectFlow.js';
 import { tokenFor } from '../support/mcpWire.js';
@@ -64,12 +70,10 @@ describe('ledger queries on real flows', () => {
   });
 
   it('prints the release-gate figures and exits 1 when a gate is missed', async () => {
-    const url = new URL(stack.db.url.reveal());
-    url.searchParams.set('options', `-c search_path=${stack.db.schema}`);
-    const env = { DATABASE_URL: url.href };
-    const healthy = runTs('src/cli/broker.ts', ['ledger', 'gates', '--json'], env);
-    expect((await healthy.exited).code).toBe(0);
-    const gates = JSON.parse(healthy.output().trim().split('\n').at(-1)!) as { gate: string; figure: string; pass: boolean }[];
+    const cli = await operatorCli(stack);
+    const healthy = await cli('gates', '--json');
+    expect(healthy.code).toBe(0);
+    const gates = JSON.parse(healthy.output.trim().split('\n').at(-1)!) as { gate: string; figure: string; pass: boolean }[];
     expect(gates.map((g) => g.gate)).toEqual([
       'navigations with a consent receipt',
       'completion → verified p50 / p99',
@@ -82,23 +86,54 @@ describe('ledger queries on real flows', () => {
 
     // A consent receipt vanishes (a fault the ledger must surface): the consent gate is missed.
     await stack.db.pool.query('DELETE FROM consent_receipts WHERE navigation_id = $1', [ids['verified']]);
-    const missed = runTs('src/cli/broker.ts', ['ledger', 'gates'], env);
-    expect((await missed.exited).code).toBe(1);
-    expect(missed.output()).toMatch(/navigations with a consent receipt\s+50\.0% \(1\/2\)\s+100%\s+MISS/);
+    const missed = await cli('gates');
+    expect(missed.code).toBe(1);
+    expect(missed.output).toMatch(/navigations with a consent receipt\s+50\.0% \(1\/2\)\s+100%\s+MISS/);
   });
 
   it('answers the same on the command line, as a table or as JSON', async () => {
-    const url = new URL(stack.db.url.reveal());
-    url.searchParams.set('options', `-c search_path=${stack.db.schema}`);
-    const env = { DATABASE_URL: url.href };
-    const table = runTs('src/cli/broker.ts', ['ledger', 'flows', '--subject', 'alice'], env);
-    expect((await table.exited).code).toBe(0);
-    expect(table.output()).toMatch(/MRTR_RETRY_ACCEPTED\s+mrtr\s+alice/);
-    const json = runTs('src/cli/broker.ts', ['ledger', 'flow', ids['verified']!, '--json'], env);
-    expect((await json.exited).code).toBe(0);
-    expect(JSON.parse(json.output().trim().split('\n').at(-1)!)).toMatchObject({ flow: { status: 'REQUIREMENT_VERIFIED', subject: 'bob' } });
-    const bad = runTs('src/cli/broker.ts', ['ledger', 'flows', '--limit', 'lots'], env);
-    expect((await bad.exited).code).toBe(2);
-    expect(bad.output()).toContain('--limit must be a whole number');
+    const cli = await operatorCli(stack);
+    const table = await cli('flows', '--subject', 'alice');
+    expect(table.code).toBe(0);
+    expect(table.output).toMatch(/MRTR_RETRY_ACCEPTED\s+mrtr\s+alice/);
+    const json = await cli('flow', ids['verified']!, '--json');
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.output.trim().split('\n').at(-1)!)).toMatchObject({ flow: { status: 'REQUIREMENT_VERIFIED', subject: 'bob' } });
+    const bad = await cli('flows', '--limit', 'lots');
+    expect(bad.code).toBe(2);
+    expect(bad.output).toContain('--limit must be a whole number');
+  });
+
+  it('answers for flows of the 2025-11-25 lineages too, on the command line as well', async () => {
+    // A nested flow accepted through its lineage's edges, and a -32042 flow left at the provider.
+    const subject = { iss: stack.dev.idp.issuer, sub: 'bob' };
+    const nested = navigationFixture('CREATED', { subject, lineage: 'nested', purpose: 'create the report "Nested one"' });
+    const errorRetry = navigationFixture('CREATED', { subject, lineage: 'error_retry', purpose: 'create the report "Error retry one"', expiresAt: new Date(Date.now() + 1000) });
+    const by = { actor: 'test:seed', now: new Date() };
+    await withTransaction(stack.db.pool, async (tx) => {
+      for (const n of [nested, errorRetry]) await insertNavigation(tx, n);
+      const verified = await advance(tx, nested, ['present', 'browser_consent', 'browser_consent', 'callback_received', 'callback_verified'], by);
+      await insertReceiptOnce(tx, { id: randomUUID(), operationKey: `seed-${nested.id}`, navigationId: nested.id, lineage: 'nested', jsonrpcId: '7', retryGeneration: undefined, requirementReceipt: 'seed', createdAt: by.now });
+      await advance(tx, verified, ['nested_continue', 'nested_accept'], by);
+      await advance(tx, errorRetry, ['present', 'browser_consent', 'browser_consent'], by);
+    });
+    const now = new Date();
+    expect((await findFlows(stack.db.pool, { limit: 10, lineage: 'nested' }, now)).map((f) => [f.id, f.status])).toEqual([[nested.id, 'ORIGINAL_RESPONSE_ACCEPTED']]);
+    expect((await findFlows(stack.db.pool, { limit: 10, lineage: 'error_retry' }, now)).map((f) => [f.id, f.status])).toEqual([[errorRetry.id, 'OUT_OF_BAND_PENDING']]);
+    const detail = (await findFlowDetail(stack.db.pool, nested.id))!;
+    expect(detail.events.map((e) => e.event)).toEqual(['present', 'browser_consent', 'browser_consent', 'callback_received', 'callback_verified', 'nested_continue', 'nested_accept']);
+    expect(detail.receipt).toMatchObject({ lineage: 'nested', jsonrpcId: '7', outcomeStatus: 'pending' });
+    expect((await findStuckFlows(stack.db.pool, new Date(Date.now() + 5000), 10)).map((f) => f.id)).toContain(errorRetry.id);
+    const findings = await findReconcileFindings(stack.db.pool, new Date(Date.now() + 600_000), 300);
+    expect(findings.filter((f) => f.kind === 'accepted_without_outcome').map((f) => f.detail)).toContainEqual(expect.stringContaining(nested.id));
+    // (The gates test above took bob's consent receipt away: that flow is listed too.)
+    expect(findings.filter((f) => f.kind === 'consent_missing').map((f) => f.id)).toEqual(expect.arrayContaining([errorRetry.id, nested.id]));
+
+    const cli = await operatorCli(stack);
+    const listed = await cli('flows', '--lineage', 'error_retry', '--json');
+    expect(JSON.parse(listed.output.trim().split('\n').at(-1)!)).toEqual([expect.objectContaining({ id: errorRetry.id, lineage: 'error_retry', status: 'OUT_OF_BAND_PENDING' })]);
+    const closed = await cli('close', errorRetry.id, '--reason', 'user gave up on the legacy host');
+    expect(closed.code).toBe(0);
+    expect((await findFlowDetail(stack.db.pool, errorRetry.id))!.events.at(-1)).toMatchObject({ event: 'operator_close', actor: 'cli:ops', to: 'EXPIRED' });
   });
 });

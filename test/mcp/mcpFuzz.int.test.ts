@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fetchDevToken } from '../../src/cli/devToken.js';
-import { DEV_PASSWORD } from '../../src/dev/devUsers.js';
+import { DEV_PASSWORD, devUsers } from '../../src/dev/devUsers.js';
 import { canonicalFileUri, isWithin } from '../../src/notes/workspaceUri.js';
 import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 
@@ -622,7 +622,8 @@ describe('POST /mcp under property-based fuzzing', () => {
     expect(reply.result.resultType).toBe('input_required');
     realState = reply.result.requestState;
     rows = await counts();
-    expect(rows).toEqual({ notes: 4, nonces: 0, grants: 3 });
+    // The development seed: one workspace grant per demo user.
+    expect(rows).toEqual({ notes: 4, nonces: 0, grants: devUsers.length });
   });
   afterAll(async () => {
     await stack?.close();

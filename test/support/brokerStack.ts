@@ -8,6 +8,7 @@ import type { Pool } from '../../src/db/pool.js';
 import { seedDevelopmentData } from '../../src/dev/devSeed.js';
 import { loadOrCreateDevSecrets, type DevSecrets } from '../../src/dev/devSecrets.js';
 import { reportServiceProvider, startLocalDevStack, type DevStack } from '../../src/dev/devStack.js';
+import type { Metrics } from '../../src/metrics/metrics.js';
 import { createOidcClient } from '../../src/oauth/oauthClient.js';
 import { listenHttps } from '../../src/runtime/httpsServer.js';
 import { systemClock, type Clock } from '../../src/shared/clock.js';
@@ -35,6 +36,10 @@ export interface BrokerStack {
   logs: string[];
   /** A fetch that trusts the stack's CA. */
   fetch: Fetch;
+  /** The stack's folder: its CA is `${dataDir}/tls/ca.pem` (for the CLI's DATA_DIR). */
+  dataDir: string;
+  /** The first instance's reconcile sweep (re-drives unknown outcomes). */
+  reconcile(graceMs: number, batch: number): Promise<{ redriven: number; waiting: number }>;
   close(): Promise<void>;
 }
 
@@ -53,6 +58,12 @@ export interface BrokerStackOptions {
   legacyUrlElicitation?: 'nested' | 'error';
   /** How long a nested legacy call waits for the user (default 10 s in tests). */
   legacyWaitMs?: number;
+  /** Builds the first instance's metrics over its pool (default: a fresh registry per instance). */
+  metrics?: (pool: Pool) => Metrics;
+  /** METRICS_TOKEN for both instances (default: /metrics closed). */
+  metricsToken?: string;
+  /** HIGH_RISK_TOOLS for both instances. */
+  highRiskTools?: readonly string[];
 }
 
 export async function startBrokerStack(options: BrokerStackOptions = {}): Promise<BrokerStack> {
@@ -104,6 +115,9 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
       navigationTtlSeconds: options.navigationTtlSeconds ?? 900,
       retryWaitMs: options.retryWaitMs ?? 2_000,
       legacy: { urlElicitation: options.legacyUrlElicitation ?? 'nested', waitMs: options.legacyWaitMs ?? 10_000, retryWindowMs: 600_000 },
+      ...(options.highRiskTools ? { highRiskTools: options.highRiskTools } : {}),
+      ...(options.metrics && servers.length === 0 ? { metrics: options.metrics(pool) } : {}),
+      ...(options.metricsToken ? { metricsAccess: { token: new Secret(options.metricsToken), openWithoutToken: false } } : {}),
     });
     servers.push(server);
     return server.listener;
@@ -127,6 +141,8 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
     tls,
     logs,
     fetch,
+    dataDir: dir,
+    reconcile: (graceMs, batch) => servers[0]!.reconcile(graceMs, batch),
     async close() {
       await broker.close(0);
       await second.close(0);

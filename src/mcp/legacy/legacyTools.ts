@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { acceptOriginalOperation, runAcceptedOperation } from '../../broker/acceptOriginalOperation.js';
+import { approvalMessage, awaitApproval } from '../../broker/approvals.js';
 import { advanceIfAllowed } from '../../broker/advance.js';
 import type { NavigationRecord } from '../../broker/navigationRecord.js';
 import type { Pool } from '../../db/pool.js';
@@ -166,7 +167,10 @@ async function joinSameOperation(deps: LegacyToolDeps, call: ConnectionCall, ctx
 
 async function acceptAndRun(deps: LegacyToolDeps, call: ConnectionCall, ctx: ToolContext, navigationId: string, lineage: 'nested' | 'error_retry', extra: { jsonrpcId?: string; retryGeneration?: number }): Promise<ToolCallResult> {
   const { broker } = deps.toolDeps.connection;
-  const { receipt } = await acceptOriginalOperation(broker, { navigationId, principal: ctx.principal, tool: call.tool, requestDigest: call.requestDigest, lineage, ...extra });
+  // A high-risk operation waits for an operator (issue #6 item 8); the host is told, and calls again.
+  const gate = await awaitApproval(broker, navigationId, Math.min(deps.waitMs, broker.retryWaitMs));
+  if (gate.kind !== 'go') return { resultType: 'complete', isError: true, content: [{ type: 'text', text: approvalMessage(gate, call.purpose) }] };
+  const { receipt } = await acceptOriginalOperation(broker, { navigationId, principal: ctx.principal, tool: call.tool, requestDigest: call.requestDigest, lineage, arguments: call.arguments, ...extra });
   return call.render(await runAcceptedOperation(broker, receipt, async (key) => call.perform(await tokenOrFail(deps.toolDeps.connection, ctx, call), key)));
 }
 

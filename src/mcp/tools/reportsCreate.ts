@@ -16,6 +16,7 @@ export function reportsCreateCall(rawArgs: unknown, deps: McpToolDeps): Connecti
     provider: REPORTS_PROVIDER,
     purpose: `create the report "${args.title.slice(0, 80)}"`,
     requestDigest: argumentsDigest(['reports_create', args.title, args.body]),
+    arguments: args,
     async perform(token, idempotencyKey) {
       const { report, replayed } = await createReport(deps.fetch, apiBase, token, args, idempotencyKey);
       return { status: 'succeeded', outcome: { report, replayed } };

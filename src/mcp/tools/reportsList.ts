@@ -16,6 +16,7 @@ export function reportsListCall(rawArgs: unknown, deps: McpToolDeps): Connection
     provider: REPORTS_PROVIDER,
     purpose: 'list your reports',
     requestDigest: argumentsDigest(['reports_list']),
+    arguments: {},
     async perform(token) {
       return { status: 'succeeded', outcome: { reports: await listReports(deps.fetch, apiBase, token) } };
     },

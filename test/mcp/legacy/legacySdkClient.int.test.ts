@@ -13,6 +13,7 @@ import { startBrokerStack, type BrokerStack } from '../../support/brokerStack.js
 import { consentAndAuthorize, openConnectLink } from '../../support/connectFlow.js';
 import { reportsAt } from '../../support/forgedTokens.js';
 import { tokenFor } from '../../support/mcpWire.js';
+import { operatorCli } from '../../support/operatorCli.js';
 import type { BrowserResponse } from '../../support/testBrowser.js';
 
 // A real legacy-capable client from the official SDK against the 2025-11-25
@@ -333,6 +334,53 @@ describe('the official SDK client at 2025-11-25, -32042 lineage', () => {
       // Still exactly one completion notification.
       expect(legacy.completed).toEqual([elicitationId]);
       expect(legacy.errors).toEqual([]);
+    } finally {
+      await close(legacy);
+    }
+  });
+});
+
+describe('the official SDK client at 2025-11-25, -32042 lineage, high-risk tool (approval queue)', () => {
+  let stack: BrokerStack;
+  let alice: string;
+
+  beforeAll(async () => {
+    stack = await startBrokerStack({ legacyUrlElicitation: 'error', legacyWaitMs: 2_000, retryWaitMs: 300, highRiskTools: ['reports_create'] });
+    alice = await tokenFor(stack, 'alice');
+  });
+  afterEach(() => {
+    expect(internalErrors(stack), 'the broker logged no internal error').toEqual([]);
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  it('answers the retry with a clear pending error until an operator approves, then does it once', async () => {
+    const args = { title: 'Legacy high-risk', body: 'needs approval' };
+    const legacy = await connectLegacy(stack, alice, {});
+    try {
+      const failure = (await legacy.client.callTool({ name: 'reports_create', arguments: args }).catch((err: unknown) => err)) as UrlElicitationRequiredError;
+      expect(failure).toBeInstanceOf(UrlElicitationRequiredError);
+      const { elicitationId, url } = failure.elicitations[0]!;
+      await consentAndAuthorize(stack, await openConnectLink(stack, url, 'alice'), 'alice');
+      await until('notifications/elicitation/complete', () => (legacy.completed.length > 0 ? true : undefined));
+
+      const held = await legacy.client.callTool({ name: 'reports_create', arguments: args });
+      expect(held.isError).toBe(true);
+      expect(JSON.stringify(held.content)).toContain("waits for an operator's approval");
+      const approval = (await stack.db.pool.query<{ id: string; status: string }>('SELECT id, status FROM operation_approvals WHERE navigation_id = $1', [elicitationId])).rows;
+      expect(approval).toEqual([{ id: expect.any(String), status: 'pending' }]);
+      expect((await stack.db.pool.query('SELECT count(*)::int AS n FROM operation_receipts')).rows[0].n).toBe(0);
+
+      const ops = await operatorCli(stack);
+      expect((await ops('approve', approval[0]!.id, '--reason', 'alice confirmed')).code).toBe(0);
+      const done = await legacy.client.callTool({ name: 'reports_create', arguments: args });
+      expect(done.isError ?? false).toBe(false);
+      expect(done.structuredContent).toMatchObject({ status: 'created', report: { title: args.title } });
+      const again = await legacy.client.callTool({ name: 'reports_create', arguments: args });
+      expect((again.structuredContent as Created).report.id).toBe((done.structuredContent as Created).report.id);
+      expect((await reportsAt(stack, 'rs-user-alice')).filter((r) => r.title === args.title)).toHaveLength(1);
+      expect((await stack.db.pool.query('SELECT status FROM elicitation_navigations WHERE id = $1', [elicitationId])).rows[0].status).toBe('RETRY_RESPONSE_ACCEPTED');
     } finally {
       await close(legacy);
     }

@@ -1,0 +1,21 @@
+/** Who is an operator (issue #6 item 2): a role inside a claim of the IdP's tokens. */
+export interface OperatorPolicy {
+  /** The claim holding roles; dotted for a nested claim (Keycloak: realm_access.roles). */
+  roleClaim: string;
+  role: string;
+}
+
+/**
+ * Whether the claims carry the operator role. The claim may be an array of
+ * strings (most IdPs) or one space- or comma-separated string; anything else
+ * carries no role.
+ */
+export function hasOperatorRole(claims: Readonly<Record<string, unknown>>, policy: OperatorPolicy): boolean {
+  let value: unknown = claims;
+  for (const part of policy.roleClaim.split('.')) {
+    if (typeof value !== 'object' || value === null || Array.isArray(value) || !Object.hasOwn(value, part)) return false;
+    value = (value as Record<string, unknown>)[part];
+  }
+  const roles = typeof value === 'string' ? value.split(/[\s,]+/) : Array.isArray(value) ? value.filter((r): r is string => typeof r === 'string') : [];
+  return roles.includes(policy.role);
+}

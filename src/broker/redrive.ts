@@ -1,0 +1,73 @@
+import { withTransaction } from '../db/transaction.js';
+import { accessTokenFor, type TokenVaultDeps } from '../secrets/tokenVault.js';
+import { argumentsAad, runAcceptedOperation, type BusinessOutcome } from './acceptOriginalOperation.js';
+import { recordWithoutMoving } from './advance.js';
+import type { BrokerDeps } from './brokerDeps.js';
+import { findNavigationById } from './navigationRepo.js';
+import { findSealedArguments, leaseDueReceipts, type OperationReceipt } from './receiptRepo.js';
+
+/** An operation rebuilt from its tool name and kept arguments (the MCP tools supply these). */
+export interface ReplayableOperation {
+  provider: string;
+  requestDigest: string;
+  perform(accessToken: string, idempotencyKey: string): Promise<BusinessOutcome>;
+}
+
+export interface RedriveDeps {
+  broker: BrokerDeps;
+  vault: TokenVaultDeps;
+  /** Rebuilds an operation; undefined for a tool that has none. */
+  operationFor(tool: string, args: unknown): ReplayableOperation | undefined;
+}
+
+const LEASE_MS = 2 * 60_000;
+
+/**
+ * Performs an accepted operation whose outcome is unknown again, with its
+ * receipt id as the idempotency key, and records the outcome once (issue #6
+ * items 5 and 7). Returns undefined when it cannot be done now (no kept
+ * arguments, no connection); the receipt then stays pending and is listed by
+ * `broker ledger reconcile`.
+ */
+export async function redrive(deps: RedriveDeps, receipt: OperationReceipt, actor: string): Promise<BusinessOutcome | undefined> {
+  const { broker } = deps;
+  const navigation = await findNavigationById(broker.pool, receipt.navigationId);
+  const sealed = await findSealedArguments(broker.pool, receipt.id);
+  if (!navigation || !sealed) return undefined;
+  const args: unknown = JSON.parse(broker.box.open(sealed, argumentsAad(receipt.operationKey)));
+  const operation = deps.operationFor(navigation.tool, args);
+  // The kept arguments must be the ones the flow was started for.
+  if (!operation || operation.requestDigest !== navigation.requestDigest) {
+    broker.logger.error({ receiptId: receipt.id, tool: navigation.tool }, 'kept arguments do not rebuild the accepted operation; not re-driven');
+    return undefined;
+  }
+  const token = await accessTokenFor(deps.vault, navigation.subject, operation.provider);
+  if (!token) {
+    broker.logger.warn({ receiptId: receipt.id, provider: operation.provider }, 're-drive waits: the user has no connection to the provider any more');
+    return undefined;
+  }
+  const outcome = await runAcceptedOperation(broker, receipt, (key) => operation.perform(token, key));
+  await withTransaction(broker.pool, async (tx) => {
+    await recordWithoutMoving(tx, navigation, 'outcome_redriven', { actor, now: broker.clock.now(), evidence: { receiptId: receipt.id, status: outcome.status } });
+  });
+  return outcome;
+}
+
+/**
+ * The reconcile sweep: re-drives, in a bounded batch, the pending receipts an
+ * operator asked for and those older than `graceMs` (a crash between receipt
+ * and business call). Leased so instances do not take the same one at once.
+ */
+export async function reconcileOutcomes(deps: RedriveDeps, graceMs: number, batch: number): Promise<{ redriven: number; waiting: number }> {
+  const now = deps.broker.clock.now();
+  const due = await leaseDueReceipts(deps.broker.pool, now, new Date(now.getTime() - graceMs), new Date(now.getTime() + LEASE_MS), batch);
+  let redriven = 0;
+  for (const receipt of due) {
+    try {
+      if (await redrive(deps, receipt, 'system:reconcile')) redriven += 1;
+    } catch (err) {
+      deps.broker.logger.warn({ err, receiptId: receipt.id }, 're-drive failed; the next sweep after the lease tries again');
+    }
+  }
+  return { redriven, waiting: due.length - redriven };
+}

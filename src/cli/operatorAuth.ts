@@ -1,0 +1,56 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { hasOperatorRole } from '../auth/operatorRole.js';
+import type { Config } from '../config/config.js';
+import type { Pool } from '../db/pool.js';
+import { AppError } from '../errors/appError.js';
+import { recordOperatorAction } from '../ledger/operatorRepo.js';
+import { createClaimsVerifier } from '../mcp/mcpAuth.js';
+import { systemClock } from '../shared/clock.js';
+import { createFetch } from '../shared/httpClient.js';
+
+export class OperatorAuthError extends Error {
+  constructor(
+    message: string,
+    /** 3: not an operator (refused and recorded); 2: no usable credential. */
+    readonly exitCode: 2 | 3,
+  ) {
+    super(message);
+  }
+}
+
+const HOW_TO = 'Set BROKER_OPERATOR_TOKEN to an access token for the broker (audience: its /mcp resource URL) from your identity provider, for a user with the operator role. Development: export BROKER_OPERATOR_TOKEN=$(npm run -s broker -- dev-token --user ops)';
+
+/**
+ * The operator behind a `broker ledger` command (issue #6 item 2): the CLI
+ * holds database credentials, and on top of them every command needs an IdP
+ * access token carrying the operator role, verified like an MCP bearer token
+ * (JWKS, pinned algorithms, issuer, audience). A non-operator is refused and
+ * the refusal recorded. Returns the actor recorded with actions: cli:<sub>.
+ */
+export async function authenticateOperator(config: Readonly<Config>, pool: Pool, command: string): Promise<string> {
+  const token = config.cli.operatorToken?.reveal();
+  if (!token) throw new OperatorAuthError(`Operator commands need an operator's token. ${HOW_TO}`, 2);
+  const issuer = config.oidc.issuer ?? `https://127.0.0.1:${config.dev.idpPort}`;
+  const verify = createClaimsVerifier({ issuer, audience: config.http.mcpResourceUrl, requiredScope: undefined, fetch: await cliFetch(config), clock: systemClock });
+  let verified;
+  try {
+    verified = await verify(`Bearer ${token}`);
+  } catch (err) {
+    if (err instanceof AppError) throw new OperatorAuthError(`BROKER_OPERATOR_TOKEN was not accepted (${err.message}) by ${issuer}. ${HOW_TO}`, 2);
+    throw err;
+  }
+  const actor = `cli:${verified.principal.sub}`;
+  if (!hasOperatorRole(verified.claims, config.operators)) {
+    await recordOperatorAction(pool, 'access_refused', `not an operator: broker ledger ${command}`, actor, { command }, new Date());
+    throw new OperatorAuthError(`${verified.principal.sub} is not an operator (no "${config.operators.role}" in the ${config.operators.roleClaim} claim); refused and recorded.`, 3);
+  }
+  return actor;
+}
+
+// Development trusts the local CA in DATA_DIR; otherwise TLS_CA_FILE, if set, beside the system's.
+async function cliFetch(config: Readonly<Config>) {
+  const caFile = config.tls.caFile ?? (config.mode === 'production' ? undefined : join(config.dataDir, 'tls', 'ca.pem'));
+  const caPem = caFile ? await readFile(caFile, 'utf8').catch(() => undefined) : undefined;
+  return createFetch({ extraCaPems: caPem ? [caPem] : [] });
+}

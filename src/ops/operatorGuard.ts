@@ -1,0 +1,62 @@
+import type { Request, RequestHandler, Response } from 'express';
+import { readSessionCookie } from '../auth/sessionCookie.js';
+import { currentSession } from '../auth/signIn.js';
+import type { Pool } from '../db/pool.js';
+import { ForbiddenError } from '../errors/appError.js';
+import { recordOperatorAction } from '../ledger/operatorRepo.js';
+import type { Clock } from '../shared/clock.js';
+import type { Logger } from '../shared/logger.js';
+import { csrfTokenFor } from '../web/middleware/csrf.js';
+
+/** The signed-in operator of a request to an operator page (set by requireOperator). */
+export interface OperatorContext {
+  /** Recorded as the actor of every action: operator:<sub>. */
+  actor: string;
+  name: string;
+  cookie: string;
+  csrf: string;
+}
+
+export interface OperatorGuardDeps {
+  pool: Pool;
+  clock: Clock;
+  logger: Logger;
+}
+
+export function operatorOf(res: Response): OperatorContext {
+  const operator = res.locals['operator'] as OperatorContext | undefined;
+  if (!operator) throw new Error('operator route mounted without requireOperator');
+  return operator;
+}
+
+/**
+ * Operator pages (issue #6 item 2): a browser without a signed-in session is
+ * sent to sign in; a signed-in user whose sign-in did not carry the operator
+ * role gets 403, and the refusal is recorded in operator_actions.
+ */
+export function requireOperator(deps: OperatorGuardDeps): RequestHandler {
+  return (req, res, next) => {
+    void (async () => {
+      const current = await currentSession(deps, readSessionCookie(req));
+      const subject = current?.session.subject;
+      if (!current || !subject) {
+        if (req.method === 'GET') return void res.redirect(303, `/login?return_to=${encodeURIComponent(req.originalUrl)}`);
+        throw new ForbiddenError('Sign in as an operator first.');
+      }
+      if (!current.session.operator) {
+        await recordRefusal(deps, req, `web:${subject.sub}`);
+        throw new ForbiddenError('Operators only: your account does not have the operator role.');
+      }
+      const operator: OperatorContext = { actor: `operator:${subject.sub}`, name: current.session.displayName ?? subject.sub, cookie: current.cookie, csrf: csrfTokenFor(current.cookie) };
+      res.locals['operator'] = operator;
+      next();
+    })().catch(next);
+  };
+}
+
+/** Every refused attempt at an operator route or command leaves a row (append-only). */
+export async function recordRefusal(deps: OperatorGuardDeps, req: Pick<Request, 'method' | 'path'>, actor: string): Promise<void> {
+  const what = `${req.method} ${req.path}`.slice(0, 200);
+  deps.logger.warn({ actor, what }, 'operator access refused');
+  await recordOperatorAction(deps.pool, 'access_refused', `not an operator: ${what}`, actor, { method: req.method, path: req.path.slice(0, 200) }, deps.clock.now());
+}

@@ -1,0 +1,8 @@
+import type { BrokerDeps } from '../broker/brokerDeps.js';
+import type { RedriveDeps } from '../broker/redrive.js';
+
+/** What the operator pages need: the broker's use cases and the re-drive of unknown outcomes. */
+export interface OpsDeps {
+  broker: BrokerDeps;
+  redrive: RedriveDeps;
+}

@@ -1,0 +1,34 @@
+import { Router } from 'express';
+import type { Render } from '../web/render.js';
+import { requireOperator, type OperatorGuardDeps } from './operatorGuard.js';
+import { opsActionRoutes } from './opsActionRoutes.js';
+import { opsApprovalRoutes } from './opsApprovalRoutes.js';
+import { opsDashboardRoutes } from './opsDashboardRoutes.js';
+import type { OpsDeps } from './opsDeps.js';
+import { opsFlowRoutes } from './opsFlowRoutes.js';
+
+export interface OpsRoutesDeps extends OperatorGuardDeps {
+  render: Render;
+  ops: OpsDeps;
+}
+
+/**
+ * /ops/…: operator pages (issue #6 item 4), every one behind requireOperator.
+ *
+ *   GET  /ops                               dashboard: gates, charts, kill switch
+ *   POST /ops/connections/{pause,resume}    kill switch, with a reason
+ *   GET  /ops/flows  /ops/flows/:id         flow list with filters; one flow and its events
+ *   GET  /ops/stuck  /ops/reconcile         open past expiry; what does not add up
+ *   POST /ops/flows/:id/{close,reissue,redrive}   recovery actions, with a reason
+ *   GET  /ops/approvals                     the approval queue
+ *   POST /ops/approvals/:id/{approve,reject}      a decision, with a reason
+ */
+export function opsRoutes(deps: OpsRoutesDeps): Router {
+  const router = Router();
+  router.use(requireOperator(deps));
+  router.use(opsDashboardRoutes(deps));
+  router.use(opsFlowRoutes(deps));
+  router.use(opsActionRoutes(deps));
+  router.use(opsApprovalRoutes(deps));
+  return router;
+}
