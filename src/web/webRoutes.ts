@@ -28,6 +28,7 @@ export function webRoutes(deps: WebRoutesDeps): Router {
         title: session ? 'Signed in' : 'Welcome',
         signedInAs: session?.session.displayName,
         subject: session?.session.subject,
+        operator: session?.session.operator ?? false,
         csrf: session ? csrfTokenFor(session.cookie) : undefined,
         mcpResourceUrl: deps.mcpResourceUrl,
       }),

@@ -34,7 +34,7 @@ describe('browser sign-in', () => {
   }
 
   async function sessionRows() {
-    const { rows } = await stack.db.pool.query('SELECT id_digest, subject_iss, subject_sub, display_name FROM web_sessions WHERE subject_sub IS NOT NULL');
+    const { rows } = await stack.db.pool.query('SELECT id_digest, subject_iss, subject_sub, display_name, operator FROM web_sessions WHERE subject_sub IS NOT NULL');
     return rows as { id_digest: Buffer; subject_iss: string; subject_sub: string; display_name: string }[];
   }
 
@@ -65,9 +65,21 @@ describe('browser sign-in', () => {
     expect(cookie).toMatchObject({ secure: true, httpOnly: true, sameSite: 'Lax', path: '/', hostOnly: true });
 
     const rows = (await sessionRows()).filter((r) => r.id_digest.equals(digestOf(cookie!.value)));
-    expect(rows).toEqual([expect.objectContaining({ subject_iss: stack.dev.idp.issuer, subject_sub: 'alice', display_name: 'alice' })]);
+    expect(rows).toEqual([expect.objectContaining({ subject_iss: stack.dev.idp.issuer, subject_sub: 'alice', display_name: 'alice', operator: false })]);
+    expect(home.text).not.toContain('href="/ops"');
     const pending = await stack.db.pool.query('SELECT count(*)::int AS n FROM login_transactions');
     expect(pending.rows[0].n).toBe(0);
+  });
+
+  it('remembers the operator role of a sign-in whose claims carry it (the demo ops user)', async () => {
+    const browser = newBrowser();
+    const form = await browser.get(`${stack.brokerUrl}/login?return_to=/`);
+    const home = await browser.submitForm(form, { login: 'ops', password: DEV_PASSWORD });
+    expect(home.text).toContain('Signed in as <strong>ops</strong>');
+    expect(home.text).toContain('href="/ops"');
+    const cookie = browser.cookiesFor(`${stack.brokerUrl}/`).find((c) => c.name === '__Host-broker_session');
+    const rows = (await sessionRows()).filter((r) => r.id_digest.equals(digestOf(cookie!.value)));
+    expect(rows).toEqual([expect.objectContaining({ subject_sub: 'ops', operator: true })]);
   });
 
   it('gives the browser a new session id at sign-in, so a planted one is worthless', async () => {
