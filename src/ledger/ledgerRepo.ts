@@ -49,27 +49,38 @@ export interface ChainBreak {
   reason: 'hash' | 'gap' | 'link';
 }
 
+const VERIFY_CHUNK = 100_000;
+
 /**
  * Recomputes the ledger's hash chain in the database (navigation_event_hash,
  * migrations/0004) and returns the number of rows and the first broken link.
+ * It walks the chain in ranges of `chunk` positions (each one statement over
+ * the chain_seq index, well inside the statement timeout at millions of rows),
+ * each range read with the row before it so links across ranges are checked.
  */
-export async function verifyChain(db: Queryable): Promise<{ rows: number; firstBreak: ChainBreak | undefined }> {
-  const count = await db.query<{ n: string }>('SELECT count(*) AS n FROM navigation_events');
-  const { rows } = await db.query<{ id: string; chain_seq: string; navigation_id: string; reason: ChainBreak['reason'] }>(
-    `WITH c AS (
-       SELECT e.id, e.chain_seq, e.navigation_id, e.hash, e.prev_hash,
-              navigation_event_hash(e.prev_hash, e) AS expected,
-              lag(e.hash) OVER (ORDER BY e.chain_seq) AS prev_actual,
-              lag(e.chain_seq) OVER (ORDER BY e.chain_seq) AS prev_seq
-         FROM navigation_events e)
-     SELECT id, chain_seq, navigation_id,
-            CASE WHEN hash <> expected THEN 'hash'
-                 WHEN chain_seq <> coalesce(prev_seq, 0) + 1 THEN 'gap'
-                 ELSE 'link' END AS reason
-       FROM c
-      WHERE hash <> expected OR chain_seq <> coalesce(prev_seq, 0) + 1 OR prev_hash IS DISTINCT FROM prev_actual
-      ORDER BY chain_seq LIMIT 1`,
-  );
-  const r = rows[0];
-  return { rows: Number(count.rows[0]?.n ?? 0), firstBreak: r ? { chainSeq: Number(r.chain_seq), id: Number(r.id), navigationId: r.navigation_id, reason: r.reason } : undefined };
+export async function verifyChain(db: Queryable, chunk = VERIFY_CHUNK): Promise<{ rows: number; firstBreak: ChainBreak | undefined }> {
+  const bounds = await db.query<{ n: string; last: string | null }>('SELECT count(*) AS n, max(chain_seq) AS last FROM navigation_events');
+  const rows = Number(bounds.rows[0]?.n ?? 0);
+  const last = Number(bounds.rows[0]?.last ?? 0);
+  for (let lo = 1; lo <= last; lo += chunk) {
+    const found = await db.query<{ id: string; chain_seq: string; navigation_id: string; reason: ChainBreak['reason'] }>(
+      `WITH c AS (
+         SELECT e.id, e.chain_seq, e.navigation_id, e.hash, e.prev_hash,
+                navigation_event_hash(e.prev_hash, e) AS expected,
+                lag(e.hash) OVER (ORDER BY e.chain_seq) AS prev_actual,
+                lag(e.chain_seq) OVER (ORDER BY e.chain_seq) AS prev_seq
+           FROM navigation_events e WHERE e.chain_seq BETWEEN $1::bigint - 1 AND $2)
+       SELECT id, chain_seq, navigation_id,
+              CASE WHEN hash <> expected THEN 'hash'
+                   WHEN chain_seq <> coalesce(prev_seq, 0) + 1 THEN 'gap'
+                   ELSE 'link' END AS reason
+         FROM c
+        WHERE chain_seq >= $1 AND (hash <> expected OR chain_seq <> coalesce(prev_seq, 0) + 1 OR prev_hash IS DISTINCT FROM prev_actual)
+        ORDER BY chain_seq LIMIT 1`,
+      [lo, lo + chunk - 1],
+    );
+    const r = found.rows[0];
+    if (r) return { rows, firstBreak: { chainSeq: Number(r.chain_seq), id: Number(r.id), navigationId: r.navigation_id, reason: r.reason } };
+  }
+  return { rows, firstBreak: undefined };
 }

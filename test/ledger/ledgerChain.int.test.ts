@@ -53,4 +53,15 @@ describe('the ledger hash chain', () => {
     await tamper('UPDATE navigation_events SET prev_hash = (SELECT hash FROM navigation_events WHERE chain_seq = 1) WHERE chain_seq = 3');
     expect((await verifyChain(db.pool)).firstBreak).toMatchObject({ chainSeq: 3 });
   });
+
+  // verifyChain walks the chain in ranges; every break is found wherever it falls relative to a range's edge.
+  it.each([1, 2, 3, 5])('gives the same answers when it checks the chain in ranges of %i', async (chunk) => {
+    expect(await verifyChain(db.pool, chunk)).toEqual({ rows: 9, firstBreak: undefined });
+    await tamper('DELETE FROM navigation_events WHERE chain_seq IN (5, 6)');
+    expect((await verifyChain(db.pool, chunk)).firstBreak).toMatchObject({ chainSeq: 7, reason: 'gap' });
+    await tamper("UPDATE navigation_events SET evidence = '{\"forged\": true}' WHERE chain_seq = 3");
+    expect((await verifyChain(db.pool, chunk)).firstBreak).toMatchObject({ chainSeq: 3, reason: 'hash' });
+    await tamper('DELETE FROM navigation_events WHERE chain_seq IN (1, 2)');
+    expect((await verifyChain(db.pool, chunk)).firstBreak).toMatchObject({ chainSeq: 3 });
+  });
 });
