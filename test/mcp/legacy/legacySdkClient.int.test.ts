@@ -340,6 +340,46 @@ describe('the official SDK client at 2025-11-25, -32042 lineage', () => {
   });
 });
 
+describe('the official SDK client at 2025-11-25, -32042 lineage, link re-issued by an operator', () => {
+  let stack: BrokerStack;
+  let bob: string;
+
+  beforeAll(async () => {
+    stack = await startBrokerStack({ legacyUrlElicitation: 'error', legacyWaitMs: 2_000, retryWaitMs: 300 });
+    bob = await tokenFor(stack, 'bob');
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  it('accepts the identical retry once through the re-issued flow, in the same lineage', async () => {
+    const args = { title: 'Legacy re-issued', body: 'lost link' };
+    const legacy = await connectLegacy(stack, bob, {});
+    try {
+      const failure = (await legacy.client.callTool({ name: 'reports_create', arguments: args }).catch((err: unknown) => err)) as UrlElicitationRequiredError;
+      const { elicitationId } = failure.elicitations[0]!;
+      // bob never opened it; the flow is stuck past its expiry and the operator re-issues it.
+      await stack.db.pool.query("UPDATE elicitation_navigations SET expires_at = created_at + interval '1 millisecond' WHERE id = $1", [elicitationId]);
+      const ops = await operatorCli(stack);
+      const reissued = await ops('reissue', elicitationId, '--reason', 'bob lost the link', '--json');
+      expect(reissued.code).toBe(0);
+      const { id: freshId, connectUrl } = JSON.parse(reissued.output.trim().split('\n').at(-1)!) as { id: string; connectUrl: string };
+      expect((await stack.db.pool.query('SELECT lineage, reissued_from FROM elicitation_navigations WHERE id = $1', [freshId])).rows).toEqual([{ lineage: 'error_retry', reissued_from: elicitationId }]);
+      await consentAndAuthorize(stack, await openConnectLink(stack, connectUrl, 'bob'), 'bob');
+
+      const retried = await legacy.client.callTool({ name: 'reports_create', arguments: args });
+      expect(retried.structuredContent).toMatchObject({ status: 'created', report: { title: args.title } });
+      const again = await legacy.client.callTool({ name: 'reports_create', arguments: args });
+      expect((again.structuredContent as Created).report.id).toBe((retried.structuredContent as Created).report.id);
+      expect((await reportsAt(stack, 'rs-user-bob')).filter((r) => r.title === args.title)).toHaveLength(1);
+      const flows = await stack.db.pool.query('SELECT id, status FROM elicitation_navigations ORDER BY created_at');
+      expect(flows.rows).toEqual([{ id: elicitationId, status: 'EXPIRED' }, { id: freshId, status: 'RETRY_RESPONSE_ACCEPTED' }]);
+    } finally {
+      await close(legacy);
+    }
+  });
+});
+
 describe('the official SDK client at 2025-11-25, -32042 lineage, high-risk tool (approval queue)', () => {
   let stack: BrokerStack;
   let alice: string;
