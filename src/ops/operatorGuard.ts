@@ -55,8 +55,10 @@ export function requireOperator(deps: OperatorGuardDeps): RequestHandler {
 }
 
 /** Every refused attempt at an operator route or command leaves a row (append-only). */
-export async function recordRefusal(deps: OperatorGuardDeps, req: Pick<Request, 'method' | 'path'>, actor: string): Promise<void> {
-  const what = `${req.method} ${req.path}`.slice(0, 200);
+export async function recordRefusal(deps: OperatorGuardDeps, req: Pick<Request, 'method' | 'baseUrl' | 'path'>, actor: string): Promise<void> {
+  // The full path (the router is mounted at /ops): /ops/flows, not /flows.
+  const path = `${req.baseUrl}${req.path === '/' ? '' : req.path}`.slice(0, 200);
+  const what = `${req.method} ${path}`;
   deps.logger.warn({ actor, what }, 'operator access refused');
-  await recordOperatorAction(deps.pool, 'access_refused', `not an operator: ${what}`, actor, { method: req.method, path: req.path.slice(0, 200) }, deps.clock.now());
+  await recordOperatorAction(deps.pool, 'access_refused', `not an operator: ${what}`, actor, { method: req.method, path }, deps.clock.now());
 }
