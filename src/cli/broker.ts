@@ -50,7 +50,7 @@ async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   try {
     if (command === 'dev-token') await devToken(rest);
-    else if (command === 'ledger') return await ledgerCommand(rest, loadConfig(), (line) => process.stdout.write(`${line}\n`));
+    else if (command === 'ledger') return await ledgerCommand(rest, loadConfig(), (line) => process.stdout.write(`${line}\n`), (line) => process.stderr.write(`${line}\n`));
     else if (command === undefined || command === 'help' || command === '--help') process.stdout.write(usage);
     else throw new UsageError(`Unknown command: ${command}\n\n${usage}`);
     return 0;

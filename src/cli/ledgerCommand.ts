@@ -6,6 +6,8 @@ import { createPool } from '../db/pool.js';
 import { evaluateGates } from '../ledger/gates.js';
 import { findFlowDetail, findFlows, findGateFigures, findReconcileFindings, findStuckFlows } from '../ledger/ledgerQueriesRepo.js';
 import { verifyChain } from '../ledger/ledgerRepo.js';
+import { lineages } from '../broker/navigationRecord.js';
+import { navigationStates } from '../broker/navigationStates.js';
 import { formatTable } from './table.js';
 import { actionCommands, ActionError, runAction, type ActionCommand } from './ledgerActions.js';
 import { authenticateOperator, OperatorAuthError } from './operatorAuth.js';
@@ -59,7 +61,7 @@ async function databaseUrl(config: Readonly<Config>): Promise<Secret> {
 }
 
 /** `broker ledger …`: returns the process exit code. */
-export async function ledgerCommand(args: string[], config: Readonly<Config>, out: (line: string) => void): Promise<number> {
+export async function ledgerCommand(args: string[], config: Readonly<Config>, out: (line: string) => void, progress: (line: string) => void = () => undefined): Promise<number> {
   const [sub, ...rest] = args;
   if (!sub || ![...queryCommands, ...actionCommands].includes(sub)) throw new LedgerCommandError(usage);
   const { values, positionals } = parseArgs({
@@ -86,6 +88,9 @@ export async function ledgerCommand(args: string[], config: Readonly<Config>, ou
     return Number(raw);
   };
   const logger = createLogger({ level: 'silent' });
+  const oneOf = (name: string, raw: string | undefined, allowed: readonly string[]) => {
+    if (raw !== undefined && !allowed.includes(raw)) throw new LedgerCommandError(`--${name} must be one of: ${allowed.join(', ')}`);
+  };
   const pool = createPool({ url: await databaseUrl(config), poolMax: 4 }, logger);
   const now = new Date();
   const print = (data: unknown, text: () => string) => out(values.json ? JSON.stringify(data) : text());
@@ -101,6 +106,8 @@ export async function ledgerCommand(args: string[], config: Readonly<Config>, ou
       });
     }
     if (sub === 'flows' || sub === 'stuck') {
+      oneOf('state', values.state, navigationStates);
+      oneOf('lineage', values.lineage, lineages);
       const limit = number('limit', values.limit, 50)!;
       const olderThan = number('older-than', values['older-than'], undefined);
       const flows =
@@ -151,7 +158,8 @@ export async function ledgerCommand(args: string[], config: Readonly<Config>, ou
       print(findings, () => (findings.length === 0 ? 'Nothing to reconcile.' : formatTable(['kind', 'id', 'detail'], findings.map((f) => [f.kind, f.id, f.detail]))));
       return findings.length > 0 ? 1 : 0;
     }
-    const result = await verifyChain(pool);
+    // A long walk at millions of rows: progress on stderr, so --json output stays one line.
+    const result = await verifyChain(pool, undefined, (checked, last) => checked < last && progress(`checked ${checked.toLocaleString('en')} of ${last.toLocaleString('en')} chain positions`));
     if (values.json) out(JSON.stringify({ intact: !result.firstBreak, rows: result.rows, firstBreak: result.firstBreak ?? null }));
     else if (!result.firstBreak) out(`Ledger intact: ${result.rows} rows, every hash chained.`);
     else {

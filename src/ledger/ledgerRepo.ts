@@ -58,7 +58,11 @@ const VERIFY_CHUNK = 100_000;
  * the chain_seq index, well inside the statement timeout at millions of rows),
  * each range read with the row before it so links across ranges are checked.
  */
-export async function verifyChain(db: Queryable, chunk = VERIFY_CHUNK): Promise<{ rows: number; firstBreak: ChainBreak | undefined }> {
+export async function verifyChain(
+  db: Queryable,
+  chunk = VERIFY_CHUNK,
+  onProgress?: (checkedUpTo: number, last: number) => void,
+): Promise<{ rows: number; firstBreak: ChainBreak | undefined }> {
   const bounds = await db.query<{ n: string; last: string | null }>('SELECT count(*) AS n, max(chain_seq) AS last FROM navigation_events');
   const rows = Number(bounds.rows[0]?.n ?? 0);
   const last = Number(bounds.rows[0]?.last ?? 0);
@@ -81,6 +85,7 @@ export async function verifyChain(db: Queryable, chunk = VERIFY_CHUNK): Promise<
     );
     const r = found.rows[0];
     if (r) return { rows, firstBreak: { chainSeq: Number(r.chain_seq), id: Number(r.id), navigationId: r.navigation_id, reason: r.reason } };
+    onProgress?.(Math.min(lo + chunk - 1, last), last);
   }
   return { rows, firstBreak: undefined };
 }

@@ -55,6 +55,12 @@ describe('the ledger hash chain', () => {
   });
 
   // verifyChain walks the chain in ranges; every break is found wherever it falls relative to a range's edge.
+  it('reports its progress range by range', async () => {
+    const seen: [number, number][] = [];
+    expect(await verifyChain(db.pool, 4, (checked, last) => seen.push([checked, last]))).toEqual({ rows: 9, firstBreak: undefined });
+    expect(seen).toEqual([[4, 9], [8, 9], [9, 9]]);
+  });
+
   it.each([1, 2, 3, 5])('gives the same answers when it checks the chain in ranges of %i', async (chunk) => {
     expect(await verifyChain(db.pool, chunk)).toEqual({ rows: 9, firstBreak: undefined });
     await tamper('DELETE FROM navigation_events WHERE chain_seq IN (5, 6)');

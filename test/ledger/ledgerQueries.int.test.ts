@@ -102,6 +102,9 @@ describe('ledger queries on real flows', () => {
     const bad = await cli('flows', '--limit', 'lots');
     expect(bad.code).toBe(2);
     expect(bad.output).toContain('--limit must be a whole number');
+    const unknownState = await cli('flows', '--state', 'VERIFIED');
+    expect(unknownState.code).toBe(2);
+    expect(unknownState.output).toContain('--state must be one of: CREATED, USER_REVIEW');
   });
 
   it('answers for flows of the 2025-11-25 lineages too, on the command line as well', async () => {
