@@ -98,7 +98,7 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
     broker,
     formActionOrigins: deps.providers.map((p) => new URL(p.issuer).origin),
     operators: deps.operators ?? { roleClaim: 'roles', role: 'operator' },
-    ops: { broker, redrive },
+    ops: { broker, redrive, gateFigures: metrics.gateFigures },
     metrics,
     metricsAccess: deps.metricsAccess ?? { token: undefined, openWithoutToken: false },
   });

@@ -73,7 +73,10 @@ export async function decideApproval(deps: BrokerDeps, id: string, decision: 'ap
  * waits (bounded, woken by the decision) for an operator. A flow that is
  * already accepted, or not verified, goes on to acceptOriginalOperation, which decides.
  */
-export async function awaitApproval(deps: BrokerDeps, navigationId: string, waitMs: number): Promise<ApprovalGate> {
+export async function awaitApproval(deps: BrokerDeps, op: { navigationId: string; tool: string; provider: string }, waitMs: number): Promise<ApprovalGate> {
+  // Most tools are not high-risk: nothing to read for them.
+  if (!needsApproval(deps, op.tool, op.provider)) return { kind: 'go' };
+  const { navigationId } = op;
   const navigation = await findNavigationById(deps.pool, navigationId);
   if (!navigation) return { kind: 'go' };
   if (navigation.status === 'OPERATION_REJECTED') {

@@ -88,13 +88,17 @@ export async function runConnectionTool(deps: ConnectionToolDeps, ctx: ToolConte
 
 async function settle(deps: ConnectionToolDeps, ctx: ToolContext, call: ConnectionCall, binding: StateBinding, state: SealedState): Promise<ToolCallResult> {
   const { broker } = deps;
-  // An operator may have re-issued the link of an expired or stuck flow: the retry follows it (issue #6).
-  const navigationId = await latestReissue(broker, state.navigationId!);
+  const navigationId = state.navigationId!;
   const receipt = await findReceiptByNavigation(broker.pool, navigationId);
   if (receipt) return call.render(await runAcceptedOperation(broker, receipt, async (key) => call.perform(await tokenOrFail(deps, ctx, call), key)));
   const navigation = (await findNavigationById(broker.pool, navigationId))!;
   if (navigation.status === 'DECLINED' || navigation.status === 'CANCELLED') return completeResult(`You declined to connect; ${call.purpose} was not done.`, { status: 'declined' });
   if (navigation.status === 'REQUIREMENT_VERIFIED' || navigation.status === 'OPERATION_REJECTED') return accept(deps, ctx, call, navigation, binding, state);
+  if (navigation.status === 'EXPIRED') {
+    // An operator may have re-issued the link of an expired or stuck flow: the retry follows it (issue #6).
+    const successor = await latestReissue(broker, navigationId);
+    if (successor !== navigationId) return settle(deps, ctx, call, binding, { ...state, navigationId: successor });
+  }
   if (navigation.status === 'EXPIRED' || navigation.expiresAt <= broker.clock.now()) {
     await advanceIfAllowed(deps.broker, navigation.id, 'expire', `mcp:${ctx.principal.sub}`);
     return askToConnect(deps, ctx, call, binding);
@@ -107,7 +111,7 @@ async function settle(deps: ConnectionToolDeps, ctx: ToolContext, call: Connecti
 }
 
 async function accept(deps: ConnectionToolDeps, ctx: ToolContext, call: ConnectionCall, navigation: NavigationRecord, binding: StateBinding, state: SealedState): Promise<ToolCallResult> {
-  const gate = await awaitApproval(deps.broker, navigation.id, deps.broker.retryWaitMs);
+  const gate = await awaitApproval(deps.broker, { navigationId: navigation.id, tool: call.tool, provider: call.provider }, deps.broker.retryWaitMs);
   if (gate.kind === 'rejected') {
     return { resultType: 'complete', isError: true, content: [{ type: 'text', text: approvalMessage(gate, call.purpose) }], structuredContent: { status: 'rejected', approvalId: gate.approval.id } };
   }

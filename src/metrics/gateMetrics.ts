@@ -17,25 +17,43 @@ export interface GateMetricsDeps {
   collectFailed(source: string): void;
 }
 
-/** Registers the gauges; returns the (cached, single-flight) read that refreshes them. */
-export function registerGateMetrics(registry: Registry, deps: GateMetricsDeps): () => Promise<void> {
-  let computedAt = -Infinity;
-  let inflight: Promise<void> | undefined;
-  const refresh = (): Promise<void> => {
-    if (deps.now() - computedAt < deps.cacheMs) return Promise.resolve();
+export type GateFiguresReader = () => Promise<{ figures: GateFigures; at: Date }>;
+
+/**
+ * The gate figures read every flow (about 3 s at a million), so one process
+ * reads them at most once per `cacheMs`, single-flight, for every caller (the
+ * gauges and the operator dashboard). A failed read is not kept: the next call tries again.
+ */
+export function cachedGateFigures(deps: Pick<GateMetricsDeps, 'pool' | 'cacheMs' | 'now'>): GateFiguresReader {
+  let last: { figures: GateFigures; at: Date } | undefined;
+  let inflight: Promise<{ figures: GateFigures; at: Date }> | undefined;
+  return () => {
+    if (last && deps.now() - last.at.getTime() < deps.cacheMs) return Promise.resolve(last);
     return (inflight ??= findGateFigures(deps.pool)
-      .then((figures) => {
-        apply(figures);
-        computedAt = deps.now();
-      })
-      .catch((err: unknown) => {
-        deps.logger.warn({ err }, 'metrics: reading the gate figures failed; serving the last figures');
-        deps.collectFailed('gates');
-      })
+      .then((figures) => (last = { figures, at: new Date(deps.now()) }))
       .finally(() => {
         inflight = undefined;
       }));
   };
+}
+
+/** Registers the gauges over the shared read; returns what refreshes them. */
+export function registerGateMetrics(registry: Registry, deps: Pick<GateMetricsDeps, 'logger' | 'collectFailed'> & { read: GateFiguresReader }): () => Promise<void> {
+  // Every gauge collects through this; one scrape is one read and, if it fails, one counted failure.
+  let inflight: Promise<void> | undefined;
+  const refresh = (): Promise<void> =>
+    (inflight ??= deps
+      .read()
+      .then(
+        ({ figures }) => apply(figures),
+        (err: unknown) => {
+          deps.logger.warn({ err }, 'metrics: reading the gate figures failed; serving the last figures');
+          deps.collectFailed('gates');
+        },
+      )
+      .finally(() => {
+        inflight = undefined;
+      }));
   const gauge = <L extends string = never>(name: string, help: string, labelNames: readonly L[] = []) =>
     new Gauge<L>({ name: `broker_gate_${name}`, help: `${help} Cluster-wide: use max(), not sum().`, labelNames, registers: [registry], collect: refresh });
 

@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
 import type { Queryable } from '../db/pool.js';
 import type { Logger } from '../shared/logger.js';
-import { registerGateMetrics } from './gateMetrics.js';
+import { cachedGateFigures, registerGateMetrics, type GateFiguresReader } from './gateMetrics.js';
 import { registerLedgerMetrics } from './ledgerMetrics.js';
 import { methodLabel } from './routeLabel.js';
 
@@ -30,6 +30,8 @@ export interface Metrics {
   /** One sweep's results (src/broker/sweeps.ts). */
   sweepSucceeded(rows: object): void;
   sweepFailed(): void;
+  /** Seed 001's gate figures, read at most once per gateCacheMs for every caller (gauges, dashboard). */
+  gateFigures: GateFiguresReader;
 }
 
 const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -63,10 +65,12 @@ export function createMetrics(deps: MetricsDeps): Metrics {
   });
   const collectFailed = (source: string) => collectErrors.inc({ source });
   const syncLedger = registerLedgerMetrics(registry, { pool: deps.pool, logger: deps.logger, collectFailed });
-  const refreshGates = registerGateMetrics(registry, { pool: deps.pool, logger: deps.logger, cacheMs: deps.gateCacheMs ?? 30_000, now: deps.now ?? Date.now, collectFailed });
+  const gateFigures = cachedGateFigures({ pool: deps.pool, cacheMs: deps.gateCacheMs ?? 30_000, now: deps.now ?? Date.now });
+  const refreshGates = registerGateMetrics(registry, { logger: deps.logger, collectFailed, read: gateFigures });
 
   return {
     registry,
+    gateFigures,
     observeRequest(req, res, route) {
       const started = performance.now();
       res.once('close', () => {

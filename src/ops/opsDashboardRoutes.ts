@@ -4,7 +4,7 @@ import { findApprovals } from '../broker/approvalRepo.js';
 import { navigationStates, openStates, verifiedStates, type NavigationState } from '../broker/navigationStates.js';
 import { evaluateGates } from '../ledger/gates.js';
 import { pauseConnections, resumeConnections } from '../ledger/killSwitch.js';
-import { findGateFigures, findStuckFlows, type GateFigures } from '../ledger/ledgerQueriesRepo.js';
+import { findStuckFlows } from '../ledger/ledgerQueriesRepo.js';
 import { findSwitch, URL_ELICITATION_PAUSED } from '../ledger/operatorRepo.js';
 import { parseInput } from '../web/parse.js';
 import { columnChart, dailySeries, fillBuckets, LATENCY_BOUNDS_SECONDS, latencyLabels, rowChart, seriesStart } from './charts.js';
@@ -17,8 +17,6 @@ const DAYS = 30;
 const LATENCY_WINDOW = 5000;
 /** Counts on the dashboard stop here ("100+"): the pages behind the links list them. */
 const COUNT_CAP = 100;
-/** The gate figures read every flow (about 3 s at a million): one read per instance every 30 s at most. */
-const GATES_TTL_MS = 30_000;
 
 /** The state's family, for the bar colour: still waiting, connected, or ended without connecting. */
 export function toneOf(state: NavigationState): string {
@@ -30,22 +28,12 @@ export function toneOf(state: NavigationState): string {
 export function opsDashboardRoutes(deps: OpsRoutesDeps): Router {
   const router = Router();
   const { pool, clock } = deps;
-  let gates: { at: Date; figures: Promise<GateFigures> } | undefined;
-  const gateFigures = (now: Date) => {
-    if (!gates || now.getTime() - gates.at.getTime() >= GATES_TTL_MS) {
-      const figures = findGateFigures(pool);
-      gates = { at: now, figures };
-      figures.catch(() => (gates = undefined)); // a failed read is retried by the next page load
-    }
-    return gates;
-  };
 
   router.get('/', async (req, res) => {
     parseInput(z.strictObject({}), req.query, 'query');
     const now = clock.now();
-    const cached = gateFigures(now);
-    const [figures, byState, perDay, latency, paused, stuck, pending] = await Promise.all([
-      cached.figures,
+    const [gates, byState, perDay, latency, paused, stuck, pending] = await Promise.all([
+      deps.ops.gateFigures(),
       countFlowsByState(pool),
       countFlowsPerDay(pool, seriesStart(now, DAYS)),
       findCompletionLatencyHistogram(pool, LATENCY_BOUNDS_SECONDS, LATENCY_WINDOW),
@@ -61,8 +49,8 @@ export function opsDashboardRoutes(deps: OpsRoutesDeps): Router {
       deps.render('ops/dashboard', {
         ...pageModel(res, 'Operator dashboard', 'dashboard'),
         paused: paused?.engaged ? { reason: paused.reason } : undefined,
-        gates: evaluateGates(figures),
-        gatesAt: cached.at.toISOString(),
+        gates: evaluateGates(gates.figures),
+        gatesAt: gates.at.toISOString(),
         totalFlows: states.reduce((sum, s) => sum + s.value, 0),
         stuck: capped(stuck.length),
         pendingApprovals: capped(pending.length),
