@@ -55,6 +55,9 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
   let secretKeys = config.secretKeys;
   let devFacts: BannerFacts['dev'];
   if (dev) {
+    if (config.dev.allowNetwork) {
+      logger.warn({ host: config.http.host }, 'DEV_ALLOW_NETWORK=true: the development identity provider (known passwords, an operator user) listens beyond loopback; publish its ports to loopback only');
+    }
     // Development servers (oidc-provider and friends) are loaded only in development.
     const { loadOrCreateDevSecrets } = await import('./dev/devSecrets.js');
     const { reportServiceProvider, startDevStack } = await import('./dev/devStack.js');
@@ -76,7 +79,7 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     clientSecret ??= new Secret(secrets.brokerIdpClientSecret);
     secretKeys ??= secrets.secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) }));
     providerEntries.unshift(reportServiceProvider(stack, secrets));
-    devFacts = { reportsIssuer: stack.reports.issuer, reportsApiUrl: stack.reports.apiUrl, caFile: resolve(config.dataDir, 'tls', 'ca.pem') };
+    devFacts = { reportsIssuer: stack.reports.issuer, reportsApiUrl: stack.reports.apiUrl, caFile: resolve(config.dataDir, 'tls', 'ca.pem'), networkHost: config.dev.allowNetwork ? config.http.host : undefined };
   }
   if (!issuer || !clientSecret) throw new ConfigError(['OIDC_ISSUER and OIDC_CLIENT_SECRET are required']);
 

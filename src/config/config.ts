@@ -44,6 +44,8 @@ const envSchema = z
     TLS_CA_FILE: optionalString,
     DEV_IDP_PORT: port.optional(),
     DEV_REPORTS_PORT: port.optional(),
+    // Development mode serves an identity provider with known passwords: off loopback only when asked by name.
+    DEV_ALLOW_NETWORK: z.enum(['true', 'false']).optional(),
     PROVIDERS_FILE: optionalString,
     NAVIGATION_TTL_SECONDS: z.coerce.number().int().min(60).max(24 * 3600).default(900),
     RETRY_WAIT_MS: z.coerce.number().int().min(0).max(60_000).default(10_000),
@@ -75,7 +77,16 @@ const envSchema = z
     if (env.MCP_ALLOW_ANONYMOUS === 'true' && (env.NODE_ENV === 'production' || !isLoopbackHost(env.HOST))) {
       ctx.addIssue({ code: 'custom', path: ['MCP_ALLOW_ANONYMOUS'], message: 'is allowed only in development with HOST on loopback' });
     }
-    if (env.NODE_ENV !== 'production') return;
+    if (env.NODE_ENV !== 'production') {
+      if (!isLoopbackHost(env.HOST) && env.DEV_ALLOW_NETWORK !== 'true') {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['HOST'],
+          message: `is ${env.HOST}, but ${env.NODE_ENV} mode listens on loopback only: it serves a development identity provider with known passwords. Use HOST=127.0.0.1, or set DEV_ALLOW_NETWORK=true to serve it on ${env.HOST} anyway (a container whose ports are published to loopback), or run NODE_ENV=production`,
+        });
+      }
+      return;
+    }
     const required = [
       ['PUBLIC_URL', 'an https PUBLIC_URL is required in production'],
       ['OIDC_ISSUER', 'an external https OIDC_ISSUER is required in production'],
@@ -92,7 +103,7 @@ const envSchema = z
     if (env.OIDC_ISSUER !== undefined && isLoopback(env.OIDC_ISSUER)) {
       ctx.addIssue({ code: 'custom', path: ['OIDC_ISSUER'], message: 'must be an external issuer in production, not loopback' });
     }
-    for (const key of ['DEV_IDP_PORT', 'DEV_REPORTS_PORT'] as const) {
+    for (const key of ['DEV_IDP_PORT', 'DEV_REPORTS_PORT', 'DEV_ALLOW_NETWORK'] as const) {
       if (env[key] !== undefined) ctx.addIssue({ code: 'custom', path: [key], message: 'is a development setting' });
     }
     },
@@ -108,7 +119,8 @@ export interface Config {
   oidc: { issuer: string | undefined; clientId: string; clientSecret: Secret | undefined };
   secretKeys: { kid: string; key: Secret }[] | undefined;
   tls: { certFile: string | undefined; keyFile: string | undefined; caFile: string | undefined };
-  dev: { idpPort: number; reportsPort: number };
+  /** allowNetwork: DEV_ALLOW_NETWORK=true, development servers on a non-loopback HOST (said loudly at start). */
+  dev: { idpPort: number; reportsPort: number; allowNetwork: boolean };
   session: { ttlSeconds: number };
   mcp: { requiredScope: string; allowAnonymous: boolean };
   broker: { providersFile: string | undefined; navigationTtlSeconds: number; retryWaitMs: number; sweepIntervalMs: number };
@@ -155,7 +167,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     secretKeys: e.SECRET_KEYS,
     tls: { certFile: e.TLS_CERT_FILE, keyFile: e.TLS_KEY_FILE, caFile: e.TLS_CA_FILE },
-    dev: { idpPort: e.DEV_IDP_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 1), reportsPort: e.DEV_REPORTS_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 2) },
+    dev: { idpPort: e.DEV_IDP_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 1), reportsPort: e.DEV_REPORTS_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 2), allowNetwork: e.DEV_ALLOW_NETWORK === 'true' },
     session: { ttlSeconds: e.SESSION_TTL_SECONDS },
     mcp: { requiredScope: e.MCP_SCOPE, allowAnonymous: e.MCP_ALLOW_ANONYMOUS === 'true' },
     broker: { providersFile: e.PROVIDERS_FILE, navigationTtlSeconds: e.NAVIGATION_TTL_SECONDS, retryWaitMs: e.RETRY_WAIT_MS, sweepIntervalMs: e.SWEEP_INTERVAL_MS },

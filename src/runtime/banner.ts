@@ -7,7 +7,8 @@ export interface BannerFacts {
   database: string;
   /** MCP_ALLOW_ANONYMOUS is on: said loudly. */
   anonymousMcp: boolean;
-  dev?: { reportsIssuer: string; reportsApiUrl: string; caFile: string };
+  /** networkHost: DEV_ALLOW_NETWORK=true let the development servers listen on this non-loopback host. */
+  dev?: { reportsIssuer: string; reportsApiUrl: string; caFile: string; networkHost: string | undefined };
 }
 
 /** What `npm start` prints once everything listens: every URL served, and the demo users. */
@@ -36,6 +37,9 @@ export function banner(facts: BannerFacts): string {
       'MCP access token:  npm run broker -- dev-token --user alice',
       'Operator CLI:      export BROKER_OPERATOR_TOKEN=$(npm run -s broker -- dev-token --user ops); npm run broker -- ledger flows',
     );
+  }
+  if (facts.dev?.networkHost) {
+    lines.push('', `!! DEV_ALLOW_NETWORK=true: development mode listens on ${facts.dev.networkHost}, beyond loopback, with known demo passwords.`, '!! Publish these ports to loopback only (as docker-compose.yml does); never on a shared network.');
   }
   if (facts.anonymousMcp) {
     lines.push('', '!! MCP_ALLOW_ANONYMOUS=true: /mcp serves requests WITHOUT a bearer token as an anonymous principal.', '!! Development and loopback only; never expose this server.');

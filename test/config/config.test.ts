@@ -31,14 +31,25 @@ describe('loadConfig', () => {
     expect(config.http.publicUrl.href).toBe('https://127.0.0.1:8443/');
     expect(config.http.mcpResourceUrl).toBe('https://127.0.0.1:8443/mcp');
     expect(config.db.url).toBeUndefined();
-    expect(config.dev).toEqual({ idpPort: 8444, reportsPort: 8445 });
+    expect(config.dev).toEqual({ idpPort: 8444, reportsPort: 8445, allowNetwork: false });
     expect(Object.isFrozen(config)).toBe(true);
   });
 
   it('lets PORT move the broker and the development servers beside it', () => {
     const config = loadConfig({ PORT: '9443' });
     expect(config.http.publicUrl.href).toBe('https://127.0.0.1:9443/');
-    expect(config.dev).toEqual({ idpPort: 9444, reportsPort: 9445 });
+    expect(config.dev).toEqual({ idpPort: 9444, reportsPort: 9445, allowNetwork: false });
+  });
+
+  it('development mode is not served on a non-loopback HOST unless DEV_ALLOW_NETWORK=true says so', () => {
+    for (const NODE_ENV of ['development', 'test']) {
+      expect(problemsOf({ NODE_ENV, HOST: '0.0.0.0' })).toEqual([expect.stringMatching(/^HOST: is 0\.0\.0\.0, but .* loopback only.*DEV_ALLOW_NETWORK=true/)]);
+      expect(problemsOf({ NODE_ENV, HOST: '192.168.1.10', DEV_ALLOW_NETWORK: 'false' })[0]).toMatch(/^HOST: /);
+    }
+    expect(loadConfig({ HOST: '::1' }).dev.allowNetwork).toBe(false);
+    expect(loadConfig({ HOST: '0.0.0.0', DEV_ALLOW_NETWORK: 'true' }).dev.allowNetwork).toBe(true);
+    expect(loadConfig({ ...production, HOST: '0.0.0.0' }).http.host).toBe('0.0.0.0');
+    expect(problemsOf({ ...production, DEV_ALLOW_NETWORK: 'true' })).toEqual(['DEV_ALLOW_NETWORK: is a development setting']);
   });
 
   it('reports every invalid variable together', () => {
