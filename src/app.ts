@@ -7,6 +7,7 @@ import type { MigrationFile } from './db/migrate.js';
 import type { Pool } from './db/pool.js';
 import { NotFoundError } from './errors/appError.js';
 import { healthRoutes } from './health/healthRoutes.js';
+import type { LoginCookies } from './auth/loginCookie.js';
 import type { OperatorPolicy } from './auth/operatorRole.js';
 import type { OpsDeps } from './ops/opsDeps.js';
 import { opsRoutes } from './ops/opsRoutes.js';
@@ -18,6 +19,7 @@ import type { Clock } from './shared/clock.js';
 import type { Logger } from './shared/logger.js';
 import { errorHandler, requestId } from './web/middleware/requestContext.js';
 import { securityHeaders } from './web/middleware/security.js';
+import type { RateLimit } from './web/middleware/rateLimit.js';
 import type { Render } from './web/render.js';
 import { webRoutes } from './web/webRoutes.js';
 
@@ -31,6 +33,10 @@ export interface AppDeps {
   publicUrl: URL;
   mcpResourceUrl: string;
   sessionTtlSeconds: number;
+  /** Seals sign-in transactions into the browser (nothing is stored before the user comes back). */
+  logins: LoginCookies;
+  /** GET /login and its callback, per client address and instance (default: a burst of 60, then 60 a minute). */
+  loginRateLimit?: RateLimit;
   /** For the protected resource metadata of the MCP endpoint. */
   mcp: { issuer: string; scope: string };
   broker: BrokerDeps;
@@ -58,7 +64,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(metricsRoutes({ metrics: deps.metrics, access: deps.metricsAccess }));
   app.use(protectedResourceRoutes({ mcpResourceUrl: deps.mcpResourceUrl, issuer: deps.mcp.issuer, scope: deps.mcp.scope }));
   app.use('/static', express.static(publicDir, { index: false, fallthrough: false, maxAge: '1h' }));
-  app.use(authRoutes({ ...deps, callbackUrl: new URL('/auth/callback', deps.publicUrl).href }));
+  app.use(authRoutes({ ...deps, callbackUrl: new URL('/auth/callback', deps.publicUrl).href, loginRateLimit: deps.loginRateLimit ?? { burst: 60, perMinute: 60 } }));
   app.use(connectRoutes({ broker: deps.broker, render: deps.render, sessionTtlSeconds: deps.sessionTtlSeconds }));
   app.use('/ops', opsRoutes(deps));
   app.use(webRoutes(deps));

@@ -2,6 +2,7 @@ import type { RequestListener } from 'node:http';
 import { createApp, type AppDeps } from './app.js';
 import type { Principal } from './auth/principal.js';
 import type { BrokerDeps } from './broker/brokerDeps.js';
+import { createLoginCookies } from './auth/loginCookie.js';
 import type { OperatorPolicy } from './auth/operatorRole.js';
 import { reconcileOutcomes, type RedriveDeps } from './broker/redrive.js';
 import { connectionCalls } from './mcp/tools/registry.js';
@@ -24,7 +25,7 @@ import type { Provider } from './providers/providerConfig.js';
 import type { Fetch } from './shared/httpClient.js';
 import type { Secret } from './shared/secret.js';
 
-export interface ServerDeps extends Omit<AppDeps, 'mcp' | 'broker' | 'formActionOrigins' | 'metrics' | 'metricsAccess' | 'operators' | 'ops'> {
+export interface ServerDeps extends Omit<AppDeps, 'logins' | 'mcp' | 'broker' | 'formActionOrigins' | 'metrics' | 'metricsAccess' | 'operators' | 'ops'> {
   /** Who is an operator; default: the `roles` claim holds `operator`. */
   operators?: OperatorPolicy;
   issuer: string;
@@ -94,6 +95,7 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
   const redrive: RedriveDeps = { broker, vault: toolDeps.connection.vault, operationFor: (tool, args) => connectionCalls[tool]?.(args, toolDeps) };
   const app = createApp({
     ...deps,
+    logins: createLoginCookies(createSecretBox(createKeyring(deps.secretKeys, 'browser-login'))),
     mcp: { issuer: deps.issuer, scope: deps.mcpScope },
     broker,
     formActionOrigins: deps.providers.map((p) => new URL(p.issuer).origin),

@@ -2,14 +2,16 @@ import express, { Router } from 'express';
 import { z } from 'zod';
 import { ForbiddenError } from '../errors/appError.js';
 import { isValidCsrf, requireSameOrigin } from '../web/middleware/csrf.js';
+import { rateLimitByAddress, type RateLimit } from '../web/middleware/rateLimit.js';
 import { parseInput } from '../web/parse.js';
+import { readLoginCookie, writeLoginCookie } from './loginCookie.js';
 import { clearSessionCookie, readSessionCookie, writeSessionCookie } from './sessionCookie.js';
-import { beginSignIn, completeSignIn, signOut, type SignInDeps } from './signIn.js';
+import { beginSignIn, completeSignIn, LOGIN_TTL_MS, signOut, type SignInDeps } from './signIn.js';
 
 // A local path only: "/x", never "//host" or "/\host" (open-redirect guard).
 const localPath = z
   .string()
-  .max(2000)
+  .max(1024) // it travels in the sealed login cookie, which must stay under 4 KB
   .regex(/^\/(?![/\\])[\x21-\x7e]*$/, 'must be a path on this site');
 
 const loginQuery = z.strictObject({ return_to: localPath.optional() });
@@ -19,23 +21,35 @@ const logoutBody = z.strictObject({ _csrf: z.string().max(128) });
 
 export interface AuthRoutesDeps extends SignInDeps {
   publicUrl: URL;
+  /** Per client address, for GET /login and the callback together (LOGIN_RATE_BURST, LOGIN_RATE_PER_MINUTE). */
+  loginRateLimit: RateLimit;
 }
 
 /** GET /login, GET /auth/callback, POST /logout. */
 export function authRoutes(deps: AuthRoutesDeps): Router {
   const router = Router();
+  // Both ends of a sign-in are open to anyone: one bucket per address bounds what a caller can make us do.
+  const limited = rateLimitByAddress(deps.loginRateLimit, () => deps.clock.now().getTime());
+  const loginMaxAge = LOGIN_TTL_MS / 1000;
 
-  router.get('/login', async (req, res) => {
+  router.get('/login', limited, async (req, res) => {
     const { return_to: returnTo = '/' } = parseInput(loginQuery, req.query, 'query');
-    const { redirect, newCookie } = await beginSignIn(deps, readSessionCookie(req), returnTo);
-    if (newCookie) writeSessionCookie(res, newCookie, 30 * 60);
+    const { redirect, loginCookie } = await beginSignIn(deps, readLoginCookie(req), returnTo);
+    writeLoginCookie(res, loginCookie, loginMaxAge);
     res.redirect(303, redirect.href);
   });
 
-  router.get('/auth/callback', async (req, res) => {
+  router.get('/auth/callback', limited, async (req, res) => {
     parseInput(callbackQuery, req.query, 'query');
     const currentUrl = new URL(req.originalUrl, deps.publicUrl);
-    const { newCookie, returnTo } = await completeSignIn(deps, readSessionCookie(req), currentUrl);
+    const cookies = { session: readSessionCookie(req), login: readLoginCookie(req) };
+    const { newCookie, returnTo, loginCookie } = await completeSignIn(deps, cookies, currentUrl).catch((err: unknown) => {
+      // A response that failed is spent too: the browser forgets its sign-in, a retry starts again.
+      const state = currentUrl.searchParams.get('state');
+      if (state && cookies.login) writeLoginCookie(res, deps.logins.take(cookies.login, state, deps.clock.now()).rest, loginMaxAge);
+      throw err;
+    });
+    writeLoginCookie(res, loginCookie, loginMaxAge);
     writeSessionCookie(res, newCookie, deps.sessionTtlSeconds);
     res.redirect(303, returnTo);
   });

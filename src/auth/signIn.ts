@@ -4,7 +4,7 @@ import { withTransaction } from '../db/transaction.js';
 import type { OidcClient } from '../oauth/oauthClient.js';
 import type { Clock } from '../shared/clock.js';
 import { digestOf, randomToken } from '../shared/tokens.js';
-import { consumeLoginTransaction, insertLoginTransaction } from './loginTransactionRepo.js';
+import type { LoginCookies } from './loginCookie.js';
 import { hasOperatorRole, type OperatorPolicy } from './operatorRole.js';
 import { deleteSession, findActiveSession, insertSession, type WebSession } from './webSessionRepo.js';
 
@@ -16,9 +16,11 @@ export interface SignInDeps {
   /** The exact redirect URI registered with the issuer. */
   callbackUrl: string;
   operators: OperatorPolicy;
+  /** Seals sign-in transactions into the browser's login cookie. */
+  logins: LoginCookies;
 }
 
-const LOGIN_TTL_MS = 10 * 60 * 1000;
+export const LOGIN_TTL_MS = 10 * 60 * 1000;
 
 export interface CurrentSession {
   cookie: string;
@@ -33,45 +35,38 @@ export async function currentSession(deps: Pick<SignInDeps, 'pool' | 'clock'>, c
 }
 
 /**
- * Starts an OIDC sign-in. The login transaction is bound to the browser's
- * session (an anonymous one is created if needed), so only this browser can
- * finish it. Returns the redirect and the cookie to set, if new.
+ * Starts an OIDC sign-in. Writes nothing to the database: the transaction is
+ * returned as the new value of the browser's sealed login cookie (see
+ * loginCookie.ts), so only this browser can finish it.
  */
-export async function beginSignIn(deps: SignInDeps, cookie: string | undefined, returnTo: string): Promise<{ redirect: URL; newCookie?: string }> {
-  const now = deps.clock.now();
-  const existing = await currentSession(deps, cookie);
+export async function beginSignIn(deps: SignInDeps, loginCookie: string | undefined, returnTo: string): Promise<{ redirect: URL; loginCookie: string }> {
   const login = await deps.oidc.beginLogin({ redirectUri: deps.callbackUrl, scope: 'openid profile' });
-  const newCookie = existing ? undefined : randomToken();
-  const sessionDigest = existing?.session.idDigest ?? digestOf(newCookie ?? '');
-  await withTransaction(deps.pool, async (tx) => {
-    if (newCookie) {
-      await insertSession(tx, { idDigest: sessionDigest, subject: undefined, displayName: undefined, operator: false, expiresAt: new Date(now.getTime() + LOGIN_TTL_MS * 3) }, now);
-    }
-    await insertLoginTransaction(
-      tx,
-      { stateDigest: digestOf(login.state), sessionDigest, codeVerifier: login.codeVerifier, nonce: login.nonce, returnTo, expiresAt: new Date(now.getTime() + LOGIN_TTL_MS) },
-      now,
-    );
-  });
-  return newCookie ? { redirect: login.url, newCookie } : { redirect: login.url };
+  const now = deps.clock.now();
+  const expiresAt = new Date(now.getTime() + LOGIN_TTL_MS);
+  return { redirect: login.url, loginCookie: deps.logins.add(loginCookie, login.state, { codeVerifier: login.codeVerifier, nonce: login.nonce, returnTo, expiresAt }, now) };
 }
 
 /**
- * Finishes a sign-in: consumes the login transaction once (same browser,
- * unexpired), lets openid-client check state, PKCE, nonce, issuer and the ID
- * Token, then replaces the session with a new one bound to the subject (a
- * fresh cookie value, so a planted session id is worthless).
+ * Finishes a sign-in: takes the login transaction for this state out of the
+ * browser's login cookie (same browser, unexpired), lets openid-client check
+ * state, PKCE, nonce, issuer and the ID Token (a replayed code fails there
+ * too), then replaces any session with a new one bound to the subject (a
+ * fresh cookie value, so a planted session id is worthless). Returns the
+ * login cookie's new value: what is left of other tabs' sign-ins.
  */
-export async function completeSignIn(deps: SignInDeps, cookie: string | undefined, currentUrl: URL): Promise<{ newCookie: string; returnTo: string }> {
+export async function completeSignIn(
+  deps: SignInDeps,
+  cookies: { session: string | undefined; login: string | undefined },
+  currentUrl: URL,
+): Promise<{ newCookie: string; returnTo: string; loginCookie: string | undefined }> {
   const state = currentUrl.searchParams.get('state');
-  if (!cookie || !state) throw new InvalidInputError('This sign-in response does not belong to a sign-in started in this browser. Start again.');
   const now = deps.clock.now();
-  const login = await consumeLoginTransaction(deps.pool, digestOf(state), digestOf(cookie), now);
-  if (!login) throw new InvalidInputError('This sign-in response was already used, has expired, or was started in another browser. Start again.');
+  const { login, rest } = state ? deps.logins.take(cookies.login, state, now) : { login: undefined, rest: cookies.login };
+  if (!state || !login) throw new InvalidInputError('This sign-in response was already used, has expired, or was started in another browser. Start again.');
   const verified = await deps.oidc.completeLogin(currentUrl, deps.callbackUrl, { state, nonce: login.nonce, codeVerifier: login.codeVerifier });
   const newCookie = randomToken();
   await withTransaction(deps.pool, async (tx) => {
-    await deleteSession(tx, digestOf(cookie));
+    if (cookies.session) await deleteSession(tx, digestOf(cookies.session));
     await insertSession(
       tx,
       {
@@ -84,7 +79,7 @@ export async function completeSignIn(deps: SignInDeps, cookie: string | undefine
       now,
     );
   });
-  return { newCookie, returnTo: login.returnTo };
+  return { newCookie, returnTo: login.returnTo, loginCookie: rest };
 }
 
 export async function signOut(deps: Pick<SignInDeps, 'pool'>, cookie: string | undefined): Promise<void> {

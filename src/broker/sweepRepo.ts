@@ -2,26 +2,26 @@ import type { Queryable } from '../db/pool.js';
 
 export interface SweptRows {
   oauthTransactions: number;
-  loginTransactions: number;
   nonces: number;
   sessions: number;
 }
 
+// Each table's rows that can no longer be used: expired OAuth transactions, single-use nonces whose
+// states have expired (a state past its expiry cannot be opened, so its nonce guards nothing), ended
+// sessions.
+export const sweptTables = {
+  oauthTransactions: { table: 'oauth_transactions', key: 'state_digest' },
+  nonces: { table: 'mrtr_nonces', key: 'nonce_digest' },
+  sessions: { table: 'web_sessions', key: 'id_digest' },
+} as const satisfies Record<keyof SweptRows, { table: string; key: string }>;
+
 /**
- * Deletes rows that can no longer be used: expired OAuth and login
- * transactions, single-use nonces whose states have expired (a state past
- * its expiry cannot be opened, so its nonce guards nothing), ended sessions.
- * Bounded per table; returns how many went.
+ * Deletes at most `limit` unusable rows of one table in one statement (its
+ * own transaction on a pool), so a large backlog is cleared in short steps
+ * that never hold many row locks. Returns how many went.
  */
-export async function deleteExpiredRows(db: Queryable, now: Date, limit: number): Promise<SweptRows> {
-  const sweep = async (table: string, key: string) => {
-    const { rowCount } = await db.query(`DELETE FROM ${table} WHERE ${key} IN (SELECT ${key} FROM ${table} WHERE expires_at <= $1 LIMIT $2)`, [now, limit]);
-    return rowCount ?? 0;
-  };
-  return {
-    oauthTransactions: await sweep('oauth_transactions', 'state_digest'),
-    loginTransactions: await sweep('login_transactions', 'state_digest'),
-    nonces: await sweep('mrtr_nonces', 'nonce_digest'),
-    sessions: await sweep('web_sessions', 'id_digest'),
-  };
+export async function deleteExpiredBatch(db: Queryable, kind: keyof SweptRows, now: Date, limit: number): Promise<number> {
+  const { table, key } = sweptTables[kind];
+  const { rowCount } = await db.query(`DELETE FROM ${table} WHERE ${key} IN (SELECT ${key} FROM ${table} WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`, [now, limit]);
+  return rowCount ?? 0;
 }

@@ -4,9 +4,18 @@ import type { Clock } from '../shared/clock.js';
 import type { Logger } from '../shared/logger.js';
 import { advance } from './advance.js';
 import { lockOverdueNavigations } from './navigationRepo.js';
-import { deleteExpiredRows, type SweptRows } from './sweepRepo.js';
+import { deleteExpiredBatch, sweptTables, type SweptRows } from './sweepRepo.js';
 
 const EXPIRE_PER_TRANSACTION = 10;
+
+export interface SweepLimits {
+  /** Rows deleted per statement (each its own short transaction). */
+  batch?: number;
+  /** Wall-clock time one sweep may spend before it leaves the rest to the next. */
+  budgetMs?: number;
+}
+
+const DEFAULT_LIMITS = { batch: 500, budgetMs: 5_000 };
 
 export interface SweepDeps {
   pool: Pool;
@@ -27,13 +36,16 @@ export interface SweepResult extends SweptRows {
 }
 
 /**
- * One bounded sweep (issue #6 item 7), safe on every instance at once: overdue
- * navigations move to EXPIRED through the transition table (each with its
- * ledger entry, rows taken with SKIP LOCKED), then unusable rows are deleted.
+ * One sweep, safe on every instance at once: overdue navigations move to
+ * EXPIRED through the transition table (each with its ledger entry, rows
+ * taken with SKIP LOCKED), then unusable rows are deleted, each step in its
+ * own small transaction, until nothing is left or the time budget is spent
+ * (a backlog of any size drains at thousands of rows a second, not 100 a
+ * minute, and no step holds locks for long).
  */
-export async function sweepOnce(deps: SweepDeps, batch = 100): Promise<SweepResult> {
+export async function sweepOnce(deps: SweepDeps, limits: SweepLimits = {}): Promise<SweepResult> {
   try {
-    const result = await sweepBatch(deps, batch);
+    const result = await sweepWithin(deps, { ...DEFAULT_LIMITS, ...limits });
     deps.onSweep?.(result);
     return result;
   } catch (err) {
@@ -42,22 +54,32 @@ export async function sweepOnce(deps: SweepDeps, batch = 100): Promise<SweepResu
   }
 }
 
-async function sweepBatch(deps: SweepDeps, batch: number): Promise<SweepResult> {
+async function sweepWithin(deps: SweepDeps, { batch, budgetMs }: Required<SweepLimits>): Promise<SweepResult> {
   const now = deps.clock.now();
+  const deadline = performance.now() + budgetMs;
+  const inBudget = () => performance.now() < deadline;
   // Small transactions: every ledger write holds the chain's lock until commit, so a long sweep
   // transaction would hold up every live flow's next step (bench:ledger: ~100 ms per 100 rows).
   let expiredNavigations = 0;
-  while (expiredNavigations < batch) {
+  do {
     const expired = await withTransaction(deps.pool, async (tx) => {
-      const overdue = await lockOverdueNavigations(tx, now, Math.min(EXPIRE_PER_TRANSACTION, batch - expiredNavigations));
+      const overdue = await lockOverdueNavigations(tx, now, EXPIRE_PER_TRANSACTION);
       for (const navigation of overdue) await advance(tx, navigation, 'expire', { actor: 'system:sweep', now, evidence: { expiresAt: navigation.expiresAt.toISOString() } });
       return overdue.length;
     });
     expiredNavigations += expired;
-    if (expired === 0) break;
+    if (expired < EXPIRE_PER_TRANSACTION) break;
+  } while (inBudget());
+  const rows: SweptRows = { oauthTransactions: 0, nonces: 0, sessions: 0 };
+  for (const kind of Object.keys(sweptTables) as (keyof SweptRows)[]) {
+    // At least one batch per table, so a slow first step cannot starve the tables after it.
+    for (;;) {
+      const deleted = await deleteExpiredBatch(deps.pool, kind, now, batch);
+      rows[kind] += deleted;
+      if (deleted < batch || !inBudget()) break;
+    }
   }
-  const rows = await deleteExpiredRows(deps.pool, now, batch);
-  const reconciled = deps.reconcile ? await deps.reconcile(Math.min(batch, 20)) : { redriven: 0, waiting: 0 };
+  const reconciled = deps.reconcile && inBudget() ? await deps.reconcile(20) : { redriven: 0, waiting: 0 };
   const result = { expiredNavigations, ...rows, redrivenOperations: reconciled.redriven, redriveWaiting: reconciled.waiting };
   if (Object.values(result).some((n) => n > 0)) deps.logger.info({ sweep: result }, 'sweep');
   return result;

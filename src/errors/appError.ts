@@ -5,6 +5,7 @@ export const appErrorCodes = [
   'not_found',
   'invalid_transition',
   'conflict',
+  'rate_limited',
   'upstream_auth_failed',
   'unavailable',
   'internal',
@@ -66,6 +67,16 @@ export class NotFoundError extends AppError {
 export class ConflictError extends AppError {
   constructor(message: string, options?: AppErrorOptions) {
     super('conflict', message, options);
+  }
+}
+
+/** Too many requests from one caller; `retryAfterSeconds` becomes the Retry-After header (RFC 9110 §10.2.3). */
+export class RateLimitedError extends AppError {
+  readonly retryAfterSeconds: number;
+
+  constructor(message: string, retryAfterSeconds: number, options?: AppErrorOptions) {
+    super('rate_limited', message, options);
+    this.retryAfterSeconds = Math.max(1, Math.ceil(retryAfterSeconds));
   }
 }
 

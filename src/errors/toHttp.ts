@@ -1,4 +1,4 @@
-import { toAppError, type AppErrorCode } from './appError.js';
+import { RateLimitedError, toAppError, type AppErrorCode } from './appError.js';
 
 // The ONLY mapping from AppError to HTTP (style.md B4.3).
 const statusByCode: Record<AppErrorCode, number> = {
@@ -8,6 +8,7 @@ const statusByCode: Record<AppErrorCode, number> = {
   not_found: 404,
   invalid_transition: 409,
   conflict: 409,
+  rate_limited: 429,
   upstream_auth_failed: 502,
   unavailable: 503,
   internal: 500,
@@ -18,6 +19,8 @@ export interface HttpError {
   body: { error: AppErrorCode; message: string; requestId: string; details?: Record<string, unknown> };
   /** True when the error must be logged with its cause (it is not the caller's fault). */
   log: boolean;
+  /** Response headers the status needs (Retry-After on a 429). */
+  headers?: Record<string, string>;
 }
 
 export function toHttp(err: unknown, requestId: string): HttpError {
@@ -39,6 +42,7 @@ export function toHttp(err: unknown, requestId: string): HttpError {
       ...(appError.details ? { details: appError.details } : {}),
     },
     log: status >= 500,
+    ...(appError instanceof RateLimitedError ? { headers: { 'Retry-After': String(appError.retryAfterSeconds) } } : {}),
   };
 }
 

@@ -67,8 +67,7 @@ describe('browser sign-in', () => {
     const rows = (await sessionRows()).filter((r) => r.id_digest.equals(digestOf(cookie!.value)));
     expect(rows).toEqual([expect.objectContaining({ subject_iss: stack.dev.idp.issuer, subject_sub: 'alice', display_name: 'alice', operator: false })]);
     expect(home.text).not.toContain('href="/ops"');
-    const pending = await stack.db.pool.query('SELECT count(*)::int AS n FROM login_transactions');
-    expect(pending.rows[0].n).toBe(0);
+    expect(browser.cookiesFor(`${stack.brokerUrl}/`).some((c) => c.name === '__Host-broker_login'), 'the spent sign-in is forgotten').toBe(false);
   });
 
   it('remembers the operator role of a sign-in whose claims carry it (the demo ops user)', async () => {
@@ -84,13 +83,49 @@ describe('browser sign-in', () => {
 
   it('gives the browser a new session id at sign-in, so a planted one is worthless', async () => {
     const browser = newBrowser();
-    const { callback } = await signInUntilCallback(browser);
+    await browser.get((await signInUntilCallback(browser)).callback.href);
     const before = browser.cookiesFor(`${stack.brokerUrl}/`).find((c) => c.name === '__Host-broker_session')!.value;
-    await browser.get(callback.href);
+    // Signing in again from a browser that holds a session (planted or its own) replaces that session.
+    const again = await browser.get(`${stack.brokerUrl}/login?return_to=/`, { stopAt: atCallback });
+    const done = again.location ? again : await browser.submitForm(again, { login: 'alice', password: DEV_PASSWORD }, { stopAt: atCallback });
+    await browser.get(done.location!);
     const after = browser.cookiesFor(`${stack.brokerUrl}/`).find((c) => c.name === '__Host-broker_session')!.value;
     expect(after).not.toBe(before);
     const old = await stack.db.pool.query('SELECT 1 FROM web_sessions WHERE id_digest = $1', [digestOf(before)]);
     expect(old.rowCount).toBe(0);
+  });
+
+  it('writes nothing to the database before the identity provider sends the browser back', async () => {
+    const sessions = async () => (await stack.db.pool.query('SELECT count(*)::int AS n FROM web_sessions')).rows[0].n as number;
+    const before = await sessions();
+    const browser = newBrowser();
+    const form = await browser.get(`${stack.brokerUrl}/login?return_to=/notes/recognisable-target`);
+    const done = await browser.submitForm(form, { login: 'alice', password: DEV_PASSWORD }, { stopAt: atCallback });
+    expect(await sessions()).toBe(before);
+    const login = browser.cookiesFor(`${stack.brokerUrl}/`).find((c) => c.name === '__Host-broker_login');
+    expect(login).toMatchObject({ secure: true, httpOnly: true, sameSite: 'Lax', path: '/', hostOnly: true });
+    // Sealed: `<expiry>.<key id>.<AES-GCM ciphertext>`, with neither the state nor the return target in it.
+    const [expiry, , ciphertext] = login!.value.split('.');
+    expect(Number(expiry) * 1000).toBeGreaterThan(Date.now());
+    const opened = Buffer.from(ciphertext!, 'base64url').toString('latin1');
+    for (const clear of [new URL(done.location!).searchParams.get('state')!, 'recognisable-target']) expect(opened + login!.value).not.toContain(clear);
+    await browser.get(done.location!);
+    expect(await sessions()).toBe(before + 1);
+  });
+
+  it('finishes sign-ins started in two tabs of one browser, each once', async () => {
+    const browser = newBrowser();
+    const first = await browser.get(`${stack.brokerUrl}/login?return_to=/first`);
+    const second = await browser.get(`${stack.brokerUrl}/login?return_to=/second`);
+    const done = await browser.submitForm(first, { login: 'alice', password: DEV_PASSWORD }, { stopAt: atCallback });
+    const back = await browser.get(done.location!, { followRedirects: false });
+    expect(back.status).toBe(303);
+    expect(back.location).toBe(`${stack.brokerUrl}/first`);
+    // The other tab's sign-in is still there (its form already holds an IdP session: it may skip the password).
+    const other = await browser.submitForm(second, { login: 'alice', password: DEV_PASSWORD }, { stopAt: atCallback });
+    const otherBack = await browser.get(other.location!, { followRedirects: false });
+    expect(otherBack.location).toBe(`${stack.brokerUrl}/second`);
+    expect((await browser.get(done.location!, { followRedirects: false })).status).toBe(400);
   });
 
   it('refuses a callback whose state was tampered with, and binds nothing', async () => {

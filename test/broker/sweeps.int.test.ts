@@ -48,8 +48,8 @@ describe('sweeps', () => {
   it('expires each flow once when several instances sweep at the same time', async () => {
     const ids = await Promise.all(Array.from({ length: 30 }, () => seed(db, 'USER_REVIEW', -1000)));
     const pools = [db.pool, db.newPool(), db.newPool()];
-    const results = await Promise.all(pools.map((pool) => sweepOnce({ pool, clock: { now: () => new Date() }, logger }, 20)));
-    const again = await sweepOnce({ pool: db.pool, clock: { now: () => new Date() }, logger }, 20);
+    const results = await Promise.all(pools.map((pool) => sweepOnce({ pool, clock: { now: () => new Date() }, logger }, { batch: 20 })));
+    const again = await sweepOnce({ pool: db.pool, clock: { now: () => new Date() }, logger }, { batch: 20 });
     expect(results.reduce((n, r) => n + r.expiredNavigations, 0) + again.expiredNavigations).toBe(30);
     for (const id of ids) expect((await findEntries(db.pool, id)).filter((e) => e.event === 'expire')).toHaveLength(1);
   });
@@ -64,5 +64,42 @@ describe('sweeps', () => {
     expect(result).toMatchObject({ nonces: 1, sessions: 1 });
     expect((await db.pool.query('SELECT count(*)::int AS n FROM mrtr_nonces')).rows[0].n).toBe(1);
     expect((await db.pool.query('SELECT count(*)::int AS n FROM web_sessions')).rows[0].n).toBe(1);
+  });
+});
+
+describe('sweeps keep up with a backlog', () => {
+  let db: TestDb;
+  beforeAll(async () => {
+    db = await createTestDb();
+  });
+  afterAll(async () => {
+    await db.drop();
+  });
+
+  const expiredSessions = async (n: number) => {
+    const created = new Date(Date.now() - 120_000);
+    const past = new Date(Date.now() - 60_000);
+    await db.pool.query(`INSERT INTO web_sessions (id_digest, created_at, expires_at) SELECT sha256(convert_to(gen_random_uuid()::text, 'utf8')), $1, $2 FROM generate_series(1, $3)`, [created, past, n]);
+  };
+  const count = async (table: string) => (await db.pool.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n as number;
+
+  it('clears far more than 100 rows in one run, in bounded batches, within its time budget', async () => {
+    await expiredSessions(5_000);
+    await db.pool.query(`INSERT INTO mrtr_nonces (nonce_digest, principal_iss, principal_sub, purpose, outcome, expires_at) SELECT sha256(convert_to(gen_random_uuid()::text, 'utf8')), 'i', 's', 'p', 'deleted', $1 FROM generate_series(1, 1500)`, [new Date(Date.now() - 60_000)]);
+    const started = performance.now();
+    const result = await sweepOnce({ pool: db.pool, clock: { now: () => new Date() }, logger }, { batch: 500, budgetMs: 20_000 });
+    const elapsed = performance.now() - started;
+    expect(result).toMatchObject({ sessions: 5_000, nonces: 1_500 });
+    expect(elapsed).toBeLessThan(20_000);
+    expect([await count('web_sessions'), await count('mrtr_nonces')]).toEqual([0, 0]);
+  });
+
+  it('stops at its time budget and leaves the rest to the next run, one batch per table at least', async () => {
+    await expiredSessions(1_000);
+    const first = await sweepOnce({ pool: db.pool, clock: { now: () => new Date() }, logger }, { batch: 100, budgetMs: 0 });
+    expect(first.sessions).toBe(100);
+    expect(await count('web_sessions')).toBe(900);
+    const next = await sweepOnce({ pool: db.pool, clock: { now: () => new Date() }, logger });
+    expect(next.sessions).toBe(900);
   });
 });

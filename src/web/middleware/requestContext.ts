@@ -32,6 +32,7 @@ export function errorHandler(deps: { logger: Logger; render: Render }): ErrorReq
       return;
     }
     res.status(mapped.status);
+    if (mapped.headers) res.set(mapped.headers);
     if (req.accepts(['json', 'html']) === 'html') {
       res.type('html').send(deps.render('error', { title: 'Something went wrong', ...mapped.body, status: mapped.status }));
     } else {

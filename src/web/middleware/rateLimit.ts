@@ -1,0 +1,52 @@
+import { isIPv6 } from 'node:net';
+import type { RequestHandler } from 'express';
+import { RateLimitedError } from '../../errors/appError.js';
+
+export interface RateLimit {
+  /** Requests an address may make at once before it is slowed down. */
+  burst: number;
+  /** Tokens an address gets back per minute. */
+  perMinute: number;
+}
+
+// Enough distinct addresses for a busy instance; past it the least recently seen is forgotten
+// (it starts again with a full bucket), so memory stays bounded whatever the traffic.
+const MAX_ADDRESSES = 10_000;
+
+/**
+ * A token bucket per client address, in this process only: each instance
+ * limits on its own, so N instances behind a balancer allow N times the rate.
+ * The address is the TCP peer (`trust proxy` is off); IPv6 addresses count by
+ * their /64, which one host can fill on its own. A refusal is a 429 with
+ * Retry-After, through the one error mapping.
+ */
+export function rateLimitByAddress(limit: RateLimit, now: () => number = Date.now): RequestHandler {
+  const buckets = new Map<string, { tokens: number; at: number }>();
+  const perMs = limit.perMinute / 60_000;
+  return (req, _res, next) => {
+    const key = addressKey(req.socket.remoteAddress ?? 'unknown');
+    const t = now();
+    const previous = buckets.get(key);
+    const tokens = previous ? Math.min(limit.burst, previous.tokens + (t - previous.at) * perMs) : limit.burst;
+    buckets.delete(key);
+    if (tokens < 1) {
+      buckets.set(key, { tokens, at: t });
+      next(new RateLimitedError('Too many sign-in requests from your address. Wait a moment, then try again.', (1 - tokens) / perMs / 1000));
+      return;
+    }
+    buckets.set(key, { tokens: tokens - 1, at: t });
+    if (buckets.size > MAX_ADDRESSES) buckets.delete(buckets.keys().next().value!);
+    next();
+  };
+}
+
+function addressKey(address: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return mapped[1]!;
+  if (!isIPv6(address)) return address;
+  const [head = '', tail = ''] = address.split('::');
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  const groups = address.includes('::') ? [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right] : left;
+  return `${groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, '')).join(':')}::/64`;
+}
