@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import type { Config } from '../config/config.js';
 import { runningEmbeddedPostgresUrl } from '../db/embeddedPostgres.js';
 import { createPool } from '../db/pool.js';
+import { AGE_HINT, parseAge } from '../ledger/flowAge.js';
 import { evaluateGates } from '../ledger/gates.js';
 import { findFlowDetail, findFlows, findGateFigures, findReconcileFindings, findStuckFlows } from '../ledger/ledgerQueriesRepo.js';
 import { verifyChain } from '../ledger/ledgerRepo.js';
@@ -33,7 +34,8 @@ the operator role (development: export BROKER_OPERATOR_TOKEN=$(npm run -s broker
   verify                  Recompute the ledger's hash chain and name the first broken link
                           (exit 1 when broken).
   flows [filters]         Flows, newest first. Filters: --state S --lineage L --subject SUB
-                          --provider P --tool T --older-than SECONDS --limit N (default 50).
+                          --provider P --tool T --older-than AGE (90, 30m, 2h, 7d)
+                          --limit N (default 50).
   flow <id>               One flow: its record, every event, the consent and the receipt.
   stuck                   Flows still open past their expiry.
   reconcile [--grace S]   Accepted operations without an outcome, verified flows never accepted,
@@ -84,8 +86,14 @@ export async function ledgerCommand(args: string[], config: Readonly<Config>, ou
   });
   const number = (name: string, raw: string | undefined, fallback: number | undefined) => {
     if (raw === undefined) return fallback;
-    if (!/^\d{1,9}$/.test(raw)) throw new LedgerCommandError(`--${name} must be a whole number`);
+    if (!/^\d{1,9}$/.test(raw)) throw new LedgerCommandError(`--${name} must be a whole number of at most 9 digits`);
     return Number(raw);
+  };
+  const age = (raw: string | undefined) => {
+    if (raw === undefined) return undefined;
+    const seconds = parseAge(raw);
+    if (seconds === undefined) throw new LedgerCommandError(`--older-than must be ${AGE_HINT}`);
+    return seconds;
   };
   const logger = createLogger({ level: 'silent' });
   const oneOf = (name: string, raw: string | undefined, allowed: readonly string[]) => {
@@ -109,7 +117,7 @@ export async function ledgerCommand(args: string[], config: Readonly<Config>, ou
       oneOf('state', values.state, navigationStates);
       oneOf('lineage', values.lineage, lineages);
       const limit = number('limit', values.limit, 50)!;
-      const olderThan = number('older-than', values['older-than'], undefined);
+      const olderThan = age(values['older-than']);
       const flows =
         sub === 'stuck'
           ? await findStuckFlows(pool, now, limit)

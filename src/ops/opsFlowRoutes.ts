@@ -5,6 +5,7 @@ import { lineages } from '../broker/navigationRecord.js';
 import { findReissueOf } from '../broker/navigationRepo.js';
 import { navigationStates } from '../broker/navigationStates.js';
 import { NotFoundError } from '../errors/appError.js';
+import { AGE_HINT, parseAge } from '../ledger/flowAge.js';
 import { findFlowDetail, findFlows, findReconcileFindings, findStuckFlows, type FlowFilters, type FlowRow } from '../ledger/ledgerQueriesRepo.js';
 import { parseInput } from '../web/parse.js';
 import { findReissuedFrom } from './dashboardRepo.js';
@@ -14,7 +15,6 @@ import type { OpsRoutesDeps } from './opsRoutes.js';
 
 // A blank form field means "no filter".
 const optional = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (v === '' ? undefined : v), schema.optional());
-const AGE_UNITS = { s: 1, m: 60, h: 3600, d: 86400 } as const;
 
 const FlowsQuery = z.strictObject({
   state: optional(z.enum(navigationStates)),
@@ -22,19 +22,13 @@ const FlowsQuery = z.strictObject({
   subject: optional(z.string().trim().min(1).max(255)),
   provider: optional(z.string().trim().min(1).max(100)),
   tool: optional(z.string().trim().min(1).max(100)),
-  age: optional(z.string().trim().regex(/^\d{1,6}[smhd]?$/, 'is a number of seconds, or minutes, hours or days such as 30m, 2h, 7d')),
+  age: optional(z.string().trim().refine((age) => parseAge(age) !== undefined, `must be ${AGE_HINT}`)),
   limit: optional(z.coerce.number().int().min(1).max(500)),
 });
 const DetailQuery = z.strictObject({ done: z.enum(notices).optional() });
 const ReconcileQuery = z.strictObject({ grace: optional(z.coerce.number().int().min(0).max(30 * 86400)) });
 const STUCK_LIMIT = 200;
 const DEFAULT_GRACE_SECONDS = 300;
-
-/** Seconds from `30m`, `2h`, `7d`, `90s` or a plain number of seconds. */
-export function ageSeconds(age: string): number {
-  const unit = age.at(-1) as keyof typeof AGE_UNITS;
-  return unit in AGE_UNITS ? Number(age.slice(0, -1)) * AGE_UNITS[unit] : Number(age);
-}
 
 const flowRow = (f: FlowRow) => ({ ...f, createdAt: f.createdAt.toISOString(), updatedAt: f.updatedAt.toISOString(), expiresAt: f.expiresAt.toISOString() });
 
@@ -45,6 +39,7 @@ export function opsFlowRoutes(deps: OpsRoutesDeps): Router {
 
   router.get('/flows', async (req, res) => {
     const q = parseInput(FlowsQuery, req.query, 'filters');
+    const olderThanSeconds = q.age === undefined ? undefined : parseAge(q.age);
     const filters: FlowFilters = {
       limit: q.limit ?? 50,
       ...(q.state ? { state: q.state } : {}),
@@ -52,7 +47,7 @@ export function opsFlowRoutes(deps: OpsRoutesDeps): Router {
       ...(q.subject ? { subject: q.subject } : {}),
       ...(q.provider ? { provider: q.provider } : {}),
       ...(q.tool ? { tool: q.tool } : {}),
-      ...(q.age ? { olderThanSeconds: ageSeconds(q.age) } : {}),
+      ...(olderThanSeconds !== undefined ? { olderThanSeconds } : {}),
     };
     const flows = await findFlows(pool, filters, clock.now());
     res.type('html').send(

@@ -107,6 +107,18 @@ describe('ledger queries on real flows', () => {
     expect(unknownState.output).toContain('--state must be one of: CREATED, USER_REVIEW');
   });
 
+  it('refuses an --older-than too large for the database with exit 2 and the bound, and takes units', async () => {
+    const cli = await operatorCli(stack);
+    for (const age of ['999999d', '99999999999']) {
+      const refused = await cli('flows', '--older-than', age);
+      expect(refused.code, age).toBe(2);
+      expect(refused.output, age).toContain('--older-than must be a number of seconds, or of minutes, hours or days such as 90, 30m, 2h, 7d, up to 3650d');
+    }
+    const recent = await cli('flows', '--older-than', '2h', '--json');
+    expect(recent.code).toBe(0);
+    expect(JSON.parse(recent.output.trim().split('\n').at(-1)!)).toEqual([]);
+  });
+
   it('answers for flows of the 2025-11-25 lineages too, on the command line as well', async () => {
     // A nested flow accepted through its lineage's edges, and a -32042 flow left at the provider.
     const subject = { iss: stack.dev.idp.issuer, sub: 'bob' };

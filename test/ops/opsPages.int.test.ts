@@ -173,6 +173,15 @@ describe('operator pages (issue #6)', () => {
     expect((await ops.get(url('/ops/flows/00000000-0000-4000-8000-000000000000'))).status).toBe(404);
   });
 
+  it('answers 400 naming the bound, not 500, for an age filter older than the database can count', async () => {
+    for (const age of ['999999d', '3651d', '2147483648']) {
+      const page = await ops.get(url(`/ops/flows?age=${age}`));
+      expect(page.status, age).toBe(400);
+      expect(page.text, age).toContain('up to 3650d');
+    }
+    expect((await ops.get(url('/ops/flows?age=3650d'))).status).toBe(200);
+  });
+
   it('approves alice’s held operation from the queue; a lost answer is then re-driven from the flow page, once', async () => {
     const [{ id: approvalId }] = (await stack.db.pool.query('SELECT id FROM operation_approvals WHERE navigation_id = $1', [alice.navigationId])).rows;
     const queue = await ops.get(url('/ops/approvals?status=pending'));
