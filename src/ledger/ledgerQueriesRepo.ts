@@ -1,6 +1,20 @@
+import { openStates, transitions, verifiedStates, type NavigationEvent, type NavigationState } from '../broker/navigationStates.js';
 import type { Queryable } from '../db/pool.js';
 
 // Read-only questions operators ask of the ledger (issue #6). SELECT only.
+//
+// Every state and event named here comes from the transition table and reaches
+// SQL as a parameter, so a state the table gains is counted where it belongs
+// (a list written out in SQL once left OPERATION_REJECTED out of "verified").
+const OPEN: readonly NavigationState[] = [...openStates];
+const VERIFIED: readonly NavigationState[] = [...verifiedStates];
+const PENDING: NavigationState = 'OUT_OF_BAND_PENDING';
+const REQUIREMENT_VERIFIED: NavigationState = 'REQUIREMENT_VERIFIED';
+const EXPIRED: NavigationState = 'EXPIRED';
+/** The provider's redirect back, and its verification. */
+const COMPLETIONS: readonly NavigationEvent[] = ['callback_received', 'callback_verified'];
+/** The states those completions may move a flow from; from anywhere else is out of order. */
+const COMPLETABLE: readonly NavigationState[] = [...new Set(transitions.filter((t) => COMPLETIONS.includes(t.event)).map((t) => t.from))];
 
 export interface FlowFilters {
   state?: string;
@@ -50,7 +64,6 @@ const toFlow = (r: Row): FlowRow => ({
 });
 
 const FLOW_COLUMNS = 'id, status, lineage, subject_sub, provider, tool, created_at, updated_at, expires_at';
-const OPEN = `('CREATED', 'USER_REVIEW', 'NAVIGATION_ACCEPTED', 'OUT_OF_BAND_PENDING', 'COMPLETION_NOTIFIED')`;
 
 export async function findFlows(db: Queryable, f: FlowFilters, now: Date): Promise<FlowRow[]> {
   const { rows } = await db.query<Row>(
@@ -66,7 +79,7 @@ export async function findFlows(db: Queryable, f: FlowFilters, now: Date): Promi
 
 /** Flows still open past their expiry: nothing will move them but the expiry sweep or an operator. */
 export async function findStuckFlows(db: Queryable, now: Date, limit: number): Promise<FlowRow[]> {
-  const { rows } = await db.query<Row>(`SELECT ${FLOW_COLUMNS} FROM elicitation_navigations WHERE status IN ${OPEN} AND expires_at <= $1 ORDER BY expires_at LIMIT $2`, [now, limit]);
+  const { rows } = await db.query<Row>(`SELECT ${FLOW_COLUMNS} FROM elicitation_navigations WHERE status = ANY($3) AND expires_at <= $1 ORDER BY expires_at LIMIT $2`, [now, limit, OPEN]);
   return rows.map(toFlow);
 }
 
@@ -120,17 +133,19 @@ export async function findReconcileFindings(db: Queryable, now: Date, graceSecon
   const cutoff = new Date(now.getTime() - graceSeconds * 1000);
   const [pending, unaccepted, orphanSecrets, noConsent] = await Promise.all([
     db.query<{ id: string; navigation_id: string }>(`SELECT id, navigation_id FROM operation_receipts WHERE outcome_status = 'pending' AND created_at <= $1 ORDER BY created_at`, [cutoff]),
-    db.query<{ id: string; subject_sub: string }>(`SELECT id, subject_sub FROM elicitation_navigations WHERE status = 'REQUIREMENT_VERIFIED' AND updated_at <= $1 ORDER BY updated_at`, [cutoff]),
+    db.query<{ id: string; subject_sub: string }>(`SELECT id, subject_sub FROM elicitation_navigations WHERE status = $2 AND updated_at <= $1 ORDER BY updated_at`, [cutoff, REQUIREMENT_VERIFIED]),
     db.query<{ id: string; provider: string; subject_sub: string }>(
       `SELECT s.id, s.provider, s.subject_sub FROM secrets s
          LEFT JOIN elicitation_navigations n ON n.id = s.navigation_id
-        WHERE n.id IS NULL OR n.status NOT IN ('REQUIREMENT_VERIFIED', 'NESTED_SERVER_CONTINUES', 'ORIGINAL_RESPONSE_ACCEPTED', 'ERROR_RETRY_ELIGIBLE', 'OPTIONAL_CLIENT_RETRY', 'RETRY_RESPONSE_ACCEPTED', 'MRTR_RETRY_ACCEPTED')`,
+        WHERE n.id IS NULL OR n.status <> ALL($1)`,
+      [VERIFIED],
     ),
+    // A flow that entered OUT_OF_BAND_PENDING went through consent, whatever its state now.
     db.query<{ id: string; status: string }>(
       `SELECT n.id, n.status FROM elicitation_navigations n
-        WHERE n.status NOT IN ('CREATED', 'USER_REVIEW', 'NAVIGATION_ACCEPTED', 'DECLINED', 'CANCELLED')
-          AND EXISTS (SELECT 1 FROM navigation_events e WHERE e.navigation_id = n.id AND e.to_status = 'OUT_OF_BAND_PENDING')
+        WHERE EXISTS (SELECT 1 FROM navigation_events e WHERE e.navigation_id = n.id AND e.to_status = $1)
           AND NOT EXISTS (SELECT 1 FROM consent_receipts c WHERE c.navigation_id = n.id)`,
+      [PENDING],
     ),
   ]);
   return [
@@ -160,18 +175,21 @@ export async function findGateFigures(db: Queryable): Promise<GateFigures> {
     db.query<{ reached: string; with_receipt: string }>(
       `SELECT count(*) AS reached, count(c.id) AS with_receipt FROM elicitation_navigations n
          LEFT JOIN consent_receipts c ON c.navigation_id = n.id
-        WHERE EXISTS (SELECT 1 FROM navigation_events e WHERE e.navigation_id = n.id AND e.to_status = 'OUT_OF_BAND_PENDING')`,
+        WHERE EXISTS (SELECT 1 FROM navigation_events e WHERE e.navigation_id = n.id AND e.to_status = $1)`,
+      [PENDING],
     ),
     db.query<{ count: string; p50: number | null; p99: number | null }>(
       `WITH d AS (
          SELECT extract(epoch FROM v.created_at - p.created_at) AS s
            FROM navigation_events p JOIN navigation_events v ON v.navigation_id = p.navigation_id
-          WHERE p.to_status = 'OUT_OF_BAND_PENDING' AND v.to_status = 'REQUIREMENT_VERIFIED')
+          WHERE p.to_status = $1 AND v.to_status = $2)
        SELECT count(*) AS count, percentile_cont(0.5) WITHIN GROUP (ORDER BY s) AS p50, percentile_cont(0.99) WITHIN GROUP (ORDER BY s) AS p99 FROM d`,
+      [PENDING, REQUIREMENT_VERIFIED],
     ),
     db.query<{ total: string; recoverable: string }>(
       `SELECT count(*) AS total, count(*) FILTER (WHERE NOT EXISTS (SELECT 1 FROM operation_receipts r WHERE r.navigation_id = n.id)) AS recoverable
-         FROM elicitation_navigations n WHERE n.status = 'EXPIRED'`,
+         FROM elicitation_navigations n WHERE n.status = $1`,
+      [EXPIRED],
     ),
     db.query<{ n: string }>(
       `SELECT (SELECT count(*) FROM consent_receipts c JOIN elicitation_navigations n ON n.id = c.navigation_id
@@ -181,8 +199,8 @@ export async function findGateFigures(db: Queryable): Promise<GateFigures> {
     ),
     db.query<{ n: string }>(
       `SELECT count(*) AS n FROM navigation_events
-        WHERE event IN ('callback_received', 'callback_verified') AND from_status <> to_status
-          AND from_status NOT IN ('OUT_OF_BAND_PENDING', 'COMPLETION_NOTIFIED')`,
+        WHERE event = ANY($1) AND from_status <> to_status AND from_status <> ALL($2)`,
+      [COMPLETIONS, COMPLETABLE],
     ),
   ]);
   const c = consent.rows[0]!;
