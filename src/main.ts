@@ -11,6 +11,7 @@ import { createOidcClient } from './oauth/oauthClient.js';
 import { banner, type BannerFacts } from './runtime/banner.js';
 import { listenHttps } from './runtime/httpsServer.js';
 import { AlreadyRunningError, acquireRunLock } from './runtime/runLock.js';
+import { stopSignalHandler } from './runtime/stopSignals.js';
 import { systemClock } from './shared/clock.js';
 import { createFetch } from './shared/httpClient.js';
 import { createLogger, type Logger } from './shared/logger.js';
@@ -165,20 +166,25 @@ function run(): void {
   const closers: Closer[] = [];
   let startup: Promise<void> = Promise.resolve();
   let stopping: Promise<void> | undefined;
-  const stop = (signal: string, code: number) => {
-    if (stopping) {
+  const onStopSignal = stopSignalHandler({
+    stop(signal) {
+      logger.info({ signal }, 'stopping: finishing in-flight requests');
+      // A signal during start-up waits for it to settle, so everything it opened is closed.
+      stopping = startup.catch(() => undefined).then(() => shutdown(closers, logger)).then(() => {
+        logger.info('stopped');
+        process.exit(0);
+      });
+    },
+    force(signal) {
       logger.warn({ signal }, 'second signal: exiting now');
       process.exit(1);
-    }
-    logger.info({ signal }, 'stopping: finishing in-flight requests');
-    // A signal during start-up waits for it to settle, so everything it opened is closed.
-    stopping = startup.catch(() => undefined).then(() => shutdown(closers, logger)).then(() => {
-      logger.info('stopped');
-      process.exit(code);
-    });
-  };
-  process.on('SIGINT', () => stop('SIGINT', 0));
-  process.on('SIGTERM', () => stop('SIGTERM', 0));
+    },
+    repeated(signal) {
+      logger.debug({ signal }, 'the same stop signal again (terminal and npm/tsx forwarding it): already stopping');
+    },
+  });
+  process.on('SIGINT', onStopSignal);
+  process.on('SIGTERM', onStopSignal);
 
   startup = main(config, logger, closers);
   startup.catch(async (err: unknown) => {

@@ -40,7 +40,8 @@ const USER = 'broker';
 export async function startEmbeddedPostgres(requestedDir: string, logger: Logger): Promise<EmbeddedPostgres> {
   const bin = await loadBinaries();
   const owner = runAsOwner();
-  const dir = owner ? await reachableDir(requestedDir, owner, logger) : requestedDir;
+  // Absolute, as Postgres records it in postmaster.pid and ps shows it (stopLeftoverPostmaster).
+  const dir = owner ? await reachableDir(requestedDir, owner, logger) : resolve(requestedDir);
   await mkdir(dir, { recursive: true, mode: 0o711 });
   if (owner) await chmod(dir, 0o711);
   const pgData = join(dir, 'pgdata');
@@ -49,11 +50,14 @@ export async function startEmbeddedPostgres(requestedDir: string, logger: Logger
     await initialise(bin, pgData, passwordFile, owner, logger);
   }
   const password = (await readFile(passwordFile, 'utf8')).trim();
+  await stopLeftoverPostmaster(pgData, logger);
   const port = await freePort();
+  // Its own process group: Ctrl-C signals the terminal's whole foreground group, and Postgres
+  // must outlive the broker's drain of in-flight requests; the broker stops it last.
   const child = spawn(
     bin.postgres,
     ['-D', pgData, '-p', String(port), '-h', '127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200'],
-    { ...(owner ?? {}), stdio: ['ignore', 'pipe', 'pipe'] },
+    { ...(owner ?? {}), stdio: ['ignore', 'pipe', 'pipe'], detached: true },
   );
   const output: string[] = [];
   const collect = (chunk: Buffer) => {
@@ -179,6 +183,33 @@ async function waitUntilReady(child: ChildProcess, url: Secret, output: string[]
     } finally {
       await client.end().catch(() => undefined);
     }
+  }
+}
+
+/**
+ * A postmaster still running on this cluster belongs to a broker that died
+ * without stopping it (kill -9): Postgres runs in its own process group, so
+ * nothing else stops it. The caller holds the data folder's run lock, so no
+ * live broker uses it; stop it rather than fail on its postmaster.pid.
+ */
+async function stopLeftoverPostmaster(pgData: string, logger: Logger): Promise<void> {
+  const [pidLine, dataLine] = (await readFile(join(pgData, 'postmaster.pid'), 'utf8').catch(() => '')).split('\n');
+  const pid = Number(pidLine);
+  if (!Number.isInteger(pid) || pid <= 0 || dataLine !== pgData || !isPostgresOn(pid, pgData)) return;
+  logger.warn({ pid, pgData }, 'stopping the embedded Postgres a previous broker left running');
+  process.kill(pid, 'SIGINT');
+  for (const deadline = Date.now() + 20_000; isPostgresOn(pid, pgData); ) {
+    if (Date.now() > deadline) throw new Error(`embedded Postgres (pid ${pid}) left by a previous broker on ${pgData} did not stop; stop it and start again`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+// The pid in a stale postmaster.pid may belong to another process by now: match its command line.
+function isPostgresOn(pid: number, pgData: string): boolean {
+  try {
+    return execFileSync('ps', ['-o', 'args=', '-p', String(pid)], { encoding: 'utf8' }).includes(`-D ${pgData} `);
+  } catch {
+    return false; // ps exits 1 when there is no such process
   }
 }
 

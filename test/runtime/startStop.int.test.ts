@@ -112,4 +112,19 @@ describe('npm start (development stack)', () => {
     for (const port of ports) expect(await isPortClosed(port)).toBe(true);
     expect(postgresRunning()).toBe(false);
   });
+
+  it('after a broker killed with SIGKILL, the next start stops the Postgres it left behind and starts', async () => {
+    const killed = start();
+    await killed.waitFor('Connect Broker is running.');
+    killed.child.kill('SIGKILL');
+    await killed.exited;
+    // Postgres has its own process group (so Ctrl-C reaches it only through the broker): it is still up.
+    expect(postgresRunning()).toBe(true);
+    const next = start();
+    await next.waitFor('Connect Broker is running.');
+    expect(next.output()).toContain('stopping the embedded Postgres a previous broker left running');
+    next.child.kill('SIGTERM');
+    expect(await next.exited).toEqual({ code: 0, signal: null });
+    expect(postgresRunning()).toBe(false);
+  });
 });

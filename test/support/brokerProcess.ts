@@ -12,12 +12,29 @@ export interface BrokerProcess {
   waitFor(text: string, timeoutMs?: number): Promise<void>;
 }
 
+export interface RunOptions {
+  /** The checkout to run in (default: this one). */
+  cwd?: string;
+  /** Its own process group (pgid = pid), as a terminal's foreground job: signal it with process.kill(-pid). */
+  detached?: boolean;
+}
+
 /** Runs a TypeScript entry point of the repo (src/main.ts, src/cli/broker.ts) in its own Node process. */
-export function runTs(entry: string, args: string[], env: Record<string, string>): BrokerProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry, ...args], {
-    cwd: repoRoot,
+export function runTs(entry: string, args: string[], env: Record<string, string>, options: RunOptions = {}): BrokerProcess {
+  return runCommand(process.execPath, ['--import', 'tsx', entry, ...args], env, options);
+}
+
+/** Runs `npm <args>` (npm start: npm → sh → tsx → node, the tree a terminal's Ctrl-C reaches). */
+export function runNpm(args: string[], env: Record<string, string>, options: RunOptions = {}): BrokerProcess {
+  return runCommand('npm', args, env, options);
+}
+
+function runCommand(command: string, args: string[], env: Record<string, string>, options: RunOptions): BrokerProcess {
+  const child = spawn(command, args, {
+    cwd: options.cwd ?? repoRoot,
     env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '/tmp', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.detached ?? false,
   });
   let text = '';
   const listeners = new Set<() => void>();
