@@ -81,7 +81,7 @@ async function assemble(config: BrokerChildConfig): Promise<BrokerServer> {
     logger,
     clock: systemClock,
     render: createRender({ cache: true }),
-    oidc: createOidcClient({ issuer: config.idpIssuer, clientId: config.idpClientId, clientSecret: new Secret(secrets.brokerIdpClientSecret), fetch }),
+    oidc: createOidcClient({ issuer: config.idpIssuer, clientId: config.idpClientId, clientSecret: new Secret(secrets.brokerIdpClientSecret), fetch, allowLoopback: true }),
     migrations: await readMigrations(),
     publicUrl,
     mcpResourceUrl: new URL('/mcp', publicUrl).href,

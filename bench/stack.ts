@@ -72,7 +72,7 @@ export async function startBenchStack(options: { databaseUrl: Secret | undefined
       logger,
       clock: systemClock,
       render,
-      oidc: createOidcClient({ issuer: dev.idp.issuer, clientId: dev.idp.brokerClientId, clientSecret: new Secret(secrets.brokerIdpClientSecret), fetch }),
+      oidc: createOidcClient({ issuer: dev.idp.issuer, clientId: dev.idp.brokerClientId, clientSecret: new Secret(secrets.brokerIdpClientSecret), fetch, allowLoopback: true }),
       migrations: await readMigrations(),
       publicUrl: new URL(brokerUrl),
       mcpResourceUrl,

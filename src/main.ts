@@ -94,7 +94,7 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     logger,
     clock: systemClock,
     render,
-    oidc: createOidcClient({ issuer, clientId: config.oidc.clientId, clientSecret, fetch }),
+    oidc: createOidcClient({ issuer, clientId: config.oidc.clientId, clientSecret, fetch, allowLoopback: dev }),
     migrations: await readMigrations(),
     publicUrl: config.http.publicUrl,
     mcpResourceUrl: config.http.mcpResourceUrl,

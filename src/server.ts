@@ -117,6 +117,7 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
       requiredScope: deps.mcpScope,
       fetch: deps.fetch,
       clock: deps.clock,
+      allowLoopback: deps.allowLoopback,
       ...(deps.anonymousPrincipal ? { anonymousPrincipal: deps.anonymousPrincipal } : {}),
     }),
     allowedHosts: hosts,

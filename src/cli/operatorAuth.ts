@@ -32,7 +32,14 @@ export async function authenticateOperator(config: Readonly<Config>, pool: Pool,
   const token = config.cli.operatorToken?.reveal();
   if (!token) throw new OperatorAuthError(`Operator commands need an operator's token. ${HOW_TO}`, 2);
   const issuer = config.oidc.issuer ?? `https://127.0.0.1:${config.dev.idpPort}`;
-  const verify = createClaimsVerifier({ issuer, audience: config.http.mcpResourceUrl, requiredScope: undefined, fetch: await cliFetch(config), clock: systemClock });
+  const verify = createClaimsVerifier({
+    issuer,
+    audience: config.http.mcpResourceUrl,
+    requiredScope: undefined,
+    fetch: await cliFetch(config),
+    clock: systemClock,
+    allowLoopback: config.mode !== 'production',
+  });
   let verified;
   try {
     verified = await verify(`Bearer ${token}`);

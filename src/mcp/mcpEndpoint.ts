@@ -57,9 +57,15 @@ async function handle(deps: McpEndpointDeps, req: IncomingMessage, res: ServerRe
 
   let principal: Principal;
   try {
-    principal = await deps.verifyBearer(req.headers.authorization);
+    ({ principal } = await deps.verifyBearer(req.headers.authorization));
   } catch (err) {
     if (err instanceof AppError && (err.code === 'unauthenticated' || err.code === 'forbidden')) return challenge(deps, res, err);
+    // The issuer's keys cannot be had: no token can be checked, which is not the caller's fault.
+    if (err instanceof AppError && err.code === 'unavailable') {
+      deps.logger.error({ err, requestId }, 'MCP bearer tokens cannot be verified');
+      res.setHeader('Retry-After', '30');
+      return sendJson(res, 503, rpcError(null, ErrorCode.InternalError, 'The authorization server cannot be reached to verify the access token. Try again later.'));
+    }
     throw err;
   }
   // GET (the standalone stream) and DELETE (end a session) exist only for 2025-11-25 sessions.

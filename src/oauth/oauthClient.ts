@@ -1,5 +1,7 @@
 import * as client from 'openid-client';
-import type { Fetch } from '../shared/httpClient.js';
+import { UnavailableError } from '../errors/appError.js';
+import { checkUrl, UrlPolicyError, type UrlPolicy } from '../security/urlPolicy.js';
+import { strictFetch, type Fetch } from '../shared/httpClient.js';
 import type { Secret } from '../shared/secret.js';
 import { oauthErrorHandler } from './oauthErrors.js';
 
@@ -33,6 +35,39 @@ export interface ServerMetadata {
   authorizationEndpoint: string | undefined;
   tokenEndpoint: string | undefined;
   jwksUri: string | undefined;
+  userinfoEndpoint: string | undefined;
+}
+
+/** The most the broker reads of any authorization server's answer (metadata, key sets, token responses). */
+export const MAX_AUTH_RESPONSE_BYTES = 512 * 1024;
+
+// openid-client's options are a subset of RequestInit (method, headers, body, redirect, signal).
+// Redirects are refused and bodies bounded: openid-client already asks for
+// redirect: 'manual', and this holds whatever fetch is injected.
+function authServerFetch(fetch: Fetch): client.CustomFetch {
+  const bounded = strictFetch(fetch, { maxBytes: MAX_AUTH_RESPONSE_BYTES });
+  return (url, init) => bounded(url, init as RequestInit);
+}
+
+function metadataOf(config: client.Configuration): ServerMetadata {
+  const m = config.serverMetadata();
+  return { authorizationEndpoint: m.authorization_endpoint, tokenEndpoint: m.token_endpoint, jwksUri: m.jwks_uri, userinfoEndpoint: m.userinfo_endpoint };
+}
+
+/**
+ * An issuer's discovery metadata, for a resource server that verifies its
+ * tokens (no client): openid-client requires https and an `issuer` equal to
+ * the one asked for (OpenID Connect Discovery 1.0 §4.3). Throws
+ * UnavailableError, with the reason in its cause, when it cannot be used.
+ */
+export async function discoverIssuerMetadata(options: { issuer: string; fetch: Fetch }): Promise<ServerMetadata> {
+  const customFetch = authServerFetch(options.fetch);
+  try {
+    // Discovery sends no client credentials; openid-client's API wants a client id all the same.
+    return metadataOf(await client.discovery(new URL(options.issuer), 'resource-server', undefined, client.None(), { [client.customFetch]: customFetch }));
+  } catch (err) {
+    throw new UnavailableError(`The metadata of ${options.issuer} could not be loaded.`, { cause: err });
+  }
 }
 
 /** One discovered authorization server, seen as a confidential client of it. */
@@ -47,8 +82,7 @@ export interface OAuthServer {
 }
 
 export async function discoverServer(options: ServerOptions): Promise<OAuthServer> {
-  // openid-client's options are a subset of RequestInit (method, headers, body, redirect, signal).
-  const customFetch: client.CustomFetch = (url, init) => options.fetch(url, init as RequestInit);
+  const customFetch = authServerFetch(options.fetch);
   let config: client.Configuration;
   try {
     config = await client.discovery(new URL(options.issuer), options.clientId, options.clientSecret.reveal(), undefined, { [client.customFetch]: customFetch });
@@ -68,10 +102,7 @@ export async function discoverServer(options: ServerOptions): Promise<OAuthServe
     };
   };
   return {
-    metadata() {
-      const m = config.serverMetadata();
-      return { authorizationEndpoint: m.authorization_endpoint, tokenEndpoint: m.token_endpoint, jwksUri: m.jwks_uri };
-    },
+    metadata: () => metadataOf(config),
     async beginAuthorization({ redirectUri, scope, resource }) {
       const codeVerifier = client.randomPKCECodeVerifier();
       const state = client.randomState();
@@ -138,14 +169,37 @@ export interface OidcClient {
   ready(): Promise<void>;
 }
 
-/** Browser sign-in against the broker's own issuer; discovery is lazy and retried after a failure. */
-export function createOidcClient(options: ServerOptions): OidcClient {
+export interface OidcClientOptions extends ServerOptions {
+  /** Development: loopback issuers and endpoints pass the URL policy. */
+  allowLoopback: boolean;
+}
+
+/**
+ * Browser sign-in against the broker's own issuer; discovery is lazy and
+ * retried after a failure. The issuer, the redirect URI (on PUBLIC_URL) and
+ * every endpoint the issuer's metadata names must pass the URL policy; a
+ * refused one fails the sign-in before anything is sent to it. Endpoints are
+ * not pinned to the issuer's host: real issuers serve some from sibling hosts
+ * (UserInfo on graph.microsoft.com for login.microsoftonline.com).
+ */
+export function createOidcClient(options: OidcClientOptions): OidcClient {
+  const policy = { allowLoopback: options.allowLoopback };
+  checkUrl(options.issuer, policy, 'OIDC issuer');
   let server: Promise<OAuthServer> | undefined;
   const discover = (): Promise<OAuthServer> => {
-    server ??= discoverServer(options).catch((err: unknown) => {
-      server = undefined; // the next request tries again
-      throw err;
-    });
+    server ??= discoverServer(options)
+      .then((discovered) => {
+        const m = discovered.metadata();
+        const endpoints = { authorization_endpoint: m.authorizationEndpoint ?? '', token_endpoint: m.tokenEndpoint ?? '', userinfo_endpoint: m.userinfoEndpoint, jwks_uri: m.jwksUri };
+        for (const [name, value] of Object.entries(endpoints)) {
+          if (value !== undefined) policyChecked(value, policy, `the ${options.issuer} ${name}`);
+        }
+        return discovered;
+      })
+      .catch((err: unknown) => {
+        server = undefined; // the next request tries again
+        throw err;
+      });
     return server;
   };
   return {
@@ -153,6 +207,7 @@ export function createOidcClient(options: ServerOptions): OidcClient {
       await discover();
     },
     async beginLogin({ redirectUri, scope }) {
+      policyChecked(redirectUri, { ...policy, allowIpLiteral: true }, 'the sign-in redirect URI');
       return (await discover()).beginAuthorization({ redirectUri, scope });
     },
     async completeLogin(currentUrl, redirectUri, checks) {
@@ -166,4 +221,14 @@ export function createOidcClient(options: ServerOptions): OidcClient {
       return { issuer: tokens.idTokenIssuer, subject: tokens.idTokenSubject, displayName: username ?? name ?? tokens.idTokenSubject, claims };
     },
   };
+}
+
+// A URL the sign-in cannot use is a deployment problem, not the user's: 503, the reason in the log.
+function policyChecked(raw: string, policy: UrlPolicy, what: string): URL {
+  try {
+    return checkUrl(raw, policy, what);
+  } catch (err) {
+    if (err instanceof UrlPolicyError) throw new UnavailableError(`Sign-in is unavailable: ${err.message}`, { cause: err });
+    throw err;
+  }
 }

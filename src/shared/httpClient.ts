@@ -25,3 +25,40 @@ export function createFetch(options: { extraCaPems?: readonly string[]; timeoutM
       ...({ dispatcher } as object),
     })) as Fetch;
 }
+
+export class FetchRefusedError extends Error {
+  override name = 'FetchRefusedError';
+}
+
+/**
+ * Wraps a fetch for documents the broker trusts (discovery metadata, key
+ * sets): a redirect is refused rather than followed, so the document comes
+ * from the URL that was checked, and a body over `maxBytes` is refused
+ * before it is parsed. The answer is buffered; read it as usual.
+ */
+export function strictFetch(fetch: Fetch, options: { maxBytes: number }): Fetch {
+  return (async (input: Parameters<Fetch>[0], init?: Parameters<Fetch>[1]) => {
+    const url = input instanceof Request ? input.url : String(input);
+    const response = await fetch(input, { ...init, redirect: 'manual' });
+    const refuse = async (why: string): Promise<never> => {
+      await response.body?.cancel().catch(() => undefined);
+      throw new FetchRefusedError(`${url} ${why}`);
+    };
+    if (response.type === 'opaqueredirect' || (response.status >= 300 && response.status < 400)) return refuse(`answered a redirect (${response.status}), which is not followed`);
+    if (Number(response.headers.get('content-length') ?? 0) > options.maxBytes) return refuse(`answered more than ${options.maxBytes} bytes`);
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    if (response.body) {
+      for await (const chunk of response.body) {
+        size += chunk.byteLength;
+        if (size > options.maxBytes) return refuse(`answered more than ${options.maxBytes} bytes`);
+        chunks.push(chunk);
+      }
+    }
+    // fetch has already decoded the body, so its encoding and length no longer describe it.
+    const headers = new Headers(response.headers);
+    headers.delete('content-encoding');
+    headers.delete('content-length');
+    return new Response(response.body ? Buffer.concat(chunks) : null, { status: response.status, statusText: response.statusText, headers });
+  }) as Fetch;
+}

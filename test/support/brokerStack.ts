@@ -64,6 +64,10 @@ export interface BrokerStackOptions {
   metricsToken?: string;
   /** HIGH_RISK_TOOLS for both instances. */
   highRiskTools?: readonly string[];
+  /** The issuer whose tokens /mcp accepts (default: the development identity provider). */
+  mcpIssuer?: string;
+  /** The issuer browsers sign in with (default: the development identity provider). */
+  signInIssuer?: string;
 }
 
 export async function startBrokerStack(options: BrokerStackOptions = {}): Promise<BrokerStack> {
@@ -99,12 +103,12 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
       logger,
       clock: options.clock ?? systemClock,
       render,
-      oidc: createOidcClient({ issuer: dev.idp.issuer, clientId: dev.idp.brokerClientId, clientSecret: new Secret(secrets.brokerIdpClientSecret), fetch }),
+      oidc: createOidcClient({ issuer: options.signInIssuer ?? dev.idp.issuer, clientId: dev.idp.brokerClientId, clientSecret: new Secret(secrets.brokerIdpClientSecret), fetch, allowLoopback: true }),
       migrations,
       publicUrl,
       mcpResourceUrl,
       sessionTtlSeconds: options.sessionTtlSeconds ?? 3600,
-      issuer: dev.idp.issuer,
+      issuer: options.mcpIssuer ?? dev.idp.issuer,
       fetch,
       secretKeys: secrets.secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) })),
       mcpScope: 'mcp',

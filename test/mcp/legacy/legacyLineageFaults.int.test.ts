@@ -485,7 +485,7 @@ async function startErrorInstance(stack: BrokerStack): Promise<{ url: string; cl
     logger: createLogger({ level: 'silent' }),
     clock: systemClock,
     render: createRender({ cache: false }),
-    oidc: createOidcClient({ issuer: stack.dev.idp.issuer, clientId: stack.dev.idp.brokerClientId, clientSecret: new Secret(stack.secrets.brokerIdpClientSecret), fetch: stack.fetch }),
+    oidc: createOidcClient({ issuer: stack.dev.idp.issuer, clientId: stack.dev.idp.brokerClientId, clientSecret: new Secret(stack.secrets.brokerIdpClientSecret), fetch: stack.fetch, allowLoopback: true }),
     migrations: await readMigrations(),
     publicUrl: new URL(url),
     mcpResourceUrl: stack.mcpResourceUrl,
