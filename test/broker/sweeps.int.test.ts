@@ -3,9 +3,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { advance } from '../../src/broker/advance.js';
 import { findNavigationById, insertNavigation } from '../../src/broker/navigationRepo.js';
 import type { NavigationState } from '../../src/broker/navigationStates.js';
+import { NONCE_GRACE_MS } from '../../src/broker/sweepRepo.js';
 import { sweepOnce } from '../../src/broker/sweeps.js';
 import { withTransaction } from '../../src/db/transaction.js';
 import { findEntries } from '../../src/ledger/ledgerRepo.js';
+import { claimNonce, findNonceOutcome } from '../../src/mcp/mrtrNonceRepo.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { navigationFixture } from '../support/navigationFixture.js';
 import { createTestDb, type TestDb } from '../support/testDb.js';
@@ -58,12 +60,25 @@ describe('sweeps', () => {
     const past = new Date(Date.now() - 60_000);
     const future = new Date(Date.now() + 600_000);
     const created = new Date(Date.now() - 120_000);
-    await db.pool.query(`INSERT INTO mrtr_nonces (nonce_digest, principal_iss, principal_sub, purpose, outcome, expires_at) VALUES ($1, 'i', 's', 'p', 'deleted', $2), ($3, 'i', 's', 'p', 'deleted', $4)`, [randomBytes(32), past, randomBytes(32), future]);
+    const pastGrace = new Date(Date.now() - NONCE_GRACE_MS - 60_000);
+    await db.pool.query(`INSERT INTO mrtr_nonces (nonce_digest, principal_iss, principal_sub, purpose, outcome, expires_at) VALUES ($1, 'i', 's', 'p', 'deleted', $2), ($3, 'i', 's', 'p', 'deleted', $4)`, [randomBytes(32), pastGrace, randomBytes(32), future]);
     await db.pool.query(`INSERT INTO web_sessions (id_digest, created_at, expires_at) VALUES ($1, $2, $3), ($4, $2, $5)`, [randomBytes(32), created, past, randomBytes(32), future]);
     const result = await sweepOnce({ pool: db.pool, clock: { now: () => new Date() }, logger });
     expect(result).toMatchObject({ nonces: 1, sessions: 1 });
     expect((await db.pool.query('SELECT count(*)::int AS n FROM mrtr_nonces')).rows[0].n).toBe(1);
     expect((await db.pool.query('SELECT count(*)::int AS n FROM web_sessions')).rows[0].n).toBe(1);
+  });
+
+  it('keeps a nonce past its expiry for the grace, so an instance with a lagging clock still finds it spent', async () => {
+    const digest = randomBytes(32);
+    const principal = { iss: 'https://idp.test', sub: 'alice' };
+    const expiresAt = new Date(Date.now() - 60_000);
+    expect(await claimNonce(db.pool, { nonceDigest: digest, principal, purpose: 'notes_delete', outcome: 'declined', expiresAt })).toBe(true);
+    await sweepOnce({ pool: db.pool, clock: { now: () => new Date() }, logger });
+    expect(await findNonceOutcome(db.pool, digest)).toBe('declined');
+    expect(await claimNonce(db.pool, { nonceDigest: digest, principal, purpose: 'notes_delete', outcome: 'deleted', expiresAt })).toBe(false);
+    await sweepOnce({ pool: db.pool, clock: { now: () => new Date(Date.now() + NONCE_GRACE_MS) }, logger });
+    expect(await findNonceOutcome(db.pool, digest)).toBeUndefined();
   });
 });
 
@@ -85,7 +100,7 @@ describe('sweeps keep up with a backlog', () => {
 
   it('clears far more than 100 rows in one run, in bounded batches, within its time budget', async () => {
     await expiredSessions(5_000);
-    await db.pool.query(`INSERT INTO mrtr_nonces (nonce_digest, principal_iss, principal_sub, purpose, outcome, expires_at) SELECT sha256(convert_to(gen_random_uuid()::text, 'utf8')), 'i', 's', 'p', 'deleted', $1 FROM generate_series(1, 1500)`, [new Date(Date.now() - 60_000)]);
+    await db.pool.query(`INSERT INTO mrtr_nonces (nonce_digest, principal_iss, principal_sub, purpose, outcome, expires_at) SELECT sha256(convert_to(gen_random_uuid()::text, 'utf8')), 'i', 's', 'p', 'deleted', $1 FROM generate_series(1, 1500)`, [new Date(Date.now() - NONCE_GRACE_MS - 60_000)]);
     const started = performance.now();
     const result = await sweepOnce({ pool: db.pool, clock: { now: () => new Date() }, logger }, { batch: 500, budgetMs: 20_000 });
     const elapsed = performance.now() - started;

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { sweepOnce } from '../../../src/broker/sweeps.js';
+import { createLogger } from '../../../src/shared/logger.js';
 import { startBrokerStack, type BrokerStack } from '../../support/brokerStack.js';
 import { callTool, tokenFor } from '../../support/mcpWire.js';
 
@@ -86,6 +88,18 @@ describe('notes_delete through MRTR form elicitation', () => {
     expect(await exists(note.id)).toBe(true);
     const after = await retry(note.title, form.requestState, accept(note.id));
     expect(after.json.result).toMatchObject({ isError: true, structuredContent: { error: 'conflict' } });
+    expect(await exists(note.id)).toBe(true);
+  });
+
+  it('refuses a declined confirmation replayed to an instance whose clock lags the sweeper by more than the state has left', async () => {
+    const note = await aliceNote();
+    const form = await ask(note.title);
+    expect((await retry(note.title, form.requestState, { action: 'decline' })).json.result?.['structuredContent']).toMatchObject({ status: 'declined' });
+    // Another instance, six minutes ahead, sweeps: to it the state (five minutes) has expired.
+    await sweepOnce({ pool: stack.db.pool, clock: { now: () => new Date(Date.now() + 6 * 60_000) }, logger: createLogger({ level: 'silent' }) });
+    // To this instance the state is still valid; its nonce must still say "used".
+    const replayed = await retry(note.title, form.requestState, accept(note.id));
+    expect(replayed.json.result).toMatchObject({ isError: true, structuredContent: { error: 'conflict' } });
     expect(await exists(note.id)).toBe(true);
   });
 
