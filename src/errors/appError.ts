@@ -5,7 +5,6 @@ export const appErrorCodes = [
   'not_found',
   'invalid_transition',
   'conflict',
-  'payload_too_large',
   'rate_limited',
   'upstream_auth_failed',
   'unavailable',
