@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/pool.js';
 import { fromRow, type NavigationRecord, type NavigationRow } from './navigationRecord.js';
-import type { NavigationState } from './navigationStates.js';
+import { transitions, type NavigationState } from './navigationStates.js';
 
 const COLUMNS = `id, record_version, server_id, subject_iss, subject_sub, client_id, request_digest, tool, target_scheme,
   target_host, redirect_policy, purpose, provider, handle_digest, state_nonce_digest, session_generation, lineage,
@@ -72,6 +72,9 @@ export async function findLatestForOperation(db: Queryable, op: { subjectIss: st
   return rows.map(fromRow);
 }
 
+/** The states the table lets expire. */
+const EXPIRABLE: readonly NavigationState[] = transitions.filter((t) => t.event === 'expire').map((t) => t.from);
+
 /**
  * Open navigations past their expiry, locked for this transaction. SKIP LOCKED:
  * several instances sweep at once, each taking rows no other sweeper holds.
@@ -79,9 +82,9 @@ export async function findLatestForOperation(db: Queryable, op: { subjectIss: st
 export async function lockOverdueNavigations(db: Queryable, now: Date, limit: number): Promise<NavigationRecord[]> {
   const { rows } = await db.query<NavigationRow>(
     `SELECT ${COLUMNS} FROM elicitation_navigations
-      WHERE status IN ('USER_REVIEW', 'NAVIGATION_ACCEPTED', 'OUT_OF_BAND_PENDING') AND expires_at <= $1
+      WHERE status = ANY($3) AND expires_at <= $1
       ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED`,
-    [now, limit],
+    [now, limit, EXPIRABLE],
   );
   return rows.map(fromRow);
 }

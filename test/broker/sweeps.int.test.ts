@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { advance } from '../../src/broker/advance.js';
 import { findNavigationById, insertNavigation } from '../../src/broker/navigationRepo.js';
-import type { NavigationState } from '../../src/broker/navigationStates.js';
+import { canTransition, navigationStates, type NavigationState } from '../../src/broker/navigationStates.js';
 import { NONCE_GRACE_MS } from '../../src/broker/sweepRepo.js';
 import { sweepOnce } from '../../src/broker/sweeps.js';
 import { withTransaction } from '../../src/db/transaction.js';
@@ -79,6 +79,25 @@ describe('sweeps', () => {
     expect(await claimNonce(db.pool, { nonceDigest: digest, principal, purpose: 'notes_delete', outcome: 'deleted', expiresAt })).toBe(false);
     await sweepOnce({ pool: db.pool, clock: { now: () => new Date(Date.now() + NONCE_GRACE_MS) }, logger });
     expect(await findNonceOutcome(db.pool, digest)).toBeUndefined();
+  });
+});
+
+describe('the expiry sweep over every state', () => {
+  let db: TestDb;
+  beforeAll(async () => {
+    db = await createTestDb();
+  });
+  afterAll(async () => {
+    await db.drop();
+  });
+
+  it('expires overdue flows in exactly the states the transition table lets expire', async () => {
+    const past = Date.now() - 60_000;
+    const seeded = navigationStates.map((status) => navigationFixture(status, { createdAt: new Date(past - 60_000), expiresAt: new Date(past), updatedAt: new Date(past) }));
+    for (const n of seeded) await insertNavigation(db.pool, n);
+    await sweepOnce({ pool: db.pool, clock: { now: () => new Date() }, logger });
+    const after = await Promise.all(seeded.map(async (n) => [n.status, (await findNavigationById(db.pool, n.id))?.status]));
+    expect(after).toEqual(seeded.map((n) => [n.status, canTransition(n.status, 'expire') ? 'EXPIRED' : n.status]));
   });
 });
 
