@@ -1,4 +1,4 @@
-import express, { Router, type Request } from 'express';
+import { Router, type Request } from 'express';
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { readSessionCookie } from '../auth/sessionCookie.js';
@@ -7,6 +7,7 @@ import { ForbiddenError } from '../errors/appError.js';
 import { csrfTokenFor, isValidCsrf, requireSameOrigin } from '../web/middleware/csrf.js';
 import { parseInput } from '../web/parse.js';
 import type { Render } from '../web/render.js';
+import { formBody } from '../web/requestBody.js';
 import { CALLBACK_PATH, DONE_PATH, type BrokerDeps } from './brokerDeps.js';
 import { consentToConnect, viewConnect } from './connectFlow.js';
 import { findNavigationById } from './navigationRepo.js';
@@ -68,7 +69,7 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
     );
   });
 
-  router.post('/connect/:handle', requireSameOrigin(broker.publicUrl.origin), express.urlencoded({ extended: false, limit: '2kb' }), async (req, res) => {
+  router.post('/connect/:handle', requireSameOrigin(broker.publicUrl.origin), formBody({ limit: 2048 }), async (req, res) => {
     const { handle } = parseInput(HandleParams, req.params, 'link');
     const body = parseInput(ConsentBody, req.body, 'form');
     const browser = await browserOf(req);

@@ -1,9 +1,10 @@
-import express, { type Request, type RequestHandler, type Response } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import { z } from 'zod';
 import type { OperatorAct } from '../broker/recovery.js';
 import { ForbiddenError } from '../errors/appError.js';
 import { isValidCsrf, requireSameOrigin } from '../web/middleware/csrf.js';
 import { parseInput } from '../web/parse.js';
+import { formBody } from '../web/requestBody.js';
 import { operatorOf } from './operatorGuard.js';
 
 // What every operator form shares (issue #6 items 5 and 8): same-origin POST,
@@ -20,7 +21,7 @@ const ActionBody = z.strictObject({
 /** Middleware for an operator form POST: refuses other origins, then reads a small urlencoded body. */
 export function operatorForm(publicOrigin: string): RequestHandler {
   const sameOrigin = requireSameOrigin(publicOrigin);
-  const body = express.urlencoded({ extended: false, limit: '4kb' });
+  const body = formBody({ limit: 4096 });
   return (req, res, next) => sameOrigin(req, res, (err?: unknown) => (err === undefined ? body(req, res, next) : next(err)));
 }
 
