@@ -1,9 +1,10 @@
-import express, { Router } from 'express';
+import { Router } from 'express';
 import { z } from 'zod';
 import { ForbiddenError } from '../errors/appError.js';
 import { isValidCsrf, requireSameOrigin } from '../web/middleware/csrf.js';
 import { rateLimitByAddress, type RateLimit } from '../web/middleware/rateLimit.js';
 import { parseInput } from '../web/parse.js';
+import { formBody } from '../web/requestBody.js';
 import { readLoginCookie, writeLoginCookie } from './loginCookie.js';
 import { clearSessionCookie, readSessionCookie, writeSessionCookie } from './sessionCookie.js';
 import { beginSignIn, completeSignIn, LOGIN_TTL_MS, signOut, type SignInDeps } from './signIn.js';
@@ -54,7 +55,7 @@ export function authRoutes(deps: AuthRoutesDeps): Router {
     res.redirect(303, returnTo);
   });
 
-  router.post('/logout', requireSameOrigin(deps.publicUrl.origin), express.urlencoded({ extended: false, limit: '2kb' }), async (req, res) => {
+  router.post('/logout', requireSameOrigin(deps.publicUrl.origin), formBody({ limit: 2048 }), async (req, res) => {
     const body = parseInput(logoutBody, req.body, 'form');
     const cookie = readSessionCookie(req);
     if (!isValidCsrf(cookie, body._csrf)) throw new ForbiddenError('This form has expired. Reload the page and try again.');

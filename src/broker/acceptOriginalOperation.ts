@@ -9,7 +9,7 @@ import type { BrokerDeps } from './brokerDeps.js';
 import type { Lineage } from './navigationRecord.js';
 import { lockNavigation } from './navigationRepo.js';
 import type { NavigationEvent } from './navigationStates.js';
-import { findReceiptByKey, insertReceiptOnce, recordOutcome, type OperationReceipt } from './receiptRepo.js';
+import { findReceiptById, findReceiptByKey, insertReceiptOnce, recordOutcome, releasePerformLease, takePerformLease, type OperationReceipt } from './receiptRepo.js';
 
 export interface OriginalOperation {
   navigationId: string;
@@ -80,21 +80,73 @@ export async function acceptOriginalOperation(deps: BrokerDeps, op: OriginalOper
 
 export type BusinessOutcome = { status: 'succeeded' | 'failed'; outcome: Record<string, unknown> };
 
+/** Another caller holds the perform lease and did not finish within the wait: the host may call again. */
+export class PerformInProgressError extends ConflictError {
+  constructor() {
+    super('This operation is being performed by another request right now; call again in a few seconds to get its outcome. It will be done once.');
+  }
+}
+
+// Longer than any business call may take (the injected fetch gives up after 10 s), so a lease
+// ends only when its holder finished or died; a dead holder's lease simply runs out.
+const PERFORM_LEASE_MS = 30_000;
+
+const recordedOutcome = (r: OperationReceipt): BusinessOutcome | undefined => (r.outcomeStatus !== 'pending' && r.outcome ? { status: r.outcomeStatus, outcome: r.outcome } : undefined);
+
 /**
  * Runs the business call for an accepted receipt, with the receipt id as its
  * idempotency key, and records the outcome once. A receipt that already has
  * an outcome returns it without calling; one still pending (a crash, a lost
- * answer) is re-driven with the same key, so the provider never does it twice.
+ * answer) is re-driven with the same key. One performer at a time: the caller
+ * that takes the receipt's perform lease calls the provider; duplicate
+ * retries, other instances and the reconcile sweep wait up to `waitMs` for its
+ * outcome (woken by the outcome's signal, or when the lease runs out), then
+ * give up with PerformInProgressError rather than call the provider at the
+ * same time with the same key.
  */
-export async function runAcceptedOperation(deps: BrokerDeps, receipt: OperationReceipt, call: (idempotencyKey: string) => Promise<BusinessOutcome>): Promise<BusinessOutcome> {
-  if (receipt.outcomeStatus !== 'pending' && receipt.outcome) return { status: receipt.outcomeStatus, outcome: receipt.outcome };
-  const result = await call(receipt.id);
+export async function runAcceptedOperation(
+  deps: BrokerDeps,
+  receipt: OperationReceipt,
+  call: (idempotencyKey: string) => Promise<BusinessOutcome>,
+  waitMs: number = deps.retryWaitMs,
+): Promise<BusinessOutcome> {
+  const owner = randomUUID();
+  const deadline = Date.now() + waitMs;
+  let current = receipt;
+  for (;;) {
+    const known = recordedOutcome(current);
+    if (known) return known;
+    const now = deps.clock.now();
+    if (await takePerformLease(deps.pool, current.id, owner, now, new Date(now.getTime() + PERFORM_LEASE_MS))) return perform(deps, current, owner, call);
+    const remaining = deadline - Date.now();
+    if (remaining <= 0) throw new PerformInProgressError();
+    const free = async () => {
+      const fresh = await findReceiptById(deps.pool, current.id);
+      return !fresh || recordedOutcome(fresh) !== undefined || fresh.performLeaseUntil === undefined || fresh.performLeaseUntil <= deps.clock.now();
+    };
+    const leaseLeft = (current.performLeaseUntil?.getTime() ?? now.getTime()) - now.getTime();
+    await deps.signal.waitFor(current.navigationId, Math.max(10, Math.min(remaining, leaseLeft + 10)), free);
+    const fresh = await findReceiptById(deps.pool, current.id);
+    if (!fresh) throw new NotFoundError('The accepted operation is not known.');
+    current = fresh;
+  }
+}
+
+async function perform(deps: BrokerDeps, receipt: OperationReceipt, owner: string, call: (idempotencyKey: string) => Promise<BusinessOutcome>): Promise<BusinessOutcome> {
+  let result: BusinessOutcome;
+  try {
+    result = await call(receipt.id);
+  } catch (err) {
+    // No outcome is known: the next caller (a retry, the sweep) tries again with the same key, at once.
+    await releasePerformLease(deps.pool, receipt.id, owner).catch(() => undefined);
+    throw err;
+  }
   const digest = createHash('sha256').update(JSON.stringify(result.outcome)).digest('hex');
   const recorded = await recordOutcome(deps.pool, receipt.id, result.status, result.outcome, digest, deps.clock.now());
   // Wakes identical calls waiting for this operation's outcome, on any instance.
   await deps.signal.notify(deps.pool, receipt.navigationId);
   if (recorded?.outcome) return { status: recorded.outcomeStatus === 'failed' ? 'failed' : 'succeeded', outcome: recorded.outcome };
-  // Another instance recorded first: answer what it recorded.
-  const again = await findReceiptByKey(deps.pool, receipt.operationKey);
-  return again?.outcome && again.outcomeStatus !== 'pending' ? { status: again.outcomeStatus, outcome: again.outcome } : result;
+  // Recorded by someone else meanwhile (a lease that ran out): answer what was recorded first.
+  const again = await findReceiptById(deps.pool, receipt.id);
+  return (again && recordedOutcome(again)) ?? result;
 }

@@ -13,6 +13,8 @@ export interface OperationReceipt {
   outcomeStatus: 'pending' | 'succeeded' | 'failed';
   outcome: Record<string, unknown> | undefined;
   createdAt: Date;
+  /** While someone performs the operation: until when their lease holds. */
+  performLeaseUntil: Date | undefined;
 }
 
 interface Row {
@@ -26,9 +28,10 @@ interface Row {
   outcome_status: string;
   outcome: Record<string, unknown> | null;
   created_at: Date;
+  perform_lease_until: Date | null;
 }
 
-const COLUMNS = 'id, operation_key, navigation_id, lineage, jsonrpc_id, retry_generation, requirement_receipt, outcome_status, outcome, created_at';
+const COLUMNS = 'id, operation_key, navigation_id, lineage, jsonrpc_id, retry_generation, requirement_receipt, outcome_status, outcome, created_at, perform_lease_until';
 
 const fromRow = (r: Row): OperationReceipt => ({
   id: r.id,
@@ -41,6 +44,7 @@ const fromRow = (r: Row): OperationReceipt => ({
   outcomeStatus: r.outcome_status as OperationReceipt['outcomeStatus'], // CHECK constraint
   outcome: r.outcome ?? undefined,
   createdAt: r.created_at,
+  performLeaseUntil: r.perform_lease_until ?? undefined,
 });
 
 /**
@@ -49,7 +53,7 @@ const fromRow = (r: Row): OperationReceipt => ({
  */
 export async function insertReceiptOnce(
   db: Queryable,
-  receipt: Omit<OperationReceipt, 'outcome' | 'outcomeStatus'>,
+  receipt: Omit<OperationReceipt, 'outcome' | 'outcomeStatus' | 'performLeaseUntil'>,
   sealedArguments?: Sealed,
 ): Promise<{ receipt: OperationReceipt; created: boolean }> {
   const inserted = await db.query<Row>(
@@ -76,14 +80,35 @@ export async function findReceiptByNavigation(db: Queryable, navigationId: strin
   return rows[0] ? fromRow(rows[0]) : undefined;
 }
 
-/** Records the business outcome once; a later recording for the same receipt changes nothing. */
+/** Records the business outcome once (and ends any perform lease); a later recording for the same receipt changes nothing. */
 export async function recordOutcome(db: Queryable, id: string, status: 'succeeded' | 'failed', outcome: Record<string, unknown>, resultDigest: string, now: Date): Promise<OperationReceipt | undefined> {
   const { rows } = await db.query<Row>(
-    `UPDATE operation_receipts SET outcome_status = $2, outcome = $3, result_digest = $4, completed_at = $5
+    `UPDATE operation_receipts SET outcome_status = $2, outcome = $3, result_digest = $4, completed_at = $5,
+            perform_lease_owner = NULL, perform_lease_until = NULL
       WHERE id = $1 AND outcome_status = 'pending' RETURNING ${COLUMNS}`,
     [id, status, JSON.stringify(outcome), resultDigest, now],
   );
   return rows[0] ? fromRow(rows[0]) : undefined;
+}
+
+/**
+ * Takes the perform lease of a pending receipt for `owner` until `until`, if no
+ * one holds an unexpired one: at most one caller performs an accepted
+ * operation at a time. The row's own compare-and-set decides; no lock is held
+ * while the caller talks to the provider.
+ */
+export async function takePerformLease(db: Queryable, id: string, owner: string, now: Date, until: Date): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE operation_receipts SET perform_lease_owner = $2, perform_lease_until = $4
+      WHERE id = $1 AND outcome_status = 'pending' AND (perform_lease_until IS NULL OR perform_lease_until <= $3)`,
+    [id, owner, now, until],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+/** Gives a perform lease back early (the call failed before an outcome): the next caller need not wait for it to expire. */
+export async function releasePerformLease(db: Queryable, id: string, owner: string): Promise<void> {
+  await db.query('UPDATE operation_receipts SET perform_lease_owner = NULL, perform_lease_until = NULL WHERE id = $1 AND perform_lease_owner = $2', [id, owner]);
 }
 
 export async function findReceiptById(db: Queryable, id: string): Promise<OperationReceipt | undefined> {

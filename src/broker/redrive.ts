@@ -1,6 +1,6 @@
 import { withTransaction } from '../db/transaction.js';
 import { accessTokenFor, type TokenVaultDeps } from '../secrets/tokenVault.js';
-import { argumentsAad, runAcceptedOperation, type BusinessOutcome } from './acceptOriginalOperation.js';
+import { argumentsAad, PerformInProgressError, runAcceptedOperation, type BusinessOutcome } from './acceptOriginalOperation.js';
 import { recordWithoutMoving } from './advance.js';
 import type { BrokerDeps } from './brokerDeps.js';
 import { findNavigationById } from './navigationRepo.js';
@@ -46,7 +46,14 @@ export async function redrive(deps: RedriveDeps, receipt: OperationReceipt, acto
     broker.logger.warn({ receiptId: receipt.id, provider: operation.provider }, 're-drive waits: the user has no connection to the provider any more');
     return undefined;
   }
-  const outcome = await runAcceptedOperation(broker, receipt, (key) => operation.perform(token, key));
+  let outcome: BusinessOutcome;
+  try {
+    // No wait: a request performing it right now records the outcome itself.
+    outcome = await runAcceptedOperation(broker, receipt, (key) => operation.perform(token, key), 0);
+  } catch (err) {
+    if (err instanceof PerformInProgressError) return undefined;
+    throw err;
+  }
   await withTransaction(broker.pool, async (tx) => {
     await recordWithoutMoving(tx, navigation, 'outcome_redriven', { actor, now: broker.clock.now(), evidence: { receiptId: receipt.id, status: outcome.status } });
   });

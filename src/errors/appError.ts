@@ -5,6 +5,7 @@ export const appErrorCodes = [
   'not_found',
   'invalid_transition',
   'conflict',
+  'payload_too_large',
   'rate_limited',
   'upstream_auth_failed',
   'unavailable',

@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { toHttp } from '../../errors/toHttp.js';
+import { routeLabel } from '../../metrics/routeLabel.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Render } from '../render.js';
+import { hasUnreadBody } from '../requestBody.js';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -26,13 +28,14 @@ export function requestId(): RequestHandler {
 export function errorHandler(deps: { logger: Logger; render: Render }): ErrorRequestHandler {
   return (err, req, res, _next) => {
     const mapped = toHttp(err, req.id);
-    if (mapped.log) deps.logger.error({ err, requestId: req.id, path: req.path }, 'request failed');
+    // The route template, not the path: a connect link's handle is a bearer secret.
+    if (mapped.log) deps.logger.error({ err, requestId: req.id, method: req.method, route: routeLabel(req.path) }, 'request failed');
     if (res.headersSent) {
       res.destroy();
       return;
     }
     res.status(mapped.status);
-    if (mapped.headers) res.set(mapped.headers);
+    if (hasUnreadBody(req)) res.setHeader('Connection', 'close');
     if (req.accepts(['json', 'html']) === 'html') {
       res.type('html').send(deps.render('error', { title: 'Something went wrong', ...mapped.body, status: mapped.status }));
     } else {
