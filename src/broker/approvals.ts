@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { withTransaction } from '../db/transaction.js';
-import { ConflictError, NotFoundError } from '../errors/appError.js';
+import { samePrincipal, type Principal } from '../auth/principal.js';
+import { ConflictError, ForbiddenError, NotFoundError } from '../errors/appError.js';
 import { recordOperatorAction } from '../ledger/operatorRepo.js';
 import { advance, recordWithoutMoving } from './advance.js';
 import { decideApprovalRow, findApprovalByNavigation, insertApprovalOnce, lockApproval, type Approval } from './approvalRepo.js';
@@ -49,7 +50,8 @@ export async function isApproved(deps: Pick<BrokerDeps, 'highRiskTools' | 'provi
  * accept the operation; rejection ends the flow (OPERATION_REJECTED). Both are
  * ledger events and operator actions; waiting retries are woken.
  */
-export async function decideApproval(deps: BrokerDeps, id: string, decision: 'approve' | 'reject', reason: string, actor: string): Promise<Approval> {
+export async function decideApproval(deps: BrokerDeps, id: string, decision: 'approve' | 'reject', reason: string, operator: { actor: string; subject: Principal }): Promise<Approval> {
+  const { actor } = operator;
   const decided = await withTransaction(deps.pool, async (tx) => {
     const now = deps.clock.now();
     const held = await lockApproval(tx, id);
@@ -57,6 +59,8 @@ export async function decideApproval(deps: BrokerDeps, id: string, decision: 'ap
     if (held.status !== 'pending') throw new ConflictError(`Approval ${id} was already ${held.status} by ${held.decidedBy ?? 'someone'}.`);
     const navigation = await lockNavigation(tx, held.navigationId);
     if (!navigation) throw new NotFoundError('The approval names no flow.');
+    // Four eyes: the approval exists so that someone other than the caller decides.
+    if (decision === 'approve' && samePrincipal(navigation.subject, operator.subject)) throw new ForbiddenError('You cannot approve your own operation: another operator must decide.');
     const approval = (await decideApprovalRow(tx, id, decision === 'approve' ? 'approved' : 'rejected', reason, actor, now))!;
     const by = { actor, now, evidence: { approvalId: id, reason } };
     if (decision === 'reject') await advance(tx, navigation, 'operator_reject', by);

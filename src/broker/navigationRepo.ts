@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/pool.js';
 import { fromRow, type NavigationRecord, type NavigationRow } from './navigationRecord.js';
-import { transitions, type NavigationState } from './navigationStates.js';
+import { openStates, transitions, type NavigationState } from './navigationStates.js';
 
 const COLUMNS = `id, record_version, server_id, subject_iss, subject_sub, client_id, request_digest, tool, target_scheme,
   target_host, redirect_policy, purpose, provider, handle_digest, state_nonce_digest, session_generation, lineage,
@@ -85,6 +85,20 @@ export async function lockOverdueNavigations(db: Queryable, now: Date, limit: nu
       WHERE status = ANY($3) AND expires_at <= $1
       ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED`,
     [now, limit, EXPIRABLE],
+  );
+  return rows.map(fromRow);
+}
+
+/**
+ * The open flows of one (subject, provider) but `exceptId`, locked for this
+ * transaction, in id order so two settling transactions cannot deadlock.
+ */
+export async function lockOpenNavigationsFor(db: Queryable, subject: { iss: string; sub: string }, provider: string, exceptId: string): Promise<NavigationRecord[]> {
+  const { rows } = await db.query<NavigationRow>(
+    `SELECT ${COLUMNS} FROM elicitation_navigations
+      WHERE subject_iss = $1 AND subject_sub = $2 AND provider = $3 AND status = ANY($4) AND id <> $5
+      ORDER BY id FOR UPDATE`,
+    [subject.iss, subject.sub, provider, [...openStates], exceptId],
   );
   return rows.map(fromRow);
 }

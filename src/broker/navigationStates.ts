@@ -43,6 +43,7 @@ export const navigationEvents = [
   'mrtr_accept',
   'operator_close', // an operator ended a flow nobody will finish (issue #6 recovery)
   'operator_reject', // an operator rejected a held high-risk operation (issue #6 approval queue)
+  'connection_present', // the principal holds a verified connection to the provider: another flow verified it, or it existed already
 ] as const;
 export type NavigationEvent = (typeof navigationEvents)[number];
 
@@ -82,6 +83,14 @@ export const transitions: readonly Transition[] = [
   { from: 'OUT_OF_BAND_PENDING', event: 'operator_close', to: 'EXPIRED' },
   { from: 'COMPLETION_NOTIFIED', event: 'operator_close', to: 'EXPIRED' },
   { from: 'REQUIREMENT_VERIFIED', event: 'operator_reject', to: 'OPERATION_REJECTED' },
+  // The requirement is a connection for (principal, provider). Once one is verified — through a
+  // sibling flow's callback, or before this operation began (a connected user's high-risk call,
+  // which still needs an approval and a receipt) — every open flow of that pair is settled, so its
+  // operation is accepted once through its own lineage and never performed beside it.
+  { from: 'CREATED', event: 'connection_present', to: 'REQUIREMENT_VERIFIED' },
+  { from: 'USER_REVIEW', event: 'connection_present', to: 'REQUIREMENT_VERIFIED' },
+  { from: 'NAVIGATION_ACCEPTED', event: 'connection_present', to: 'REQUIREMENT_VERIFIED' },
+  { from: 'OUT_OF_BAND_PENDING', event: 'connection_present', to: 'REQUIREMENT_VERIFIED' },
 ];
 
 /** The state `event` leads to from `from`; throws InvalidTransitionError for a pair the table lacks. */

@@ -9,6 +9,7 @@ import { advance, recordWithoutMoving } from './advance.js';
 import type { BrokerDeps } from './brokerDeps.js';
 import type { NavigationRecord } from './navigationRecord.js';
 import { findNavigationById, lockNavigation } from './navigationRepo.js';
+import { settleSiblingFlows } from './settleOpenFlows.js';
 
 /**
  * GET /oauth/callback. Claims the OAuth transaction once, then checks, in
@@ -67,6 +68,7 @@ export async function completeCallback(deps: BrokerDeps, currentUrl: URL, browse
     await storeTokens(tx, deps, locked.subject, locked.provider, tokens, locked.id);
     locked = await advance(tx, locked, ['callback_received', 'callback_verified'], by);
     await deps.signal.notify(tx, locked.id);
+    await settleSiblingFlows(tx, deps, locked, by);
     return locked;
   });
 }

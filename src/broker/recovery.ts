@@ -1,5 +1,6 @@
 import { withTransaction } from '../db/transaction.js';
 import { ConflictError, NotFoundError } from '../errors/appError.js';
+import type { Principal } from '../auth/principal.js';
 import { recordOperatorAction } from '../ledger/operatorRepo.js';
 import { advance, recordWithoutMoving } from './advance.js';
 import type { BrokerDeps } from './brokerDeps.js';
@@ -17,6 +18,8 @@ export interface OperatorAct {
   reason: string;
   /** e.g. operator:<sub> (pages) or cli:<sub> (CLI). */
   actor: string;
+  /** The operator's identity. */
+  subject: Principal;
 }
 
 /** Marks a flow nobody will finish as terminal (EXPIRED by `operator_close`). */

@@ -18,6 +18,12 @@ export interface NavigationRequest {
   provider: string;
   purpose: string;
   lineage: Lineage;
+  /**
+   * The principal is already connected to the provider: the record is born
+   * verified (no link is presented), for an operation that must still pass an
+   * approval and be accepted once (a high-risk tool).
+   */
+  alreadyConnected?: boolean;
   /** An operator's re-issue (issue #6): the flow this one replaces, in the same lineage. */
   reissue?: { from: string; actor: string; reason: string; destination: { scheme: string; host: string } };
 }
@@ -28,7 +34,8 @@ export interface NavigationRequest {
  * token, no personal data, nothing pre-authenticated (spec brief §5.6).
  */
 export async function startNavigation(deps: BrokerDeps, request: NavigationRequest): Promise<{ navigation: NavigationRecord; connectUrl: string }> {
-  const paused = await findSwitch(deps.pool, URL_ELICITATION_PAUSED);
+  // The kill switch stops new links; an operation of a user already connected presents none.
+  const paused = request.alreadyConnected ? undefined : await findSwitch(deps.pool, URL_ELICITATION_PAUSED);
   if (paused?.engaged) throw new UnavailableError(`New connections are paused by the operator (${paused.reason}). Try again later.`, { expose: true });
   // A re-issue keeps the destination its user was shown (and works from the CLI, which runs no provider clients).
   const client = deps.providers.get(request.provider);
@@ -61,12 +68,12 @@ export async function startNavigation(deps: BrokerDeps, request: NavigationReque
     updatedAt: now,
   };
   const connectUrl = checkUrl(new URL(`/connect/${handle}`, deps.publicUrl).href, { allowLoopback: deps.allowLoopback, allowIpLiteral: true }, 'connect link').href;
-  const evidence = { tool: request.tool, provider: request.provider, lineage: request.lineage, ...(request.reissue ? { reissuedFrom: request.reissue.from, reason: request.reissue.reason } : {}) };
+  const evidence = { tool: request.tool, provider: request.provider, lineage: request.lineage, ...(request.alreadyConnected ? { alreadyConnected: true } : {}), ...(request.reissue ? { reissuedFrom: request.reissue.from, reason: request.reissue.reason } : {}) };
   const by = { actor: request.reissue?.actor ?? `mcp:${request.principal.sub}`, now, evidence };
   const navigation = await withTransaction(deps.pool, async (tx) => {
     await insertNavigation(tx, created, request.reissue?.from);
     await recordWithoutMoving(tx, created, 'created', by);
-    return advance(tx, created, 'present', by);
+    return advance(tx, created, request.alreadyConnected ? 'connection_present' : 'present', by);
   });
   return { navigation, connectUrl };
 }

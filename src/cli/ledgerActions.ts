@@ -4,6 +4,7 @@ import type { BrokerDeps } from '../broker/brokerDeps.js';
 import { createCompletionSignal } from '../broker/completionSignal.js';
 import { markTerminal, reissueLink, requestRedrive } from '../broker/recovery.js';
 import { findReceiptById } from '../broker/receiptRepo.js';
+import type { Principal } from '../auth/principal.js';
 import type { Config } from '../config/config.js';
 import type { Pool } from '../db/pool.js';
 import { AppError } from '../errors/appError.js';
@@ -24,6 +25,8 @@ export interface ActionInput {
   json: boolean;
   waitSeconds: number;
   actor: string;
+  /** The operator's identity (an operator never approves their own operation). */
+  subject: Principal;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -43,7 +46,7 @@ export async function runAction(config: Readonly<Config>, pool: Pool, logger: Lo
   }
   const reason = input.reason?.trim() ?? '';
   if (reason.length < 3 || reason.length > 500) throw new ActionError(`${input.command} needs --reason "why" (3 to 500 characters); it is recorded.`);
-  const act = { reason, actor: input.actor };
+  const act = { reason, actor: input.actor, subject: input.subject };
   const now = new Date();
   if (input.command === 'pause-connections') {
     const { revokedTransactions } = await pauseConnections(pool, reason, act.actor, now);
@@ -83,7 +86,7 @@ export async function runAction(config: Readonly<Config>, pool: Pool, logger: Lo
       const outcome = await waitForOutcome(pool, receipt.id, input.waitSeconds);
       print({ receiptId: receipt.id, outcome: outcome ?? 'pending' }, outcome ? `Re-driven: the operation ${outcome}.` : `Re-drive of receipt ${receipt.id} requested: the next reconcile sweep of a running instance performs it with the same idempotency key (never a second effect). Check with: broker ledger flow ${receipt.navigationId}`);
     } else {
-      const decided = await decideApproval(broker, id, input.command, reason, act.actor);
+      const decided = await decideApproval(broker, id, input.command, reason, act);
       print(decided, `Approval ${id} ${decided.status}${decided.status === 'rejected' ? ': the flow is closed and its operation will not be done' : ': the operation is accepted on the host\'s next retry'}.`);
     }
     return 0;

@@ -103,12 +103,12 @@ export async function ledgerCommand(args: string[], config: Readonly<Config>, ou
   const now = new Date();
   const print = (data: unknown, text: () => string) => out(values.json ? JSON.stringify(data) : text());
   try {
-    const actor = await authenticateOperator(config, pool, sub).catch((err: unknown) => {
+    const { actor, subject } = await authenticateOperator(config, pool, sub).catch((err: unknown) => {
       if (err instanceof OperatorAuthError) throw new LedgerCommandError(err.message, err.exitCode);
       throw err;
     });
     if ((actionCommands as readonly string[]).includes(sub)) {
-      const input = { command: sub as ActionCommand, id: positionals[0], reason: values.reason, json: values.json, waitSeconds: number('wait', values.wait, 0)!, actor };
+      const input = { command: sub as ActionCommand, id: positionals[0], reason: values.reason, json: values.json, waitSeconds: number('wait', values.wait, 0)!, actor, subject };
       return await runAction(config, pool, logger, input, out).catch((err: unknown) => {
         throw err instanceof ActionError ? new LedgerCommandError(err.message) : err;
       });

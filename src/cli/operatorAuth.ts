@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { hasOperatorRole } from '../auth/operatorRole.js';
+import type { Principal } from '../auth/principal.js';
 import type { Config } from '../config/config.js';
 import type { Pool } from '../db/pool.js';
 import { AppError } from '../errors/appError.js';
@@ -26,9 +27,10 @@ const HOW_TO = 'Set BROKER_OPERATOR_TOKEN to an access token for the broker (aud
  * holds database credentials, and on top of them every command needs an IdP
  * access token carrying the operator role, verified like an MCP bearer token
  * (JWKS, pinned algorithms, issuer, audience). A non-operator is refused and
- * the refusal recorded. Returns the actor recorded with actions: cli:<sub>.
+ * the refusal recorded. Returns the operator: its identity, and the actor
+ * recorded with actions (cli:<sub>).
  */
-export async function authenticateOperator(config: Readonly<Config>, pool: Pool, command: string): Promise<string> {
+export async function authenticateOperator(config: Readonly<Config>, pool: Pool, command: string): Promise<{ actor: string; subject: Principal }> {
   const token = config.cli.operatorToken?.reveal();
   if (!token) throw new OperatorAuthError(`Operator commands need an operator's token. ${HOW_TO}`, 2);
   const issuer = config.oidc.issuer ?? `https://127.0.0.1:${config.dev.idpPort}`;
@@ -52,7 +54,7 @@ export async function authenticateOperator(config: Readonly<Config>, pool: Pool,
     await recordOperatorAction(pool, 'access_refused', `not an operator: broker ledger ${command}`, actor, { command }, new Date());
     throw new OperatorAuthError(`${verified.principal.sub} is not an operator (no "${config.operators.role}" in the ${config.operators.roleClaim} claim); refused and recorded.`, 3);
   }
-  return actor;
+  return { actor, subject: verified.principal };
 }
 
 // Development trusts the local CA in DATA_DIR; otherwise TLS_CA_FILE, if set, beside the system's.

@@ -2,11 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { acceptOriginalOperation, runAcceptedOperation, type BusinessOutcome } from '../broker/acceptOriginalOperation.js';
 import { advanceIfAllowed } from '../broker/advance.js';
 import type { BrokerDeps } from '../broker/brokerDeps.js';
-import type { NavigationRecord } from '../broker/navigationRecord.js';
-import { approvalMessage, awaitApproval } from '../broker/approvals.js';
+import type { Lineage, NavigationRecord } from '../broker/navigationRecord.js';
+import { approvalMessage, awaitApproval, needsApproval } from '../broker/approvals.js';
 import { findNavigationById, findReissueOf } from '../broker/navigationRepo.js';
 import { findReceiptByNavigation } from '../broker/receiptRepo.js';
-import { startNavigation } from '../broker/startNavigation.js';
+import { settleConnectedFlow } from '../broker/settleOpenFlows.js';
+import { startNavigation, type NavigationRequest } from '../broker/startNavigation.js';
 import { InvalidInputError, UpstreamAuthError } from '../errors/appError.js';
 import { accessTokenFor, type TokenVaultDeps } from '../secrets/tokenVault.js';
 import { completeResult, type ToolContext } from './defineTool.js';
@@ -60,8 +61,12 @@ export async function runConnectionTool(deps: ConnectionToolDeps, ctx: ToolConte
   const binding: StateBinding = { principal: ctx.principal, method: 'tools/call', tool: call.tool, digest: call.requestDigest, phase: 'connect' };
   if (ctx.requestState === undefined) {
     const token = await accessTokenFor(deps.vault, ctx.principal, call.provider);
-    if (token) return call.render(await call.perform(token, randomUUID()));
-    return askToConnect(deps, ctx, call, binding);
+    if (!token) return askToConnect(deps, ctx, call, binding);
+    if (!needsApproval(deps.broker, call.tool, call.provider)) return call.render(await call.perform(token, randomUUID()));
+    // A high-risk operation waits for an operator even when connected: it gets a record born
+    // verified, and is accepted once, with a receipt, like any other.
+    const { navigation } = await startNavigation(deps.broker, { ...navigationRequest(ctx, call, 'mrtr'), alreadyConnected: true });
+    return accept(deps, ctx, call, navigation, binding, { navigationId: navigation.id, generation: 0 });
   }
   const state = await openPresentedState(deps.requestState, ctx.requestState, binding);
   const navigation = state.navigationId ? await findNavigationById(deps.broker.pool, state.navigationId) : undefined;
@@ -103,6 +108,12 @@ async function settle(deps: ConnectionToolDeps, ctx: ToolContext, call: Connecti
     await advanceIfAllowed(deps.broker, navigation.id, 'expire', `mcp:${ctx.principal.sub}`);
     return askToConnect(deps, ctx, call, binding);
   }
+  // Connected meanwhile through another flow (the settling in the callback missed one started
+  // just after it): the requirement is met; settle this one rather than wait for a second callback.
+  if (await accessTokenFor(deps.vault, ctx.principal, call.provider)) {
+    const settled = await settleConnectedFlow(broker, navigationId, ctx.principal);
+    if (settled?.status === 'REQUIREMENT_VERIFIED') return accept(deps, ctx, call, settled, binding, state);
+  }
   const verified = await broker.signal.waitFor(navigationId, broker.retryWaitMs, async () => (await findNavigationById(broker.pool, navigationId))?.status === 'REQUIREMENT_VERIFIED');
   if (verified) return accept(deps, ctx, call, (await findNavigationById(broker.pool, navigationId))!, binding, state);
   // Still waiting for the user: state only, no new prompt (spec brief §4.3; the host may retry).
@@ -110,7 +121,7 @@ async function settle(deps: ConnectionToolDeps, ctx: ToolContext, call: Connecti
   return { resultType: 'input_required', requestState: token };
 }
 
-async function accept(deps: ConnectionToolDeps, ctx: ToolContext, call: ConnectionCall, navigation: NavigationRecord, binding: StateBinding, state: SealedState): Promise<ToolCallResult> {
+async function accept(deps: ConnectionToolDeps, ctx: ToolContext, call: ConnectionCall, navigation: NavigationRecord, binding: StateBinding, state: Pick<SealedState, 'navigationId' | 'generation'>): Promise<ToolCallResult> {
   const gate = await awaitApproval(deps.broker, { navigationId: navigation.id, tool: call.tool, provider: call.provider }, deps.broker.retryWaitMs);
   if (gate.kind === 'rejected') {
     return { resultType: 'complete', isError: true, content: [{ type: 'text', text: approvalMessage(gate, call.purpose) }], structuredContent: { status: 'rejected', approvalId: gate.approval.id } };
@@ -138,11 +149,16 @@ async function askToConnect(deps: ConnectionToolDeps, ctx: ToolContext, call: Co
       data: { requiredCapabilities: { elicitation: { url: {} } } },
     });
   }
-  const { navigation, connectUrl } = await startNavigation(deps.broker, { principal: ctx.principal, clientId: undefined, tool: call.tool, requestDigest: call.requestDigest, provider: call.provider, purpose: call.purpose, lineage: 'mrtr' });
+  const { navigation, connectUrl } = await startNavigation(deps.broker, navigationRequest(ctx, call, 'mrtr'));
   const name = deps.broker.providers.get(call.provider)?.provider.displayName ?? call.provider;
   const message = `To ${call.purpose}, connect your ${name} account (${navigation.targetHost}). The link opens ${deps.broker.publicUrl.host}, where you sign in and confirm before being sent to ${navigation.targetHost}.`;
   const { token } = await deps.requestState.seal(binding, { navigationId: navigation.id, generation: 0, ttlSeconds: ttlOf(deps.broker, navigation) });
   return { resultType: 'input_required', inputRequests: { [INPUT_KEY]: { method: 'elicitation/create', params: { mode: 'url', message, url: connectUrl } } }, requestState: token };
+}
+
+/** The navigation a call of this tool starts, in `lineage`. */
+export function navigationRequest(ctx: ToolContext, call: ConnectionCall, lineage: Lineage): NavigationRequest {
+  return { principal: ctx.principal, clientId: undefined, tool: call.tool, requestDigest: call.requestDigest, provider: call.provider, purpose: call.purpose, lineage };
 }
 
 // The state outlives its navigation by an hour, so a late retry still learns the flow expired and

@@ -1,4 +1,5 @@
 import type { Request, RequestHandler, Response } from 'express';
+import type { Principal } from '../auth/principal.js';
 import { readSessionCookie } from '../auth/sessionCookie.js';
 import { currentSession } from '../auth/signIn.js';
 import type { Pool } from '../db/pool.js';
@@ -12,6 +13,8 @@ import { csrfTokenFor } from '../web/middleware/csrf.js';
 export interface OperatorContext {
   /** Recorded as the actor of every action: operator:<sub>. */
   actor: string;
+  /** Who the operator is (an operator never approves their own operation). */
+  subject: Principal;
   name: string;
   cookie: string;
   csrf: string;
@@ -47,7 +50,7 @@ export function requireOperator(deps: OperatorGuardDeps): RequestHandler {
         await recordRefusal(deps, req, `web:${subject.sub}`);
         throw new ForbiddenError('Operators only: your account does not have the operator role.');
       }
-      const operator: OperatorContext = { actor: `operator:${subject.sub}`, name: current.session.displayName ?? subject.sub, cookie: current.cookie, csrf: csrfTokenFor(current.cookie) };
+      const operator: OperatorContext = { actor: `operator:${subject.sub}`, subject, name: current.session.displayName ?? subject.sub, cookie: current.cookie, csrf: csrfTokenFor(current.cookie) };
       res.locals['operator'] = operator;
       next();
     })().catch(next);

@@ -35,7 +35,7 @@ export function opsApprovalRoutes(deps: OpsRoutesDeps): Router {
   router.post('/approvals/:id/:decision', operatorForm(broker.publicUrl.origin), async (req, res) => {
     const { id, decision } = parseInput(DecisionParams, req.params, 'path');
     const act = readAct(req, res);
-    const decided = await decideApproval(broker, id, decision, act.reason, act.actor);
+    const decided = await decideApproval(broker, id, decision, act.reason, act);
     res.redirect(303, `/ops/flows/${decided.navigationId}?done=${decision === 'approve' ? 'approved' : 'rejected'}`);
   });
 

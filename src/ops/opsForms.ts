@@ -32,7 +32,7 @@ export function readAct(req: Request, res: Response): OperatorAct {
   const token = typeof body === 'object' && body !== null ? (body as Record<string, unknown>)['_csrf'] : undefined;
   if (!isValidCsrf(operator.cookie, token)) throw new ForbiddenError('This form has expired. Reload the page and try again.');
   const { reason } = parseInput(ActionBody, body, 'form');
-  return { reason, actor: operator.actor };
+  return { reason, actor: operator.actor, subject: operator.subject };
 }
 
 /** What every operator page's model starts with: who is signed in, and the form token. */

@@ -98,6 +98,53 @@ describe('the approval queue for high-risk tools (HIGH_RISK_TOOLS=reports_create
     expect(await one("SELECT actor, reason FROM operator_actions WHERE action = 'reject_operation'")).toEqual({ actor: 'cli:ops', reason: 'not a request bob made' });
   });
 
+  it('holds a connected user\'s direct high-risk call, and a repeat of it, until approved; the held state then does it once', async () => {
+    const args = { title: 'Connected wire transfer', body: 'no link needed' };
+    await verifiedFlow({ title: 'Connect bob first', body: '' });
+    // bob is connected now: a call without requestState would have run at once.
+    const first = await callTool(stack, bob, 'reports_create', args, {}, {});
+    const held = first.json.result as { resultType: string; requestState: string; inputRequests?: unknown; _meta: Record<string, { approvalId: string }> };
+    expect(held).toMatchObject({ resultType: 'input_required', requestState: expect.any(String), _meta: { [PENDING]: { reason: 'operator_approval' } } });
+    expect(held.inputRequests).toBeUndefined();
+    const repeat = await callTool(stack, bob, 'reports_create', args, {}, {});
+    expect(repeat.json.result).toMatchObject({ resultType: 'input_required' });
+    expect(await reportsTitled(args.title)).toEqual([]);
+    // Each call is its own operation: a record born verified (no link presented) and a pending approval.
+    const flows = (await stack.db.pool.query('SELECT n.id, n.status, a.status AS approval FROM elicitation_navigations n JOIN operation_approvals a ON a.navigation_id = n.id WHERE n.purpose LIKE $1 ORDER BY n.created_at', [`%${args.title}%`])).rows;
+    expect(flows).toEqual([
+      { id: expect.any(String), status: 'REQUIREMENT_VERIFIED', approval: 'pending' },
+      { id: expect.any(String), status: 'REQUIREMENT_VERIFIED', approval: 'pending' },
+    ]);
+    expect(await one('SELECT count(*)::int AS n FROM consent_receipts WHERE navigation_id = $1', [flows[0].id])).toEqual({ n: 0 });
+
+    const approval = await approvalOf(flows[0].id);
+    expect(approval.id).toBe(held._meta[PENDING]!.approvalId);
+    expect((await ops('approve', approval.id, '--reason', 'bob confirmed the first one')).code).toBe(0);
+    const done = await retryConnection(stack, bob, 'reports_create', args, held.requestState, undefined);
+    expect(done.json.result).toMatchObject({ resultType: 'complete', structuredContent: { status: 'created', report: { title: args.title } } });
+    const again = await retryConnection(stack, bob, 'reports_create', args, held.requestState, undefined);
+    expect(again.json.result).toMatchObject({ structuredContent: { status: 'created' } });
+    expect(await reportsTitled(args.title)).toHaveLength(1);
+    expect(await one('SELECT status FROM elicitation_navigations WHERE id = $1', [flows[0].id])).toEqual({ status: 'MRTR_RETRY_ACCEPTED' });
+    // The repeat still waits for its own decision.
+    expect(await approvalOf(flows[1].id)).toMatchObject({ status: 'pending' });
+  });
+
+  it('refuses an operator\'s approval of their own operation', async () => {
+    const opsToken = await tokenFor(stack, 'ops');
+    const args = { title: 'Operator self-approval', body: '' };
+    const elicited = await elicitConnection(stack, opsToken, 'reports_create', args);
+    await consentAndAuthorize(stack, await openConnectLink(stack, elicited.url, 'ops'), 'ops');
+    const held = await retryConnection(stack, opsToken, 'reports_create', args, elicited.requestState, 'accept');
+    expect(held.json.result).toMatchObject({ resultType: 'input_required' });
+    const flow = await one<{ id: string }>('SELECT id FROM elicitation_navigations WHERE purpose LIKE $1', [`%${args.title}%`]);
+    const approval = await approvalOf(flow.id);
+    const own = await ops('approve', approval.id, '--reason', 'it is mine');
+    expect(own.code).not.toBe(0);
+    expect(own.output).toContain('cannot approve your own operation');
+    expect(await approvalOf(flow.id)).toMatchObject({ status: 'pending', decided_by: null });
+  });
+
   it('wakes a retry that is waiting when the operator decides', async () => {
     const waiting = await startBrokerStack({ highRiskTools: ['reports_create'], retryWaitMs: 15_000 });
     try {

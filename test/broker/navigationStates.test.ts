@@ -37,6 +37,11 @@ describe('navigation state machine', () => {
       'REQUIREMENT_VERIFIED>OPERATION_REJECTED',
       'OUT_OF_BAND_PENDING>EXPIRED',
       'COMPLETION_NOTIFIED>EXPIRED',
+      // A connection verified elsewhere settles every open flow of the same (principal, provider).
+      'CREATED>REQUIREMENT_VERIFIED',
+      'USER_REVIEW>REQUIREMENT_VERIFIED',
+      'NAVIGATION_ACCEPTED>REQUIREMENT_VERIFIED',
+      'OUT_OF_BAND_PENDING>REQUIREMENT_VERIFIED',
     ]) {
       expect(edges.has(edge), edge).toBe(true);
     }

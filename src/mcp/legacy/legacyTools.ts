@@ -1,19 +1,20 @@
 import { randomBytes } from 'node:crypto';
 import { acceptOriginalOperation, runAcceptedOperation } from '../../broker/acceptOriginalOperation.js';
-import { approvalMessage, awaitApproval } from '../../broker/approvals.js';
+import { approvalMessage, awaitApproval, needsApproval } from '../../broker/approvals.js';
 import { advanceIfAllowed } from '../../broker/advance.js';
 import type { NavigationRecord } from '../../broker/navigationRecord.js';
 import type { Pool } from '../../db/pool.js';
 import { findNavigationById } from '../../broker/navigationRepo.js';
 import { openStates, verifiedStates } from '../../broker/navigationStates.js';
 import { findReceiptByNavigation } from '../../broker/receiptRepo.js';
+import { settleConnectedFlow } from '../../broker/settleOpenFlows.js';
 import { startNavigation } from '../../broker/startNavigation.js';
 import { InvalidInputError } from '../../errors/appError.js';
 import { toToolErrorResult } from '../../errors/toMcp.js';
 import { confirmDelete, declineDelete, findDeleteCandidates } from '../../notes/notes.js';
 import { accessTokenFor } from '../../secrets/tokenVault.js';
 import type { Logger } from '../../shared/logger.js';
-import { tokenOrFail, type ConnectionCall } from '../connectionTool.js';
+import { navigationRequest, tokenOrFail, type ConnectionCall } from '../connectionTool.js';
 import { completeResult, parseArguments, type Tool, type ToolContext } from '../defineTool.js';
 import { deleteConfirmationContent, deleteConfirmationForm, ElicitResultSchema } from '../elicitationForms.js';
 import { elicitationModes, ErrorCode, McpProtocolError, type CallToolResult, type ToolCallResult } from '../protocol.js';
@@ -99,12 +100,25 @@ async function connectionCall(deps: LegacyToolDeps, call: ConnectionCall, ctx: T
   const joined = same ? await joinSameOperation(deps, call, ctx, same, jsonrpcId) : undefined;
   if (joined) return joined;
   const token = await accessTokenFor(connection.vault, ctx.principal, call.provider);
-  if (token) return call.render(await call.perform(token, randomBytes(16).toString('hex')));
+  if (token) {
+    // Never beside a flow still open for this operation: the user is connected (through another
+    // flow), so that flow's requirement is met; settle it and accept the operation through it, once.
+    if (same && openStates.has(same.status)) {
+      const settled = await settleConnectedFlow(broker, same.id, ctx.principal);
+      const through = settled && (await joinSameOperation(deps, call, ctx, settled, jsonrpcId));
+      if (through) return through;
+    }
+    if (!needsApproval(broker, call.tool, call.provider)) return call.render(await call.perform(token, randomBytes(16).toString('hex')));
+    // A high-risk operation waits for an operator even when connected: a record born verified, which
+    // an identical call joins (the -32042 lineage's retry) until it is approved and done once.
+    const { navigation } = await startNavigation(broker, { ...navigationRequest(ctx, call, 'error_retry'), alreadyConnected: true });
+    return acceptAndRun(deps, call, ctx, navigation.id, 'error_retry', { retryGeneration: navigation.retryGeneration + 1 });
+  }
   if (!elicitationModes(ctx.capabilities).url) {
     throw new InvalidInputError(`${call.tool} needs a connection to ${call.provider}, and this client did not declare URL elicitation at initialize.`);
   }
   const lineage = deps.urlElicitation === 'nested' ? 'nested' : 'error_retry';
-  const { navigation, connectUrl } = await startNavigation(broker, { principal: ctx.principal, clientId: undefined, tool: call.tool, requestDigest: call.requestDigest, provider: call.provider, purpose: call.purpose, lineage });
+  const { navigation, connectUrl } = await startNavigation(broker, navigationRequest(ctx, call, lineage));
   const name = broker.providers.get(call.provider)?.provider.displayName ?? call.provider;
   const elicitation = { mode: 'url', elicitationId: navigation.id, url: connectUrl, message: `To ${call.purpose}, connect your ${name} account (${navigation.targetHost}). The link opens ${broker.publicUrl.host}, where you sign in and confirm.` };
   if (lineage === 'error_retry') {

@@ -1,131 +1,19 @@
-import {
-  Client,
-  StreamableHTTPClientTransport,
-  UrlElicitationRequiredError,
-  type ElicitRequestFormParams,
-  type ElicitRequestURLParams,
-  type ElicitResult,
-  type FetchLike,
-} from '@modelcontextprotocol/client';
+import { UrlElicitationRequiredError } from '@modelcontextprotocol/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createFetch } from '../../../src/shared/httpClient.js';
 import { startBrokerStack, type BrokerStack } from '../../support/brokerStack.js';
 import { consentAndAuthorize, openConnectLink } from '../../support/connectFlow.js';
 import { reportsAt } from '../../support/forgedTokens.js';
+import { closeLegacy as close, connectLegacy, internalErrors, LEGACY, toolCalls, until, type Created } from '../../support/legacySdkClient.js';
 import { tokenFor } from '../../support/mcpWire.js';
 import { operatorCli } from '../../support/operatorCli.js';
 import type { BrowserResponse } from '../../support/testBrowser.js';
 
-// A real legacy-capable client from the official SDK against the 2025-11-25
-// adapter (style.md B11.4): `@modelcontextprotocol/client` v2 in its default
-// `versionNegotiation: { mode: 'legacy' }` (v2 only pins modern revisions),
-// with `supportedProtocolVersions: ['2025-11-25']` so that initialize offers,
-// and only accepts, 2025-11-25. It keeps the session (Mcp-Session-Id), opens
-// the GET stream after `notifications/initialized`, answers server-to-client
-// `elicitation/create` through setRequestHandler, surfaces -32042 as
-// UrlElicitationRequiredError and hands `notifications/elicitation/complete`
-// to setNotificationHandler.
+// The official SDK client at 2025-11-25 (test/support/legacySdkClient.ts) against the legacy adapter.
 
-const LEGACY = '2025-11-25';
 const WORKSPACE = 'file:///work/notes/alice';
 const Q2 = { id: 'note_a1ce00000002', title: 'TPS report (Q2)' };
 const LUNCH = { id: 'note_a1ce00000004', title: 'Lunch ideas' };
 const DRAFT = { id: 'note_a1ce00000003', title: 'TPS report draft' };
-
-interface Sent {
-  method: string;
-  sessionId: string | null;
-  protocolVersion: string | null;
-  body: Record<string, unknown> | undefined;
-  status: number;
-}
-
-interface LegacyClient {
-  client: Client;
-  transport: StreamableHTTPClientTransport;
-  /** Every HTTP request the client made (bodies of POSTs), with the status it got. */
-  sent: Sent[];
-  /** URL elicitations the server asked for (nested) on a call's stream. */
-  urlAsks: ElicitRequestURLParams[];
-  formAsks: ElicitRequestFormParams[];
-  /** elicitationIds of every notifications/elicitation/complete received. */
-  completed: string[];
-  errors: Error[];
-}
-
-interface Answers {
-  url?: (params: ElicitRequestURLParams) => ElicitResult;
-  form?: (params: ElicitRequestFormParams) => ElicitResult;
-}
-
-async function connectLegacy(stack: BrokerStack, token: string, answers: Answers): Promise<LegacyClient> {
-  // The stack's fetch gives up on a body after 10 s; the GET stream lives longer.
-  const caFetch = createFetch({ extraCaPems: [stack.tls.caPem], timeoutMs: 60_000 });
-  const sent: Sent[] = [];
-  // Records the request side only: reading an SSE body here would hold the exchange.
-  const recording: FetchLike = async (url, init) => {
-    const response = await caFetch(url, init);
-    const headers = new Headers(init?.headers);
-    sent.push({
-      method: init?.method ?? 'GET',
-      sessionId: headers.get('mcp-session-id'),
-      protocolVersion: headers.get('mcp-protocol-version'),
-      body: typeof init?.body === 'string' ? (JSON.parse(init.body) as Record<string, unknown>) : undefined,
-      status: response.status,
-    });
-    return response;
-  };
-  const client = new Client(
-    { name: 'legacy-sdk-int-test', version: '1.0.0' },
-    { versionNegotiation: { mode: 'legacy' }, supportedProtocolVersions: [LEGACY], capabilities: { elicitation: { form: {}, url: {} } } },
-  );
-  const urlAsks: ElicitRequestURLParams[] = [];
-  const formAsks: ElicitRequestFormParams[] = [];
-  const completed: string[] = [];
-  client.setRequestHandler('elicitation/create', async (request) => {
-    const params = request.params;
-    if (params.mode === 'url') {
-      urlAsks.push(params);
-      return answers.url ? answers.url(params) : { action: 'cancel' };
-    }
-    formAsks.push(params as ElicitRequestFormParams);
-    return answers.form ? answers.form(params as ElicitRequestFormParams) : { action: 'cancel' };
-  });
-  client.setNotificationHandler('notifications/elicitation/complete', (notification) => {
-    completed.push(notification.params.elicitationId);
-  });
-  const transport = new StreamableHTTPClientTransport(new URL(`${stack.brokerUrl}/mcp`), {
-    fetch: recording,
-    requestInit: { headers: { Authorization: `Bearer ${token}` } },
-  });
-  const errors: Error[] = [];
-  client.onerror = (err) => errors.push(err);
-  await client.connect(transport);
-  return { client, transport, sent, urlAsks, formAsks, completed, errors };
-}
-
-async function until<T>(what: string, probe: () => T | undefined, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-/** Error-level log lines (pino level 50 and up): an unexposed failure inside the broker. */
-function internalErrors(stack: BrokerStack): string[] {
-  return stack.logs.filter((line) => (JSON.parse(line) as { level: number }).level >= 50);
-}
-
-async function close(legacy: LegacyClient): Promise<void> {
-  await legacy.transport.terminateSession().catch(() => undefined);
-  await legacy.client.close();
-}
-
-const toolCalls = (sent: Sent[]) => sent.filter((s) => s.method === 'POST' && s.body?.['method'] === 'tools/call');
-type Created = { status: string; report: { id: string; title: string } };
 
 describe('the official SDK client at 2025-11-25, nested lineage', () => {
   let stack: BrokerStack;
