@@ -1,9 +1,10 @@
 import { createRemoteJWKSet, customFetch as joseCustomFetch, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import { UpstreamAuthError } from '../errors/appError.js';
 import type { Provider } from '../providers/providerConfig.js';
+import { ACCESS_TOKEN_ALGORITHMS, ACCESS_TOKEN_REQUIRED_CLAIMS } from '../security/accessTokenPolicy.js';
 import { checkUrl } from '../security/urlPolicy.js';
-import type { Fetch } from '../shared/httpClient.js';
-import { discoverServer, type AuthorizationChecks, type OAuthServer, type ServerTokens } from './oauthClient.js';
+import { strictFetch, type Fetch } from '../shared/httpClient.js';
+import { discoverServer, MAX_AUTH_RESPONSE_BYTES, type AuthorizationChecks, type OAuthServer, type ServerTokens } from './oauthClient.js';
 
 export interface ProviderAuthorization extends AuthorizationChecks {
   url: URL;
@@ -30,7 +31,8 @@ export interface ProviderClient {
  * The broker as an OAuth client of one provider: authorization code with
  * PKCE S256, state, nonce and a resource indicator; every discovered endpoint
  * must pass the URL policy on the issuer's exact host; every access token
- * must be a JWT for the provider's configured audience.
+ * must be a JWT for the provider's configured audience, with a pinned
+ * algorithm and an expiry.
  */
 export function createProviderClient(provider: Provider, options: { fetch: Fetch; allowLoopback: boolean; now: () => Date }): ProviderClient {
   const issuerHost = new URL(provider.issuer).host;
@@ -43,7 +45,8 @@ export function createProviderClient(provider: Provider, options: { fetch: Fetch
         for (const [name, value] of Object.entries({ authorization_endpoint: metadata.authorizationEndpoint, token_endpoint: metadata.tokenEndpoint, jwks_uri: metadata.jwksUri })) {
           checkUrl(value ?? '', policy, `${provider.id} ${name}`);
         }
-        const jwks = createRemoteJWKSet(new URL(metadata.jwksUri ?? ''), { [joseCustomFetch]: (url, init) => options.fetch(url, init as RequestInit) });
+        const fetchKeys = strictFetch(options.fetch, { maxBytes: MAX_AUTH_RESPONSE_BYTES });
+        const jwks = createRemoteJWKSet(new URL(metadata.jwksUri ?? ''), { [joseCustomFetch]: (url, init) => fetchKeys(url, init as RequestInit) });
         return { oauth, jwks };
       })
       .catch((err: unknown) => {
@@ -55,7 +58,13 @@ export function createProviderClient(provider: Provider, options: { fetch: Fetch
 
   async function toProviderTokens(tokens: ServerTokens, jwks: JWTVerifyGetKey): Promise<ProviderTokens> {
     try {
-      await jwtVerify(tokens.accessToken, jwks, { issuer: provider.issuer, audience: provider.audience, currentDate: options.now() });
+      await jwtVerify(tokens.accessToken, jwks, {
+        issuer: provider.issuer,
+        audience: provider.audience,
+        algorithms: ACCESS_TOKEN_ALGORITHMS,
+        requiredClaims: ACCESS_TOKEN_REQUIRED_CLAIMS,
+        currentDate: options.now(),
+      });
     } catch (cause) {
       throw new UpstreamAuthError(`${provider.displayName} issued an access token that is not for ${provider.audience}.`, { cause });
     }

@@ -8,7 +8,7 @@ import { Secret } from '../../src/shared/secret.js';
 import { digestOf, randomToken } from '../../src/shared/tokens.js';
 import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 import { consentAndAuthorize, elicitConnection, openConnectLink } from '../support/connectFlow.js';
-import { mintAccessToken, reportsTokenEndpoint, tokenResponse } from '../support/forgedTokens.js';
+import { mintAccessToken, reportsTokenEndpoint, tokenResponse, type AccessTokenClaims } from '../support/forgedTokens.js';
 import { tokenFor } from '../support/mcpWire.js';
 import { createTestBrowser, type BrowserResponse, type TestBrowser } from '../support/testBrowser.js';
 
@@ -127,11 +127,17 @@ describe('connect flow faults at the provider (issue #4)', () => {
     await expectRefusedAndRecoverable(flow, before, 'upstream_auth_failed');
   });
 
-  it('refuses an access token issued for another audience and stores nothing', async () => {
-    const flow = await elicit('Other audience');
+  // Every refused provider access token ends the same way: nothing stored, the flow recoverable.
+  const refusedTokens: { name: string; claims: Partial<AccessTokenClaims>; why: RegExp }[] = [
+    { name: 'issued for another audience', claims: { audience: 'https://calendar.example.test/api' }, why: /unexpected \\"aud\\" claim value/ },
+    { name: 'without an expiry', claims: { expiresInSeconds: null }, why: /missing required \\"exp\\" claim/ },
+  ];
+
+  it.each(refusedTokens)('refuses a provider access token $name and stores nothing', async ({ name, claims, why }) => {
+    const flow = await elicit(`Token ${name}`);
     const { browser, callbackUrl } = await authorizeUntilCallback(flow);
     const { nonce } = await pendingTransaction(flow);
-    const accessToken = await mintAccessToken(stack, { sub: ALICE_AT_REPORTS, audience: 'https://calendar.example.test/api' });
+    const accessToken = await mintAccessToken(stack, { sub: ALICE_AT_REPORTS, ...claims });
     const token = reportsTokenEndpoint(stack).reply(200, await tokenResponse(stack, { sub: ALICE_AT_REPORTS, nonce, accessToken, refreshToken: randomToken() }));
     const before = await navigation(flow);
 
@@ -141,8 +147,8 @@ describe('connect flow faults at the provider (issue #4)', () => {
     expectCleanErrorPage(page, callbackUrl);
     expect(page.text).not.toContain(accessToken);
     expect(stack.logs.filter((line) => line.includes(accessToken.split('.')[1]!))).toEqual([]);
-    // Refused for its audience, not for anything else (the same page covers every token check).
-    expect(failureLogged(page)).toMatch(/unexpected \\"aud\\" claim value/);
+    // Refused for this reason, not for anything else (the same page covers every token check).
+    expect(failureLogged(page)).toMatch(why);
     await expectRefusedAndRecoverable(flow, before, 'upstream_auth_failed');
   });
 

@@ -20,22 +20,23 @@ export interface AccessTokenClaims {
   /** Default: 'reports:read reports:write'. */
   scope?: string;
   jti?: string;
-  expiresInSeconds?: number;
+  /** Default 600; null leaves `exp` out. */
+  expiresInSeconds?: number | null;
 }
 
 /** An RFC 9068 access token (`typ: at+jwt`) from the Report Service. */
 export async function mintAccessToken(stack: BrokerStack, claims: AccessTokenClaims): Promise<string> {
   const { key, kid } = await signingKey(stack);
   const now = Math.floor(Date.now() / 1000);
-  return new SignJWT({ scope: claims.scope ?? 'reports:read reports:write', client_id: stack.dev.reports.brokerClientId })
+  const jwt = new SignJWT({ scope: claims.scope ?? 'reports:read reports:write', client_id: stack.dev.reports.brokerClientId })
     .setProtectedHeader({ alg: 'ES256', kid, typ: 'at+jwt' })
     .setIssuer(stack.dev.reports.issuer)
     .setSubject(claims.sub)
     .setAudience(claims.audience ?? stack.dev.reports.apiUrl)
     .setJti(claims.jti ?? randomUUID())
-    .setIssuedAt(now)
-    .setExpirationTime(now + (claims.expiresInSeconds ?? 600))
-    .sign(key);
+    .setIssuedAt(now);
+  if (claims.expiresInSeconds !== null) jwt.setExpirationTime(now + (claims.expiresInSeconds ?? 600));
+  return jwt.sign(key);
 }
 
 /** An ID Token from the Report Service for the broker's client there. */
