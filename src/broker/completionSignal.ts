@@ -26,6 +26,10 @@ export function createCompletionSignal(pool: Pool, logger: Logger): CompletionSi
   let closed = false;
   let connecting: Promise<void> | undefined;
 
+  const wakeAll = () => {
+    for (const set of waiters.values()) for (const wake of set) wake();
+  };
+
   const connect = (): Promise<void> => {
     connecting ??= (async () => {
       const c = await pool.connect();
@@ -37,8 +41,8 @@ export function createCompletionSignal(pool: Pool, logger: Logger): CompletionSi
         client = undefined;
         connecting = undefined;
         c.release(err);
-        // Waiters re-check when they time out; a fresh connection serves new ones.
-        for (const set of waiters.values()) for (const wake of set) wake();
+        // A signal sent while nobody listens is lost: listen again, then every waiter checks once more.
+        if (!closed) connect().catch((e: unknown) => logger.warn({ err: e }, 'completion listener could not reconnect; waiters re-check when they time out')).finally(wakeAll);
       });
       await c.query(`LISTEN ${CHANNEL}`);
       if (closed) {
@@ -59,33 +63,44 @@ export function createCompletionSignal(pool: Pool, logger: Logger): CompletionSi
     },
     async waitFor(navigationId, timeoutMs, isDone) {
       await connect();
-      let wake: () => void = () => undefined;
+      // One registration for the whole wait: the waiter stays in the set from here to `finally`, and
+      // a signal that lands while it is checking is kept in `woken` for the next round.
+      let woken = false;
+      let release = (): void => undefined;
+      const wake = () => {
+        woken = true;
+        release();
+      };
       const set = waiters.get(navigationId) ?? new Set();
       waiters.set(navigationId, set);
+      set.add(wake);
+      let timer: NodeJS.Timeout | undefined;
       try {
         const deadline = Date.now() + timeoutMs;
         for (;;) {
-          const signalled = new Promise<void>((resolve) => {
-            wake = resolve;
-            set.add(wake);
-          });
+          woken = false;
           if (await isDone()) return true;
           const remaining = deadline - Date.now();
           if (remaining <= 0 || closed) return false;
-          let timer: NodeJS.Timeout | undefined;
-          const timedOut = await Promise.race([signalled.then(() => false), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), remaining)))]);
+          if (woken) continue;
+          const timedOut = await new Promise<boolean>((resolve) => {
+            release = () => resolve(false);
+            timer = setTimeout(() => resolve(true), remaining);
+          });
           clearTimeout(timer);
-          set.delete(wake);
-          if (timedOut) return isDone();
+          if (timedOut) return await isDone();
         }
       } finally {
+        clearTimeout(timer);
         set.delete(wake);
-        if (set.size === 0) waiters.delete(navigationId);
+        // Only the last waiter of the navigation's current set removes it: another one may already
+        // wait in a newer set under the same id.
+        if (set.size === 0 && waiters.get(navigationId) === set) waiters.delete(navigationId);
       }
     },
     async close() {
       closed = true;
-      for (const set of waiters.values()) for (const wake of set) wake();
+      wakeAll();
       if (client) {
         await client.query(`UNLISTEN ${CHANNEL}`).catch(() => undefined);
         client.release();
