@@ -59,9 +59,10 @@ export function defineTool<S extends z.ZodObject, D>(spec: ToolSpec<S, D>): Tool
         return await spec.handler(parseArguments(spec.name, spec.inputSchema, rawArgs), ctx, deps);
       } catch (err) {
         if (err instanceof McpProtocolError) throw err;
-        const { result, log } = toToolErrorResult(err);
+        const { result, log, code } = toToolErrorResult(err);
         if (log) ctx.logger.error({ err, requestId: ctx.requestId, tool: spec.name }, 'tool failed');
-        else ctx.logger.info({ requestId: ctx.requestId, tool: spec.name, error: result.structuredContent }, 'tool refused the call');
+        // The code only: the message is for the model and names what it asked for (note titles, workspace URIs).
+        else ctx.logger.info({ requestId: ctx.requestId, tool: spec.name, error: code }, 'tool refused the call');
         return result;
       }
     },

@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Principal } from '../auth/principal.js';
 import { AppError } from '../errors/appError.js';
 import type { Logger } from '../shared/logger.js';
+import { hasUnreadBody, readBody } from '../web/requestBody.js';
 import { EnvelopeError, readEnvelope } from './envelope.js';
 import type { BearerVerifier } from './mcpAuth.js';
 import type { ModernServer } from './mcpServer.js';
@@ -79,8 +80,16 @@ async function handle(deps: McpEndpointDeps, req: IncomingMessage, res: ServerRe
   const wantsSse = /text\/event-stream/i.test(accept);
   if (!wantsJson && !wantsSse) return sendJson(res, 406, rpcError(null, ErrorCode.InvalidRequest, 'Accept must include application/json or text/event-stream'));
 
-  const body = await readBody(req);
-  if (body === undefined) return sendJson(res, 413, rpcError(null, ErrorCode.InvalidRequest, `The body exceeds ${MAX_BODY_BYTES} bytes`));
+  let body: string;
+  try {
+    body = await readBody(req, MAX_BODY_BYTES);
+  } catch (err) {
+    // raw-body's own http-errors: 413 over the limit, 400 for a body shorter than its Content-Length.
+    const status = (err as { status?: unknown }).status;
+    if (status === 413) return sendJson(res, 413, rpcError(null, ErrorCode.InvalidRequest, `The body exceeds ${MAX_BODY_BYTES} bytes`));
+    if (status === 400) return sendJson(res, 400, rpcError(null, ErrorCode.InvalidRequest, 'The body could not be read'));
+    throw err;
+  }
   let message: unknown;
   try {
     message = JSON.parse(body);
@@ -105,7 +114,7 @@ async function handle(deps: McpEndpointDeps, req: IncomingMessage, res: ServerRe
   } catch (err) {
     if (!(err instanceof McpProtocolError)) throw err;
     const errorId = err instanceof EnvelopeError ? err.id : id;
-    deps.logger.info({ requestId, code: err.code, message: err.message }, 'MCP request refused');
+    deps.logger.info({ requestId, rpcCode: err.code, message: err.message }, 'MCP request refused');
     const payload = rpcError(errorId, err.code, err.message, err.data);
     if (wantsSse && !wantsJson && err.httpStatus === 200) return sendSse(res, JSON.stringify(payload));
     return sendJson(res, err.httpStatus, payload);
@@ -122,25 +131,6 @@ function challenge(deps: McpEndpointDeps, res: ServerResponse, err: AppError): v
   return sendJson(res, 401, { error: 'invalid_token', error_description: err.message });
 }
 
-function readBody(req: IncomingMessage): Promise<string | undefined> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > MAX_BODY_BYTES) {
-        req.removeAllListeners('data');
-        req.resume();
-        resolve(undefined);
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
-}
-
 function rpcError(id: RequestId | null, code: number, message: string, data?: unknown): object {
   return { jsonrpc: '2.0', id, error: data === undefined ? { code, message } : { code, message, data } };
 }
@@ -150,6 +140,8 @@ function sendJson(res: ServerResponse, status: number, payload: object): void {
 }
 
 function sendRaw(res: ServerResponse, status: number, text: string): void {
+  // A refusal before the body was read (or a body cut off at the limit) closes the connection rather than drain it.
+  if (hasUnreadBody(res.req)) res.setHeader('Connection', 'close');
   res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) }).end(text);
 }
 

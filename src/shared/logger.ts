@@ -19,7 +19,8 @@ const SECRET_KEYS = [
   'refreshToken',
   'id_token',
   'idToken',
-  'code',
+  'authorization_code',
+  'authorizationCode',
   'code_verifier',
   'codeVerifier',
   'state',
@@ -28,10 +29,26 @@ const SECRET_KEYS = [
   'keys',
 ];
 
-export const redactPaths: string[] = SECRET_KEYS.flatMap((k) => {
-  const key = /^[A-Za-z_]\w*$/.test(k) ? `.${k}` : `["${k}"]`;
-  return [key.slice(key.startsWith('.') ? 1 : 0), `*${key}`, `*.*${key}`, `*.*.*${key}`];
-});
+// `code` is an OAuth authorization code (RFC 6749 §4.1.2) only where it comes
+// from a request: a query, form or parsed callback parameters. Elsewhere it is
+// an error's code (SQLSTATE, errno) or a JSON-RPC error code, which a log needs.
+const OAUTH_CODE_CONTAINERS = ['query', 'body', 'params', 'searchParams', 'callbackParams'];
+
+const atEveryDepth = (path: string): string[] => [path, `*.${path}`, `*.*.${path}`, `*.*.*.${path}`];
+
+export const redactPaths: string[] = [
+  ...SECRET_KEYS.flatMap((k) => (/^[A-Za-z_]\w*$/.test(k) ? atEveryDepth(k) : [`["${k}"]`, `*["${k}"]`, `*.*["${k}"]`, `*.*.*["${k}"]`])),
+  ...OAUTH_CODE_CONTAINERS.flatMap((container) => atEveryDepth(`${container}.code`)),
+];
+
+// Database errors name row values in `detail` ("Key (title)=(…) already exists") and `where`: personal data stays out.
+const UNLOGGED_ERROR_FIELDS = ['detail', 'where'];
+
+function serializeError(err: unknown): Record<string, unknown> {
+  const serialized: Record<string, unknown> = { ...pino.stdSerializers.err(err as Error) };
+  for (const field of UNLOGGED_ERROR_FIELDS) delete serialized[field];
+  return serialized;
+}
 
 export interface LoggerConfig {
   level: string;
@@ -44,8 +61,7 @@ export function createLogger(config: LoggerConfig, destination?: pino.Destinatio
     level: config.level,
     name: config.name ?? 'connect-broker',
     redact: { paths: redactPaths, censor: '[redacted]' },
-    // `code` is redacted (OAuth authorization codes); an error's own code (SQLSTATE, errno) is kept as errorCode.
-    serializers: { err: (err: unknown) => ({ ...pino.stdSerializers.err(err as Error), errorCode: typeof (err as { code?: unknown })?.code === 'string' ? (err as { code: string }).code : undefined }) },
+    serializers: { err: serializeError },
     base: { pid: process.pid },
   };
   return destination ? pino(options, destination) : pino(options);

@@ -38,4 +38,33 @@ describe('logger', () => {
     expect(JSON.stringify({ secret })).toBe('{"secret":"[redacted]"}');
     expect(secret.reveal()).toBe('canary-secret-value');
   });
+
+  it('redacts `code` where it is an OAuth authorization code: request query, form and callback parameters', () => {
+    const { lines, logger } = capture();
+    logger.info({ query: { code: 'canary-q', state: 'canary-s', iss: 'https://idp.example' } }, 'callback');
+    logger.info({ req: { body: { code: 'canary-b' }, params: { code: 'canary-p' } } }, 'form');
+    logger.info({ callback: { searchParams: { code: 'canary-sp' } }, callbackParams: { code: 'canary-cp' } }, 'grant');
+    logger.info({ authorization_code: 'canary-ac', upstream: { authorizationCode: 'canary-acc' } }, 'named');
+    const text = lines.join('');
+    expect(text).not.toMatch(/canary/);
+    expect(text).toContain('https://idp.example');
+  });
+
+  it('keeps an error code, a JSON-RPC code and a SQLSTATE readable', () => {
+    const { lines, logger } = capture();
+    logger.info({ rpcCode: -32602, error: { code: -32042 } }, 'MCP request refused');
+    logger.error({ err: Object.assign(new Error('duplicate key value violates unique constraint "notes_pkey"'), { code: '23505', constraint: 'notes_pkey' }) }, 'tool failed');
+    const [refused, failed] = lines.map((l) => JSON.parse(l));
+    expect(refused).toMatchObject({ rpcCode: -32602, error: { code: -32042 } });
+    expect(failed.err).toMatchObject({ code: '23505', constraint: 'notes_pkey' });
+    expect(lines.join('')).not.toContain('[redacted]');
+  });
+
+  it("leaves out a database error's detail, which quotes row values", () => {
+    const { lines, logger } = capture();
+    const err = Object.assign(new Error('duplicate key value violates unique constraint "notes_title_key"'), { code: '23505', detail: 'Key (title)=(canary-title) already exists.', where: 'canary-where' });
+    logger.error({ err }, 'tool failed');
+    expect(lines.join('')).not.toMatch(/canary/);
+    expect(JSON.parse(lines[0]!).err).toMatchObject({ type: 'Error', code: '23505' });
+  });
 });
