@@ -1,5 +1,5 @@
 import { STATUS_CODES } from 'node:http';
-import { AppError, toAppError, type AppErrorCode } from './appError.js';
+import { AppError, RateLimitedError, toAppError, type AppErrorCode } from './appError.js';
 
 // The ONLY mapping from errors to HTTP (style.md B4.3).
 const statusByCode: Record<AppErrorCode, number> = {
@@ -10,6 +10,7 @@ const statusByCode: Record<AppErrorCode, number> = {
   invalid_transition: 409,
   conflict: 409,
   payload_too_large: 413,
+  rate_limited: 429,
   upstream_auth_failed: 502,
   unavailable: 503,
   internal: 500,
@@ -31,6 +32,8 @@ export interface HttpError {
   body: { error: AppErrorCode; message: string; requestId: string; details?: Record<string, unknown> };
   /** True when the error must be logged with its cause (it is not the caller's fault). */
   log: boolean;
+  /** Response headers the status needs (Retry-After on a 429). */
+  headers?: Record<string, string>;
 }
 
 export function toHttp(err: unknown, requestId: string): HttpError {
@@ -57,6 +60,7 @@ export function toHttp(err: unknown, requestId: string): HttpError {
       ...(appError.details ? { details: appError.details } : {}),
     },
     log: status >= 500,
+    ...(appError instanceof RateLimitedError ? { headers: { 'Retry-After': String(appError.retryAfterSeconds) } } : {}),
   };
 }
 

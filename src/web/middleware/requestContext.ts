@@ -36,6 +36,7 @@ export function errorHandler(deps: { logger: Logger; render: Render }): ErrorReq
     }
     res.status(mapped.status);
     if (hasUnreadBody(req)) res.setHeader('Connection', 'close');
+    if (mapped.headers) res.set(mapped.headers);
     if (req.accepts(['json', 'html']) === 'html') {
       res.type('html').send(deps.render('error', { title: 'Something went wrong', ...mapped.body, status: mapped.status }));
     } else {
