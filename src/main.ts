@@ -99,6 +99,7 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     publicUrl: config.http.publicUrl,
     mcpResourceUrl: config.http.mcpResourceUrl,
     sessionTtlSeconds: config.session.ttlSeconds,
+    loginRateLimit: config.login.rateLimit,
     issuer,
     fetch,
     secretKeys,

@@ -15,6 +15,7 @@ import { createSecretBox } from './crypto/secretBox.js';
 import { allowedHostsFor } from './mcp/allowedHosts.js';
 import { createBearerVerifier } from './mcp/mcpAuth.js';
 import { createLegacyEndpoint } from './mcp/legacy/legacyEndpoint.js';
+import type { LegacyLimits } from './mcp/legacy/legacySessions.js';
 import { createMcpEndpoint } from './mcp/mcpEndpoint.js';
 import { createModernServer } from './mcp/mcpServer.js';
 import { resourceMetadataUrl } from './mcp/protectedResourceRoutes.js';
@@ -43,7 +44,7 @@ export interface ServerDeps extends Omit<AppDeps, 'logins' | 'mcp' | 'broker' | 
   /** HIGH_RISK_TOOLS: their verified operations wait in the approval queue. */
   highRiskTools?: readonly string[];
   /** The 2025-11-25 adapter's settings (LEGACY_URL_ELICITATION and friends). */
-  legacy: { urlElicitation: 'nested' | 'error'; waitMs: number; retryWindowMs: number };
+  legacy: { urlElicitation: 'nested' | 'error'; waitMs: number; retryWindowMs: number; limits?: Partial<LegacyLimits> };
   /** main.ts passes the process's metrics; absent (tests, benches): a fresh registry without process metrics. */
   metrics?: Metrics;
   /** Absent: /metrics is closed (403). */
@@ -54,7 +55,7 @@ export interface BrokerServer {
   listener: RequestListener;
   /** The reconcile sweep: re-drives accepted operations whose outcome is unknown (issue #6 item 7). */
   reconcile(graceMs: number, batch: number): Promise<{ redriven: number; waiting: number }>;
-  /** Stops what the server holds open (the completion listener). */
+  /** Stops what the server holds open (legacy sessions and their streams, the completion listener). */
   close(): Promise<void>;
 }
 
@@ -135,6 +136,9 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
       else app(req, res);
     },
     reconcile: (graceMs, batch) => reconcileOutcomes(redrive, graceMs, batch),
-    close: () => signal.close(),
+    close: () => {
+      legacy.close();
+      return signal.close();
+    },
   };
 }

@@ -9,9 +9,9 @@ export interface CompletionSignal {
   /**
    * Resolves true as soon as `isDone()` holds (checked once after listening,
    * so no signal is missed) or a signal for the navigation arrives and
-   * `isDone()` then holds; false when `timeoutMs` passes first.
+   * `isDone()` then holds; false when `timeoutMs` passes first, or `abort` aborts.
    */
-  waitFor(navigationId: string, timeoutMs: number, isDone: () => Promise<boolean>): Promise<boolean>;
+  waitFor(navigationId: string, timeoutMs: number, isDone: () => Promise<boolean>, abort?: AbortSignal): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -61,7 +61,7 @@ export function createCompletionSignal(pool: Pool, logger: Logger): CompletionSi
     async notify(tx, navigationId) {
       await tx.query('SELECT pg_notify($1, $2)', [CHANNEL, navigationId]);
     },
-    async waitFor(navigationId, timeoutMs, isDone) {
+    async waitFor(navigationId, timeoutMs, isDone, abort) {
       await connect();
       // One registration for the whole wait: the waiter stays in the set from here to `finally`, and
       // a signal that lands while it is checking is kept in `woken` for the next round.
@@ -71,6 +71,7 @@ export function createCompletionSignal(pool: Pool, logger: Logger): CompletionSi
         woken = true;
         release();
       };
+      abort?.addEventListener('abort', wake);
       const set = waiters.get(navigationId) ?? new Set();
       waiters.set(navigationId, set);
       set.add(wake);
@@ -81,7 +82,7 @@ export function createCompletionSignal(pool: Pool, logger: Logger): CompletionSi
           woken = false;
           if (await isDone()) return true;
           const remaining = deadline - Date.now();
-          if (remaining <= 0 || closed) return false;
+          if (remaining <= 0 || closed || abort?.aborted) return false;
           if (woken) continue;
           const timedOut = await new Promise<boolean>((resolve) => {
             release = () => resolve(false);
@@ -92,6 +93,7 @@ export function createCompletionSignal(pool: Pool, logger: Logger): CompletionSi
         }
       } finally {
         clearTimeout(timer);
+        abort?.removeEventListener('abort', wake);
         set.delete(wake);
         // Only the last waiter of the navigation's current set removes it: another one may already
         // wait in a newer set under the same id.

@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import type { LegacyLimits } from '../mcp/legacy/legacySessions.js';
 import { Secret } from '../shared/secret.js';
+import type { RateLimit } from '../web/middleware/rateLimit.js';
 
 const modes = ['development', 'production', 'test'] as const;
 export type Mode = (typeof modes)[number];
@@ -53,6 +55,15 @@ const envSchema = z
     LEGACY_URL_ELICITATION: z.enum(['nested', 'error']).default('nested'),
     LEGACY_WAIT_MS: z.coerce.number().int().min(1_000).max(30 * 60_000).default(5 * 60_000),
     LEGACY_RETRY_WINDOW_SECONDS: z.coerce.number().int().min(1).max(24 * 3600).default(600),
+    LEGACY_MAX_SESSIONS: z.coerce.number().int().min(1).max(1_000_000).default(10_000),
+    LEGACY_MAX_SESSIONS_PER_PRINCIPAL: z.coerce.number().int().min(1).max(10_000).default(20),
+    LEGACY_SESSION_IDLE_SECONDS: z.coerce.number().int().min(60).max(7 * 24 * 3600).default(30 * 60),
+    LEGACY_STREAM_HEARTBEAT_SECONDS: z.coerce.number().int().min(1).max(600).default(15),
+    LEGACY_STREAM_MAX_SECONDS: z.coerce.number().int().min(10).max(24 * 3600).default(10 * 60),
+    LEGACY_WATCHERS_PER_SESSION: z.coerce.number().int().min(1).max(1_000).default(10),
+    // GET /login and its callback, per client address and per instance (a token bucket).
+    LOGIN_RATE_BURST: z.coerce.number().int().min(1).max(100_000).default(60),
+    LOGIN_RATE_PER_MINUTE: z.coerce.number().int().min(1).max(100_000).default(60),
     MCP_SCOPE: z.string().trim().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, 'must be one scope token').default('mcp'),
     MCP_ALLOW_ANONYMOUS: z.enum(['true', 'false']).default('false'),
     SESSION_TTL_SECONDS: z.coerce.number().int().min(60).max(30 * 24 * 3600).default(8 * 3600),
@@ -73,6 +84,13 @@ const envSchema = z
   // trust anchor and key must be given explicitly (issue #2, design §9).
   .superRefine(
     (env, ctx) => {
+    // A legacy session is idle only between requests: a nested call waits up to twice LEGACY_WAIT_MS
+    // (the elicitation answer, then the callback) and a client listening on its GET stream reconnects
+    // every LEGACY_STREAM_MAX_SECONDS, so a shorter idle limit would end sessions that are in use.
+    const idleMs = env.LEGACY_SESSION_IDLE_SECONDS * 1000;
+    if (idleMs <= 2 * env.LEGACY_WAIT_MS || idleMs <= env.LEGACY_STREAM_MAX_SECONDS * 1000) {
+      ctx.addIssue({ code: 'custom', path: ['LEGACY_SESSION_IDLE_SECONDS'], message: 'must be longer than twice LEGACY_WAIT_MS and longer than LEGACY_STREAM_MAX_SECONDS' });
+    }
     // Anonymous MCP calls exist for the conformance suite only: development, loopback.
     if (env.MCP_ALLOW_ANONYMOUS === 'true' && (env.NODE_ENV === 'production' || !isLoopbackHost(env.HOST))) {
       ctx.addIssue({ code: 'custom', path: ['MCP_ALLOW_ANONYMOUS'], message: 'is allowed only in development with HOST on loopback' });
@@ -124,7 +142,9 @@ export interface Config {
   session: { ttlSeconds: number };
   mcp: { requiredScope: string; allowAnonymous: boolean };
   broker: { providersFile: string | undefined; navigationTtlSeconds: number; retryWaitMs: number; sweepIntervalMs: number };
-  legacy: { urlElicitation: 'nested' | 'error'; waitMs: number; retryWindowMs: number };
+  legacy: { urlElicitation: 'nested' | 'error'; waitMs: number; retryWindowMs: number; limits: LegacyLimits };
+  /** Sign-in requests per client address, per instance (LOGIN_RATE_BURST, LOGIN_RATE_PER_MINUTE). */
+  login: { rateLimit: RateLimit };
   /** Who is an operator: a role in an ID/access token claim (dotted path for nested claims). */
   operators: { roleClaim: string; role: string };
   /** The CLI's operator credential: an access token from the identity provider (BROKER_OPERATOR_TOKEN). */
@@ -171,7 +191,20 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     session: { ttlSeconds: e.SESSION_TTL_SECONDS },
     mcp: { requiredScope: e.MCP_SCOPE, allowAnonymous: e.MCP_ALLOW_ANONYMOUS === 'true' },
     broker: { providersFile: e.PROVIDERS_FILE, navigationTtlSeconds: e.NAVIGATION_TTL_SECONDS, retryWaitMs: e.RETRY_WAIT_MS, sweepIntervalMs: e.SWEEP_INTERVAL_MS },
-    legacy: { urlElicitation: e.LEGACY_URL_ELICITATION, waitMs: e.LEGACY_WAIT_MS, retryWindowMs: e.LEGACY_RETRY_WINDOW_SECONDS * 1000 },
+    legacy: {
+      urlElicitation: e.LEGACY_URL_ELICITATION,
+      waitMs: e.LEGACY_WAIT_MS,
+      retryWindowMs: e.LEGACY_RETRY_WINDOW_SECONDS * 1000,
+      limits: {
+        maxSessions: e.LEGACY_MAX_SESSIONS,
+        maxSessionsPerPrincipal: e.LEGACY_MAX_SESSIONS_PER_PRINCIPAL,
+        idleMs: e.LEGACY_SESSION_IDLE_SECONDS * 1000,
+        heartbeatMs: e.LEGACY_STREAM_HEARTBEAT_SECONDS * 1000,
+        streamMaxMs: e.LEGACY_STREAM_MAX_SECONDS * 1000,
+        watchersPerSession: e.LEGACY_WATCHERS_PER_SESSION,
+      },
+    },
+    login: { rateLimit: { burst: e.LOGIN_RATE_BURST, perMinute: e.LOGIN_RATE_PER_MINUTE } },
     operators: { roleClaim: e.OPERATOR_ROLE_CLAIM, role: e.OPERATOR_ROLE },
     cli: { operatorToken: e.BROKER_OPERATOR_TOKEN === undefined ? undefined : new Secret(e.BROKER_OPERATOR_TOKEN) },
     highRiskTools: e.HIGH_RISK_TOOLS ? e.HIGH_RISK_TOOLS.split(',').map((t) => t.trim()) : [],

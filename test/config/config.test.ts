@@ -104,6 +104,16 @@ describe('loadConfig', () => {
     expect(problemsOf({ OPERATOR_ROLE_CLAIM: 'roles with spaces', HIGH_RISK_TOOLS: 'reports_create,,x' }).map((p) => p.split(':')[0])).toEqual(['OPERATOR_ROLE_CLAIM', 'HIGH_RISK_TOOLS']);
   });
 
+  it('bounds legacy sessions and sign-in requests by default, and refuses an idle limit shorter than a session in use', () => {
+    const config = loadConfig({});
+    expect(config.legacy.limits).toEqual({ maxSessions: 10_000, maxSessionsPerPrincipal: 20, idleMs: 1_800_000, heartbeatMs: 15_000, streamMaxMs: 600_000, watchersPerSession: 10 });
+    expect(config.login.rateLimit).toEqual({ burst: 60, perMinute: 60 });
+    expect(loadConfig({ LEGACY_MAX_SESSIONS_PER_PRINCIPAL: '3', LOGIN_RATE_PER_MINUTE: '10' })).toMatchObject({ legacy: { limits: { maxSessionsPerPrincipal: 3 } }, login: { rateLimit: { perMinute: 10 } } });
+    expect(problemsOf({ LEGACY_SESSION_IDLE_SECONDS: '300' })).toEqual(['LEGACY_SESSION_IDLE_SECONDS: must be longer than twice LEGACY_WAIT_MS and longer than LEGACY_STREAM_MAX_SECONDS']);
+    expect(problemsOf({ LEGACY_SESSION_IDLE_SECONDS: '700', LEGACY_STREAM_MAX_SECONDS: '800' }).map((p) => p.split(':')[0])).toEqual(['LEGACY_SESSION_IDLE_SECONDS']);
+    expect(problemsOf({ LEGACY_MAX_SESSIONS: '0', LOGIN_RATE_BURST: 'x' }).map((p) => p.split(':')[0])).toEqual(['LEGACY_MAX_SESSIONS', 'LOGIN_RATE_BURST']);
+  });
+
   it('never shows secrets when the config is printed', () => {
     const config = loadConfig(production);
     const printed = JSON.stringify(config) + String(config.oidc.clientSecret);

@@ -8,6 +8,7 @@ import type { Pool } from '../../src/db/pool.js';
 import { seedDevelopmentData } from '../../src/dev/devSeed.js';
 import { loadOrCreateDevSecrets, type DevSecrets } from '../../src/dev/devSecrets.js';
 import { reportServiceProvider, startLocalDevStack, type DevStack } from '../../src/dev/devStack.js';
+import type { LegacyLimits } from '../../src/mcp/legacy/legacySessions.js';
 import type { Metrics } from '../../src/metrics/metrics.js';
 import { createOidcClient } from '../../src/oauth/oauthClient.js';
 import { listenHttps } from '../../src/runtime/httpsServer.js';
@@ -62,6 +63,8 @@ export interface BrokerStackOptions {
   metrics?: (pool: Pool) => Metrics;
   /** METRICS_TOKEN for both instances (default: /metrics closed). */
   metricsToken?: string;
+  /** LEGACY_MAX_SESSIONS and friends, in milliseconds (default: DEFAULT_LEGACY_LIMITS). */
+  legacyLimits?: Partial<LegacyLimits>;
   /** HIGH_RISK_TOOLS for both instances. */
   highRiskTools?: readonly string[];
   /** The issuer whose tokens /mcp accepts (default: the development identity provider). */
@@ -118,7 +121,7 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
       allowLoopback: true,
       navigationTtlSeconds: options.navigationTtlSeconds ?? 900,
       retryWaitMs: options.retryWaitMs ?? 2_000,
-      legacy: { urlElicitation: options.legacyUrlElicitation ?? 'nested', waitMs: options.legacyWaitMs ?? 10_000, retryWindowMs: 600_000 },
+      legacy: { urlElicitation: options.legacyUrlElicitation ?? 'nested', waitMs: options.legacyWaitMs ?? 10_000, retryWindowMs: 600_000, ...(options.legacyLimits ? { limits: options.legacyLimits } : {}) },
       ...(options.highRiskTools ? { highRiskTools: options.highRiskTools } : {}),
       ...(options.metrics && servers.length === 0 ? { metrics: options.metrics(pool) } : {}),
       ...(options.metricsToken ? { metricsAccess: { token: new Secret(options.metricsToken), openWithoutToken: false } } : {}),

@@ -5,18 +5,23 @@ import type { Logger } from '../../shared/logger.js';
 import type { ToolContext } from '../defineTool.js';
 import { ErrorCode, McpProtocolError, type ClientCapabilities, type RequestId } from '../protocol.js';
 import { legacyToolCall, type LegacyToolDeps } from './legacyTools.js';
-import { createLegacySessions, LEGACY_VERSION, type LegacySession } from './legacySessions.js';
+import { createLegacySessions, DEFAULT_LEGACY_LIMITS, LEGACY_VERSION, type LegacyLimits, type LegacySession } from './legacySessions.js';
 import { createRequestChannel } from './requestChannel.js';
+import { openSse } from './sseStream.js';
 
 export interface LegacyEndpointDeps extends LegacyToolDeps {
   serverInfo: { name: string; version: string };
   logger: Logger;
+  /** Session caps, idle end, stream heartbeat and lifetime, watchers per session (defaults: DEFAULT_LEGACY_LIMITS). */
+  limits?: Partial<LegacyLimits>;
 }
 
 export interface LegacyEndpoint {
   post(req: IncomingMessage, res: ServerResponse, message: Record<string, unknown>, principal: Principal, requestId: string): Promise<void>;
   get(req: IncomingMessage, res: ServerResponse, principal: Principal): void;
   delete(req: IncomingMessage, res: ServerResponse, principal: Principal): void;
+  /** Ends every session (their streams and pending calls) and stops the idle sweep. */
+  close(): void;
 }
 
 /** Is this a 2025-11-25 message? `initialize` without a modern envelope, a session's traffic, or a client's response. */
@@ -31,9 +36,9 @@ export function isLegacyMessage(message: unknown, headers: IncomingMessage['head
 
 const rpcError = (id: RequestId | null, code: number, message: string, data?: unknown) => ({ jsonrpc: '2.0', id, error: data === undefined ? { code, message } : { code, message, data } });
 
-function sendJson(res: ServerResponse, status: number, payload: object, sessionId?: string): void {
+function sendJson(res: ServerResponse, status: number, payload: object, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(payload);
-  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text), ...(sessionId ? { 'Mcp-Session-Id': sessionId } : {}) }).end(text);
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text), ...headers }).end(text);
 }
 
 /**
@@ -43,7 +48,8 @@ function sendJson(res: ServerResponse, status: number, payload: object, sessionI
  * on a POST's SSE stream; it calls the same use cases.
  */
 export function createLegacyEndpoint(deps: LegacyEndpointDeps): LegacyEndpoint {
-  const sessions = createLegacySessions();
+  const limits: LegacyLimits = { ...DEFAULT_LEGACY_LIMITS, ...deps.limits };
+  const sessions = createLegacySessions(limits);
 
   function sessionOf(req: IncomingMessage, res: ServerResponse, principal: Principal, id: RequestId | null): LegacySession | undefined {
     const header = req.headers['mcp-session-id'];
@@ -73,9 +79,10 @@ export function createLegacyEndpoint(deps: LegacyEndpointDeps): LegacyEndpoint {
       if (message['method'] === 'initialize') {
         if (id === null) return sendJson(res, 400, rpcError(null, ErrorCode.InvalidRequest, 'initialize is a request: it needs an id'));
         const capabilities = (typeof params['capabilities'] === 'object' && params['capabilities'] !== null ? params['capabilities'] : {}) as ClientCapabilities;
-        const session = sessions.create(principal, capabilities);
+        const created = sessions.create(principal, capabilities);
+        if ('refused' in created) return sendJson(res, 429, rpcError(id, ErrorCode.InvalidRequest, created.refused), { 'Retry-After': '60' });
         // We speak one legacy version; a client asking for another gets ours (2025-11-25 lifecycle).
-        return sendJson(res, 200, { jsonrpc: '2.0', id, result: { protocolVersion: LEGACY_VERSION, capabilities: { tools: {} }, serverInfo: deps.serverInfo } }, session.id);
+        return sendJson(res, 200, { jsonrpc: '2.0', id, result: { protocolVersion: LEGACY_VERSION, capabilities: { tools: {} }, serverInfo: deps.serverInfo } }, { 'Mcp-Session-Id': created.session.id });
       }
       const session = sessionOf(req, res, principal, id);
       if (!session) return;
@@ -91,7 +98,7 @@ export function createLegacyEndpoint(deps: LegacyEndpointDeps): LegacyEndpoint {
         return;
       }
       const method = message['method'];
-      const channel = createRequestChannel(res, session);
+      const channel = createRequestChannel(res, session, id, limits.heartbeatMs);
       try {
         if (method === 'ping') return channel.finish({ jsonrpc: '2.0', id, result: {} });
         if (method === 'tools/list') return channel.finish({ jsonrpc: '2.0', id, result: { tools: deps.tools.map((t) => t.descriptor) } });
@@ -101,7 +108,7 @@ export function createLegacyEndpoint(deps: LegacyEndpointDeps): LegacyEndpoint {
         return channel.finish({ jsonrpc: '2.0', id, result });
       } catch (err) {
         if (!(err instanceof McpProtocolError)) throw err;
-        if (err.code === -32042) watchForCompletion(deps, session, err.data);
+        if (err.code === -32042) watchForCompletion(deps, session, err.data, limits.watchersPerSession);
         return channel.finish(rpcError(id, err.code, err.message, err.data));
       }
     },
@@ -111,7 +118,7 @@ export function createLegacyEndpoint(deps: LegacyEndpointDeps): LegacyEndpoint {
       if (!session) return;
       session.stream?.end();
       session.stream = res;
-      res.writeHead(200, { 'Content-Type': 'text/event-stream', 'X-Accel-Buffering': 'no', 'Mcp-Session-Id': session.id });
+      openSse(res, { sessionId: session.id, heartbeatMs: limits.heartbeatMs, maxLifetimeMs: limits.streamMaxMs, closing: session.closing });
       res.write(': stream open\n\n');
       res.on('close', () => {
         if (session.stream === res) session.stream = undefined;
@@ -124,22 +131,38 @@ export function createLegacyEndpoint(deps: LegacyEndpointDeps): LegacyEndpoint {
       sessions.end(session);
       res.writeHead(204).end();
     },
+
+    close: () => sessions.close(),
   };
 }
 
-/** After a -32042, tell the session's GET stream when the callback is verified (at most once, only this session). */
-function watchForCompletion(deps: LegacyEndpointDeps, session: LegacySession, data: unknown): void {
+/**
+ * After a -32042, tell the session's GET stream when the callback is verified (at most once, only
+ * this session). At most `max` watchers per session (past it the oldest stops: the notification is
+ * a courtesy, the host may retry anyway), and all stop when the session ends.
+ */
+function watchForCompletion(deps: LegacyEndpointDeps, session: LegacySession, data: unknown, max: number): void {
   const elicitations = (data as { elicitations?: { elicitationId?: string }[] } | undefined)?.elicitations ?? [];
   const { broker } = deps.toolDeps.connection;
   for (const { elicitationId } of elicitations) {
-    if (!elicitationId) continue;
+    if (!elicitationId || session.ended || session.watchers.has(elicitationId)) continue;
+    while (session.watchers.size >= max) {
+      const [oldest, watcher] = session.watchers.entries().next().value!;
+      session.watchers.delete(oldest);
+      watcher.abort();
+    }
+    const watcher = new AbortController();
+    session.watchers.set(elicitationId, watcher);
     void broker.signal
-      .waitFor(elicitationId, broker.navigationTtlSeconds * 1000, async () => (await findNavigationById(broker.pool, elicitationId))?.status === 'REQUIREMENT_VERIFIED')
+      .waitFor(elicitationId, broker.navigationTtlSeconds * 1000, async () => (await findNavigationById(broker.pool, elicitationId))?.status === 'REQUIREMENT_VERIFIED', watcher.signal)
       .then((verified) => {
-        if (!verified || session.notified.has(elicitationId) || !session.stream) return;
+        if (!verified || watcher.signal.aborted || session.notified.has(elicitationId) || !session.stream) return;
         session.notified.add(elicitationId);
         session.stream.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/elicitation/complete', params: { elicitationId } })}\n\n`);
       })
-      .catch((err: unknown) => deps.logger.warn({ err }, 'completion watch failed'));
+      .catch((err: unknown) => deps.logger.warn({ err }, 'completion watch failed'))
+      .finally(() => {
+        if (session.watchers.get(elicitationId) === watcher) session.watchers.delete(elicitationId);
+      });
   }
 }

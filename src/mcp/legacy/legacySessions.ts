@@ -17,34 +17,114 @@ export interface LegacySession {
   pending: Map<RequestId, (message: Record<string, unknown>) => void>;
   /** Elicitations this session was told are complete (at most once each). */
   notified: Set<string>;
+  /** -32042 completion watchers, oldest first; each stops when its controller aborts. */
+  watchers: Map<string, AbortController>;
   nextRequestId: number;
-  /** Set by DELETE: work still in flight for this session must not continue or accept anything. */
+  /** Set when the session ends (DELETE, idle, shutdown): work still in flight must not continue or accept anything. */
   ended: boolean;
+  /** Aborts when the session ends: its streams close and its waits stop. */
+  closing: AbortSignal;
 }
 
-const IDLE_MS = 60 * 60 * 1000;
+/** LEGACY_* settings: how many sessions, for how long, and what each may hold open. */
+export interface LegacyLimits {
+  maxSessions: number;
+  maxSessionsPerPrincipal: number;
+  /** A session with no request for this long is ended by the idle sweep. */
+  idleMs: number;
+  /** A comment line on every open SSE stream this often, so proxies and clients see it is alive. */
+  heartbeatMs: number;
+  /** The standalone GET stream is closed after this long; the client opens another (2025-11-25 allows it). */
+  streamMaxMs: number;
+  /** -32042 completion watchers per session; past it the oldest stops. */
+  watchersPerSession: number;
+}
+
+export const DEFAULT_LEGACY_LIMITS: LegacyLimits = {
+  maxSessions: 10_000,
+  maxSessionsPerPrincipal: 20,
+  idleMs: 30 * 60_000,
+  heartbeatMs: 15_000,
+  streamMaxMs: 10 * 60_000,
+  watchersPerSession: 10,
+};
+
+export type CreateResult = { session: LegacySession } | { refused: string };
 
 export interface LegacySessions {
-  create(principal: Principal, capabilities: ClientCapabilities): LegacySession;
+  /** A new session, or why none can be opened now (a cap is reached). */
+  create(principal: Principal, capabilities: ClientCapabilities): CreateResult;
   /** The live session for this id and principal; another principal's session is treated as unknown. */
   find(id: string, principal: Principal): LegacySession | undefined;
   end(session: LegacySession): void;
   size(): number;
+  /** Stops the idle sweep and ends every session (shutdown). */
+  close(): void;
 }
 
-/** In-memory sessions, one map per instance (the legacy protocol needs affinity, design §11). */
-export function createLegacySessions(now: () => number = Date.now): LegacySessions {
-  const sessions = new Map<string, LegacySession>();
-  const sweep = () => {
-    for (const [id, s] of sessions) if (now() - s.lastSeenAt > IDLE_MS) sessions.delete(id);
+const principalKey = (p: Principal) => `${p.iss}\n${p.sub}`;
+
+/**
+ * In-memory sessions, one map per instance (the legacy protocol needs
+ * affinity, design §11), bounded in all and per principal. A timer ends
+ * sessions idle past `idleMs`, with their streams and pending calls.
+ */
+export function createLegacySessions(limits: LegacyLimits, now: () => number = Date.now): LegacySessions {
+  const sessions = new Map<string, LegacySession & { abort: AbortController }>();
+  const perPrincipal = new Map<string, number>();
+  const minutes = (ms: number) => Math.max(1, Math.round(ms / 60_000));
+
+  const end = (session: LegacySession) => {
+    const held = sessions.get(session.id);
+    if (!held || held !== session) return;
+    session.ended = true;
+    sessions.delete(session.id);
+    const key = principalKey(session.principal);
+    const left = (perPrincipal.get(key) ?? 1) - 1;
+    if (left > 0) perPrincipal.set(key, left);
+    else perPrincipal.delete(key);
+    held.abort.abort();
+    session.stream?.end();
+    for (const resolve of session.pending.values()) resolve({ error: { code: -32000, message: 'session ended' } });
+    session.pending.clear();
+    for (const watcher of session.watchers.values()) watcher.abort();
+    session.watchers.clear();
   };
+
+  const sweepIdle = () => {
+    const t = now();
+    for (const s of [...sessions.values()]) if (t - s.lastSeenAt > limits.idleMs) end(s);
+  };
+  const timer = setInterval(sweepIdle, Math.max(50, Math.min(limits.idleMs / 2, 60_000)));
+  timer.unref();
+
   return {
     create(principal, capabilities) {
-      sweep();
+      sweepIdle();
+      const key = principalKey(principal);
+      if ((perPrincipal.get(key) ?? 0) >= limits.maxSessionsPerPrincipal) {
+        return { refused: `You have ${limits.maxSessionsPerPrincipal} open sessions, the most allowed: end one (HTTP DELETE with its Mcp-Session-Id) or reuse it; idle sessions end after ${minutes(limits.idleMs)} min.` };
+      }
+      if (sessions.size >= limits.maxSessions) return { refused: 'This server has as many open sessions as it allows. Try again in a few minutes.' };
+      const abort = new AbortController();
       // Visible ASCII, globally unique, cryptographically secure (2025-11-25 transport rules).
-      const session: LegacySession = { id: randomBytes(24).toString('base64url'), principal, capabilities, lastSeenAt: now(), stream: undefined, pending: new Map(), notified: new Set(), nextRequestId: 1, ended: false };
+      const session = {
+        id: randomBytes(24).toString('base64url'),
+        principal,
+        capabilities,
+        lastSeenAt: now(),
+        stream: undefined,
+        pending: new Map(),
+        notified: new Set<string>(),
+        watchers: new Map<string, AbortController>(),
+        nextRequestId: 1,
+        ended: false,
+        closing: abort.signal,
+        abort,
+      };
       sessions.set(session.id, session);
-      return session;
+      perPrincipal.set(key, (perPrincipal.get(key) ?? 0) + 1);
+      return { session };
     },
     find(id, principal) {
       const session = sessions.get(id);
@@ -52,13 +132,11 @@ export function createLegacySessions(now: () => number = Date.now): LegacySessio
       session.lastSeenAt = now();
       return session;
     },
-    end(session) {
-      session.ended = true;
-      sessions.delete(session.id);
-      session.stream?.end();
-      for (const resolve of session.pending.values()) resolve({ error: { code: -32000, message: 'session ended' } });
-      session.pending.clear();
-    },
+    end,
     size: () => sessions.size,
+    close() {
+      clearInterval(timer);
+      for (const s of [...sessions.values()]) end(s);
+    },
   };
 }

@@ -1,5 +1,7 @@
 import type { ServerResponse } from 'node:http';
+import type { RequestId } from '../protocol.js';
 import type { LegacySession } from './legacySessions.js';
+import { openSse } from './sseStream.js';
 
 /**
  * The SSE stream of one legacy POST: the server may send requests and
@@ -11,61 +13,75 @@ export interface RequestChannel {
   /** Sends elicitation/create (or another request) and waits for the client's response; undefined on timeout or close. */
   ask(method: string, params: Record<string, unknown>, timeoutMs: number): Promise<Record<string, unknown> | undefined>;
   notify(method: string, params: Record<string, unknown>): void;
-  /** Sends the final response and ends the exchange. */
+  /** Sends the final response and ends the exchange (once; later calls do nothing). */
   finish(payload: Record<string, unknown>, status?: number): void;
   readonly closed: boolean;
 }
 
-export function createRequestChannel(res: ServerResponse, session: LegacySession): RequestChannel {
+// When the session ends under a call (DELETE, idle sweep, shutdown) the call is answered at once;
+// whatever it was waiting for may still finish in the background, but it accepts nothing (session.ended).
+const SESSION_ENDED = { code: -32000, message: 'The session ended (deleted, idle too long, or the server is stopping): initialize again, then call again.' };
+
+export function createRequestChannel(res: ServerResponse, session: LegacySession, id: RequestId, heartbeatMs: number): RequestChannel {
   let streaming = false;
   let closed = false;
   res.on('close', () => {
     closed = true;
   });
+  const event = (message: Record<string, unknown>) => `event: message\ndata: ${JSON.stringify(message)}\n\n`;
   const send = (message: Record<string, unknown>) => {
+    if (res.writableEnded) return;
     if (!streaming) {
-      res.writeHead(200, { 'Content-Type': 'text/event-stream', 'X-Accel-Buffering': 'no', 'Mcp-Session-Id': session.id });
+      // The stream's own closing handler answers for the session's end from here on.
+      openSse(res, { sessionId: session.id, heartbeatMs, closing: session.closing, onClosing: () => res.write(event({ jsonrpc: '2.0', id, error: SESSION_ENDED })) });
       streaming = true;
     }
-    res.write(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
+    res.write(event(message));
   };
+  const finish = (payload: Record<string, unknown>, status = 200) => {
+    if (closed || res.writableEnded) return;
+    if (streaming) {
+      res.end(event(payload));
+      return;
+    }
+    const text = JSON.stringify(payload);
+    res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text), 'Mcp-Session-Id': session.id }).end(text);
+  };
+  const onSessionEnd = () => {
+    if (!streaming) finish({ jsonrpc: '2.0', id, error: SESSION_ENDED });
+  };
+  session.closing.addEventListener('abort', onSessionEnd, { once: true });
+  res.on('close', () => session.closing.removeEventListener('abort', onSessionEnd));
   return {
     get closed() {
       return closed;
     },
     ask(method, params, timeoutMs) {
-      const id = `srv-${session.nextRequestId++}`;
+      const requestId = `srv-${session.nextRequestId++}`;
       return new Promise((resolve) => {
+        if (closed || res.writableEnded) return resolve(undefined);
         const timer = setTimeout(() => {
-          session.pending.delete(id);
+          session.pending.delete(requestId);
           resolve(undefined);
         }, timeoutMs);
         const onClose = () => {
           clearTimeout(timer);
-          session.pending.delete(id);
+          session.pending.delete(requestId);
           resolve(undefined);
         };
         res.once('close', onClose);
-        session.pending.set(id, (message) => {
+        session.pending.set(requestId, (message) => {
           clearTimeout(timer);
           res.off('close', onClose);
-          session.pending.delete(id);
+          session.pending.delete(requestId);
           resolve(message);
         });
-        send({ jsonrpc: '2.0', id, method, params });
+        send({ jsonrpc: '2.0', id: requestId, method, params });
       });
     },
     notify(method, params) {
-      if (!closed) send({ jsonrpc: '2.0', method, params });
+      if (!closed && !res.writableEnded) send({ jsonrpc: '2.0', method, params });
     },
-    finish(payload, status = 200) {
-      if (closed) return;
-      if (streaming) {
-        res.end(`event: message\ndata: ${JSON.stringify(payload)}\n\n`);
-        return;
-      }
-      const text = JSON.stringify(payload);
-      res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text), 'Mcp-Session-Id': session.id }).end(text);
-    },
+    finish,
   };
 }
