@@ -181,7 +181,7 @@ function run(): void {
       process.exit(1);
     },
     repeated(signal) {
-      logger.debug({ signal }, 'the same stop signal again (terminal and npm/tsx forwarding it): already stopping');
+      logger.debug({ signal }, 'the same stop signal again (from the terminal and a wrapper forwarding it): already stopping');
     },
   });
   process.on('SIGINT', onStopSignal);

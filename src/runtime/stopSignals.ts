@@ -1,9 +1,9 @@
 /**
  * A second stop signal means "exit now" only when it comes this long after the
  * first. Ctrl-C in a terminal signals the whole foreground process group, so
- * under `npm start` the broker gets SIGINT from the terminal and again, within
- * milliseconds, from npm and tsx forwarding theirs: those copies are one
- * request to stop, not two.
+ * under `npm start` (or any wrapper that forwards signals, such as the tsx CLI)
+ * the broker can get SIGINT from the terminal and again, within milliseconds,
+ * from the wrapper: those copies are one request to stop, not two.
  */
 export const FORCE_AFTER_MS = 1_000;
 

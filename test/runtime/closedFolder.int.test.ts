@@ -68,5 +68,5 @@ describe('npm start from a checkout in a mode-0700 folder', () => {
     broker.child.kill('SIGTERM');
     expect(await broker.exited).toEqual({ code: 0, signal: null });
     expect(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })).not.toContain(temp);
-  });
+  }, 120_000);
 });

@@ -11,8 +11,8 @@ import { meta } from '../support/mcpWire.js';
 import { URL_CAPS } from '../support/connectFlow.js';
 
 // Ctrl-C in a terminal sends SIGINT to the whole foreground process group:
-// npm, sh, tsx, the broker's node and (unless it has its own group) Postgres,
-// all at once, and npm and tsx forward theirs to the broker as well.
+// npm, sh, the broker's node and (unless it has its own group) Postgres, all
+// at once, and wrappers forward theirs to their child as well.
 describe('Ctrl-C to the process group of npm start', () => {
   let dataDir: string;
   let env: Record<string, string>;
@@ -62,7 +62,7 @@ describe('Ctrl-C to the process group of npm start', () => {
     await db.end();
 
     // The terminal's SIGINT reaches every process of the group; a wrapper that forwards its own
-    // copy (npm to its child; tsx's CLI whenever the broker has not acknowledged its signal within
+    // copy (npm to its child; the tsx CLI whenever its child has not acknowledged the signal within
     // 30 ms, node_modules/tsx/dist/cli.mjs "relaySignalToChild") makes the broker see it twice
     // within milliseconds. That copy is sent here too, so the test does not depend on load.
     const brokerPid = Number((await readFile(join(dataDir, 'broker.pid'), 'utf8')).trim());
@@ -81,7 +81,7 @@ describe('Ctrl-C to the process group of npm start', () => {
     expect(groupMembers(npm.child.pid!)).toEqual([]);
     for (const port of ports) expect(await isPortClosed(port)).toBe(true);
     expect(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })).not.toContain(join(dataDir, 'postgres'));
-  });
+  }, 90_000);
 });
 
 /** Processes still alive in the process group `pgid`. */

@@ -65,7 +65,7 @@ describe('development mode on a non-loopback HOST', () => {
     expect((await fetch(`https://127.0.0.1:${ports[1]}/.well-known/openid-configuration`)).status).toBe(200);
     broker.child.kill('SIGTERM');
     expect(await broker.exited).toEqual({ code: 0, signal: null });
-  });
+  }, 60_000);
 });
 
 describe('production mode', () => {
