@@ -4,6 +4,7 @@ import type { Principal } from '../auth/principal.js';
 import { readSessionCookie } from '../auth/sessionCookie.js';
 import { currentSession } from '../auth/signIn.js';
 import { ForbiddenError } from '../errors/appError.js';
+import { displayParts } from '../security/displayText.js';
 import { csrfTokenFor, isValidCsrf, requireSameOrigin } from '../web/middleware/csrf.js';
 import { parseInput } from '../web/parse.js';
 import type { Render } from '../web/render.js';
@@ -44,7 +45,7 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
       throw new ForbiddenError('There is nothing to show here for you.');
     }
     const providerName = broker.providers.get(navigation.provider)?.provider.displayName ?? navigation.provider;
-    res.type('html').send(render('connect/done', { title: `${providerName} connected`, signedInAs: browser.name, providerName, purpose: navigation.purpose }));
+    res.type('html').send(render('connect/done', { title: `${providerName} connected`, signedInAs: browser.name, providerName, purposeParts: displayParts(navigation.purpose) }));
   });
 
   router.get('/connect/:handle', async (req, res) => {
@@ -62,7 +63,7 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
         title: `Connect ${view.providerName}`,
         providerName: view.providerName,
         destination: view.destination,
-        purpose: view.navigation.purpose,
+        purposeParts: displayParts(view.navigation.purpose),
         expiresAt: view.navigation.expiresAt.toISOString(),
         csrf: csrfTokenFor(browser!.cookie),
       }),

@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { INVISIBLE } from './displayText.js';
 
 // One policy for every URL the broker emits or trusts (design §9, issue #4):
 // https (http only for loopback in development), no userinfo, an ASCII host
@@ -18,8 +19,6 @@ export class UrlPolicyError extends Error {
   override name = 'UrlPolicyError';
 }
 
-// Zero-width and bidirectional controls let a URL read differently from what it is.
-const INVISIBLE = /[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]/u;
 // Query parameter names that would put a credential in a URL (logs, history, Referer).
 const SECRET_PARAMS = /^(access_?token|refresh_?token|id_?token|token|client_?secret|secret|password|passwd|api_?key|apikey|key|code_verifier|assertion|session|sig|signature)$/i;
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
@@ -30,6 +29,7 @@ export function checkUrl(raw: string, policy: UrlPolicy, what = 'URL'): URL {
     throw new UrlPolicyError(`${what} ${why}: ${printable(raw)}`);
   };
   if (raw.length > 2048) fail('is longer than 2048 characters');
+  // Zero-width and bidirectional controls let a URL read differently from what it is.
   if (INVISIBLE.test(raw)) fail('contains invisible or bidirectional characters');
   const authority = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/i.exec(raw)?.[1];
   if (authority === undefined) fail('is not an absolute URL');

@@ -24,7 +24,7 @@ describe('the URL-mode connect flow over MRTR (issue #4)', () => {
     expect(link.pathname).toMatch(/^\/connect\/[\w-]{43}$/);
     expect(link.search).toBe('');
     expect(elicited.message).toContain('Report Service');
-    expect(elicited.message).toContain('create the report "Quarterly TPS"');
+    expect(elicited.message).toContain('create the report \u201cQuarterly TPS\u201d');
 
     const run = await openConnectLink(stack, elicited.url, 'alice');
     expect(run.review.status).toBe(200);

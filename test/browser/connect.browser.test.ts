@@ -79,7 +79,8 @@ describe('the connect link in Chromium', () => {
     expect(await page.textContent('.destination')).toBe(stack.dev.reports.issuer); // https://127.0.0.1:<port>, port included
     const proceed = page.getByRole('button', { name: `Continue to ${stack.dev.reports.issuer}` });
     expect(await proceed.count()).toBe(1);
-    expect(await page.textContent('main')).toContain('create the report "Browser TPS"');
+    expect(await page.textContent('.purpose')).toBe('create the report Browser TPS');
+    expect(await page.textContent('q.foreign')).toBe('Browser TPS');
     await page.screenshot({ path: `${SHOTS}02-review.png`, fullPage: true });
 
     await proceed.click();
@@ -116,6 +117,34 @@ describe('the connect link in Chromium', () => {
     expect(receipts.rows).toEqual([{ outcome_status: 'succeeded' }]);
   });
 
+
+  it('sets a model-chosen title apart on the review page: quoted, isolated, without bidi or invisible characters', async () => {
+    const alice = await tokenFor(stack, 'alice');
+    // Hebrew is fine and stays; the right-to-left override and the zero-width joiner are not.
+    const title = 'Q3 \u05d3\u05d5\u05d7\u202e gnivorppa\u202c\u200d done';
+    const elicited = await elicitConnection(stack, alice, 'reports_create', { title, body: 'x' });
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const watched = watch(page);
+    await page.goto(elicited.url);
+    await signInToBroker(stack, page, 'alice');
+
+    const quoted = page.locator('.purpose q.foreign');
+    expect(await quoted.textContent()).toBe('Q3 \u05d3\u05d5\u05d7 gnivorppa done');
+    // A string, as in ops.browser.test.ts: the tests compile without the DOM library.
+    const style = await page.evaluate(`(() => {
+      const q = document.querySelector('.purpose q.foreign');
+      const computed = getComputedStyle(q);
+      return { unicodeBidi: computed.unicodeBidi, borderStyle: computed.borderTopStyle, quotes: computed.quotes, before: getComputedStyle(q, '::before').content };
+    })()`);
+    expect(style).toEqual({ unicodeBidi: 'isolate', borderStyle: 'dashed', quotes: '"\u201c" "\u201d"', before: 'open-quote' });
+    expect(await page.locator('.purpose').evaluate((el) => el.childNodes[0]?.textContent)).toBe('create the report ');
+    expect(await page.textContent('main')).toContain('Quoted text was chosen by the app, not by the broker');
+    expect(/[\u200b-\u200f\u202a-\u202e\u2066-\u2069]/u.test((await page.textContent('main')) ?? '')).toBe(false);
+    await page.screenshot({ path: `${SHOTS}06-review-quoted-title.png`, fullPage: true });
+    expect(watched).toEqual({ problems: [], failures: [] });
+    await context.close();
+  });
   it("shows mallory the refusal page (403) for alice's link and connects nothing", async () => {
     const alice = await tokenFor(stack, 'alice');
     const elicited = await elicitConnection(stack, alice, 'reports_create', { title: 'Not for mallory', body: '' });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { createReport, REPORTS_PROVIDER } from '../../providers/reportsApi.js';
+import { quoteForeign } from '../../security/displayText.js';
 import { runConnectionTool, type ConnectionCall } from '../connectionTool.js';
 import { completeResult, defineTool, parseArguments } from '../defineTool.js';
 import { argumentsDigest } from '../requestState.js';
@@ -14,7 +15,8 @@ export function reportsCreateCall(rawArgs: unknown, deps: McpToolDeps): Connecti
   return {
     tool: 'reports_create',
     provider: REPORTS_PROVIDER,
-    purpose: `create the report "${args.title.slice(0, 80)}"`,
+    // The title is the model's choice: quoted and made plain, so the consent page can set it apart.
+    purpose: `create the report ${quoteForeign(args.title, 80)}`,
     requestDigest: argumentsDigest(['reports_create', args.title, args.body]),
     arguments: args,
     async perform(token, idempotencyKey) {
