@@ -95,7 +95,7 @@ export async function startFlowStack(env: FlowEnv): Promise<FlowStack> {
     const child = startBroker(dir);
     closers.push(() => child.stop());
     const brokerUrl = `https://127.0.0.1:${await child.listening}`;
-    const dev = await startLocalDevStack({ tls, secrets, render: createRender({ cache: true }), logger, brokerUrl });
+    const dev = await startLocalDevStack({ tls, fetch: createFetch({ extraCaPems: [tls.caPem] }), secrets, render: createRender({ cache: true }), logger, brokerUrl });
     closers.push(() => dev.close(0));
     await seedDevelopmentData(pool, dev.idp.issuer);
     await child.request({ type: 'configure', config: { databaseUrl: url.reveal(), schema, poolMax: POOL_MAX, idpIssuer: dev.idp.issuer, idpClientId: dev.idp.brokerClientId, provider: reportServiceProvider(dev, secrets) } }, 'ready');

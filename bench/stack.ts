@@ -63,7 +63,7 @@ export async function startBenchStack(options: { databaseUrl: Secret | undefined
     const broker = await listen(closers, listenHttps(tls, (req, res) => brokerHandler(req, res), '127.0.0.1', 0, 'broker'));
     const brokerUrl = `https://127.0.0.1:${broker.port}`;
     const mcpResourceUrl = `${brokerUrl}/mcp`;
-    const dev = await startLocalDevStack({ tls, secrets, render, logger, brokerUrl });
+    const dev = await startLocalDevStack({ tls, fetch, secrets, render, logger, brokerUrl });
     closers.push(() => dev.close(0));
     const brokerPool = db.newPool();
     await seedDevelopmentData(brokerPool, dev.idp.issuer);

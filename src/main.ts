@@ -68,6 +68,7 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
       idpPort: config.dev.idpPort,
       reportsPort: config.dev.reportsPort,
       tls,
+      fetch,
       secrets,
       brokerPublicUrl: config.http.publicUrl,
       mcpResourceUrl: config.http.mcpResourceUrl,

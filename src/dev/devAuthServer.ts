@@ -13,6 +13,7 @@ import { toPublicJwks } from './devAuthKeys.js';
 import { createInteractionRouter } from './devInteractions.js';
 import { buildProviderConfig, type DevClient, type DevProviderConfigOptions } from './devProviderConfig.js';
 import { providerHeaders } from './devProviderPages.js';
+import { isLoopbackRedirect } from './devRegistration.js';
 
 /** The provider's options (brand, cookie prefix, keys, clients, resources, subjects, adapter) plus the server's own. */
 export interface DevAuthServerOptions extends DevProviderConfigOptions {
@@ -57,6 +58,7 @@ export function createDevAuthServer(options: DevAuthServerOptions): DevAuthServe
     brand: options.brand,
     origin,
     consent: options.consent,
+    staticClientIds: new Set(options.clients.map((c) => c.clientId)),
     subjectOf: options.subjectOf,
   });
   app.use('/interaction', ...securityHeaders({ formActionOrigins }), interactions);
@@ -70,8 +72,10 @@ export function createDevAuthServer(options: DevAuthServerOptions): DevAuthServe
   };
 }
 
+// Loopback redirects take any port, so the interaction pages add the one each request names
+// (devInteractions.ts sendPage); a CSP source cannot say "any port of [::1]".
 function clientOrigins(clients: DevClient[]): string[] {
-  const uris = clients.flatMap((c) => [...c.redirectUris, ...(c.postLogoutRedirectUris ?? [])]);
+  const uris = clients.flatMap((c) => [...c.redirectUris, ...(c.postLogoutRedirectUris ?? [])]).filter((uri) => !isLoopbackRedirect(uri));
   return [...new Set(uris.map((uri) => new URL(uri).origin))];
 }
 

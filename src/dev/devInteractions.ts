@@ -3,6 +3,7 @@ import { errors, type Interaction, type Provider } from 'oidc-provider';
 import { z } from 'zod';
 import { InvalidInputError } from '../errors/appError.js';
 import type { Render } from '../web/render.js';
+import { withFormActionTarget } from './devProviderPages.js';
 import { devUsers, verifyDevCredentials } from './devUsers.js';
 
 export interface InteractionDeps {
@@ -11,7 +12,9 @@ export interface InteractionDeps {
   brand: string;
   /** The issuer's origin; a POST whose Origin header names another origin is refused. */
   origin: string;
+  /** 'implicit' applies to `staticClientIds` only: a client that registered itself is a third party, and the user is asked. */
   consent: 'implicit' | 'prompt';
+  staticClientIds: ReadonlySet<string>;
   subjectOf: (login: string) => string;
 }
 
@@ -39,15 +42,15 @@ export function createInteractionRouter(deps: InteractionDeps): Router {
     const interaction = await loadInteraction(deps, req, res);
     if (interaction.prompt.name === 'login') {
       const hint = interaction.params['login_hint'];
-      res.send(await loginPage(deps, interaction, { login: typeof hint === 'string' ? hint : '' }));
+      sendPage(res, interaction, await loginPage(deps, interaction, { login: typeof hint === 'string' ? hint : '' }));
       return;
     }
     if (interaction.prompt.name !== 'consent') throw new InvalidInputError('Unsupported sign-in step.');
-    if (deps.consent === 'implicit') {
+    if (deps.consent === 'implicit' && deps.staticClientIds.has(String(interaction.params['client_id']))) {
       await finishConsent(deps, req, res, interaction);
       return;
     }
-    res.send(await consentPage(deps, interaction));
+    sendPage(res, interaction, await consentPage(deps, interaction));
   });
 
   router.post('/:uid/login', form, async (req, res) => {
@@ -56,7 +59,7 @@ export function createInteractionRouter(deps: InteractionDeps): Router {
     const user = verifyDevCredentials(body.login, body.password);
     if (!user) {
       const error = 'That user name and password do not match. Try again.';
-      res.status(400).send(await loginPage(deps, interaction, { login: body.login, error }));
+      sendPage(res.status(400), interaction, await loginPage(deps, interaction, { login: body.login, error }));
       return;
     }
     const result = { login: { accountId: deps.subjectOf(user.login) } };
@@ -101,6 +104,14 @@ async function loadInteraction(
   return interaction;
 }
 
+// oidc-provider checked redirect_uri against the client before it created the interaction.
+function sendPage(res: Response, interaction: Interaction, html: string): void {
+  const redirectUri = interaction.params['redirect_uri'];
+  const csp = res.getHeader('content-security-policy');
+  if (typeof redirectUri === 'string' && typeof csp === 'string') res.setHeader('Content-Security-Policy', withFormActionTarget(csp, redirectUri));
+  res.send(html);
+}
+
 function expired(cause?: unknown): InvalidInputError {
   const message = 'This sign-in request has expired or was already used. Start again from the application.';
   return new InvalidInputError(message, cause === undefined ? {} : { cause });
@@ -143,11 +154,14 @@ async function loginPage(deps: InteractionDeps, interaction: Interaction, model:
 
 async function consentPage(deps: InteractionDeps, interaction: Interaction) {
   const details = ConsentDetailsSchema.parse(interaction.prompt.details);
+  const clientId = String(interaction.params['client_id']);
   return deps.render('dev/consent', {
     title: 'Allow access?',
     brand: deps.brand,
     signedInAs: devUsers.find((u) => deps.subjectOf(u.login) === interaction.session?.accountId)?.login,
     clientName: await clientName(deps, interaction),
+    // A self-registered client's name is its own claim: show what identifies it and where the code goes.
+    thirdParty: deps.staticClientIds.has(clientId) ? undefined : { clientId, returnsTo: new URL(String(interaction.params['redirect_uri'])).origin },
     oidcScopes: details.missingOIDCScope ?? [],
     resources: Object.entries(details.missingResourceScopes ?? {}).map(([identifier, scopes]) => ({ identifier, scopes })),
     action: `/interaction/${interaction.uid}/confirm`,

@@ -1,7 +1,9 @@
 import { type Account, type AdapterFactory, type Configuration, errors, type KoaContextWithOIDC } from 'oidc-provider';
 import type { Render } from '../web/render.js';
+import type { Fetch } from '../shared/httpClient.js';
 import type { DevAuthKeys } from './devAuthKeys.js';
 import { createProviderPages } from './devProviderPages.js';
+import { clientPolicy, openRegistrationFeatures } from './devRegistration.js';
 import { devUsers } from './devUsers.js';
 
 /**
@@ -38,6 +40,8 @@ export interface DevProviderConfigOptions {
   subjectOf: (login: string) => string;
   render: Render;
   adapter?: AdapterFactory;
+  /** Dynamic Client Registration and Client ID Metadata Documents (fetched with `fetch`), loopback clients only. */
+  openRegistration?: { fetch: Fetch };
 }
 
 const MINUTE = 60;
@@ -47,8 +51,12 @@ const DAY = 24 * 60 * MINUTE;
 export function buildProviderConfig(options: DevProviderConfigOptions): Configuration {
   const { resources } = options;
   const pages = createProviderPages({ render: options.render, brand: options.brand });
+  const registration = options.openRegistration ? openRegistrationFeatures(options.openRegistration.fetch) : undefined;
+  const staticClientIds = new Set(options.clients.map((c) => c.clientId));
   return {
     ...(options.adapter ? { adapter: options.adapter } : {}),
+    ...(registration ? { fetch: registration.fetch } : {}),
+    extraClientMetadata: clientPolicy({ staticClientIds, openRegistration: registration !== undefined }),
     clients: options.clients.map((c) => ({
       client_id: c.clientId,
       ...(c.public ? { token_endpoint_auth_method: 'none' } : { client_secret: c.clientSecret }),
@@ -98,6 +106,7 @@ export function buildProviderConfig(options: DevProviderConfigOptions): Configur
     },
     renderError: pages.renderError,
     features: {
+      ...registration?.features,
       devInteractions: { enabled: false },
       revocation: { enabled: true },
       userinfo: { enabled: true },

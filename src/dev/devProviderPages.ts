@@ -80,3 +80,19 @@ export function providerHeaders(formActionOrigins: readonly string[]): HeadersMi
     }
   };
 }
+
+/**
+ * `csp` with the origin of `redirectUri` added to `form-action`: the sign-in
+ * and consent forms end in a redirect to the client (browsers apply
+ * form-action to it), and a loopback client's port is chosen per request
+ * (RFC 8252 §7.3). CSP host-source has no syntax for IPv6 literals (CSP3
+ * §2.3.1), so an http://[::1] target is allowed by its scheme.
+ */
+export function withFormActionTarget(csp: string, redirectUri: string): string {
+  const target = new URL(redirectUri);
+  const source = target.hostname.startsWith('[') ? `${target.protocol}` : target.origin;
+  return csp
+    .split(';')
+    .map((directive) => (directive.trim().startsWith('form-action ') ? `${directive} ${source}` : directive))
+    .join(';');
+}

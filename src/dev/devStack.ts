@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { DEV_TOKEN_CLIENT_ID, DEV_TOKEN_REDIRECT_URI } from '../cli/devToken.js';
 import { listenHttps, type RunningServer, type TlsPair } from '../runtime/httpsServer.js';
+import type { Fetch } from '../shared/httpClient.js';
 import type { Logger } from '../shared/logger.js';
 import type { Render } from '../web/render.js';
 import { toPublicJwks } from './devAuthKeys.js';
@@ -15,6 +16,8 @@ export interface DevStackOptions {
   idpPort: number;
   reportsPort: number;
   tls: TlsPair;
+  /** Verified TLS with the development CA: the identity provider fetches Client ID Metadata Documents with it. */
+  fetch: Fetch;
   secrets: DevSecrets;
   /** The broker's public URL, for its redirect URIs; its MCP resource URL is the IdP's token audience. */
   brokerPublicUrl: URL;
@@ -32,7 +35,7 @@ export interface DevStack {
 }
 
 /** The development servers on free loopback ports, for a broker at `brokerUrl` (tests and benchmarks). */
-export function startLocalDevStack(options: Pick<DevStackOptions, 'tls' | 'secrets' | 'render' | 'logger'> & { brokerUrl: string }): Promise<DevStack> {
+export function startLocalDevStack(options: Pick<DevStackOptions, 'tls' | 'fetch' | 'secrets' | 'render' | 'logger'> & { brokerUrl: string }): Promise<DevStack> {
   const { brokerUrl, ...rest } = options;
   return startDevStack({ ...rest, host: '127.0.0.1', idpPort: 0, reportsPort: 0, brokerPublicUrl: new URL(brokerUrl), mcpResourceUrl: `${brokerUrl}/mcp`, dataDir: undefined });
 }
@@ -89,11 +92,14 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
           redirectUris: [new URL('/auth/callback', brokerPublicUrl).href],
           postLogoutRedirectUris: [new URL('/', brokerPublicUrl).href],
         },
-        { clientId: DEV_TOKEN_CLIENT_ID, public: true, name: 'broker dev-token', redirectUris: [DEV_TOKEN_REDIRECT_URI], grantTypes: ['authorization_code'] },
+        // Loopback on IPv4 and IPv6, any port (RFC 8252 §7.3), so hosts configured with this client id work too.
+        { clientId: DEV_TOKEN_CLIENT_ID, public: true, name: 'broker dev-token', redirectUris: onBothLoopbacks(DEV_TOKEN_REDIRECT_URI), grantTypes: ['authorization_code'] },
       ],
       resources: [{ identifier: options.mcpResourceUrl, scope: 'mcp', accessTokenTtlSeconds: 3600 }],
       subjectOf: (login) => login,
       consent: 'implicit',
+      // MCP hosts that do their own OAuth register (RFC 7591) or name their metadata document.
+      openRegistration: { fetch: options.fetch },
       // Grants and refresh tokens survive a restart, as a real provider's would.
       ...(options.dataDir ? { adapter: await openFileAdapter(join(options.dataDir, 'idp-provider.json')) } : {}),
       render: options.render,
@@ -135,6 +141,12 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
     await Promise.all(started.map((s) => s.close(0)));
     throw err;
   }
+}
+
+function onBothLoopbacks(uri: string): string[] {
+  const ipv6 = new URL(uri);
+  ipv6.hostname = '[::1]';
+  return [uri, ipv6.href];
 }
 
 type RunningHandler = Parameters<typeof listenHttps>[1];

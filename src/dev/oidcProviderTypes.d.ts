@@ -16,6 +16,8 @@ declare module 'oidc-provider' {
     oidc: {
       params?: UnknownObject;
       client?: Client;
+      /** The matched route's name, e.g. 'registration'. */
+      route?: string;
       urlFor(name: string, options?: UnknownObject): string;
     };
   }
@@ -40,11 +42,14 @@ declare module 'oidc-provider' {
     response_types?: string[];
     token_endpoint_auth_method?: string;
     id_token_signed_response_alg?: string;
+    application_type?: 'web' | 'native';
+    scope?: string;
   }
 
   export interface Client {
     clientId: string;
     clientName?: string;
+    redirectUris: string[];
     grantTypeAllowed(type: string): boolean;
   }
 
@@ -107,7 +112,22 @@ declare module 'oidc-provider' {
     interactions?: { url?: (ctx: KoaContextWithOIDC, interaction: Interaction) => Promise<string> };
     renderError?: (ctx: KoaContextWithOIDC, out: ErrorOut, error: Error) => Promise<void>;
     ttl?: Record<string, number | TtlFunction>;
+    /** `validator` runs for every client, static or not, and may change `metadata` (defaults.js). */
+    extraClientMetadata?: {
+      properties: string[];
+      validator: (ctx: KoaContextWithOIDC | undefined, key: string, value: unknown, metadata: ClientMetadata) => void;
+    };
+    /** Used for every outgoing request (Client ID Metadata Documents among them). */
+    fetch?: (url: string | URL, options: RequestInit) => Promise<Response>;
     features?: {
+      registration?: { enabled: boolean; initialAccessToken?: boolean; issueRegistrationAccessToken?: boolean };
+      clientIdMetadataDocument?: {
+        enabled: boolean;
+        /** The experimental draft's version this code was written against. */
+        ack?: string;
+        allowFetch?: (ctx: KoaContextWithOIDC | undefined, clientId: string) => Promise<boolean>;
+        allowClient?: (ctx: KoaContextWithOIDC | undefined, client: Client) => Promise<boolean>;
+      };
       devInteractions?: { enabled: boolean };
       revocation?: { enabled: boolean };
       userinfo?: { enabled: boolean };
@@ -190,6 +210,9 @@ declare module 'oidc-provider' {
       constructor(description?: string);
     }
     class SessionNotFound extends OIDCProviderError {}
+    class InvalidClientMetadata extends OIDCProviderError {
+      constructor(description?: string);
+    }
   }
 
   export default Provider;

@@ -96,7 +96,7 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
   const brokerUrl = `https://127.0.0.1:${broker.port}`;
   const publicUrl = new URL(brokerUrl);
   const mcpResourceUrl = `${brokerUrl}/mcp`;
-  const dev = await startLocalDevStack({ tls, secrets, render, logger, brokerUrl });
+  const dev = await startLocalDevStack({ tls, fetch, secrets, render, logger, brokerUrl });
   await seedDevelopmentData(db.pool, dev.idp.issuer);
   const providers = parseProviders([reportServiceProvider(dev, secrets)], { allowLoopback: true });
   const servers: BrokerServer[] = [];
