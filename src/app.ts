@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import express, { type Express } from 'express';
-import { authRoutes } from './auth/authRoutes.js';
+import { authRoutes, DEFAULT_LOGIN_RATE_LIMIT } from './auth/authRoutes.js';
 import type { BrokerDeps } from './broker/brokerDeps.js';
 import { connectRoutes } from './broker/connectRoutes.js';
 import type { MigrationFile } from './db/migrate.js';
@@ -64,7 +64,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(metricsRoutes({ metrics: deps.metrics, access: deps.metricsAccess }));
   app.use(protectedResourceRoutes({ mcpResourceUrl: deps.mcpResourceUrl, issuer: deps.mcp.issuer, scope: deps.mcp.scope }));
   app.use('/static', express.static(publicDir, { index: false, fallthrough: false, maxAge: '1h' }));
-  app.use(authRoutes({ ...deps, callbackUrl: new URL('/auth/callback', deps.publicUrl).href, loginRateLimit: deps.loginRateLimit ?? { burst: 60, perMinute: 60 } }));
+  app.use(authRoutes({ ...deps, callbackUrl: new URL('/auth/callback', deps.publicUrl).href, loginRateLimit: deps.loginRateLimit ?? DEFAULT_LOGIN_RATE_LIMIT }));
   app.use(connectRoutes({ broker: deps.broker, render: deps.render, sessionTtlSeconds: deps.sessionTtlSeconds }));
   app.use('/ops', opsRoutes(deps));
   app.use(webRoutes(deps));

@@ -26,6 +26,9 @@ export interface AuthRoutesDeps extends SignInDeps {
   loginRateLimit: RateLimit;
 }
 
+/** LOGIN_RATE_BURST and LOGIN_RATE_PER_MINUTE when not configured (config.ts has the same defaults). */
+export const DEFAULT_LOGIN_RATE_LIMIT: RateLimit = { burst: 60, perMinute: 60 };
+
 /** GET /login, GET /auth/callback, POST /logout. */
 export function authRoutes(deps: AuthRoutesDeps): Router {
   const router = Router();

@@ -19,6 +19,7 @@ import { Secret } from '../../src/shared/secret.js';
 import { loadOrCreateLocalTls, type TlsMaterial } from '../../src/tls/localCa.js';
 import { parseProviders } from '../../src/providers/providerConfig.js';
 import { ANONYMOUS_PRINCIPAL, createBrokerServer, type BrokerServer } from '../../src/server.js';
+import type { RateLimit } from '../../src/web/middleware/rateLimit.js';
 import { createRender } from '../../src/web/render.js';
 import { createTestDb, type TestDb } from './testDb.js';
 
@@ -63,6 +64,8 @@ export interface BrokerStackOptions {
   metrics?: (pool: Pool) => Metrics;
   /** METRICS_TOKEN for both instances (default: /metrics closed). */
   metricsToken?: string;
+  /** LOGIN_RATE_BURST and LOGIN_RATE_PER_MINUTE (default: high, see below). */
+  loginRateLimit?: RateLimit;
   /** LEGACY_MAX_SESSIONS and friends, in milliseconds (default: DEFAULT_LEGACY_LIMITS). */
   legacyLimits?: Partial<LegacyLimits>;
   /** HIGH_RISK_TOOLS for both instances. */
@@ -111,6 +114,9 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
       publicUrl,
       mcpResourceUrl,
       sessionTtlSeconds: options.sessionTtlSeconds ?? 3600,
+      // Every simulated browser of a test signs in from 127.0.0.1, dozens within seconds; the
+      // production default is proven by test/auth/loginFlood.int.test.ts.
+      loginRateLimit: options.loginRateLimit ?? { burst: 100_000, perMinute: 100_000 },
       issuer: options.mcpIssuer ?? dev.idp.issuer,
       fetch,
       secretKeys: secrets.secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) })),

@@ -27,7 +27,8 @@ export function rateLimitByAddress(limit: RateLimit, now: () => number = Date.no
     const key = addressKey(req.socket.remoteAddress ?? 'unknown');
     const t = now();
     const previous = buckets.get(key);
-    const tokens = previous ? Math.min(limit.burst, previous.tokens + (t - previous.at) * perMs) : limit.burst;
+    // A clock that steps back (NTP, a test's clock) refills nothing rather than draining the bucket.
+    const tokens = previous ? Math.min(limit.burst, previous.tokens + Math.max(0, t - previous.at) * perMs) : limit.burst;
     buckets.delete(key);
     if (tokens < 1) {
       buckets.set(key, { tokens, at: t });
