@@ -20,10 +20,13 @@ describe('listenHttps', () => {
 
   it('lets a request in flight finish when it closes, then stops listening', async () => {
     let release: () => void = () => undefined;
+    let reached: () => void = () => undefined;
+    const handlerReached = new Promise<void>((resolve) => (reached = resolve));
     const server = await listenHttps(
       tls,
       (_req, res) => {
         release = () => res.end('finished');
+        reached();
       },
       '127.0.0.1',
       0,
@@ -31,10 +34,11 @@ describe('listenHttps', () => {
     );
     const fetch = createFetch({ extraCaPems: [tls.caPem] });
     const inFlight = fetch(`https://127.0.0.1:${server.port}/slow`);
-    await new Promise((r) => setTimeout(r, 100)); // the request has reached the handler
+    // Closed only once the request is in the handler: a fixed pause lost that race on a loaded machine.
+    await handlerReached;
     const closing = server.close(5_000);
-    await new Promise((r) => setTimeout(r, 100));
-    expect(await isPortClosed(server.port)).toBe(true); // no new connections while draining
+    // No new connections while draining (the listening socket closes on the next turns of the loop).
+    while (!(await isPortClosed(server.port))) await new Promise((r) => setTimeout(r, 10));
     release();
     expect(await (await inFlight).text()).toBe('finished');
     await closing;
