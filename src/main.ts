@@ -114,6 +114,7 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     legacy: config.legacy,
     operators: config.operators,
     highRiskTools: config.highRiskTools,
+    quotas: config.quotas,
     metrics,
     // Without METRICS_TOKEN, /metrics is open in development and off (403) in production.
     metricsAccess: { token: config.metrics.token, openWithoutToken: dev },

@@ -7,6 +7,7 @@ import type { OperatorPolicy } from './auth/operatorRole.js';
 import { reconcileOutcomes, type RedriveDeps } from './broker/redrive.js';
 import { connectionCalls } from './mcp/tools/registry.js';
 import { createCompletionSignal } from './broker/completionSignal.js';
+import { createWaitGate, DEFAULT_QUOTAS, type Quotas } from './broker/quotas.js';
 import { createKeyring } from './crypto/keyring.js';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
 import type { MetricsAccess } from './metrics/metricsRoutes.js';
@@ -43,6 +44,8 @@ export interface ServerDeps extends Omit<AppDeps, 'logins' | 'mcp' | 'broker' | 
   retryWaitMs: number;
   /** HIGH_RISK_TOOLS: their verified operations wait in the approval queue. */
   highRiskTools?: readonly string[];
+  /** Per-principal limits (QUOTA_*); absent ones take DEFAULT_QUOTAS. */
+  quotas?: Partial<Quotas>;
   /** The 2025-11-25 adapter's settings (LEGACY_URL_ELICITATION and friends). */
   legacy: { urlElicitation: 'nested' | 'error'; waitMs: number; retryWindowMs: number; limits?: Partial<LegacyLimits> };
   /** main.ts passes the process's metrics; absent (tests, benches): a fresh registry without process metrics. */
@@ -73,6 +76,7 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
   const box = createSecretBox(createKeyring(deps.secretKeys, 'secrets'));
   const signal = createCompletionSignal(deps.pool, deps.logger);
   const metrics = deps.metrics ?? createMetrics({ pool: deps.pool, logger: deps.logger, processMetrics: false });
+  const quotas: Quotas = { ...DEFAULT_QUOTAS, ...deps.quotas };
   const broker: BrokerDeps = {
     pool: deps.pool,
     clock: deps.clock,
@@ -85,6 +89,8 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
     navigationTtlSeconds: deps.navigationTtlSeconds,
     retryWaitMs: deps.retryWaitMs,
     highRiskTools: new Set(deps.highRiskTools ?? []),
+    quotas,
+    waits: createWaitGate(quotas.waitsPerPrincipal),
   };
   const requestState = createRequestStateCodec({ keyring: createKeyring(deps.secretKeys, 'mrtr-request-state'), clock: deps.clock, ttlSeconds: REQUEST_STATE_TTL_SECONDS });
   const toolDeps = {

@@ -23,6 +23,8 @@ export interface OriginalOperation {
   retryGeneration?: number;
   /** The operation's parsed arguments, kept sealed so an unknown outcome can be re-driven (issue #6). */
   arguments: Record<string, unknown>;
+  /** The OAuth client the principal calls through: only the client that started a flow finishes its operation. */
+  clientId: string | undefined;
 }
 
 /** The additional data binding an operation's sealed arguments to its receipt. */
@@ -54,6 +56,7 @@ export async function acceptOriginalOperation(deps: BrokerDeps, op: OriginalOper
     const navigation = await lockNavigation(tx, op.navigationId);
     if (!navigation) throw new NotFoundError('This connection flow is not known.');
     if (!samePrincipal(navigation.subject, op.principal)) throw new ForbiddenError('This connection flow belongs to another user.');
+    if ((navigation.clientId ?? '') !== (op.clientId ?? '')) throw new ForbiddenError('This connection flow was started by another client of this user.');
     if (navigation.tool !== op.tool || navigation.requestDigest !== op.requestDigest) throw new ConflictError('This connection flow was started for another operation.');
     const existing = await findReceiptByKey(tx, key);
     if (existing) return { receipt: existing, created: false };

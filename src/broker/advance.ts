@@ -1,7 +1,7 @@
 import { ConflictError } from '../errors/appError.js';
 import type { Pool, Queryable } from '../db/pool.js';
 import { withTransaction } from '../db/transaction.js';
-import { appendEntries, appendEntry, type LedgerEntry } from '../ledger/ledgerRepo.js';
+import { appendEntries, appendEntry, countEntries, type LedgerEntry } from '../ledger/ledgerRepo.js';
 import type { NavigationRecord } from './navigationRecord.js';
 import { compareAndSetStatus, lockNavigation } from './navigationRepo.js';
 import { canTransition, nextState, type NavigationEvent } from './navigationStates.js';
@@ -41,6 +41,21 @@ export async function advance(
 /** A ledger entry for something refused or observed that moves nothing (a subject mismatch, a replayed callback). */
 export async function recordWithoutMoving(tx: Queryable, navigation: NavigationRecord, event: string, by: Actor): Promise<void> {
   await appendEntry(tx, { navigationId: navigation.id, fromStatus: navigation.status, toStatus: navigation.status, event, actor: by.actor, evidence: by.evidence ?? {}, at: by.now });
+}
+
+/** Refusals a flow records without moving: whoever holds a link or a state can repeat them. */
+export const REFUSAL_EVENTS = ['subject_mismatch', 'callback_expired', 'callback_redirect_mismatch', 'callback_out_of_order', 'provider_refused', 'callback_failed'] as const;
+
+/**
+ * Records a refusal unless the flow already holds `cap` of them: every ledger
+ * write takes the chain's lock, so a loop on one link must not slow every
+ * flow. Past the cap the refusal still refuses; it is only not written
+ * (returns false, and the caller logs it).
+ */
+export async function recordRefusal(tx: Queryable, navigation: NavigationRecord, event: (typeof REFUSAL_EVENTS)[number], by: Actor, cap: number): Promise<boolean> {
+  if ((await countEntries(tx, navigation.id, REFUSAL_EVENTS)) >= cap) return false;
+  await recordWithoutMoving(tx, navigation, event, by);
+  return true;
 }
 
 /**

@@ -91,7 +91,7 @@ export async function awaitApproval(deps: BrokerDeps, op: { navigationId: string
   const gate = await approvalGate(deps, navigation);
   if (gate.kind !== 'pending') return gate;
   const decided = async () => (await findApprovalByNavigation(deps.pool, navigationId))?.status !== 'pending';
-  if (!(await deps.signal.waitFor(navigationId, waitMs, decided))) return gate;
+  if (!(await deps.waits.run(navigation.subject, () => deps.signal.waitFor(navigationId, waitMs, decided)))) return gate;
   const approval = (await findApprovalByNavigation(deps.pool, navigationId))!;
   return approval.status === 'approved' ? { kind: 'go' } : { kind: approval.status, approval };
 }

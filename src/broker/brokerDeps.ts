@@ -4,6 +4,7 @@ import type { ProviderClient } from '../oauth/providerClient.js';
 import type { Clock } from '../shared/clock.js';
 import type { Logger } from '../shared/logger.js';
 import type { CompletionSignal } from './completionSignal.js';
+import type { Quotas, WaitGate } from './quotas.js';
 
 /** What the connection broker's use cases need; built once in server.ts. */
 export interface BrokerDeps {
@@ -22,6 +23,10 @@ export interface BrokerDeps {
   retryWaitMs: number;
   /** Tools whose verified operations wait for an operator's approval (HIGH_RISK_TOOLS). */
   highRiskTools: ReadonlySet<string>;
+  /** Per-principal limits (QUOTA_*). */
+  quotas: Quotas;
+  /** Counts each principal's waiting calls on this instance against quotas.waitsPerPrincipal. */
+  waits: WaitGate;
 }
 
 export const CALLBACK_PATH = '/oauth/callback';

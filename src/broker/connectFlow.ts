@@ -6,7 +6,7 @@ import { readSwitchHoldingPause, URL_ELICITATION_PAUSED } from '../ledger/operat
 import { insertPendingAuthorization } from '../oauth/pendingAuthRepo.js';
 import { checkUrl } from '../security/urlPolicy.js';
 import { digestOf } from '../shared/tokens.js';
-import { advance, recordWithoutMoving } from './advance.js';
+import { advance, recordRefusal } from './advance.js';
 import type { BrokerDeps } from './brokerDeps.js';
 import { recordConsent } from './consentRepo.js';
 import type { NavigationRecord } from './navigationRecord.js';
@@ -37,10 +37,10 @@ function closedReason(deps: BrokerDeps, navigation: NavigationRecord): 'expired'
 
 /** Refuses a browser that is not the navigation's subject, leaving a ledger entry and binding nothing. */
 async function refuseMismatch(deps: BrokerDeps, navigation: NavigationRecord, browser: Principal, where: string): Promise<void> {
-  await withTransaction(deps.pool, (tx) =>
-    recordWithoutMoving(tx, navigation, 'subject_mismatch', { actor: `browser:${browser.sub}`, now: deps.clock.now(), evidence: { where, browserIss: browser.iss, browserSub: browser.sub } }),
+  const recorded = await withTransaction(deps.pool, (tx) =>
+    recordRefusal(tx, navigation, 'subject_mismatch', { actor: `browser:${browser.sub}`, now: deps.clock.now(), evidence: { where, browserIss: browser.iss, browserSub: browser.sub } }, deps.quotas.refusalsPerFlow),
   );
-  deps.logger.warn({ navigationId: navigation.id, where }, 'connect link opened by another user');
+  deps.logger.warn({ navigationId: navigation.id, where, recorded }, 'connect link opened by another user');
 }
 
 /**

@@ -1,3 +1,4 @@
+import type { Sealed } from '../crypto/secretBox.js';
 import type { Queryable } from '../db/pool.js';
 import { fromRow, type NavigationRecord, type NavigationRow } from './navigationRecord.js';
 import { openStates, transitions, type NavigationState } from './navigationStates.js';
@@ -6,15 +7,20 @@ const COLUMNS = `id, record_version, server_id, subject_iss, subject_sub, client
   target_host, redirect_policy, purpose, provider, handle_digest, state_nonce_digest, session_generation, lineage,
   retry_generation, status, row_version, created_at, expires_at, updated_at`;
 
-/** Inserts a new navigation; `reissuedFrom` names the flow an operator re-issued it for. */
-export async function insertNavigation(db: Queryable, n: NavigationRecord, reissuedFrom?: string): Promise<void> {
+/**
+ * Inserts a new navigation; `reissuedFrom` names the flow an operator re-issued
+ * it for; `handle` is its connect handle, sealed, so the same link can be
+ * presented again while the flow is open.
+ */
+export async function insertNavigation(db: Queryable, n: NavigationRecord, reissuedFrom?: string, handle?: Sealed): Promise<void> {
   await db.query(
-    `INSERT INTO elicitation_navigations (${COLUMNS}, reissued_from)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)`,
+    `INSERT INTO elicitation_navigations (${COLUMNS}, reissued_from, handle_sealed, handle_key_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)`,
     [
       n.id, n.recordVersion, n.serverId, n.subject.iss, n.subject.sub, n.clientId ?? null, n.requestDigest, n.tool, n.targetScheme,
       n.targetHost, JSON.stringify(n.redirectPolicy), n.purpose, n.provider, n.handleDigest, n.stateNonceDigest ?? null,
       n.sessionGeneration, n.lineage, n.retryGeneration, n.status, n.rowVersion, n.createdAt, n.expiresAt, n.updatedAt, reissuedFrom ?? null,
+      handle?.ciphertext ?? null, handle?.keyId ?? null,
     ],
   );
 }
@@ -101,4 +107,36 @@ export async function lockOpenNavigationsFor(db: Queryable, subject: { iss: stri
     [subject.iss, subject.sub, provider, [...openStates], exceptId],
   );
   return rows.map(fromRow);
+}
+
+/** The sealed connect handle of a navigation (none for flows created before it was kept). */
+export async function findSealedHandle(db: Queryable, id: string): Promise<Sealed | undefined> {
+  const { rows } = await db.query<{ handle_sealed: Buffer | null; handle_key_id: string | null }>('SELECT handle_sealed, handle_key_id FROM elicitation_navigations WHERE id = $1', [id]);
+  const r = rows[0];
+  return r?.handle_sealed && r.handle_key_id ? { ciphertext: r.handle_sealed, keyId: r.handle_key_id } : undefined;
+}
+
+/** Serialises quota decisions of one principal until the transaction ends (count, then insert). */
+export async function lockPrincipalQuota(db: Queryable, subject: { iss: string; sub: string }): Promise<void> {
+  // Advisory, keyed by the principal: two of its calls cannot both pass a count that only one fits in.
+  await db.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 7))', [`navigation-quota\n${subject.iss}\n${subject.sub}`]);
+}
+
+/** How many flows the subject started since `since`, and when the oldest of them began. */
+export async function countNavigationsSince(db: Queryable, subject: { iss: string; sub: string }, since: Date): Promise<{ count: number; oldest: Date | undefined }> {
+  const { rows } = await db.query<{ n: number; oldest: Date | null }>(
+    'SELECT count(*)::int AS n, min(created_at) AS oldest FROM elicitation_navigations WHERE subject_iss = $1 AND subject_sub = $2 AND created_at > $3',
+    [subject.iss, subject.sub, since],
+  );
+  return { count: rows[0]?.n ?? 0, oldest: rows[0]?.oldest ?? undefined };
+}
+
+/** How many flows of (subject, provider) are open and not past their expiry, and when the first of them expires. */
+export async function countOpenNavigations(db: Queryable, subject: { iss: string; sub: string }, provider: string, now: Date): Promise<{ count: number; firstExpiry: Date | undefined }> {
+  const { rows } = await db.query<{ n: number; first: Date | null }>(
+    `SELECT count(*)::int AS n, min(expires_at) AS first FROM elicitation_navigations
+      WHERE subject_iss = $1 AND subject_sub = $2 AND provider = $3 AND status = ANY($4) AND expires_at > $5`,
+    [subject.iss, subject.sub, provider, [...openStates], now],
+  );
+  return { count: rows[0]?.n ?? 0, firstExpiry: rows[0]?.first ?? undefined };
 }

@@ -5,7 +5,7 @@ import { AppError, ConflictError, ForbiddenError, InvalidInputError, NotFoundErr
 import { consumePendingAuthorization, type PendingAuthorization } from '../oauth/pendingAuthRepo.js';
 import { storeTokens } from '../secrets/tokenVault.js';
 import { digestOf } from '../shared/tokens.js';
-import { advance, recordWithoutMoving } from './advance.js';
+import { advance, recordRefusal, type REFUSAL_EVENTS } from './advance.js';
 import type { BrokerDeps } from './brokerDeps.js';
 import type { NavigationRecord } from './navigationRecord.js';
 import { findNavigationById, lockNavigation } from './navigationRepo.js';
@@ -31,8 +31,9 @@ export async function completeCallback(deps: BrokerDeps, currentUrl: URL, browse
   }
   const navigation = await findNavigationById(deps.pool, pending.navigationId);
   if (!navigation) throw new NotFoundError('The connection this response belongs to is gone.');
-  const refuse = async (event: string, error: AppError, evidence: Record<string, unknown> = {}): Promise<never> => {
-    await withTransaction(deps.pool, (tx) => recordWithoutMoving(tx, navigation, event, { actor: `provider:${navigation.provider}`, now: deps.clock.now(), evidence }));
+  const refuse = async (event: (typeof REFUSAL_EVENTS)[number], error: AppError, evidence: Record<string, unknown> = {}): Promise<never> => {
+    const recorded = await withTransaction(deps.pool, (tx) => recordRefusal(tx, navigation, event, { actor: `provider:${navigation.provider}`, now: deps.clock.now(), evidence }, deps.quotas.refusalsPerFlow));
+    if (!recorded) deps.logger.warn({ navigationId: navigation.id, event }, 'refusal not recorded: the flow holds its quota of refusals');
     throw error;
   };
 

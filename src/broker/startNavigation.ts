@@ -1,14 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/principal.js';
 import { withTransaction } from '../db/transaction.js';
-import { NotFoundError, UnavailableError } from '../errors/appError.js';
+import type { Queryable } from '../db/pool.js';
+import { NotFoundError, RateLimitedError, UnavailableError } from '../errors/appError.js';
 import { findSwitch, URL_ELICITATION_PAUSED } from '../ledger/operatorRepo.js';
 import { checkUrl } from '../security/urlPolicy.js';
 import { digestOf, randomToken } from '../shared/tokens.js';
 import { advance, recordWithoutMoving } from './advance.js';
 import { CALLBACK_PATH, DONE_PATH, type BrokerDeps } from './brokerDeps.js';
 import type { Lineage, NavigationRecord } from './navigationRecord.js';
-import { insertNavigation } from './navigationRepo.js';
+import { countNavigationsSince, countOpenNavigations, findLatestForOperation, findSealedHandle, insertNavigation, lockPrincipalQuota } from './navigationRepo.js';
+import { openStates } from './navigationStates.js';
 
 export interface NavigationRequest {
   principal: Principal;
@@ -67,13 +69,55 @@ export async function startNavigation(deps: BrokerDeps, request: NavigationReque
     expiresAt: new Date(now.getTime() + deps.navigationTtlSeconds * 1000),
     updatedAt: now,
   };
-  const connectUrl = checkUrl(new URL(`/connect/${handle}`, deps.publicUrl).href, { allowLoopback: deps.allowLoopback, allowIpLiteral: true }, 'connect link').href;
+  const connectUrl = connectLink(deps, handle);
   const evidence = { tool: request.tool, provider: request.provider, lineage: request.lineage, ...(request.alreadyConnected ? { alreadyConnected: true } : {}), ...(request.reissue ? { reissuedFrom: request.reissue.from, reason: request.reissue.reason } : {}) };
   const by = { actor: request.reissue?.actor ?? `mcp:${request.principal.sub}`, now, evidence };
+  // The CLI (an operator's re-issue) holds no keys: its flows cannot be presented again, only used.
+  const sealedHandle = request.reissue ? undefined : deps.box.seal(handle, handleAad(created.id));
   const navigation = await withTransaction(deps.pool, async (tx) => {
-    await insertNavigation(tx, created, request.reissue?.from);
+    if (!request.reissue) await checkQuotas(tx, deps, request, now);
+    await insertNavigation(tx, created, request.reissue?.from, sealedHandle);
     await recordWithoutMoving(tx, created, 'created', by);
     return advance(tx, created, request.alreadyConnected ? 'connection_present' : 'present', by);
   });
   return { navigation, connectUrl };
+}
+
+const handleAad = (navigationId: string) => `connect-handle\n${navigationId}`;
+const connectLink = (deps: BrokerDeps, handle: string) => checkUrl(new URL(`/connect/${handle}`, deps.publicUrl).href, { allowLoopback: deps.allowLoopback, allowIpLiteral: true }, 'connect link').href;
+const HOUR_MS = 3600_000;
+
+/**
+ * The principal's quotas, under its lock in the creating transaction: new
+ * flows per rolling hour, and open flows per provider (a flow born verified
+ * presents no link and is not counted as open). A refusal changes nothing.
+ */
+async function checkQuotas(tx: Queryable, deps: BrokerDeps, request: NavigationRequest, now: Date): Promise<void> {
+  const { quotas } = deps;
+  await lockPrincipalQuota(tx, request.principal);
+  const recent = await countNavigationsSince(tx, request.principal, new Date(now.getTime() - HOUR_MS));
+  if (recent.count >= quotas.navigationsPerHour) {
+    const retryAfter = ((recent.oldest?.getTime() ?? now.getTime()) + HOUR_MS - now.getTime()) / 1000;
+    throw new RateLimitedError(`You started ${recent.count} connection flows in the last hour, the most allowed (${quotas.navigationsPerHour}). Retry in ${Math.ceil(retryAfter / 60)} min, or finish a link you already have; nothing was done.`, retryAfter);
+  }
+  if (request.alreadyConnected) return;
+  const open = await countOpenNavigations(tx, request.principal, request.provider, now);
+  if (open.count >= quotas.openPerProvider) {
+    const retryAfter = ((open.firstExpiry?.getTime() ?? now.getTime()) - now.getTime()) / 1000;
+    throw new RateLimitedError(`You have ${open.count} unfinished links to connect ${request.provider}, the most allowed (${quotas.openPerProvider}): finish or decline one in your app, or retry after the first expires (${open.firstExpiry?.toISOString() ?? 'soon'}); nothing was done.`, retryAfter);
+  }
+}
+
+/**
+ * An identical call (same principal, client, tool, arguments and lineage)
+ * while its flow is still open gets that flow and its link again, instead of
+ * a second flow for one operation.
+ */
+export async function findReusableNavigation(deps: BrokerDeps, request: NavigationRequest): Promise<{ navigation: NavigationRecord; connectUrl: string } | undefined> {
+  const now = deps.clock.now();
+  const recent = await findLatestForOperation(deps.pool, { subjectIss: request.principal.iss, subjectSub: request.principal.sub, tool: request.tool, requestDigest: request.requestDigest });
+  const open = recent.find((n) => openStates.has(n.status) && n.expiresAt > now && n.lineage === request.lineage && (n.clientId ?? '') === (request.clientId ?? ''));
+  const sealed = open ? await findSealedHandle(deps.pool, open.id) : undefined;
+  if (!open || !sealed) return undefined;
+  return { navigation: open, connectUrl: connectLink(deps, deps.box.open(sealed, handleAad(open.id))) };
 }

@@ -11,6 +11,8 @@ export interface DevTokenRequest {
   login: string;
   password: string;
   fetch: Fetch;
+  /** A public client of the identity provider with DEV_TOKEN_REDIRECT_URI (default: the broker's own dev-token client). */
+  clientId?: string;
 }
 
 /**
@@ -24,7 +26,7 @@ export async function fetchDevToken(request: DevTokenRequest): Promise<string> {
   const state = randomBytes(16).toString('base64url');
   const authorize = new URL('/auth', request.issuer);
   authorize.search = new URLSearchParams({
-    client_id: DEV_TOKEN_CLIENT_ID,
+    client_id: request.clientId ?? DEV_TOKEN_CLIENT_ID,
     response_type: 'code',
     redirect_uri: DEV_TOKEN_REDIRECT_URI,
     scope: 'openid mcp',
@@ -42,6 +44,12 @@ export async function fetchDevToken(request: DevTokenRequest): Promise<string> {
   const afterLogin = await send(request, jar, new URL(`/interaction/${uid}/login`, request.issuer).href, 'POST', login);
   if (afterLogin.status === 400) throw new Error(`the identity provider refused the sign-in for ${request.login}`);
   location = await follow(request, jar, redirectTarget(afterLogin, request.issuer));
+  // A client the provider does not know as its own asks for consent: the user allows it, as a person would.
+  const consentUid = new URL(location).origin === new URL(request.issuer).origin ? /\/interaction\/([\w-]+)$/.exec(new URL(location).pathname)?.[1] : undefined;
+  if (consentUid) {
+    const allowed = await send(request, jar, new URL(`/interaction/${consentUid}/confirm`, request.issuer).href, 'POST', new URLSearchParams());
+    location = await follow(request, jar, redirectTarget(allowed, request.issuer));
+  }
 
   const callback = new URL(location);
   if (callback.origin + callback.pathname !== DEV_TOKEN_REDIRECT_URI) throw new Error(`unexpected redirect: ${callback.pathname}`);
@@ -54,7 +62,7 @@ export async function fetchDevToken(request: DevTokenRequest): Promise<string> {
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
     body: new URLSearchParams({
       grant_type: 'authorization_code',
-      client_id: DEV_TOKEN_CLIENT_ID,
+      client_id: request.clientId ?? DEV_TOKEN_CLIENT_ID,
       code,
       redirect_uri: DEV_TOKEN_REDIRECT_URI,
       code_verifier: verifier,

@@ -2,6 +2,7 @@ import { decideApproval } from '../broker/approvals.js';
 import { findApprovals } from '../broker/approvalRepo.js';
 import type { BrokerDeps } from '../broker/brokerDeps.js';
 import { createCompletionSignal } from '../broker/completionSignal.js';
+import { createWaitGate } from '../broker/quotas.js';
 import { markTerminal, reissueLink, requestRedrive } from '../broker/recovery.js';
 import { findReceiptById } from '../broker/receiptRepo.js';
 import type { Principal } from '../auth/principal.js';
@@ -73,6 +74,8 @@ export async function runAction(config: Readonly<Config>, pool: Pool, logger: Lo
     navigationTtlSeconds: config.broker.navigationTtlSeconds,
     retryWaitMs: config.broker.retryWaitMs,
     highRiskTools: new Set(config.highRiskTools),
+    quotas: config.quotas,
+    waits: createWaitGate(config.quotas.waitsPerPrincipal),
   };
   try {
     if (input.command === 'close') {

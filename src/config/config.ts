@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEFAULT_QUOTAS, type Quotas } from '../broker/quotas.js';
 import type { LegacyLimits } from '../mcp/legacy/legacySessions.js';
 import { Secret } from '../shared/secret.js';
 import type { RateLimit } from '../web/middleware/rateLimit.js';
@@ -71,6 +72,10 @@ const envSchema = z
     OPERATOR_ROLE_CLAIM: z.string().trim().regex(/^[A-Za-z0-9_:/.-]{1,200}$/, 'must be a claim name, dotted for nested claims (realm_access.roles)').default('roles'),
     OPERATOR_ROLE: z.string().trim().min(1).max(200).default('operator'),
     BROKER_OPERATOR_TOKEN: optionalString,
+    QUOTA_NAVIGATIONS_PER_HOUR: z.coerce.number().int().min(1).max(100_000).default(DEFAULT_QUOTAS.navigationsPerHour),
+    QUOTA_OPEN_PER_PROVIDER: z.coerce.number().int().min(1).max(1_000).default(DEFAULT_QUOTAS.openPerProvider),
+    QUOTA_WAITS_PER_PRINCIPAL: z.coerce.number().int().min(1).max(10_000).default(DEFAULT_QUOTAS.waitsPerPrincipal),
+    QUOTA_REFUSALS_PER_FLOW: z.coerce.number().int().min(1).max(10_000).default(DEFAULT_QUOTAS.refusalsPerFlow),
     HIGH_RISK_TOOLS: z
       .string()
       .trim()
@@ -151,6 +156,8 @@ export interface Config {
   cli: { operatorToken: Secret | undefined };
   /** Tools whose verified operations wait in the approval queue (HIGH_RISK_TOOLS; providers mark themselves). */
   highRiskTools: readonly string[];
+  /** Per-principal limits (QUOTA_*). */
+  quotas: Quotas;
   /** GET /metrics: its bearer token (METRICS_TOKEN); unset, it is open in development and off in production. */
   metrics: { token: Secret | undefined };
   log: { level: string };
@@ -208,6 +215,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     operators: { roleClaim: e.OPERATOR_ROLE_CLAIM, role: e.OPERATOR_ROLE },
     cli: { operatorToken: e.BROKER_OPERATOR_TOKEN === undefined ? undefined : new Secret(e.BROKER_OPERATOR_TOKEN) },
     highRiskTools: e.HIGH_RISK_TOOLS ? e.HIGH_RISK_TOOLS.split(',').map((t) => t.trim()) : [],
+    quotas: {
+      navigationsPerHour: e.QUOTA_NAVIGATIONS_PER_HOUR,
+      openPerProvider: e.QUOTA_OPEN_PER_PROVIDER,
+      waitsPerPrincipal: e.QUOTA_WAITS_PER_PRINCIPAL,
+      refusalsPerFlow: e.QUOTA_REFUSALS_PER_FLOW,
+    },
     metrics: { token: e.METRICS_TOKEN === undefined ? undefined : new Secret(e.METRICS_TOKEN) },
     log: { level: e.LOG_LEVEL },
   });

@@ -41,6 +41,12 @@ export async function findEntries(db: Queryable, navigationId: string): Promise<
   return rows.map((r) => ({ navigationId: r.navigation_id, fromStatus: r.from_status, toStatus: r.to_status, event: r.event, actor: r.actor, evidence: r.evidence, at: r.created_at }));
 }
 
+/** How many entries of one navigation record one of `events` (e.g. its refusals so far). */
+export async function countEntries(db: Queryable, navigationId: string, events: readonly string[]): Promise<number> {
+  const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM navigation_events WHERE navigation_id = $1 AND event = ANY($2)', [navigationId, events]);
+  return rows[0]?.n ?? 0;
+}
+
 export interface ChainBreak {
   chainSeq: number;
   id: number;

@@ -7,7 +7,7 @@ import { approvalMessage, awaitApproval, needsApproval } from '../broker/approva
 import { findNavigationById, findReissueOf } from '../broker/navigationRepo.js';
 import { findReceiptByNavigation } from '../broker/receiptRepo.js';
 import { settleConnectedFlow } from '../broker/settleOpenFlows.js';
-import { startNavigation, type NavigationRequest } from '../broker/startNavigation.js';
+import { findReusableNavigation, startNavigation, type NavigationRequest } from '../broker/startNavigation.js';
 import { InvalidInputError, UpstreamAuthError } from '../errors/appError.js';
 import { accessTokenFor, type TokenVaultDeps } from '../secrets/tokenVault.js';
 import { completeResult, type ToolContext } from './defineTool.js';
@@ -58,7 +58,7 @@ async function latestReissue(broker: BrokerDeps, navigationId: string): Promise<
  * bounded wait and then a state-only input_required.
  */
 export async function runConnectionTool(deps: ConnectionToolDeps, ctx: ToolContext, call: ConnectionCall): Promise<ToolCallResult> {
-  const binding: StateBinding = { principal: ctx.principal, method: 'tools/call', tool: call.tool, digest: call.requestDigest, phase: 'connect' };
+  const binding: StateBinding = { principal: ctx.principal, clientId: ctx.clientId, method: 'tools/call', tool: call.tool, digest: call.requestDigest, phase: 'connect' };
   if (ctx.requestState === undefined) {
     const token = await accessTokenFor(deps.vault, ctx.principal, call.provider);
     if (!token) return askToConnect(deps, ctx, call, binding);
@@ -71,6 +71,8 @@ export async function runConnectionTool(deps: ConnectionToolDeps, ctx: ToolConte
   const state = await openPresentedState(deps.requestState, ctx.requestState, binding);
   const navigation = state.navigationId ? await findNavigationById(deps.broker.pool, state.navigationId) : undefined;
   if (!navigation) throw new McpProtocolError(ErrorCode.InvalidParams, 'requestState refers to no connection flow; call the tool again without it');
+  // The state is sealed for this client already; the flow must be its too (a re-issue keeps the client).
+  if (!sameClient(navigation, ctx)) throw new McpProtocolError(ErrorCode.InvalidParams, 'requestState belongs to another client of this user; call the tool again without it');
 
   const raw = ctx.inputResponses?.[INPUT_KEY];
   if (raw !== undefined) {
@@ -114,7 +116,7 @@ async function settle(deps: ConnectionToolDeps, ctx: ToolContext, call: Connecti
     const settled = await settleConnectedFlow(broker, navigationId, ctx.principal);
     if (settled?.status === 'REQUIREMENT_VERIFIED') return accept(deps, ctx, call, settled, binding, state);
   }
-  const verified = await broker.signal.waitFor(navigationId, broker.retryWaitMs, async () => (await findNavigationById(broker.pool, navigationId))?.status === 'REQUIREMENT_VERIFIED');
+  const verified = await broker.waits.run(ctx.principal, () => broker.signal.waitFor(navigationId, broker.retryWaitMs, async () => (await findNavigationById(broker.pool, navigationId))?.status === 'REQUIREMENT_VERIFIED'));
   if (verified) return accept(deps, ctx, call, (await findNavigationById(broker.pool, navigationId))!, binding, state);
   // Still waiting for the user: state only, no new prompt (spec brief §4.3; the host may retry).
   const { token } = await deps.requestState.seal(binding, { navigationId, generation: state.generation + 1, ttlSeconds: ttlOf(broker, navigation) });
@@ -138,6 +140,7 @@ async function accept(deps: ConnectionToolDeps, ctx: ToolContext, call: Connecti
     requestDigest: call.requestDigest,
     lineage: 'mrtr',
     arguments: call.arguments,
+    clientId: ctx.clientId,
   });
   return call.render(await runAcceptedOperation(deps.broker, receipt, async (key) => call.perform(await tokenOrFail(deps, ctx, call), key)));
 }
@@ -149,16 +152,22 @@ async function askToConnect(deps: ConnectionToolDeps, ctx: ToolContext, call: Co
       data: { requiredCapabilities: { elicitation: { url: {} } } },
     });
   }
-  const { navigation, connectUrl } = await startNavigation(deps.broker, navigationRequest(ctx, call, 'mrtr'));
+  const request = navigationRequest(ctx, call, 'mrtr');
+  const { navigation, connectUrl } = (await findReusableNavigation(deps.broker, request)) ?? (await startNavigation(deps.broker, request));
   const name = deps.broker.providers.get(call.provider)?.provider.displayName ?? call.provider;
   const message = `To ${call.purpose}, connect your ${name} account (${navigation.targetHost}). The link opens ${deps.broker.publicUrl.host}, where you sign in and confirm before being sent to ${navigation.targetHost}.`;
   const { token } = await deps.requestState.seal(binding, { navigationId: navigation.id, generation: 0, ttlSeconds: ttlOf(deps.broker, navigation) });
   return { resultType: 'input_required', inputRequests: { [INPUT_KEY]: { method: 'elicitation/create', params: { mode: 'url', message, url: connectUrl } } }, requestState: token };
 }
 
+/** Whether a flow was started by the OAuth client this call comes through (undefined matches only undefined). */
+export function sameClient(navigation: Pick<NavigationRecord, 'clientId'>, ctx: Pick<ToolContext, 'clientId'>): boolean {
+  return (navigation.clientId ?? '') === (ctx.clientId ?? '');
+}
+
 /** The navigation a call of this tool starts, in `lineage`. */
 export function navigationRequest(ctx: ToolContext, call: ConnectionCall, lineage: Lineage): NavigationRequest {
-  return { principal: ctx.principal, clientId: undefined, tool: call.tool, requestDigest: call.requestDigest, provider: call.provider, purpose: call.purpose, lineage };
+  return { principal: ctx.principal, clientId: ctx.clientId, tool: call.tool, requestDigest: call.requestDigest, provider: call.provider, purpose: call.purpose, lineage };
 }
 
 // The state outlives its navigation by an hour, so a late retry still learns the flow expired and

@@ -8,6 +8,8 @@ import { McpProtocolError, type ClientCapabilities, type ToolCallResult } from '
 /** What a tool handler knows about the request besides its arguments. */
 export interface ToolContext {
   principal: Principal;
+  /** The OAuth client the principal's token was issued to (client_id / azp), when it names one. */
+  clientId: string | undefined;
   capabilities: ClientCapabilities;
   /** MRTR retry fields, untrusted until the tool has checked them. */
   inputResponses: Record<string, unknown> | undefined;

@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Principal } from '../auth/principal.js';
 import { AppError } from '../errors/appError.js';
 import type { Logger } from '../shared/logger.js';
 import { hasUnreadBody, readBody } from '../web/requestBody.js';
 import { EnvelopeError, readEnvelope } from './envelope.js';
-import type { BearerVerifier } from './mcpAuth.js';
+import type { BearerVerifier, VerifiedBearer } from './mcpAuth.js';
 import type { ModernServer } from './mcpServer.js';
 import { isLegacyMessage, type LegacyEndpoint } from './legacy/legacyEndpoint.js';
 import { ErrorCode, McpProtocolError, type RequestId } from './protocol.js';
@@ -56,9 +55,9 @@ async function handle(deps: McpEndpointDeps, req: IncomingMessage, res: ServerRe
     return sendJson(res, 405, rpcError(null, ErrorCode.InvalidRequest, 'Method not allowed'));
   }
 
-  let principal: Principal;
+  let caller: VerifiedBearer;
   try {
-    ({ principal } = await deps.verifyBearer(req.headers.authorization));
+    caller = await deps.verifyBearer(req.headers.authorization);
   } catch (err) {
     if (err instanceof AppError && (err.code === 'unauthenticated' || err.code === 'forbidden')) return challenge(deps, res, err);
     // The issuer's keys cannot be had: no token can be checked, which is not the caller's fault.
@@ -70,8 +69,8 @@ async function handle(deps: McpEndpointDeps, req: IncomingMessage, res: ServerRe
     throw err;
   }
   // GET (the standalone stream) and DELETE (end a session) exist only for 2025-11-25 sessions.
-  if (req.method === 'GET') return deps.legacy.get(req, res, principal);
-  if (req.method === 'DELETE') return deps.legacy.delete(req, res, principal);
+  if (req.method === 'GET') return deps.legacy.get(req, res, caller);
+  if (req.method === 'DELETE') return deps.legacy.delete(req, res, caller);
 
   const contentType = req.headers['content-type'] ?? '';
   if (!/^application\/json\s*(;|$)/i.test(contentType)) return sendJson(res, 415, rpcError(null, ErrorCode.InvalidRequest, 'Content-Type must be application/json'));
@@ -97,7 +96,7 @@ async function handle(deps: McpEndpointDeps, req: IncomingMessage, res: ServerRe
     return sendJson(res, 400, rpcError(null, ErrorCode.ParseError, 'Parse error: the body is not valid JSON'));
   }
 
-  if (isLegacyMessage(message, req.headers)) return deps.legacy.post(req, res, message, principal, requestId);
+  if (isLegacyMessage(message, req.headers)) return deps.legacy.post(req, res, message, caller, requestId);
 
   let id: RequestId | null = null;
   try {
@@ -107,7 +106,7 @@ async function handle(deps: McpEndpointDeps, req: IncomingMessage, res: ServerRe
       return;
     }
     id = envelope.id;
-    const result = await deps.server.handle(envelope, principal, requestId);
+    const result = await deps.server.handle(envelope, caller, requestId);
     const text = `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${result}}`;
     if (wantsSse && !wantsJson) return sendSse(res, text);
     return sendRaw(res, 200, text);

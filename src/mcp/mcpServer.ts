@@ -1,9 +1,9 @@
-import type { Principal } from '../auth/principal.js';
 import { toJsonRpcError } from '../errors/toMcp.js';
 import type { Logger } from '../shared/logger.js';
 import type { Tool, ToolContext } from './defineTool.js';
 import type { Envelope } from './envelope.js';
 import { elicitationModes, ErrorCode, McpProtocolError, META_SERVER_INFO, SUPPORTED_VERSIONS, type ClientCapabilities } from './protocol.js';
+import type { VerifiedBearer } from './mcpAuth.js';
 
 export interface ServerInfo {
   name: string;
@@ -21,7 +21,7 @@ type Request = Extract<Envelope, { kind: 'request' }>;
 
 export interface ModernServer {
   /** The JSON of the `result` member for a request, or throws McpProtocolError. */
-  handle(request: Request, principal: Principal, requestId: string): Promise<string>;
+  handle(request: Request, caller: VerifiedBearer, requestId: string): Promise<string>;
 }
 
 const TOOLS_TTL_MS = 5 * 60 * 1000;
@@ -47,7 +47,7 @@ export function createModernServer<D>(deps: ModernServerDeps<D>): ModernServer {
   const toolsList = JSON.stringify({ resultType: 'complete', tools: deps.tools.map((t) => t.descriptor), ttlMs: TOOLS_TTL_MS, cacheScope: 'public', _meta: meta });
   const byName = new Map(deps.tools.map((t) => [t.name, t]));
 
-  async function callTool(request: Request, principal: Principal, requestId: string): Promise<string> {
+  async function callTool(request: Request, caller: VerifiedBearer, requestId: string): Promise<string> {
     const { params } = request;
     const name = params['name'];
     if (typeof name !== 'string') throw new McpProtocolError(ErrorCode.InvalidParams, 'params.name must be a string');
@@ -67,7 +67,8 @@ export function createModernServer<D>(deps: ModernServerDeps<D>): ModernServer {
     }
     if (requestState !== undefined && typeof requestState !== 'string') throw new McpProtocolError(ErrorCode.InvalidParams, 'params.requestState must be a string');
     const ctx: ToolContext = {
-      principal,
+      principal: caller.principal,
+      clientId: caller.clientId,
       capabilities: request.capabilities,
       inputResponses: inputResponses as Record<string, unknown> | undefined,
       requestState,
@@ -80,7 +81,7 @@ export function createModernServer<D>(deps: ModernServerDeps<D>): ModernServer {
   }
 
   return {
-    async handle(request, principal, requestId) {
+    async handle(request, caller, requestId) {
       try {
         switch (request.method) {
           case 'server/discover':
@@ -89,7 +90,7 @@ export function createModernServer<D>(deps: ModernServerDeps<D>): ModernServer {
             if (request.params['cursor'] !== undefined) throw new McpProtocolError(ErrorCode.InvalidParams, 'Unknown cursor: tools/list has a single page');
             return toolsList;
           case 'tools/call':
-            return await callTool(request, principal, requestId);
+            return await callTool(request, caller, requestId);
           default:
             throw new McpProtocolError(ErrorCode.MethodNotFound, `Method not found: ${request.method.slice(0, 64)}`, { httpStatus: 404 });
         }

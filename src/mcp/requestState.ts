@@ -28,10 +28,14 @@ const PayloadSchema = z.object({
   c: z.array(z.string()).max(50),
   nv: z.string().optional(),
   g: z.number().int().min(0).optional(),
+  // The OAuth client the principal called through ('' when its token named none).
+  ci: z.string().optional(),
 });
 
 export interface StateBinding {
   principal: Principal;
+  /** The OAuth client of the principal's token (client_id / azp): another client of the same user cannot use the state. */
+  clientId?: string | undefined;
   method: string;
   tool: string;
   /** Digest of the salient arguments, from argumentsDigest(). */
@@ -86,6 +90,7 @@ export function createRequestStateCodec(deps: { keyring: Keyring; clock: Clock; 
         t: binding.tool,
         d: binding.digest,
         ph: binding.phase,
+        ci: binding.clientId ?? '',
         n: nonce,
         c: candidates,
         ...(refs.navigationId ? { nv: refs.navigationId } : {}),
@@ -124,7 +129,8 @@ export function createRequestStateCodec(deps: { keyring: Keyring; clock: Clock; 
         payload.ps === expected.principal.sub &&
         payload.m === expected.method &&
         payload.t === expected.tool &&
-        payload.ph === expected.phase;
+        payload.ph === expected.phase &&
+        (payload.ci ?? '') === (expected.clientId ?? '');
       if (!matches) throw new RequestStateError('requestState belongs to another caller or another operation');
       if (payload.d !== expected.digest) throw new RequestStateError('requestState was issued for different arguments; call the tool again without it');
       return { ...expected, nonce: payload.n, candidates: payload.c, navigationId: payload.nv, generation: payload.g ?? 0, expiresAt: new Date(payload.exp * 1000) };

@@ -29,6 +29,16 @@ describe('requestState', () => {
     expect(Buffer.from(token.split('.')[3] ?? '', 'base64url').toString()).not.toContain('note_');
   });
 
+  it('binds the OAuth client: another client of the same user, or none, cannot open it', async () => {
+    const ofClient = { ...binding, clientId: 'host-a' };
+    const { token } = await codec().seal(ofClient, { candidates: [] });
+    await expect(codec().open(token, ofClient)).resolves.toMatchObject({ clientId: 'host-a' });
+    await expect(codec().open(token, { ...binding, clientId: 'host-b' })).rejects.toThrow(/another caller/);
+    await expect(codec().open(token, binding)).rejects.toThrow(/another caller/);
+    const ofNone = await codec().seal(binding, { candidates: [] });
+    await expect(codec().open(ofNone.token, ofClient)).rejects.toThrow(/another caller/);
+  });
+
   it('rejects a tampered state', async () => {
     const { token } = await codec().seal(binding, { candidates: ['note_aaaaaaaaaaaa'] });
     const parts = token.split('.');

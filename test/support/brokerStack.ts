@@ -9,6 +9,7 @@ import { seedDevelopmentData } from '../../src/dev/devSeed.js';
 import { loadOrCreateDevSecrets, type DevSecrets } from '../../src/dev/devSecrets.js';
 import { reportServiceProvider, startLocalDevStack, type DevStack } from '../../src/dev/devStack.js';
 import type { LegacyLimits } from '../../src/mcp/legacy/legacySessions.js';
+import type { Quotas } from '../../src/broker/quotas.js';
 import type { Metrics } from '../../src/metrics/metrics.js';
 import { createOidcClient } from '../../src/oauth/oauthClient.js';
 import { listenHttps } from '../../src/runtime/httpsServer.js';
@@ -70,6 +71,8 @@ export interface BrokerStackOptions {
   legacyLimits?: Partial<LegacyLimits>;
   /** HIGH_RISK_TOOLS for both instances. */
   highRiskTools?: readonly string[];
+  /** QUOTA_* for both instances (default: DEFAULT_QUOTAS). */
+  quotas?: Partial<Quotas>;
   /** The issuer whose tokens /mcp accepts (default: the development identity provider). */
   mcpIssuer?: string;
   /** The issuer browsers sign in with (default: the development identity provider). */
@@ -129,6 +132,7 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
       retryWaitMs: options.retryWaitMs ?? 2_000,
       legacy: { urlElicitation: options.legacyUrlElicitation ?? 'nested', waitMs: options.legacyWaitMs ?? 10_000, retryWindowMs: 600_000, ...(options.legacyLimits ? { limits: options.legacyLimits } : {}) },
       ...(options.highRiskTools ? { highRiskTools: options.highRiskTools } : {}),
+      ...(options.quotas ? { quotas: options.quotas } : {}),
       ...(options.metrics && servers.length === 0 ? { metrics: options.metrics(pool) } : {}),
       ...(options.metricsToken ? { metricsAccess: { token: new Secret(options.metricsToken), openWithoutToken: false } } : {}),
     });

@@ -2,22 +2,24 @@ import type { BrokerDeps } from '../../broker/brokerDeps.js';
 import type { NavigationRecord } from '../../broker/navigationRecord.js';
 import { findLatestForOperation } from '../../broker/navigationRepo.js';
 import { nextState, openStates, verifiedStates } from '../../broker/navigationStates.js';
-import type { Principal } from '../../auth/principal.js';
-import type { ConnectionCall } from '../connectionTool.js';
+import { sameClient, type ConnectionCall } from '../connectionTool.js';
+import type { ToolContext } from '../defineTool.js';
 
 // The MRTR path keeps its own retries (requestState); a legacy call never joins an MRTR acceptance.
 const MRTR_ACCEPTED = nextState('REQUIREMENT_VERIFIED', 'mrtr_accept');
 
 /**
  * A legacy call carries no token of its own (design §2), so an identical
- * call (same principal, tool and argument digest) is the same operation as
+ * call (same principal and client, tool and argument digest) is the same operation as
  * the newest navigation for it while that one is still open, or settled
  * within the retry window, in either lineage. The caller joins it instead of
  * acting again: the -32042 retry is accepted once; anything else waits for,
  * or reads, the recorded outcome.
  */
-export async function findSameOperation(broker: BrokerDeps, principal: Principal, call: ConnectionCall, windowMs: number): Promise<NavigationRecord | undefined> {
-  const recent = await findLatestForOperation(broker.pool, { subjectIss: principal.iss, subjectSub: principal.sub, tool: call.tool, requestDigest: call.requestDigest });
+export async function findSameOperation(broker: BrokerDeps, ctx: Pick<ToolContext, 'principal' | 'clientId'>, call: ConnectionCall, windowMs: number): Promise<NavigationRecord | undefined> {
+  const { principal } = ctx;
+  // Another client of the same user never joins this client's operation.
+  const recent = (await findLatestForOperation(broker.pool, { subjectIss: principal.iss, subjectSub: principal.sub, tool: call.tool, requestDigest: call.requestDigest })).filter((n) => sameClient(n, ctx));
   const now = broker.clock.now().getTime();
   // A flow the user finished wins over a newer one still waiting (an early retry may have started it).
   return (

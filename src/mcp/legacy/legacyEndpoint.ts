@@ -8,6 +8,7 @@ import { legacyToolCall, type LegacyToolDeps } from './legacyTools.js';
 import { createLegacySessions, DEFAULT_LEGACY_LIMITS, LEGACY_VERSION, type LegacyLimits, type LegacySession } from './legacySessions.js';
 import { createRequestChannel } from './requestChannel.js';
 import { openSse } from './sseStream.js';
+import type { VerifiedBearer } from '../mcpAuth.js';
 
 export interface LegacyEndpointDeps extends LegacyToolDeps {
   serverInfo: { name: string; version: string };
@@ -17,9 +18,9 @@ export interface LegacyEndpointDeps extends LegacyToolDeps {
 }
 
 export interface LegacyEndpoint {
-  post(req: IncomingMessage, res: ServerResponse, message: Record<string, unknown>, principal: Principal, requestId: string): Promise<void>;
-  get(req: IncomingMessage, res: ServerResponse, principal: Principal): void;
-  delete(req: IncomingMessage, res: ServerResponse, principal: Principal): void;
+  post(req: IncomingMessage, res: ServerResponse, message: Record<string, unknown>, caller: VerifiedBearer, requestId: string): Promise<void>;
+  get(req: IncomingMessage, res: ServerResponse, caller: VerifiedBearer): void;
+  delete(req: IncomingMessage, res: ServerResponse, caller: VerifiedBearer): void;
   /** Ends every session (their streams and pending calls) and stops the idle sweep. */
   close(): void;
 }
@@ -71,7 +72,7 @@ export function createLegacyEndpoint(deps: LegacyEndpointDeps): LegacyEndpoint {
   }
 
   return {
-    async post(req, res, message, principal, requestId) {
+    async post(req, res, message, { principal, clientId }, requestId) {
       const raw = message['id'];
       // A JSON-RPC id is a string or an integer; anything else is echoed as null.
       const id: RequestId | null = typeof raw === 'string' || (typeof raw === 'number' && Number.isInteger(raw)) ? raw : null;
@@ -103,7 +104,7 @@ export function createLegacyEndpoint(deps: LegacyEndpointDeps): LegacyEndpoint {
         if (method === 'ping') return channel.finish({ jsonrpc: '2.0', id, result: {} });
         if (method === 'tools/list') return channel.finish({ jsonrpc: '2.0', id, result: { tools: deps.tools.map((t) => t.descriptor) } });
         if (method !== 'tools/call') return channel.finish(rpcError(id, ErrorCode.MethodNotFound, `Method not found: ${String(method).slice(0, 64)}`));
-        const ctx: ToolContext = { principal, capabilities: session.capabilities, inputResponses: undefined, requestState: undefined, requestId, logger: deps.logger };
+        const ctx: ToolContext = { principal, clientId, capabilities: session.capabilities, inputResponses: undefined, requestState: undefined, requestId, logger: deps.logger };
         const result = await legacyToolCall(deps, session, id, params, ctx, channel);
         return channel.finish({ jsonrpc: '2.0', id, result });
       } catch (err) {
@@ -113,7 +114,7 @@ export function createLegacyEndpoint(deps: LegacyEndpointDeps): LegacyEndpoint {
       }
     },
 
-    get(req, res, principal) {
+    get(req, res, { principal }) {
       const session = sessionOf(req, res, principal, null);
       if (!session) return;
       session.stream?.end();
@@ -125,7 +126,7 @@ export function createLegacyEndpoint(deps: LegacyEndpointDeps): LegacyEndpoint {
       });
     },
 
-    delete(req, res, principal) {
+    delete(req, res, { principal }) {
       const session = sessionOf(req, res, principal, null);
       if (!session) return;
       sessions.end(session);

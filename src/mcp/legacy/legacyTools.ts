@@ -8,7 +8,7 @@ import { findNavigationById } from '../../broker/navigationRepo.js';
 import { openStates, verifiedStates } from '../../broker/navigationStates.js';
 import { findReceiptByNavigation } from '../../broker/receiptRepo.js';
 import { settleConnectedFlow } from '../../broker/settleOpenFlows.js';
-import { startNavigation } from '../../broker/startNavigation.js';
+import { findReusableNavigation, startNavigation } from '../../broker/startNavigation.js';
 import { InvalidInputError } from '../../errors/appError.js';
 import { toToolErrorResult } from '../../errors/toMcp.js';
 import { confirmDelete, declineDelete, findDeleteCandidates } from '../../notes/notes.js';
@@ -96,7 +96,7 @@ async function nestedDelete(deps: LegacyToolDeps, rawArgs: unknown, ctx: ToolCon
 async function connectionCall(deps: LegacyToolDeps, call: ConnectionCall, ctx: ToolContext, session: LegacySession, jsonrpcId: string | number, channel: RequestChannel): Promise<ToolCallResult> {
   const connection = deps.toolDeps.connection;
   const { broker } = connection;
-  const same = await findSameOperation(broker, ctx.principal, call, deps.retryWindowMs);
+  const same = await findSameOperation(broker, ctx, call, deps.retryWindowMs);
   const joined = same ? await joinSameOperation(deps, call, ctx, same, jsonrpcId) : undefined;
   if (joined) return joined;
   const token = await accessTokenFor(connection.vault, ctx.principal, call.provider);
@@ -118,7 +118,8 @@ async function connectionCall(deps: LegacyToolDeps, call: ConnectionCall, ctx: T
     throw new InvalidInputError(`${call.tool} needs a connection to ${call.provider}, and this client did not declare URL elicitation at initialize.`);
   }
   const lineage = deps.urlElicitation === 'nested' ? 'nested' : 'error_retry';
-  const { navigation, connectUrl } = await startNavigation(broker, navigationRequest(ctx, call, lineage));
+  const request = navigationRequest(ctx, call, lineage);
+  const { navigation, connectUrl } = (await findReusableNavigation(broker, request)) ?? (await startNavigation(broker, request));
   const name = broker.providers.get(call.provider)?.provider.displayName ?? call.provider;
   const elicitation = { mode: 'url', elicitationId: navigation.id, url: connectUrl, message: `To ${call.purpose}, connect your ${name} account (${navigation.targetHost}). The link opens ${broker.publicUrl.host}, where you sign in and confirm.` };
   if (lineage === 'error_retry') {
@@ -135,7 +136,7 @@ async function connectionCall(deps: LegacyToolDeps, call: ConnectionCall, ctx: T
     return { resultType: 'complete', isError: true, content: [{ type: 'text', text: `You declined to connect; ${call.purpose} was not done.` }] };
   }
   await advanceIfAllowed(broker, navigation.id, 'host_accept', actor);
-  const verified = await broker.signal.waitFor(navigation.id, deps.waitMs, async () => isVerifiedNow(broker, navigation.id));
+  const verified = await broker.waits.run(ctx.principal, () => broker.signal.waitFor(navigation.id, deps.waitMs, async () => isVerifiedNow(broker, navigation.id)));
   if (session.ended) {
     return { resultType: 'complete', isError: true, content: [{ type: 'text', text: `The session ended; ${call.purpose} was not done.` }] };
   }
@@ -162,7 +163,7 @@ async function joinSameOperation(deps: LegacyToolDeps, call: ConnectionCall, ctx
   const isVerified = async () => isVerifiedNow(broker, navigation.id);
   if (navigation.lineage === 'error_retry') {
     // The retry of a -32042: accepted once the callback is verified (a short wait if it is about to be).
-    const ready = !openStates.has(navigation.status) || (await broker.signal.waitFor(navigation.id, broker.retryWaitMs, isVerified));
+    const ready = !openStates.has(navigation.status) || (await broker.waits.run(ctx.principal, () => broker.signal.waitFor(navigation.id, broker.retryWaitMs, isVerified)));
     if (!ready) return undefined;
     return acceptAndRun(deps, call, ctx, navigation.id, 'error_retry', { retryGeneration: navigation.retryGeneration + 1 });
   }
@@ -171,7 +172,7 @@ async function joinSameOperation(deps: LegacyToolDeps, call: ConnectionCall, ctx
     const receipt = await findReceiptByNavigation(broker.pool, navigation.id);
     return receipt !== undefined && receipt.outcomeStatus !== 'pending';
   };
-  await broker.signal.waitFor(navigation.id, deps.waitMs, recorded);
+  await broker.waits.run(ctx.principal, () => broker.signal.waitFor(navigation.id, deps.waitMs, recorded));
   if (!(await recorded()) && !(await isVerified())) {
     return { resultType: 'complete', isError: true, content: [{ type: 'text', text: `This operation is waiting for you to finish connecting (${call.purpose}); it will be done once. Call again after connecting.` }] };
   }
@@ -184,7 +185,7 @@ async function acceptAndRun(deps: LegacyToolDeps, call: ConnectionCall, ctx: Too
   // A high-risk operation waits for an operator (issue #6 item 8); the host is told, and calls again.
   const gate = await awaitApproval(broker, { navigationId, tool: call.tool, provider: call.provider }, Math.min(deps.waitMs, broker.retryWaitMs));
   if (gate.kind !== 'go') return { resultType: 'complete', isError: true, content: [{ type: 'text', text: approvalMessage(gate, call.purpose) }] };
-  const { receipt } = await acceptOriginalOperation(broker, { navigationId, principal: ctx.principal, tool: call.tool, requestDigest: call.requestDigest, lineage, arguments: call.arguments, ...extra });
+  const { receipt } = await acceptOriginalOperation(broker, { navigationId, principal: ctx.principal, clientId: ctx.clientId, tool: call.tool, requestDigest: call.requestDigest, lineage, arguments: call.arguments, ...extra });
   return call.render(await runAcceptedOperation(broker, receipt, async (key) => call.perform(await tokenOrFail(deps.toolDeps.connection, ctx, call), key)));
 }
 

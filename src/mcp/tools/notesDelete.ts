@@ -30,6 +30,7 @@ export const notesDelete = defineTool({
   requires: { elicitation: { form: {} } },
   async handler(args, ctx, deps: McpToolDeps) {
     const binding: StateBinding = {
+      clientId: ctx.clientId,
       principal: ctx.principal,
       method: 'tools/call',
       tool: 'notes_delete',
