@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { AppError } from '../errors/appError.js';
 import type { Logger } from '../shared/logger.js';
-import { hasUnreadBody, readBody } from '../web/requestBody.js';
+import { mustCloseConnection, readBody } from '../web/requestBody.js';
 import { EnvelopeError, readEnvelope } from './envelope.js';
 import type { BearerVerifier, VerifiedBearer } from './mcpAuth.js';
 import type { ModernServer } from './mcpServer.js';
@@ -139,8 +139,8 @@ function sendJson(res: ServerResponse, status: number, payload: object): void {
 }
 
 function sendRaw(res: ServerResponse, status: number, text: string): void {
-  // A refusal before the body was read (or a body cut off at the limit) closes the connection rather than drain it.
-  if (hasUnreadBody(res.req)) res.setHeader('Connection', 'close');
+  // A body cut off at the limit, or a large one a refusal left unread, closes the connection rather than being drained.
+  if (mustCloseConnection(res.req)) res.setHeader('Connection', 'close');
   res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) }).end(text);
 }
 

@@ -3,28 +3,42 @@ import type { RequestHandler } from 'express';
 import getRawBody from 'raw-body';
 import { InvalidInputError } from '../errors/appError.js';
 
+// A body left unread that is at most this large is read off by Node to keep
+// the connection, which is cheaper than a new TLS handshake; anything larger,
+// or of unknown length (chunked), is not worth waiting for.
+const READ_OFF_AT_MOST = 64 * 1024;
+// Requests whose body reading stopped part-way (over the limit): the rest stays on the wire.
+const cutOff = new WeakSet<IncomingMessage>();
+
 /**
  * The request body as UTF-8 text, at most `limit` bytes. raw-body refuses a
  * Content-Length over the limit before reading a byte, and stops a chunked
  * body as soon as it passes the limit, with an http-errors 413 either way. It
  * never drains the rest: the response closes the connection instead (see
- * hasUnreadBody). body-parser is not used because it reads off the whole
- * request before it reports the 413.
+ * mustCloseConnection). body-parser is not used because it reads off the
+ * whole request before it reports the 413.
  */
-export function readBody(req: IncomingMessage, limit: number): Promise<string> {
-  return getRawBody(req, { length: req.headers['content-length'] ?? null, limit, encoding: 'utf-8' });
+export async function readBody(req: IncomingMessage, limit: number): Promise<string> {
+  try {
+    return await getRawBody(req, { length: req.headers['content-length'] ?? null, limit, encoding: 'utf-8' });
+  } catch (err) {
+    cutOff.add(req);
+    throw err;
+  }
 }
 
 /**
- * True when the request declared a body that has not been read to its end.
- * A response to it must carry `Connection: close`: on a kept-alive connection
- * Node would first read off the rest of the body, for as long as the client
- * trickles it (up to the server's requestTimeout).
+ * True when a response to this request must carry `Connection: close`: its
+ * body was cut off, or it declared a body that is unread and large or of
+ * unknown length. On a kept-alive connection Node would first read off the
+ * rest, for as long as the client trickles it (up to the server's
+ * requestTimeout); a body cut off part-way would stall the connection.
  */
-export function hasUnreadBody(req: IncomingMessage): boolean {
-  const length = req.headers['content-length'];
-  const declared = req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
-  return declared && !req.readableEnded;
+export function mustCloseConnection(req: IncomingMessage): boolean {
+  if (cutOff.has(req)) return true;
+  if (req.readableEnded) return false;
+  if (req.headers['transfer-encoding'] !== undefined) return true;
+  return Number(req.headers['content-length'] ?? 0) > READ_OFF_AT_MOST;
 }
 
 /**

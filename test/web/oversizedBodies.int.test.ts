@@ -106,7 +106,7 @@ describe('oversized request bodies are refused at once and the connection is clo
     expectRefusedAndClosed(await trickle(stack, headOf('POST', '/logout', host, { ...form, 'Content-Length': '50000000' })), 413, 50_000_000);
   });
 
-  it('closes the connection after any refusal that left a declared body unread (a POST to no route)', async () => {
+  it('closes the connection after any refusal that left a large declared body unread (a POST to no route)', async () => {
     expectRefusedAndClosed(await trickle(stack, headOf('POST', '/nowhere', host, { ...form, 'Content-Length': '50000000' })), 404, 50_000_000);
   });
 

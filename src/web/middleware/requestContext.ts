@@ -4,7 +4,7 @@ import { toHttp } from '../../errors/toHttp.js';
 import { routeLabel } from '../../metrics/routeLabel.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Render } from '../render.js';
-import { hasUnreadBody } from '../requestBody.js';
+import { mustCloseConnection } from '../requestBody.js';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -35,7 +35,7 @@ export function errorHandler(deps: { logger: Logger; render: Render }): ErrorReq
       return;
     }
     res.status(mapped.status);
-    if (hasUnreadBody(req)) res.setHeader('Connection', 'close');
+    if (mustCloseConnection(req)) res.setHeader('Connection', 'close');
     if (mapped.headers) res.set(mapped.headers);
     if (req.accepts(['json', 'html']) === 'html') {
       res.type('html').send(deps.render('error', { title: 'Something went wrong', ...mapped.body, status: mapped.status }));
