@@ -114,10 +114,15 @@ async function checkQuotas(tx: Queryable, deps: BrokerDeps, request: NavigationR
  * a second flow for one operation.
  */
 export async function findReusableNavigation(deps: BrokerDeps, request: NavigationRequest): Promise<{ navigation: NavigationRecord; connectUrl: string } | undefined> {
-  const now = deps.clock.now();
-  const recent = await findLatestForOperation(deps.pool, { subjectIss: request.principal.iss, subjectSub: request.principal.sub, tool: request.tool, requestDigest: request.requestDigest });
-  const open = recent.find((n) => openStates.has(n.status) && n.expiresAt > now && n.lineage === request.lineage && (n.clientId ?? '') === (request.clientId ?? ''));
+  const open = await findOpenFlowFor(deps, request);
   const sealed = open ? await findSealedHandle(deps.pool, open.id) : undefined;
   if (!open || !sealed) return undefined;
   return { navigation: open, connectUrl: connectLink(deps, deps.box.open(sealed, handleAad(open.id))) };
+}
+
+/** The open, unexpired flow of this operation (principal, client, tool, arguments, lineage), if there is one. */
+export async function findOpenFlowFor(deps: Pick<BrokerDeps, 'pool' | 'clock'>, request: NavigationRequest): Promise<NavigationRecord | undefined> {
+  const now = deps.clock.now();
+  const recent = await findLatestForOperation(deps.pool, { subjectIss: request.principal.iss, subjectSub: request.principal.sub, tool: request.tool, requestDigest: request.requestDigest });
+  return recent.find((n) => openStates.has(n.status) && n.expiresAt > now && n.lineage === request.lineage && (n.clientId ?? '') === (request.clientId ?? ''));
 }

@@ -7,7 +7,7 @@ import { approvalMessage, awaitApproval, needsApproval } from '../broker/approva
 import { findNavigationById, findReissueOf } from '../broker/navigationRepo.js';
 import { findReceiptByNavigation } from '../broker/receiptRepo.js';
 import { settleConnectedFlow } from '../broker/settleOpenFlows.js';
-import { findReusableNavigation, startNavigation, type NavigationRequest } from '../broker/startNavigation.js';
+import { findOpenFlowFor, findReusableNavigation, startNavigation, type NavigationRequest } from '../broker/startNavigation.js';
 import { InvalidInputError, UpstreamAuthError } from '../errors/appError.js';
 import { accessTokenFor, type TokenVaultDeps } from '../secrets/tokenVault.js';
 import { completeResult, type ToolContext } from './defineTool.js';
@@ -62,6 +62,11 @@ export async function runConnectionTool(deps: ConnectionToolDeps, ctx: ToolConte
   if (ctx.requestState === undefined) {
     const token = await accessTokenFor(deps.vault, ctx.principal, call.provider);
     if (!token) return askToConnect(deps, ctx, call, binding);
+    // Never beside a flow still open for this operation (connected meanwhile through another one):
+    // settle it and accept the operation through it, once, with a receipt.
+    const open = await findOpenFlowFor(deps.broker, navigationRequest(ctx, call, 'mrtr'));
+    const settled = open && (await settleConnectedFlow(deps.broker, open.id, ctx.principal));
+    if (settled?.status === 'REQUIREMENT_VERIFIED') return accept(deps, ctx, call, settled, binding, { navigationId: settled.id, generation: 0 });
     if (!needsApproval(deps.broker, call.tool, call.provider)) return call.render(await call.perform(token, randomUUID()));
     // A high-risk operation waits for an operator even when connected: it gets a record born
     // verified, and is accepted once, with a receipt, like any other.
