@@ -96,15 +96,15 @@ export async function lockOverdueNavigations(db: Queryable, now: Date, limit: nu
 }
 
 /**
- * The open flows of one (subject, provider) but `exceptId`, locked for this
+ * The open flows of one (subject, provider), but `exceptId` when given, locked for this
  * transaction, in id order so two settling transactions cannot deadlock.
  */
-export async function lockOpenNavigationsFor(db: Queryable, subject: { iss: string; sub: string }, provider: string, exceptId: string): Promise<NavigationRecord[]> {
+export async function lockOpenNavigationsFor(db: Queryable, subject: { iss: string; sub: string }, provider: string, exceptId?: string): Promise<NavigationRecord[]> {
   const { rows } = await db.query<NavigationRow>(
     `SELECT ${COLUMNS} FROM elicitation_navigations
-      WHERE subject_iss = $1 AND subject_sub = $2 AND provider = $3 AND status = ANY($4) AND id <> $5
+      WHERE subject_iss = $1 AND subject_sub = $2 AND provider = $3 AND status = ANY($4) AND id IS DISTINCT FROM $5::uuid
       ORDER BY id FOR UPDATE`,
-    [subject.iss, subject.sub, provider, [...openStates], exceptId],
+    [subject.iss, subject.sub, provider, [...openStates], exceptId ?? null],
   );
   return rows.map(fromRow);
 }

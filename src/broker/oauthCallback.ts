@@ -8,7 +8,7 @@ import { digestOf } from '../shared/tokens.js';
 import { advance, recordRefusal, type REFUSAL_EVENTS } from './advance.js';
 import type { BrokerDeps } from './brokerDeps.js';
 import type { NavigationRecord } from './navigationRecord.js';
-import { findNavigationById, lockNavigation } from './navigationRepo.js';
+import { findNavigationById, lockNavigation, lockOpenNavigationsFor } from './navigationRepo.js';
 import { settleSiblingFlows } from './settleOpenFlows.js';
 
 /**
@@ -63,6 +63,10 @@ export async function completeCallback(deps: BrokerDeps, currentUrl: URL, browse
   }
 
   return withTransaction(deps.pool, async (tx) => {
+    // Every open flow of the pair first, in id order, before anything is written: locking only this
+    // one, two callbacks of one user (or a callback beside a consent, queued on the ledger's chain
+    // lock) would each hold a flow the other must settle, and Postgres would abort one of them.
+    await lockOpenNavigationsFor(tx, navigation.subject, navigation.provider);
     let locked = await lockNavigation(tx, navigation.id);
     if (locked?.status !== 'OUT_OF_BAND_PENDING') throw new ConflictError('This connection was completed meanwhile. Return to your app.');
     const by = { actor: `provider:${locked.provider}`, now, evidence: { upstreamSubject: tokens.upstreamSubject ?? null } };
