@@ -97,6 +97,9 @@ async function assemble(config: BrokerChildConfig): Promise<BrokerServer> {
     navigationTtlSeconds: 900,
     retryWaitMs: 10_000,
     legacy: { urlElicitation: 'nested', waitMs: 60_000, retryWindowMs: 600_000 },
+    ...(config.quotas ? { quotas: config.quotas } : {}),
+    // Every browser of the bench signs in from 127.0.0.1, as in the test stacks (test/support/brokerStack.ts).
+    loginRateLimit: { burst: 100_000, perMinute: 100_000 },
   });
 }
 

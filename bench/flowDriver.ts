@@ -1,6 +1,6 @@
 import { DEV_PASSWORD } from '../src/dev/devUsers.js';
 import type { Fetch } from '../src/shared/httpClient.js';
-import { createTestBrowser, type BrowserResponse } from '../test/support/testBrowser.js';
+import { createTestBrowser, type BrowserResponse, type TestBrowser } from '../test/support/testBrowser.js';
 import type { UserGates } from './flowGate.js';
 import { callTool } from './flowMcp.js';
 
@@ -46,31 +46,18 @@ export async function runFlow(ctx: FlowContext, index: number, login: string, ti
   let step = 'elicit';
   try {
     const args = { title, body: `Flow bench report ${index}.` };
-    const elicited = await ctx.gates.hold(login, 'elicit', async () => {
+    // The connection must stay from the link until the retry: once one of the user's flows is
+    // verified, its other open flows are settled by it (src/broker/settleOpenFlows.ts) and their
+    // retries need that connection, so the flows of one elicit turn go on to connect together.
+    const elicit = async () => {
       await ctx.forget(login);
       return callTool(ctx, ctx.tokens.get(login)!, 'reports_create', args, {}, URL_ELICITATION, 'elicit');
-    });
-    result.gateWaitMs += elicited.waitedMs;
-    const asked = elicited.value as { resultType?: string; requestState?: string; inputRequests?: { connect?: { params?: { url?: string } } } };
-    const link = asked.inputRequests?.connect?.params?.url;
-    if (asked.resultType !== 'input_required' || !link || !asked.requestState) throw new Error(`expected a connect link, got ${JSON.stringify(asked).slice(0, 300)}`);
-
-    const browser = createTestBrowser({ fetch: timed(ctx.fetch, result, ctx.brokerUrl) });
-    step = 'sign in to the broker';
-    const first = expectPage(await browser.get(link), 'Sign in to connect');
-    const signInHref = /href="(\/login\?[^"]+)"/.exec(first.text)?.[1]?.replace(/&amp;/g, '&');
-    if (!signInHref) throw new Error('no sign-in link on the connect page');
-    const signInForm = expectPage(await browser.get(new URL(signInHref, ctx.brokerUrl).href), 'name="password"');
-    step = 'review';
-    const review = expectPage(await browser.submitForm(signInForm, { login, password: DEV_PASSWORD }), `Continue to ${ctx.reportsIssuer}`);
-    step = 'sign in at the Report Service';
-    const reportsLogin = expectPage(await browser.submitForm(review, {}, { form: '/connect/' }), 'name="password"');
-    const consent = expectPage(await browser.submitForm(reportsLogin, { login, password: DEV_PASSWORD }), 'Allow access?');
-
-    const connected = await ctx.gates.hold(login, 'connected', async () => {
-      step = 'allow and callback';
-      const done = expectPage(await browser.submitForm(consent, {}, { form: '/confirm' }), 'Report Service is connected');
-      if (!done.url.startsWith(`${ctx.brokerUrl}/connect/done?n=`)) throw new Error(`ended on ${done.url}`);
+    };
+    const connected = await ctx.gates.holdThen(login, 'elicit', elicit, 'connected', async (elicited) => {
+      const asked = elicited as { resultType?: string; requestState?: string; inputRequests?: { connect?: { params?: { url?: string } } } };
+      const link = asked.inputRequests?.connect?.params?.url;
+      if (asked.resultType !== 'input_required' || !link || !asked.requestState) throw new Error(`expected a connect link, got ${JSON.stringify(asked).slice(0, 300)}`);
+      await connectInBrowser(ctx, createTestBrowser({ fetch: timed(ctx.fetch, result, ctx.brokerUrl) }), link, login, (name) => (step = name));
       step = 'retry';
       const retried = performance.now();
       const answer = await callTool(ctx, ctx.tokens.get(login)!, 'reports_create', args, { requestState: asked.requestState, inputResponses: { connect: { action: 'accept' } } }, URL_ELICITATION, 'retry');
@@ -90,17 +77,53 @@ export async function runFlow(ctx: FlowContext, index: number, login: string, ti
   return result;
 }
 
-/** The browser's fetch, timing the callback request (its answer is the 303 to the done page). */
+/**
+ * The link in a fresh cookie jar, up to the done page, or to wherever it says that a sibling flow
+ * of the user connected first and settled this one.
+ */
+async function connectInBrowser(ctx: FlowContext, browser: TestBrowser, link: string, login: string, at: (step: string) => void): Promise<void> {
+  at('sign in to the broker');
+  const first = expectPage(await browser.get(link), 'Sign in to connect');
+  const signInHref = /href="(\/login\?[^"]+)"/.exec(first.text)?.[1]?.replace(/&amp;/g, '&');
+  if (!signInHref) throw new Error('no sign-in link on the connect page');
+  const signInForm = expectPage(await browser.get(new URL(signInHref, ctx.brokerUrl).href), 'name="password"');
+  at('review');
+  const review = await browser.submitForm(signInForm, { login, password: DEV_PASSWORD });
+  if (settledMeanwhile(review)) return;
+  at('sign in at the Report Service');
+  const reportsLogin = await browser.submitForm(expectPage(review, `Continue to ${ctx.reportsIssuer}`), {}, { form: '/connect/' });
+  if (settledMeanwhile(reportsLogin)) return;
+  const consent = expectPage(await browser.submitForm(expectPage(reportsLogin, 'name="password"'), { login, password: DEV_PASSWORD }), 'Allow access?');
+  at('allow and callback');
+  const done = await browser.submitForm(consent, {}, { form: '/confirm' });
+  if (settledMeanwhile(done)) return;
+  expectPage(done, 'Report Service is connected');
+  if (!done.url.startsWith(`${ctx.brokerUrl}/connect/done?n=`)) throw new Error(`ended on ${done.url}`);
+}
+
+/**
+ * The browser's fetch, timing the callback request when it verifies (its answer is the 303 to the
+ * done page); one that finds its flow settled by a sibling answers 409 and is not a verification.
+ */
 function timed(fetch: Fetch, result: FlowResult, brokerUrl: string): Fetch {
   return (async (input: Parameters<Fetch>[0], init?: Parameters<Fetch>[1]) => {
     const started = performance.now();
     const response = await fetch(input, init);
     if (String(input).startsWith(`${brokerUrl}/oauth/callback?`)) {
-      result.callbackMs = performance.now() - started;
-      if (response.status !== 303) throw new Error(`the callback answered ${response.status}`);
+      if (response.status === 303) result.callbackMs = performance.now() - started;
+      else if (response.status !== 409) throw new Error(`the callback answered ${response.status}`);
     }
     return response;
   }) as Fetch;
+}
+
+/**
+ * The user's other flow connected first and settled this one: the connect page says there is nothing
+ * to do, the consent is refused as already connected, or the callback as not waiting any more. The
+ * user returns to the app and the host's retry is accepted through this flow's own receipt.
+ */
+function settledMeanwhile(page: BrowserResponse): boolean {
+  return (page.status === 200 && page.text.includes('Nothing to do here')) || (page.status === 409 && /already connected|completed meanwhile|not waiting for a response any more/.test(page.text));
 }
 
 function expectPage(page: BrowserResponse, needle: string): BrowserResponse {

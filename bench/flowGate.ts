@@ -5,24 +5,36 @@
  * asking, and two kinds of step must not overlap for one user:
  *
  * - `elicit`: forget the connection, then call reports_create (it must find none);
- * - `connected`: from "Allow" at the Report Service (whose callback stores the
- *   tokens) until the retry has created the report (it needs them).
+ * - `connected`: from opening the connect link until the retry has created the
+ *   report. The first of the user's flows to be verified stores the tokens and
+ *   settles the user's other open flows; their retries need those tokens too.
  *
  * Steps of one kind share the user; the kinds take turns, first come first
- * served, so neither starves. Nothing else waits: the sign-in pages of many
- * flows of one user run side by side.
+ * served, so neither starves: the sign-in pages of many flows of one user run
+ * side by side.
  */
 export type GateMode = 'elicit' | 'connected';
 
 export interface UserGates {
-  /** Runs fn while `login` is in `mode`; resolves with fn's result and the time spent waiting for the turn. */
-  hold<T>(login: string, mode: GateMode, fn: () => Promise<T>): Promise<{ value: T; waitedMs: number }>;
+  /**
+   * Runs first while `login` is in `firstMode`, then next in `nextMode`, queued for it ahead of everyone who arrived
+   * meanwhile: the flows of one turn move on together, and no turn of the other kind comes between.
+   * Resolves with next's result and the time spent waiting for both turns.
+   */
+  holdThen<T, U>(login: string, firstMode: GateMode, first: () => Promise<T>, nextMode: GateMode, next: (value: T) => Promise<U>): Promise<{ value: U; waitedMs: number }>;
+}
+
+interface Waiting {
+  mode: GateMode;
+  /** Moving on from a step of the other kind: ahead of those who only arrived. */
+  movingOn: boolean;
+  enter: () => void;
 }
 
 interface Gate {
   mode: GateMode | undefined;
   holders: number;
-  queue: { mode: GateMode; enter: () => void }[];
+  queue: Waiting[];
 }
 
 export function createUserGates(): UserGates {
@@ -36,23 +48,43 @@ export function createUserGates(): UserGates {
       head.enter();
     }
   };
+  const queue = (gate: Gate, mode: GateMode, movingOn: boolean) =>
+    new Promise<void>((enter) => {
+      const at = movingOn ? gate.queue.findIndex((w) => !w.movingOn) : -1;
+      gate.queue.splice(at < 0 ? gate.queue.length : at, 0, { mode, movingOn, enter });
+    });
+  const leave = (gate: Gate) => {
+    gate.holders--;
+    if (gate.holders === 0) gate.mode = undefined;
+  };
+  const gateOf = (login: string) => {
+    let gate = gates.get(login);
+    if (!gate) gates.set(login, (gate = { mode: undefined, holders: 0, queue: [] }));
+    return gate;
+  };
+  /** Runs fn in its turn; `then`, when given, is queued (moving on) before the turn is left. */
+  const run = async <T>(gate: Gate, entered: Promise<void>, fn: () => Promise<T>, then?: GateMode) => {
+    const asked = performance.now();
+    admit(gate);
+    await entered;
+    const waitedMs = performance.now() - asked;
+    let next: Promise<void> | undefined;
+    try {
+      const value = await fn();
+      if (then) next = queue(gate, then, true);
+      return { value, waitedMs, next };
+    } finally {
+      leave(gate);
+      admit(gate);
+    }
+  };
 
   return {
-    async hold(login, mode, fn) {
-      let gate = gates.get(login);
-      if (!gate) gates.set(login, (gate = { mode: undefined, holders: 0, queue: [] }));
-      const asked = performance.now();
-      const entered = new Promise<void>((enter) => gate.queue.push({ mode, enter }));
-      admit(gate);
-      await entered;
-      const waitedMs = performance.now() - asked;
-      try {
-        return { value: await fn(), waitedMs };
-      } finally {
-        gate.holders--;
-        if (gate.holders === 0) gate.mode = undefined;
-        admit(gate);
-      }
+    async holdThen(login, firstMode, first, nextMode, next) {
+      const gate = gateOf(login);
+      const one = await run(gate, queue(gate, firstMode, false), first, nextMode);
+      const two = await run(gate, one.next!, () => next(one.value));
+      return { value: two.value, waitedMs: one.waitedMs + two.waitedMs };
     },
   };
 }

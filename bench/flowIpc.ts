@@ -1,4 +1,5 @@
 import type { IntervalHistogram } from 'node:perf_hooks';
+import type { Quotas } from '../src/broker/quotas.js';
 
 // What the flow bench (parent) and its broker process (bench/flowBroker.ts) share: the messages, and one measure.
 
@@ -11,6 +12,8 @@ export interface BrokerChildConfig {
   idpClientId: string;
   /** The Report Service's entry of the provider list (reportServiceProvider()). */
   provider: Record<string, unknown>;
+  /** QUOTA_* for the broker; absent ones take the defaults. */
+  quotas?: Partial<Quotas>;
 }
 
 export interface BrokerStats {

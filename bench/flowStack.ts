@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import type { Quotas } from '../src/broker/quotas.js';
 import { startEmbeddedPostgres } from '../src/db/embeddedPostgres.js';
 import { migrate } from '../src/db/migrate.js';
 import { createPool, type Pool } from '../src/db/pool.js';
@@ -49,7 +50,7 @@ const POOL_MAX = 10;
  * (bench/flowBroker.ts). The broker listens first, so the development servers
  * know its redirect URIs; then it is configured over IPC.
  */
-export async function startFlowStack(env: FlowEnv): Promise<FlowStack> {
+export async function startFlowStack(env: FlowEnv, options: { quotas?: Partial<Quotas> } = {}): Promise<FlowStack> {
   const closers: (() => Promise<unknown>)[] = [];
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -98,7 +99,7 @@ export async function startFlowStack(env: FlowEnv): Promise<FlowStack> {
     const dev = await startLocalDevStack({ tls, fetch: createFetch({ extraCaPems: [tls.caPem] }), secrets, render: createRender({ cache: true }), logger, brokerUrl });
     closers.push(() => dev.close(0));
     await seedDevelopmentData(pool, dev.idp.issuer);
-    await child.request({ type: 'configure', config: { databaseUrl: url.reveal(), schema, poolMax: POOL_MAX, idpIssuer: dev.idp.issuer, idpClientId: dev.idp.brokerClientId, provider: reportServiceProvider(dev, secrets) } }, 'ready');
+    await child.request({ type: 'configure', config: { databaseUrl: url.reveal(), schema, poolMax: POOL_MAX, idpIssuer: dev.idp.issuer, idpClientId: dev.idp.brokerClientId, provider: reportServiceProvider(dev, secrets), ...(options.quotas ? { quotas: options.quotas } : {}) } }, 'ready');
 
     return {
       brokerUrl,
