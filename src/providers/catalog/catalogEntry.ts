@@ -1,0 +1,156 @@
+import { z } from 'zod';
+
+// A catalog entry says how one provider speaks OAuth: what the broker needs
+// to run the authorization code flow against it and call its API. It is
+// written from the provider's own documentation (cited in `docs`) and holds
+// no deployment data: client credentials, chosen scopes and template values
+// come from the operator's PROVIDERS_FILE. URLs may hold `{param}`
+// placeholders, filled by expandEntry() from declared `params` and `derived`.
+
+/** The placeholder syntax inside URL templates. */
+export const PLACEHOLDER = /\{([A-Za-z][A-Za-z0-9]*)\}/g;
+
+/** A DNS host name or IP address, lower case, with an optional port: what a `host` parameter may hold. */
+export const HOST_PATTERN = '[a-z0-9]([a-z0-9-]*[a-z0-9])?(\\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:[0-9]{1,5})?';
+
+/** Names of the token-response conformers (src/oauth/conformers/); the catalog only names them. */
+export const conformerNames = ['standard', 'github', 'slack', 'notion'] as const;
+export type ConformerName = (typeof conformerNames)[number];
+
+const paramName = z.string().regex(/^[A-Za-z][A-Za-z0-9]*$/, 'must be a plain identifier');
+const urlTemplate = z.string().min(9).max(500);
+// A member path into a JSON answer: `id`, `authed_user.id`, `data.viewer.id`.
+const memberPath = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/, 'must be a dotted member path');
+// RFC 6749 §3.3 scope-token characters.
+const scopeToken = z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, 'must be an RFC 6749 scope token');
+const queryParams = z.record(z.string().regex(/^[a-z_]+$/), z.string().min(1).max(200));
+
+const ParamSchema = z.strictObject({
+  description: z.string().min(1).max(200),
+  /** Regular expression the whole value must match (anchored by expandEntry). */
+  pattern: z.string().min(1),
+  default: z.string().optional(),
+});
+
+// A value chosen by the catalog from the operator's parameters, for layouts
+// that differ by more than a placeholder (GitHub's API host). The first case
+// whose `when` values all equal the given parameters wins.
+const DerivedSchema = z.strictObject({
+  cases: z.array(z.strictObject({ when: z.record(paramName, z.string()), value: urlTemplate })).min(1),
+  otherwise: urlTemplate,
+});
+
+// Who the user is at the provider: the ID token's `sub` (OpenID Connect Core
+// §2), a member of the raw token response, or an API call made with the new
+// access token.
+const IdentitySchema = z.discriminatedUnion('from', [
+  z.strictObject({ from: z.literal('idToken') }),
+  z.strictObject({ from: z.literal('tokenResponse'), subjectPath: memberPath }),
+  z.strictObject({
+    from: z.literal('call'),
+    method: z.enum(['GET', 'POST']),
+    url: urlTemplate,
+    /** JSON request body, for APIs that answer identity only to a POST (GraphQL). */
+    body: z.record(z.string(), z.string()).optional(),
+    subjectPath: memberPath,
+  }),
+]);
+
+// A per-connection API base returned in the token response (Salesforce's
+// `instance_url`): it replaces `apiBase` for that connection once it passes the
+// URL policy and ends with one of the listed host suffixes.
+const ConnectionApiBaseSchema = z.strictObject({
+  tokenResponsePath: memberPath,
+  allowedHostSuffixes: z.array(z.string().regex(/^\.[a-z0-9.-]+$/, 'must start with a dot')).min(1),
+});
+
+export const CatalogEntrySchema = z
+  .strictObject({
+    id: z.string().regex(/^[a-z][a-z0-9_-]{0,31}$/, 'must be a short lower-case identifier'),
+    displayName: z.string().trim().min(1).max(80),
+    kind: z.enum(['oauth2', 'oidc']),
+    /** The provider's own page the entry was written from. */
+    docs: z.url({ protocol: /^https$/ }),
+    params: z.record(paramName, ParamSchema).default({}),
+    derived: z.record(paramName, DerivedSchema).optional(),
+    /** OpenID Connect issuer, where discovery and `iss` checks apply. */
+    issuer: urlTemplate.optional(),
+    authorizationEndpoint: urlTemplate,
+    tokenEndpoint: urlTemplate,
+    /** An RFC 7009 endpoint (form-encoded `token`, client authenticated); absent where the provider has none. */
+    revocationEndpoint: urlTemplate.optional(),
+    identity: IdentitySchema,
+    clientAuth: z.enum(['client_secret_basic', 'client_secret_post']),
+    pkce: z.boolean(),
+    /** Fixed extra parameters of the authorization request (Google `access_type`). */
+    authorizeParams: queryParams.default({}),
+    /** Fixed extra parameters of the token request. */
+    tokenParams: queryParams.default({}),
+    /** The authorization-request parameter that carries scopes (Slack user tokens: `user_scope`). */
+    scopeParam: z.enum(['scope', 'user_scope']).default('scope'),
+    scopeSeparator: z.enum([' ', ',']).default(' '),
+    defaultScopes: z.array(scopeToken).max(20).default([]),
+    /** Whether the provider takes the RFC 8707 `resource` parameter (Microsoft Entra refuses it). */
+    resourceIndicator: z.boolean().default(false),
+    conformer: z.enum(conformerNames).default('standard'),
+    apiBase: urlTemplate,
+    connectionApiBase: ConnectionApiBaseSchema.optional(),
+    /** Headers sent on every API call (API version pins). */
+    apiHeaders: z.record(z.string().regex(/^[A-Za-z][A-Za-z0-9-]*$/), z.string().min(1).max(200)).default({}),
+    /** `jwt` only where access tokens are JWTs meant for an audience check; otherwise the broker treats them as opaque. */
+    accessTokenFormat: z.enum(['opaque', 'jwt']).default('opaque'),
+  })
+  .superRefine((entry, ctx) => {
+    const problem = (path: (string | number)[], message: string) => ctx.addIssue({ code: 'custom', path, message });
+    const derived = entry.derived ?? {};
+    for (const [name, param] of Object.entries(entry.params)) {
+      let pattern: RegExp | undefined;
+      try {
+        pattern = anchored(param.pattern);
+      } catch {
+        problem(['params', name, 'pattern'], 'is not a valid regular expression');
+      }
+      if (pattern && param.default !== undefined && !pattern.test(param.default)) problem(['params', name, 'default'], 'does not match its own pattern');
+      if (name in derived) problem(['derived', name], 'has the name of a parameter');
+    }
+    for (const [name, rule] of Object.entries(derived)) {
+      rule.cases.forEach((c, i) => {
+        for (const key of Object.keys(c.when)) if (!(key in entry.params)) problem(['derived', name, 'cases', i, 'when', key], 'is not a declared parameter');
+        // Derived values use parameters only, so one pass resolves them all.
+        for (const ref of placeholders(c.value)) if (!(ref in entry.params)) problem(['derived', name, 'cases', i, 'value'], `uses undeclared {${ref}}`);
+      });
+      for (const ref of placeholders(rule.otherwise)) if (!(ref in entry.params)) problem(['derived', name, 'otherwise'], `uses undeclared {${ref}}`);
+    }
+    for (const [field, template] of urlTemplates(entry)) {
+      for (const ref of placeholders(template)) if (!(ref in entry.params) && !(ref in derived)) problem(field.split('.'), `uses undeclared {${ref}}`);
+    }
+    if (entry.kind === 'oidc' && entry.issuer === undefined) problem(['issuer'], 'is required for an oidc entry');
+    if (entry.kind === 'oauth2' && entry.issuer !== undefined) problem(['issuer'], 'belongs only to an oidc entry');
+    if (entry.identity.from === 'idToken' && entry.kind !== 'oidc') problem(['identity'], 'an ID token exists only for an oidc entry');
+  });
+
+/** An entry as the catalog uses it, defaults filled. */
+export type CatalogEntry = z.output<typeof CatalogEntrySchema>;
+/** An entry as a provider file writes it: only what differs from the defaults, except client authentication and PKCE, which every entry states. */
+export type CatalogEntryInput = z.input<typeof CatalogEntrySchema>;
+
+/** Every URL template of an entry, named by its field path. */
+export function urlTemplates(entry: CatalogEntry): [string, string][] {
+  const fields: [string, string | undefined][] = [
+    ['issuer', entry.issuer],
+    ['authorizationEndpoint', entry.authorizationEndpoint],
+    ['tokenEndpoint', entry.tokenEndpoint],
+    ['revocationEndpoint', entry.revocationEndpoint],
+    ['identity.url', entry.identity.from === 'call' ? entry.identity.url : undefined],
+    ['apiBase', entry.apiBase],
+  ];
+  return fields.filter((f): f is [string, string] => f[1] !== undefined);
+}
+
+export function placeholders(template: string): string[] {
+  return [...template.matchAll(PLACEHOLDER)].map((m) => m[1]!);
+}
+
+export function anchored(pattern: string): RegExp {
+  return new RegExp(`^(?:${pattern})$`);
+}
