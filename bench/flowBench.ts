@@ -1,12 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { fetchDevToken } from '../src/cli/devToken.js';
-import { DEV_PASSWORD, devUsers } from '../src/dev/devUsers.js';
-import { runFlow, type FlowContext, type FlowResult } from './flowDriver.js';
+import { devUsers } from '../src/dev/devUsers.js';
 import { readFlowEnv } from './flowEnv.js';
-import { LOOP_RESOLUTION_MS, loopDelayOf } from './flowIpc.js';
-import { createUserGates } from './flowGate.js';
 import { formatRun } from './flowReport.js';
+import { fetchTokens, runFlows } from './flowRun.js';
 import { startFlowStack } from './flowStack.js';
 import { verifyFlows } from './flowVerify.js';
 
@@ -27,38 +23,10 @@ async function main(): Promise<boolean> {
     void stack.close().finally(() => process.exit(130));
   });
   try {
-    const tokens = new Map<string, string>();
-    for (const login of users) {
-      tokens.set(login, await fetchDevToken({ issuer: stack.dev.idp.issuer, resource: `${stack.brokerUrl}/mcp`, login, password: DEV_PASSWORD, fetch: stack.fetch }));
-    }
-    const ctx: FlowContext = {
-      brokerUrl: stack.brokerUrl,
-      reportsIssuer: stack.dev.reports.issuer,
-      fetch: stack.fetch,
-      tokens,
-      gates: createUserGates(),
-      forget: async (login) => void (await stack.pool.query('DELETE FROM secrets WHERE subject_iss = $1 AND subject_sub = $2', [stack.dev.idp.issuer, login])),
-    };
+    const tokens = await fetchTokens(stack, users);
     const prefix = `flow-bench ${randomBytes(3).toString('hex')} #`;
-
     process.stdout.write(`flow bench: ${env.flows} flows, ${env.concurrency} at a time…\n`);
-    await stack.broker.openWindow();
-    const loop = monitorEventLoopDelay({ resolution: LOOP_RESOLUTION_MS });
-    loop.enable();
-    const results: FlowResult[] = [];
-    let next = 0;
-    const started = performance.now();
-    await Promise.all(
-      Array.from({ length: env.concurrency }, async () => {
-        for (let index = next++; index < env.flows; index = next++) {
-          results[index] = await runFlow(ctx, index, users[index % users.length]!, `${prefix}${index}`);
-        }
-      }),
-    );
-    const wallMs = performance.now() - started;
-    const broker = await stack.broker.stats();
-    loop.disable();
-    const benchLoopDelay = loopDelayOf(loop);
+    const { results, wallMs, broker, benchLoopDelay } = await runFlows(stack, tokens, { flows: env.flows, concurrency: env.concurrency, users, prefix });
 
     const verification = await verifyFlows({ pool: stack.pool, fetch: stack.fetch, brokerUrl: stack.brokerUrl, tokens }, results, prefix);
     process.stdout.write(

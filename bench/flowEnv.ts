@@ -1,9 +1,9 @@
 import { Secret } from '../src/shared/secret.js';
 
 export interface FlowEnv {
-  /** Complete connect flows to run (BENCH_FLOWS, default 200). */
+  /** Complete connect flows to run (BENCH_FLOWS, default 200; bench:loop 100). */
   flows: number;
-  /** Flows in flight at once (BENCH_CONCURRENCY, default 20). */
+  /** Flows in flight at once (BENCH_CONCURRENCY, default 20; bench:loop 10). */
   concurrency: number;
   /** An existing Postgres (DATABASE_URL); the bench works in its own schema there and drops it. */
   databaseUrl: Secret | undefined;
@@ -13,14 +13,14 @@ export interface FlowEnv {
  * The flow bench's only reader of the environment: a development harness,
  * like test/, so it reads its variables directly instead of through loadConfig.
  */
-export function readFlowEnv(env: Readonly<Record<string, string | undefined>>): FlowEnv {
-  const flows = positiveInt(env, 'BENCH_FLOWS', 200, 100_000);
-  const concurrency = positiveInt(env, 'BENCH_CONCURRENCY', 20, 1_000);
+export function readFlowEnv(env: Readonly<Record<string, string | undefined>>, defaults: { flows: number; concurrency: number } = { flows: 200, concurrency: 20 }): FlowEnv {
+  const flows = positiveInt(env, 'BENCH_FLOWS', defaults.flows, 100_000);
+  const concurrency = positiveInt(env, 'BENCH_CONCURRENCY', defaults.concurrency, 1_000);
   const url = env['DATABASE_URL'];
   return { flows, concurrency: Math.min(concurrency, flows), databaseUrl: url ? new Secret(url) : undefined };
 }
 
-function positiveInt(env: Readonly<Record<string, string | undefined>>, name: string, fallback: number, max: number): number {
+export function positiveInt(env: Readonly<Record<string, string | undefined>>, name: string, fallback: number, max: number): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);

@@ -1,0 +1,68 @@
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { fetchDevToken } from '../src/cli/devToken.js';
+import { DEV_PASSWORD } from '../src/dev/devUsers.js';
+import { runFlow, type FlowContext, type FlowResult } from './flowDriver.js';
+import { createUserGates } from './flowGate.js';
+import { LOOP_RESOLUTION_MS, loopDelayOf, type BrokerStats } from './flowIpc.js';
+import type { FlowStack } from './flowStack.js';
+
+// What bench:flow and bench:loop share: the users' MCP tokens, and N complete
+// connect flows at a concurrency, measured in the broker's window.
+
+/** An MCP access token per login, from the stack's development identity provider. */
+export async function fetchTokens(stack: FlowStack, logins: readonly string[]): Promise<Map<string, string>> {
+  const tokens = new Map<string, string>();
+  for (const login of logins) {
+    tokens.set(login, await fetchDevToken({ issuer: stack.dev.idp.issuer, resource: `${stack.brokerUrl}/mcp`, login, password: DEV_PASSWORD, fetch: stack.fetch }));
+  }
+  return tokens;
+}
+
+export interface FlowsRun {
+  results: FlowResult[];
+  wallMs: number;
+  /** The broker process's figures over the window (from just before the first flow to just after the last). */
+  broker: BrokerStats;
+  /** The bench process's event-loop delay (it also serves the identity provider and the Report Service). */
+  benchLoopDelay: { p50: number; p99: number; max: number };
+}
+
+export interface FlowsPlan {
+  flows: number;
+  concurrency: number;
+  /** Flow i runs as users[i % users.length]. */
+  users: readonly string[];
+  /** Each flow's report title is this plus its index. */
+  prefix: string;
+  /** Called once the broker's window is open, just before the first flow. */
+  onStart?: () => void;
+}
+
+export async function runFlows(stack: FlowStack, tokens: ReadonlyMap<string, string>, plan: FlowsPlan): Promise<FlowsRun> {
+  const ctx: FlowContext = {
+    brokerUrl: stack.brokerUrl,
+    reportsIssuer: stack.dev.reports.issuer,
+    fetch: stack.fetch,
+    tokens,
+    gates: createUserGates(),
+    forget: async (login) => void (await stack.pool.query('DELETE FROM secrets WHERE subject_iss = $1 AND subject_sub = $2', [stack.dev.idp.issuer, login])),
+  };
+  await stack.broker.openWindow();
+  const loop = monitorEventLoopDelay({ resolution: LOOP_RESOLUTION_MS });
+  loop.enable();
+  plan.onStart?.();
+  const results: FlowResult[] = [];
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: plan.concurrency }, async () => {
+      for (let index = next++; index < plan.flows; index = next++) {
+        results[index] = await runFlow(ctx, index, plan.users[index % plan.users.length]!, `${plan.prefix}${index}`);
+      }
+    }),
+  );
+  const wallMs = performance.now() - started;
+  const broker = await stack.broker.stats();
+  loop.disable();
+  return { results, wallMs, broker, benchLoopDelay: loopDelayOf(loop) };
+}
