@@ -99,6 +99,8 @@ export function createLegacyEndpoint(deps: LegacyEndpointDeps): LegacyEndpoint {
         return;
       }
       const method = message['method'];
+      session.inFlight++;
+      res.once('close', () => session.inFlight--);
       const channel = createRequestChannel(res, session, id, limits.heartbeatMs);
       try {
         if (method === 'ping') return channel.finish({ jsonrpc: '2.0', id, result: {} });
@@ -119,10 +121,14 @@ export function createLegacyEndpoint(deps: LegacyEndpointDeps): LegacyEndpoint {
       if (!session) return;
       session.stream?.end();
       session.stream = res;
+      session.streamDropped = false;
       openSse(res, { sessionId: session.id, heartbeatMs: limits.heartbeatMs, maxLifetimeMs: limits.streamMaxMs, closing: session.closing });
       res.write(': stream open\n\n');
       res.on('close', () => {
-        if (session.stream === res) session.stream = undefined;
+        if (session.stream !== res) return;
+        session.stream = undefined;
+        // Closed before we ended it: the client went away (or is between streams).
+        session.streamDropped = !res.writableEnded;
       });
     },
 

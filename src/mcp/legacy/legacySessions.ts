@@ -13,6 +13,10 @@ export interface LegacySession {
   lastSeenAt: number;
   /** The standalone GET stream, if the client opened one. */
   stream: ServerResponse | undefined;
+  /** The client closed its GET stream (we did not end it) and has not opened another. */
+  streamDropped: boolean;
+  /** POSTs of this session whose response is still open (calls in progress). */
+  inFlight: number;
   /** Server-to-client requests (elicitation/create) waiting for the client's response. */
   pending: Map<RequestId, (message: Record<string, unknown>) => void>;
   /** Elicitations this session was told are complete (at most once each). */
@@ -91,6 +95,21 @@ export function createLegacySessions(limits: LegacyLimits, now: () => number = D
     session.watchers.clear();
   };
 
+  // A client that dropped its GET stream, with nothing in progress: most likely a process that
+  // exited without DELETE (host bridges do). At a cap, the least recently seen such session is
+  // ended to make room rather than locking its user out until the idle sweep; a live client that
+  // was only between streams gets 404 and initializes again (2025-11-25 session management).
+  const endAbandoned = (principal?: Principal): boolean => {
+    let oldest: LegacySession | undefined;
+    for (const s of sessions.values()) {
+      if (principal && principalKey(s.principal) !== principalKey(principal)) continue;
+      if (s.stream || !s.streamDropped || s.inFlight > 0) continue;
+      if (!oldest || s.lastSeenAt < oldest.lastSeenAt) oldest = s;
+    }
+    if (oldest) end(oldest);
+    return oldest !== undefined;
+  };
+
   const sweepIdle = () => {
     const t = now();
     for (const s of [...sessions.values()]) if (t - s.lastSeenAt > limits.idleMs) end(s);
@@ -102,10 +121,10 @@ export function createLegacySessions(limits: LegacyLimits, now: () => number = D
     create(principal, capabilities) {
       sweepIdle();
       const key = principalKey(principal);
-      if ((perPrincipal.get(key) ?? 0) >= limits.maxSessionsPerPrincipal) {
+      if ((perPrincipal.get(key) ?? 0) >= limits.maxSessionsPerPrincipal && !endAbandoned(principal)) {
         return { refused: `You have ${limits.maxSessionsPerPrincipal} open sessions, the most allowed: end one (HTTP DELETE with its Mcp-Session-Id) or reuse it; idle sessions end after ${minutes(limits.idleMs)} min.` };
       }
-      if (sessions.size >= limits.maxSessions) return { refused: 'This server has as many open sessions as it allows. Try again in a few minutes.' };
+      if (sessions.size >= limits.maxSessions && !endAbandoned()) return { refused: 'This server has as many open sessions as it allows. Try again in a few minutes.' };
       const abort = new AbortController();
       // Visible ASCII, globally unique, cryptographically secure (2025-11-25 transport rules).
       const session = {
@@ -114,6 +133,8 @@ export function createLegacySessions(limits: LegacyLimits, now: () => number = D
         capabilities,
         lastSeenAt: now(),
         stream: undefined,
+        streamDropped: false,
+        inFlight: 0,
         pending: new Map(),
         notified: new Set<string>(),
         watchers: new Map<string, AbortController>(),
