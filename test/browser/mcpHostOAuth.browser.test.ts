@@ -1,4 +1,7 @@
 import { Client, StreamableHTTPClientTransport, UnauthorizedError, type FetchLike } from '@modelcontextprotocol/client';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { decodeJwt } from 'jose';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,6 +10,7 @@ import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 import { launchChromium } from '../support/chromium.js';
 import { listenHttps, type HttpsTestServer } from '../support/httpsTestServer.js';
 import { InMemoryHostOAuth, listenLoopbackCallback } from '../support/mcpHostOAuth.js';
+import { listToolsThrough, startBridge } from '../support/mcpRemoteBridge.js';
 
 // An MCP host that does its own OAuth (the official SDK client's OAuthClientProvider,
 // as desktop hosts and bridges do) against the broker and the development identity
@@ -129,6 +133,43 @@ describe('an MCP host that does its own OAuth', () => {
       'POST /reg 201',
     ]);
     expect(wire).toContain('POST /token 200');
+  });
+
+  it('mcp-remote, started with no token, registers itself, has alice sign in through Chromium, and bridges tools/list', async () => {
+    const configDir = await mkdtemp(join(tmpdir(), 'mcp-remote-'));
+    const bridge = startBridge(stack, { configDir });
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const { problems, blocked } = watch(page);
+    try {
+      // What its `open` would have shown the user: the identity provider's sign-in.
+      await page.goto(await bridge.authorizationUrl);
+      expect(new URL(page.url()).origin).toBe(stack.dev.idp.issuer);
+      await page.fill('input[name="login"]', 'alice');
+      await page.fill('input[name="password"]', DEV_PASSWORD);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.waitForURL((url) => url.pathname.startsWith('/interaction/'));
+      await page.getByRole('button', { name: 'Allow' }).click();
+      // The hand-off to its loopback callback (a port it chose) is not blocked by the CSP.
+      await Promise.race([page.waitForURL((url) => url.protocol === 'http:' && url.pathname === '/oauth/callback'), blocked]);
+      expect(problems).toEqual([]);
+
+      const [initialized, listed] = await listToolsThrough(bridge);
+      expect(initialized.result?.protocolVersion).toBe('2025-11-25');
+      expect(listed.result?.tools?.map((t) => t.name)).toEqual(expect.arrayContaining(NOTES_TOOLS));
+
+      // What it stored: a registration with a port-numbered loopback redirect, and the broker's token.
+      const folder = join(configDir, 'mcp-remote-v1');
+      const stored = async (suffix: string) => JSON.parse(await readFile(join(folder, (await readdir(folder)).find((f) => f.endsWith(suffix))!), 'utf8')) as Record<string, unknown>;
+      const registered = await stored('_client_info.json');
+      expect(registered['redirect_uris']).toEqual([expect.stringMatching(/^http:\/\/(localhost|127\.0\.0\.1):\d+\/oauth\/callback$/)]);
+      const claims = decodeJwt(String((await stored('_tokens.json'))['access_token']));
+      expect(claims).toMatchObject({ iss: stack.dev.idp.issuer, aud: stack.mcpResourceUrl, sub: 'alice', client_id: registered['client_id'] });
+    } finally {
+      await bridge.quit();
+      await context.close();
+      await rm(configDir, { recursive: true, force: true });
+    }
   });
 
   describe('with a Client ID Metadata Document', () => {
