@@ -1,4 +1,6 @@
 import { z } from 'zod';
+// The catalog only names a token-response conformer; the one table of them is the registry.
+import { conformerNames } from '../../oauth/conformers/registry.js';
 
 // A catalog entry says how one provider speaks OAuth: what the broker needs
 // to run the authorization code flow against it and call its API. It is
@@ -13,9 +15,6 @@ export const PLACEHOLDER = /\{([A-Za-z][A-Za-z0-9]*)\}/g;
 /** A DNS host name or IP address, lower case, with an optional port: what a `host` parameter may hold. */
 export const HOST_PATTERN = '[a-z0-9]([a-z0-9-]*[a-z0-9])?(\\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:[0-9]{1,5})?';
 
-/** Names of the token-response conformers (src/oauth/conformers/); the catalog only names them. */
-export const conformerNames = ['standard', 'github', 'slack', 'notion'] as const;
-export type ConformerName = (typeof conformerNames)[number];
 
 const paramName = z.string().regex(/^[A-Za-z][A-Za-z0-9]*$/, 'must be a plain identifier');
 const urlTemplate = z.string().min(9).max(500);
