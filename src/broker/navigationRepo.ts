@@ -43,8 +43,11 @@ export async function findReissueOf(db: Queryable, id: string): Promise<Navigati
 
 /** The row, locked until the transaction ends: the caller is about to decide on its status. */
 export async function lockNavigation(db: Queryable, id: string): Promise<NavigationRecord | undefined> {
-  // FOR UPDATE: decisions on this navigation (consent, callback, acceptance) are serialised.
-  const { rows } = await db.query<NavigationRow>(`SELECT ${COLUMNS} FROM elicitation_navigations WHERE id = $1 FOR UPDATE`, [id]);
+  // Decisions on this navigation (consent, callback, acceptance) are serialised. NO KEY UPDATE, as
+  // on every navigation lock here: a ledger row's foreign key takes a key-share lock on its flow
+  // while holding the chain lock (migrations/0004_ledger_chain.sql), and FOR UPDATE would make it
+  // wait for a holder that waits for the chain lock in turn.
+  const { rows } = await db.query<NavigationRow>(`SELECT ${COLUMNS} FROM elicitation_navigations WHERE id = $1 FOR NO KEY UPDATE`, [id]);
   return rows[0] ? fromRow(rows[0]) : undefined;
 }
 
@@ -89,7 +92,7 @@ export async function lockOverdueNavigations(db: Queryable, now: Date, limit: nu
   const { rows } = await db.query<NavigationRow>(
     `SELECT ${COLUMNS} FROM elicitation_navigations
       WHERE status = ANY($3) AND expires_at <= $1
-      ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED`,
+      ORDER BY expires_at LIMIT $2 FOR NO KEY UPDATE SKIP LOCKED`,
     [now, limit, EXPIRABLE],
   );
   return rows.map(fromRow);
@@ -103,7 +106,7 @@ export async function lockOpenNavigationsFor(db: Queryable, subject: { iss: stri
   const { rows } = await db.query<NavigationRow>(
     `SELECT ${COLUMNS} FROM elicitation_navigations
       WHERE subject_iss = $1 AND subject_sub = $2 AND provider = $3 AND status = ANY($4) AND id IS DISTINCT FROM $5::uuid
-      ORDER BY id FOR UPDATE`,
+      ORDER BY id FOR NO KEY UPDATE`,
     [subject.iss, subject.sub, provider, [...openStates], exceptId ?? null],
   );
   return rows.map(fromRow);
