@@ -34,10 +34,12 @@ export interface BridgeOptions {
   configDir: string;
   /** A bearer token sent as the Authorization header; without one the bridge does its own OAuth. */
   token?: string;
+  /** The MCP endpoint it is given (default: the stack's first instance). */
+  url?: string;
 }
 
-export function startBridge(stack: BrokerStack, { configDir, token }: BridgeOptions): Bridge {
-  const child: ChildProcessWithoutNullStreams = spawn(process.execPath, [PROXY, `${stack.brokerUrl}/mcp`, ...(token ? ['--header', `Authorization: Bearer ${token}`] : [])], {
+export function startBridge(stack: BrokerStack, { configDir, token, url = `${stack.brokerUrl}/mcp` }: BridgeOptions): Bridge {
+  const child: ChildProcessWithoutNullStreams = spawn(process.execPath, [PROXY, url, ...(token ? ['--header', `Authorization: Bearer ${token}`] : [])], {
     // The bridge's Node must trust the stack's CA. It opens the authorization URL through the `open`
     // package, whose xdg-open runs $BROWSER: here a no-op, the test drives Chromium to the URL itself.
     env: { ...process.env, NODE_EXTRA_CA_CERTS: join(stack.dataDir, 'tls', 'ca.pem'), MCP_REMOTE_CONFIG_DIR: configDir, BROWSER: 'true' },

@@ -1,8 +1,10 @@
 import { mkdtemp, rm } from 'node:fs/promises';
+import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBrokerStack, type BrokerStack } from '../../support/brokerStack.js';
+import { listenHttps, type HttpsTestServer } from '../../support/httpsTestServer.js';
 import { listToolsThrough, startBridge } from '../../support/mcpRemoteBridge.js';
 import { tokenFor } from '../../support/mcpWire.js';
 
@@ -12,15 +14,50 @@ import { tokenFor } from '../../support/mcpWire.js';
 
 const NOTES_TOOLS = ['notes_create', 'notes_delete', 'notes_list', 'notes_workspaces'];
 
+interface Tap {
+  server: HttpsTestServer;
+  /** Resolves once the broker has answered `count` GET streams in all (the bridge opens them on its own schedule). */
+  streamsOpened(count: number): Promise<void>;
+}
+
+/**
+ * A pass-through in front of the broker that sees the bridge's GET streams open. A stream the
+ * bridge drops is dropped upstream too, so the broker sees what it would see directly.
+ */
+async function listenTap(stack: BrokerStack): Promise<Tap> {
+  const server = await listenHttps(stack.tls);
+  const target = new URL(stack.brokerUrl);
+  let opened = 0;
+  const waiters: { count: number; resolve: () => void }[] = [];
+  server.setHandler((req, res) => {
+    const upstream = request({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers: { ...req.headers, host: target.host }, ca: stack.tls.caPem }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+      if (req.method !== 'GET' || answer.statusCode !== 200) return;
+      opened++;
+      for (const w of waiters.filter((w) => opened >= w.count)) w.resolve();
+    });
+    res.on('close', () => upstream.destroy());
+    req.pipe(upstream);
+  });
+  return {
+    server,
+    streamsOpened: (count) => new Promise<void>((resolve) => (opened >= count ? resolve() : waiters.push({ count, resolve }))),
+  };
+}
+
 describe('mcp-remote as the host bridge', () => {
   let stack: BrokerStack;
+  // One principal per test: a session a bridge left without its stream ever opening is not made room from.
   let alice: string;
+  let bob: string;
+  let mallory: string;
   let configDir: string;
 
   beforeAll(async () => {
-    // Two sessions per principal: one start of the bridge fills alice's cap.
+    // Two sessions per principal: one start of the bridge fills a principal's cap.
     stack = await startBrokerStack({ legacyLimits: { maxSessionsPerPrincipal: 2 } });
-    alice = await tokenFor(stack, 'alice');
+    [alice, bob, mallory] = await Promise.all([tokenFor(stack, 'alice'), tokenFor(stack, 'bob'), tokenFor(stack, 'mallory')]);
     configDir = await mkdtemp(join(tmpdir(), 'mcp-remote-'));
   });
   afterAll(async () => {
@@ -41,24 +78,30 @@ describe('mcp-remote as the host bridge', () => {
   });
 
   it('does not lock a user out when a bridge quits without ending its sessions: sessions whose client dropped its stream make room', async () => {
-    // The first test's bridge left alice's two sessions open; each later start needs two more.
-    for (let start = 0; start < 3; start++) {
-      const bridge = startBridge(stack, { token: alice, configDir });
-      try {
-        const [initialized, listed] = await listToolsThrough(bridge);
-        expect(initialized.error).toBeUndefined();
-        expect(listed.result?.tools?.map((t) => t.name)).toEqual(expect.arrayContaining(NOTES_TOOLS));
-      } finally {
-        await bridge.quit();
+    const tap = await listenTap(stack);
+    try {
+      // Each start fills bob's cap with two sessions and their streams, then quits as a host does.
+      for (let start = 1; start <= 3; start++) {
+        const bridge = startBridge(stack, { token: bob, configDir, url: `${tap.server.origin}/mcp` });
+        try {
+          const [initialized, listed] = await listToolsThrough(bridge);
+          expect(initialized.error).toBeUndefined();
+          expect(listed.result?.tools?.map((t) => t.name)).toEqual(expect.arrayContaining(NOTES_TOOLS));
+          await tap.streamsOpened(2 * start);
+        } finally {
+          await bridge.quit();
+        }
       }
+    } finally {
+      await tap.server.close();
     }
   });
 
   it('still holds a user to the cap while the sessions are in use: a second bridge beside a running one is refused', async () => {
-    const running = startBridge(stack, { token: alice, configDir });
+    const running = startBridge(stack, { token: mallory, configDir });
     try {
       await listToolsThrough(running);
-      const second = startBridge(stack, { token: alice, configDir });
+      const second = startBridge(stack, { token: mallory, configDir });
       const refused = await listToolsThrough(second).then(
         () => undefined,
         (err: unknown) => err as Error,
