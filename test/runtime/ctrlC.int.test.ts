@@ -82,7 +82,31 @@ describe('Ctrl-C to the process group of npm start', () => {
     for (const port of ports) expect(await isPortClosed(port)).toBe(true);
     expect(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })).not.toContain(join(dataDir, 'postgres'));
   }, 90_000);
+
+  it('stops the broker, gracefully, when only npm gets SIGTERM (a process manager signalling its child)', async () => {
+    npm = runNpm(['start'], env, { detached: true });
+    await npm.waitFor('Press Ctrl-C to stop.');
+    const brokerPid = Number((await readFile(join(dataDir, 'broker.pid'), 'utf8')).trim());
+    // npm forwards SIGINT and SIGTERM to its child; a shell between the two would swallow it and
+    // leave the broker running without its parent (the start script execs node).
+    process.kill(npm.child.pid!, 'SIGTERM');
+    await npm.exited;
+    for (let i = 0; i < 100 && isAlive(brokerPid); i++) await new Promise((r) => setTimeout(r, 100));
+    expect(isAlive(brokerPid)).toBe(false);
+    expect(npm.output()).toContain('"msg":"stopped"');
+    expect(groupMembers(npm.child.pid!)).toEqual([]);
+    for (const port of ports) expect(await isPortClosed(port)).toBe(true);
+  }, 90_000);
 });
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** Processes still alive in the process group `pgid`. */
 function groupMembers(pgid: number): string[] {
