@@ -38,6 +38,13 @@ export interface FlowsPlan {
   onStart?: () => void;
 }
 
+/**
+ * Flows of one user in flight at once: the concurrency shared out. Without a
+ * bound a user whose flows finish late would hold more, and the default
+ * quota of open flows per user (src/broker/quotas.ts) would refuse the next.
+ */
+const perUser = (plan: FlowsPlan) => Math.ceil(plan.concurrency / plan.users.length);
+
 export async function runFlows(stack: FlowStack, tokens: ReadonlyMap<string, string>, plan: FlowsPlan): Promise<FlowsRun> {
   const ctx: FlowContext = {
     brokerUrl: stack.brokerUrl,
@@ -52,12 +59,25 @@ export async function runFlows(stack: FlowStack, tokens: ReadonlyMap<string, str
   loop.enable();
   plan.onStart?.();
   const results: FlowResult[] = [];
-  let next = 0;
+  const pending = Array.from({ length: plan.flows }, (_, index) => index);
+  const inFlight = new Map<string, number>();
+  const userOf = (index: number) => plan.users[index % plan.users.length]!;
+  const waiting: (() => void)[] = [];
   const started = performance.now();
   await Promise.all(
     Array.from({ length: plan.concurrency }, async () => {
-      for (let index = next++; index < plan.flows; index = next++) {
-        results[index] = await runFlow(ctx, index, plan.users[index % plan.users.length]!, `${plan.prefix}${index}`);
+      while (pending.length > 0) {
+        const at = pending.findIndex((index) => (inFlight.get(userOf(index)) ?? 0) < perUser(plan));
+        if (at < 0) {
+          await new Promise<void>((resolve) => waiting.push(resolve));
+          continue;
+        }
+        const index = pending.splice(at, 1)[0]!;
+        const login = userOf(index);
+        inFlight.set(login, (inFlight.get(login) ?? 0) + 1);
+        results[index] = await runFlow(ctx, index, login, `${plan.prefix}${index}`);
+        inFlight.set(login, inFlight.get(login)! - 1);
+        for (const wake of waiting.splice(0)) wake();
       }
     }),
   );
