@@ -1,4 +1,5 @@
 import { withTransaction } from '../db/transaction.js';
+import { performOrForget } from '../secrets/forgetConnection.js';
 import { accessTokenFor, type TokenVaultDeps } from '../secrets/tokenVault.js';
 import { argumentsAad, PerformInProgressError, runAcceptedOperation, type BusinessOutcome } from './acceptOriginalOperation.js';
 import { recordWithoutMoving } from './advance.js';
@@ -48,8 +49,9 @@ export async function redrive(deps: RedriveDeps, receipt: OperationReceipt, acto
   }
   let outcome: BusinessOutcome;
   try {
-    // No wait: a request performing it right now records the outcome itself.
-    outcome = await runAcceptedOperation(broker, receipt, (key) => operation.perform(token, key), 0);
+    // No wait: a request performing it right now records the outcome itself. A 401 forgets the
+    // token and is recorded as the final outcome, so the user's reconnect never re-drives it.
+    outcome = await runAcceptedOperation(broker, receipt, (key) => performOrForget(deps.vault, navigation.subject, operation.provider, token, (live) => operation.perform(live, key)), 0);
   } catch (err) {
     if (err instanceof PerformInProgressError) return undefined;
     throw err;

@@ -5,10 +5,11 @@ import type { BrokerDeps } from '../broker/brokerDeps.js';
 import type { Lineage, NavigationRecord } from '../broker/navigationRecord.js';
 import { approvalMessage, awaitApproval, needsApproval } from '../broker/approvals.js';
 import { findNavigationById, findReissueOf } from '../broker/navigationRepo.js';
-import { findReceiptByNavigation } from '../broker/receiptRepo.js';
+import { findReceiptByNavigation, type OperationReceipt } from '../broker/receiptRepo.js';
 import { settleConnectedFlow } from '../broker/settleOpenFlows.js';
 import { findOpenFlowFor, findReusableNavigation, startNavigation, type NavigationRequest } from '../broker/startNavigation.js';
-import { InvalidInputError, UpstreamAuthError } from '../errors/appError.js';
+import { InvalidInputError } from '../errors/appError.js';
+import { performOrForget, reconnectOutcome, reconnectReasonOf } from '../secrets/forgetConnection.js';
 import { accessTokenFor, type TokenVaultDeps } from '../secrets/tokenVault.js';
 import { completeResult, type ToolContext } from './defineTool.js';
 import { ElicitResultSchema } from './elicitationForms.js';
@@ -67,7 +68,12 @@ export async function runConnectionTool(deps: ConnectionToolDeps, ctx: ToolConte
     const open = await findOpenFlowFor(deps.broker, navigationRequest(ctx, call, 'mrtr'));
     const settled = open && (await settleConnectedFlow(deps.broker, open.id, ctx.principal));
     if (settled?.status === 'REQUIREMENT_VERIFIED') return accept(deps, ctx, call, settled, binding, { navigationId: settled.id, generation: 0 });
-    if (!needsApproval(deps.broker, call.tool, call.provider)) return call.render(await call.perform(token, randomUUID()));
+    if (!needsApproval(deps.broker, call.tool, call.provider)) {
+      // No receipt yet: a refused token is forgotten and the user asked exactly as if never
+      // connected, so the host's retry after connecting does the operation, once.
+      const outcome = await performOrForget(deps.vault, ctx.principal, call.provider, token, (live) => call.perform(live, randomUUID()));
+      return reconnectReasonOf(outcome) ? askToConnect(deps, ctx, call, binding) : call.render(outcome);
+    }
     // A high-risk operation waits for an operator even when connected: it gets a record born
     // verified, and is accepted once, with a receipt, like any other.
     const { navigation } = await startNavigation(deps.broker, { ...navigationRequest(ctx, call, 'mrtr'), alreadyConnected: true });
@@ -102,7 +108,7 @@ async function settle(deps: ConnectionToolDeps, ctx: ToolContext, call: Connecti
   const { broker } = deps;
   const navigationId = state.navigationId!;
   const receipt = await findReceiptByNavigation(broker.pool, navigationId);
-  if (receipt) return call.render(await runAcceptedOperation(broker, receipt, async (key) => call.perform(await tokenOrFail(deps, ctx, call), key)));
+  if (receipt) return runAccepted(deps, ctx, call, receipt);
   const navigation = (await findNavigationById(broker.pool, navigationId))!;
   if (navigation.status === 'DECLINED' || navigation.status === 'CANCELLED') return completeResult(`You declined to connect; ${call.purpose} was not done.`, { status: 'declined' });
   if (navigation.status === 'REQUIREMENT_VERIFIED' || navigation.status === 'OPERATION_REJECTED') return accept(deps, ctx, call, navigation, binding, state);
@@ -147,7 +153,27 @@ async function accept(deps: ConnectionToolDeps, ctx: ToolContext, call: Connecti
     arguments: call.arguments,
     clientId: ctx.clientId,
   });
-  return call.render(await runAcceptedOperation(deps.broker, receipt, async (key) => call.perform(await tokenOrFail(deps, ctx, call), key)));
+  return runAccepted(deps, ctx, call, receipt);
+}
+
+/**
+ * Performs an accepted operation through its receipt (once, whichever lineage).
+ * A 401 from the provider, or no connection left by then, means the provider
+ * did nothing: that is recorded as the receipt's final outcome, and the host is
+ * told to call again after reconnecting, which is a new operation. So this
+ * receipt must never stay pending: the reconcile sweep, or a retry, would
+ * otherwise perform it with the new token after the user already did it again.
+ */
+export async function runAccepted(deps: ConnectionToolDeps, ctx: ToolContext, call: ConnectionCall, receipt: OperationReceipt): Promise<ToolCallResult> {
+  const outcome = await runAcceptedOperation(deps.broker, receipt, async (key) => {
+    const token = await accessTokenFor(deps.vault, ctx.principal, call.provider);
+    if (!token) return reconnectOutcome(call.provider, 'not_connected');
+    return performOrForget(deps.vault, ctx.principal, call.provider, token, (live) => call.perform(live, key));
+  });
+  if (!reconnectReasonOf(outcome)) return call.render(outcome);
+  const name = deps.broker.providers.get(call.provider)?.provider.displayName ?? call.provider;
+  const text = `Your connection to ${name} is no longer valid (it was refused or removed), so ${call.purpose} was not done, and it never will be from this call. Call the tool again, as a new call, to connect again; it is then done once.`;
+  return { resultType: 'complete', isError: true, content: [{ type: 'text', text }], structuredContent: { status: 'reconnect_required', ...outcome.outcome } };
 }
 
 async function askToConnect(deps: ConnectionToolDeps, ctx: ToolContext, call: ConnectionCall, binding: StateBinding): Promise<ToolCallResult> {
@@ -179,10 +205,4 @@ export function navigationRequest(ctx: ToolContext, call: ConnectionCall, lineag
 // gets a new link; the navigation, not the state, decides what may be accepted.
 function ttlOf(broker: BrokerDeps, navigation: NavigationRecord): number {
   return Math.max(60, Math.ceil((navigation.expiresAt.getTime() - broker.clock.now().getTime()) / 1000) + 3600);
-}
-
-export async function tokenOrFail(deps: ConnectionToolDeps, ctx: ToolContext, call: ConnectionCall): Promise<string> {
-  const token = await accessTokenFor(deps.vault, ctx.principal, call.provider);
-  if (!token) throw new UpstreamAuthError(`The connection to ${call.provider} was lost; call the tool again to reconnect.`, { expose: true });
-  return token;
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { AppError, UnavailableError, UpstreamAuthError } from '../errors/appError.js';
+import { AppError, UnavailableError } from '../errors/appError.js';
+import { UpstreamUnauthorizedError } from '../secrets/forgetConnection.js';
 import type { Fetch } from '../shared/httpClient.js';
 
 // The demo Report Service's API as a client: the only code that knows its
@@ -10,8 +11,6 @@ export const REPORTS_PROVIDER = 'reports';
 
 const ReportSchema = z.object({ id: z.string(), title: z.string(), body: z.string(), createdAt: z.string() });
 export type Report = z.infer<typeof ReportSchema>;
-
-export class UpstreamUnauthorizedError extends UpstreamAuthError {}
 
 async function send(fetch: Fetch, url: string, token: string, init: { method: string; body?: unknown; idempotencyKey?: string }): Promise<{ status: number; json: unknown; replayed: boolean }> {
   let response: Response;
@@ -29,6 +28,7 @@ async function send(fetch: Fetch, url: string, token: string, init: { method: st
   } catch (cause) {
     throw new UnavailableError('The Report Service could not be reached. Try again; nothing was created twice.', { cause, expose: true });
   }
+  // The token is dead (revoked, or its grant withdrawn): the caller forgets it and asks the user to connect again.
   if (response.status === 401) throw new UpstreamUnauthorizedError('The Report Service refused the stored connection.');
   if (response.status >= 500) throw new UnavailableError(`The Report Service failed (HTTP ${response.status}). Try again; nothing was created twice.`, { expose: true });
   const json = await response.json().catch(() => undefined);

@@ -13,6 +13,8 @@ export interface StoredSecret {
   keyId: string;
   expiresAt: Date | undefined;
   upstreamSubject: string | undefined;
+  /** The flow whose callback stored it (its ledger is where the token's life is recorded). */
+  navigationId: string | undefined;
   rowVersion: number;
 }
 
@@ -26,10 +28,11 @@ interface Row {
   key_id: string;
   expires_at: Date | null;
   upstream_subject: string | null;
+  navigation_id: string | null;
   row_version: number;
 }
 
-const COLUMNS = 'id, subject_iss, subject_sub, provider, kind, ciphertext, key_id, expires_at, upstream_subject, row_version';
+const COLUMNS = 'id, subject_iss, subject_sub, provider, kind, ciphertext, key_id, expires_at, upstream_subject, navigation_id, row_version';
 const fromRow = (r: Row): StoredSecret => ({
   id: r.id,
   subject: { iss: r.subject_iss, sub: r.subject_sub },
@@ -39,10 +42,11 @@ const fromRow = (r: Row): StoredSecret => ({
   keyId: r.key_id,
   expiresAt: r.expires_at ?? undefined,
   upstreamSubject: r.upstream_subject ?? undefined,
+  navigationId: r.navigation_id ?? undefined,
   rowVersion: r.row_version,
 });
 
-export type SecretWrite = Omit<StoredSecret, 'id' | 'rowVersion'> & { navigationId: string | undefined };
+export type SecretWrite = Omit<StoredSecret, 'id' | 'rowVersion'>;
 
 /** Inserts or replaces the secret of (subject, provider, kind). */
 export async function upsertSecret(db: Queryable, s: SecretWrite, now: Date): Promise<void> {

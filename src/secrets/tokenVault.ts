@@ -18,6 +18,9 @@ export interface TokenVaultDeps {
 const aadOf = (subject: Principal, provider: string, kind: SecretKind) => `${subject.iss}\n${subject.sub}\n${provider}\n${kind}`;
 const REFRESH_MARGIN_MS = 30_000;
 
+/** The plaintext of a stored secret (its row's identity is the AAD). */
+export const openSecret = (box: SecretBox, s: StoredSecret): string => box.open({ ciphertext: s.ciphertext, keyId: s.keyId }, aadOf(s.subject, s.provider, s.kind));
+
 /** Seals and stores a token set for (subject, provider), in the caller's transaction. */
 export async function storeTokens(tx: Queryable, deps: Pick<TokenVaultDeps, 'box' | 'clock'>, subject: Principal, provider: string, tokens: ProviderTokens, navigationId: string | undefined): Promise<void> {
   const now = deps.clock.now();
@@ -40,7 +43,7 @@ export async function isConnected(deps: Pick<TokenVaultDeps, 'pool'>, subject: P
  * is the provider called (style.md B7.3). A refused refresh forgets the tokens.
  */
 export async function accessTokenFor(deps: TokenVaultDeps, subject: Principal, provider: string): Promise<string | undefined> {
-  const open = (s: StoredSecret) => deps.box.open({ ciphertext: s.ciphertext, keyId: s.keyId }, aadOf(subject, provider, s.kind));
+  const open = (s: StoredSecret) => openSecret(deps.box, s);
   const fresh = (s: StoredSecret | undefined) => s !== undefined && (s.expiresAt === undefined || s.expiresAt.getTime() > deps.clock.now().getTime() + REFRESH_MARGIN_MS);
   const stored = await findSecrets(deps.pool, subject, provider);
   if (stored.length === 0) return undefined; // never connected: nothing to lock or refresh

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { acceptOriginalOperation, runAcceptedOperation } from '../../broker/acceptOriginalOperation.js';
+import { acceptOriginalOperation } from '../../broker/acceptOriginalOperation.js';
 import { approvalMessage, awaitApproval, needsApproval } from '../../broker/approvals.js';
 import { advanceIfAllowed } from '../../broker/advance.js';
 import type { NavigationRecord } from '../../broker/navigationRecord.js';
@@ -12,9 +12,10 @@ import { findReusableNavigation, startNavigation } from '../../broker/startNavig
 import { InvalidInputError } from '../../errors/appError.js';
 import { toToolErrorResult } from '../../errors/toMcp.js';
 import { confirmDelete, declineDelete, findDeleteCandidates } from '../../notes/notes.js';
+import { performOrForget, reconnectReasonOf } from '../../secrets/forgetConnection.js';
 import { accessTokenFor } from '../../secrets/tokenVault.js';
 import type { Logger } from '../../shared/logger.js';
-import { navigationRequest, tokenOrFail, type ConnectionCall } from '../connectionTool.js';
+import { navigationRequest, runAccepted, type ConnectionCall } from '../connectionTool.js';
 import { completeResult, parseArguments, type Tool, type ToolContext } from '../defineTool.js';
 import { deleteConfirmationContent, deleteConfirmationForm, ElicitResultSchema } from '../elicitationForms.js';
 import { elicitationModes, ErrorCode, McpProtocolError, type CallToolResult, type ToolCallResult } from '../protocol.js';
@@ -96,7 +97,12 @@ async function nestedDelete(deps: LegacyToolDeps, rawArgs: unknown, ctx: ToolCon
 async function connectionCall(deps: LegacyToolDeps, call: ConnectionCall, ctx: ToolContext, session: LegacySession, jsonrpcId: string | number, channel: RequestChannel): Promise<ToolCallResult> {
   const connection = deps.toolDeps.connection;
   const { broker } = connection;
-  const same = await findSameOperation(broker, ctx, call, deps.retryWindowMs);
+  const found = await findSameOperation(broker, ctx, call, deps.retryWindowMs);
+  // An operation the provider refused (its token is forgotten) was never done and is over: an
+  // identical call is a new operation, which asks to connect again, rather than reading that outcome.
+  const receipt = found && (await findReceiptByNavigation(broker.pool, found.id));
+  const refused = receipt && reconnectReasonOf({ status: receipt.outcomeStatus, outcome: receipt.outcome });
+  const same = refused ? undefined : found;
   const joined = same ? await joinSameOperation(deps, call, ctx, same, jsonrpcId) : undefined;
   if (joined) return joined;
   const token = await accessTokenFor(connection.vault, ctx.principal, call.provider);
@@ -108,11 +114,15 @@ async function connectionCall(deps: LegacyToolDeps, call: ConnectionCall, ctx: T
       const through = settled && (await joinSameOperation(deps, call, ctx, settled, jsonrpcId));
       if (through) return through;
     }
-    if (!needsApproval(broker, call.tool, call.provider)) return call.render(await call.perform(token, randomBytes(16).toString('hex')));
-    // A high-risk operation waits for an operator even when connected: a record born verified, which
-    // an identical call joins (the -32042 lineage's retry) until it is approved and done once.
-    const { navigation } = await startNavigation(broker, { ...navigationRequest(ctx, call, 'error_retry'), alreadyConnected: true });
-    return acceptAndRun(deps, call, ctx, navigation.id, 'error_retry', { retryGeneration: navigation.retryGeneration + 1 });
+    if (needsApproval(broker, call.tool, call.provider)) {
+      // A high-risk operation waits for an operator even when connected: a record born verified, which
+      // an identical call joins (the -32042 lineage's retry) until it is approved and done once.
+      const { navigation } = await startNavigation(broker, { ...navigationRequest(ctx, call, 'error_retry'), alreadyConnected: true });
+      return acceptAndRun(deps, call, ctx, navigation.id, 'error_retry', { retryGeneration: navigation.retryGeneration + 1 });
+    }
+    // A refused token is forgotten and the user is asked below, exactly as if never connected.
+    const outcome = await performOrForget(connection.vault, ctx.principal, call.provider, token, (live) => call.perform(live, randomBytes(16).toString('hex')));
+    if (!reconnectReasonOf(outcome)) return call.render(outcome);
   }
   if (!elicitationModes(ctx.capabilities).url) {
     throw new InvalidInputError(`${call.tool} needs a connection to ${call.provider}, and this client did not declare URL elicitation at initialize.`);
@@ -186,7 +196,7 @@ async function acceptAndRun(deps: LegacyToolDeps, call: ConnectionCall, ctx: Too
   const gate = await awaitApproval(broker, { navigationId, tool: call.tool, provider: call.provider }, Math.min(deps.waitMs, broker.retryWaitMs));
   if (gate.kind !== 'go') return { resultType: 'complete', isError: true, content: [{ type: 'text', text: approvalMessage(gate, call.purpose) }] };
   const { receipt } = await acceptOriginalOperation(broker, { navigationId, principal: ctx.principal, clientId: ctx.clientId, tool: call.tool, requestDigest: call.requestDigest, lineage, arguments: call.arguments, ...extra });
-  return call.render(await runAcceptedOperation(broker, receipt, async (key) => call.perform(await tokenOrFail(deps.toolDeps.connection, ctx, call), key)));
+  return runAccepted(deps.toolDeps.connection, ctx, call, receipt);
 }
 
 // Verified, or already accepted by another call for the same operation (which then holds the receipt).

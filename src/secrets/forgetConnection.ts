@@ -1,0 +1,75 @@
+import type { Principal } from '../auth/principal.js';
+import type { BusinessOutcome } from '../broker/acceptOriginalOperation.js';
+import { recordWithoutMoving } from '../broker/advance.js';
+import { findNavigationById } from '../broker/navigationRepo.js';
+import { withTransaction } from '../db/transaction.js';
+import { UpstreamAuthError } from '../errors/appError.js';
+import { equalInConstantTime } from '../shared/tokens.js';
+import { deleteSecrets, findSecrets } from './secretsRepo.js';
+import { openSecret, type TokenVaultDeps } from './tokenVault.js';
+
+/**
+ * The provider answered 401 to a call made with a stored access token
+ * (RFC 6750 §3.1, invalid_token): it refused the call, so it did nothing.
+ */
+export class UpstreamUnauthorizedError extends UpstreamAuthError {
+  constructor(message: string) {
+    super(message, { expose: true });
+  }
+}
+
+/** Why an accepted operation was not done and the user must connect again. */
+export type ReconnectReason = 'upstream_unauthorized' | 'not_connected';
+const isReconnectReason = (value: unknown): value is ReconnectReason => value === 'upstream_unauthorized' || value === 'not_connected';
+
+/** The outcome recorded for it: failed, token-free, and final (a failed receipt is never re-driven). */
+export const reconnectOutcome = (provider: string, reason: ReconnectReason): BusinessOutcome => ({ status: 'failed', outcome: { error: reason, provider } });
+
+/** The reason, when `outcome` is one that tells the user to connect again. */
+export function reconnectReasonOf(outcome: { status: string; outcome?: Record<string, unknown> | undefined }): ReconnectReason | undefined {
+  const error = outcome.outcome?.['error'];
+  return outcome.status === 'failed' && isReconnectReason(error) ? error : undefined;
+}
+
+/**
+ * Forgets (subject, provider)'s tokens after the provider refused `refusedToken`:
+ * in one transaction, the rows are locked, deleted only if the stored access
+ * token is still the refused one (a reconnect or refresh that stored a new one
+ * meanwhile is kept), and `connection_forgotten` is recorded on the flow whose
+ * callback stored them. Returns whether it forgot them.
+ */
+export async function forgetConnection(deps: Pick<TokenVaultDeps, 'pool' | 'box' | 'clock'>, subject: Principal, provider: string, refusedToken: string): Promise<boolean> {
+  return withTransaction(deps.pool, async (tx) => {
+    // FOR UPDATE: a callback storing fresh tokens waits for this, or this sees its tokens.
+    const secrets = await findSecrets(tx, subject, provider, true);
+    const access = secrets.find((s) => s.kind === 'access_token');
+    if (!access || !equalInConstantTime(openSecret(deps.box, access), refusedToken)) return false;
+    await deleteSecrets(tx, subject, provider);
+    const navigation = access.navigationId === undefined ? undefined : await findNavigationById(tx, access.navigationId);
+    if (navigation) {
+      await recordWithoutMoving(tx, navigation, 'connection_forgotten', { actor: `provider:${provider}`, now: deps.clock.now(), evidence: { provider, reason: 'upstream_401' } });
+    }
+    return true;
+  });
+}
+
+/**
+ * Performs a call with a stored token; a 401 forgets that token and becomes
+ * the reconnect outcome instead of an error, for the caller to ask the user
+ * to connect again (and, with a receipt, to record as the final outcome).
+ */
+export async function performOrForget(
+  deps: Pick<TokenVaultDeps, 'pool' | 'box' | 'clock'>,
+  subject: Principal,
+  provider: string,
+  token: string,
+  perform: (token: string) => Promise<BusinessOutcome>,
+): Promise<BusinessOutcome> {
+  try {
+    return await perform(token);
+  } catch (err) {
+    if (!(err instanceof UpstreamUnauthorizedError)) throw err;
+    await forgetConnection(deps, subject, provider, token);
+    return reconnectOutcome(provider, 'upstream_unauthorized');
+  }
+}
