@@ -32,7 +32,7 @@ function suite(lineage: 'nested' | 'error', body: (ctx: { stack: () => BrokerSta
 const titled = async (stack: BrokerStack, title: string) => (await reportsAt(stack, 'rs-user-alice')).filter((r) => r.title === title);
 const secretsOf = async (stack: BrokerStack) => (await stack.db.pool.query("SELECT kind FROM secrets WHERE subject_sub = 'alice'")).rows.length;
 
-async function refusal(legacy: LegacyClient, args: object): Promise<UrlElicitationRequiredError> {
+async function refusal(legacy: LegacyClient, args: Record<string, unknown>): Promise<UrlElicitationRequiredError> {
   const failure = await legacy.client.callTool({ name: 'reports_create', arguments: args }).then(
     () => undefined,
     (err: unknown) => err,
