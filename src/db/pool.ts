@@ -29,6 +29,7 @@ export function createPool(config: PoolConfig, logger: Logger): pg.Pool {
     idleTimeoutMillis: 30_000,
   });
   // An idle client losing its connection must not crash the process.
-  pool.on('error', (err) => logger.warn({ err }, 'idle database connection failed'));
+  // pg attaches the whole Client (its buffers, settings and state) to the error: log what it says, not that.
+  pool.on('error', (err) => logger.warn({ error: err.message, sqlState: (err as { code?: unknown }).code }, 'idle database connection failed'));
   return pool;
 }
