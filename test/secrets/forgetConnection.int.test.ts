@@ -77,7 +77,12 @@ describe('an upstream 401 on the 2026-07-28 path and in the reconcile sweep', ()
   it('two calls refused at once forget the connection once and both ask to connect', async () => {
     await connectThroughList(stack, alice, 'alice');
     const killed = await killStoredToken(stack, 'alice');
-    const answers = await Promise.all([callTool(stack, alice, 'reports_list', {}, {}, URL_CAPS), callTool(stack, alice, 'reports_list', {}, {}, URL_CAPS, { baseUrl: stack.secondUrl })]);
+    // The second instance's flow is its own operation: its callback URL is not registered at the
+    // Report Service, so a later connect must not reuse it.
+    const answers = await Promise.all([
+      callTool(stack, alice, 'reports_list', {}, {}, URL_CAPS),
+      callTool(stack, alice, 'reports_create', { title: 'Refused at once', body: 'b' }, {}, URL_CAPS, { baseUrl: stack.secondUrl }),
+    ]);
     for (const answer of answers) expect(answer.json.result).toMatchObject({ resultType: 'input_required' });
     expect(await forgottenEvents(stack, killed.navigationId)).toEqual([FORGOTTEN]);
     expect(await aliceSecrets()).toBe(0);
