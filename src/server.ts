@@ -5,7 +5,6 @@ import type { BrokerDeps } from './broker/brokerDeps.js';
 import { createLoginCookies } from './auth/loginCookie.js';
 import type { OperatorPolicy } from './auth/operatorRole.js';
 import { reconcileOutcomes, type RedriveDeps } from './broker/redrive.js';
-import { connectionCalls } from './mcp/tools/registry.js';
 import { createCompletionSignal } from './broker/completionSignal.js';
 import { createWaitGate, DEFAULT_QUOTAS, type Quotas } from './broker/quotas.js';
 import { createKeyring } from './crypto/keyring.js';
@@ -21,7 +20,7 @@ import { createMcpEndpoint } from './mcp/mcpEndpoint.js';
 import { createModernServer } from './mcp/mcpServer.js';
 import { resourceMetadataUrl } from './mcp/protectedResourceRoutes.js';
 import { createRequestStateCodec } from './mcp/requestState.js';
-import { tools } from './mcp/tools/registry.js';
+import { connectionCallFor, tools } from './mcp/tools/registry.js';
 import { createProviderClient, type ProviderClient } from './oauth/providerClient.js';
 import type { Provider } from './providers/providerConfig.js';
 import type { Fetch } from './shared/httpClient.js';
@@ -99,13 +98,13 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
     fetch: deps.fetch,
     connection: { broker, requestState, vault: { pool: deps.pool, box, clock: deps.clock, providers: providerClients } },
   };
-  const redrive: RedriveDeps = { broker, vault: toolDeps.connection.vault, operationFor: (tool, args) => connectionCalls[tool]?.(args, toolDeps) };
+  const redrive: RedriveDeps = { broker, vault: toolDeps.connection.vault, operationFor: (tool, args) => connectionCallFor(tools, tool, args, toolDeps) };
   const app = createApp({
     ...deps,
     logins: createLoginCookies(createSecretBox(createKeyring(deps.secretKeys, 'browser-login'))),
     mcp: { issuer: deps.issuer, scope: deps.mcpScope },
     broker,
-    formActionOrigins: deps.providers.map((p) => new URL(p.issuer).origin),
+    formActionOrigins: deps.providers.map((p) => new URL(p.authorizationEndpoint ?? p.issuer ?? '').origin),
     operators: deps.operators ?? { roleClaim: 'roles', role: 'operator' },
     ops: { broker, redrive, gateFigures: metrics.gateFigures },
     metrics,

@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { AppError, UnavailableError } from '../errors/appError.js';
-import { UpstreamUnauthorizedError } from '../secrets/forgetConnection.js';
-import type { Fetch } from '../shared/httpClient.js';
+import type { ConnectionFetch } from '../mcp/connectionFetch.js';
 
 // The demo Report Service's API as a client: the only code that knows its
-// paths and shapes. Responses are parsed at this edge.
+// paths and shapes. Responses are parsed at this edge. The fetch is bound to
+// the user's connection (its API base and token; a 401 is thrown there).
 
 /** The provider id of the demo Report Service in the provider list. */
 export const REPORTS_PROVIDER = 'reports';
@@ -12,38 +12,30 @@ export const REPORTS_PROVIDER = 'reports';
 const ReportSchema = z.object({ id: z.string(), title: z.string(), body: z.string(), createdAt: z.string() });
 export type Report = z.infer<typeof ReportSchema>;
 
-async function send(fetch: Fetch, url: string, token: string, init: { method: string; body?: unknown; idempotencyKey?: string }): Promise<{ status: number; json: unknown; replayed: boolean }> {
-  let response: Response;
-  try {
-    response = await fetch(url, {
-      method: init.method,
-      headers: {
-        authorization: `Bearer ${token}`,
-        accept: 'application/json',
-        ...(init.body === undefined ? {} : { 'content-type': 'application/json' }),
-        ...(init.idempotencyKey ? { 'idempotency-key': init.idempotencyKey } : {}),
-      },
-      ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
-    });
-  } catch (cause) {
-    throw new UnavailableError('The Report Service could not be reached. Try again; nothing was created twice.', { cause, expose: true });
-  }
-  // The token is dead (revoked, or its grant withdrawn): the caller forgets it and asks the user to connect again.
-  if (response.status === 401) throw new UpstreamUnauthorizedError('The Report Service refused the stored connection.');
+async function send(fetch: ConnectionFetch, path: string, init: { method: string; body?: unknown; idempotencyKey?: string }): Promise<{ status: number; json: unknown; replayed: boolean }> {
+  const response = await fetch(path, {
+    method: init.method,
+    headers: {
+      accept: 'application/json',
+      ...(init.body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...(init.idempotencyKey ? { 'idempotency-key': init.idempotencyKey } : {}),
+    },
+    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+  });
   if (response.status >= 500) throw new UnavailableError(`The Report Service failed (HTTP ${response.status}). Try again; nothing was created twice.`, { expose: true });
   const json = await response.json().catch(() => undefined);
   return { status: response.status, json, replayed: response.headers.get('idempotent-replayed') === 'true' };
 }
 
-export async function listReports(fetch: Fetch, apiBase: string, token: string): Promise<Report[]> {
-  const { status, json } = await send(fetch, `${apiBase}/reports`, token, { method: 'GET' });
+export async function listReports(fetch: ConnectionFetch): Promise<Report[]> {
+  const { status, json } = await send(fetch, '/reports', { method: 'GET' });
   const parsed = z.object({ reports: z.array(ReportSchema) }).safeParse(json);
   if (status !== 200 || !parsed.success) throw new AppError('upstream_auth_failed', `The Report Service answered HTTP ${status} with an unexpected body.`);
   return parsed.data.reports;
 }
 
-export async function createReport(fetch: Fetch, apiBase: string, token: string, input: { title: string; body: string }, idempotencyKey: string): Promise<{ report: Report; replayed: boolean }> {
-  const { status, json, replayed } = await send(fetch, `${apiBase}/reports`, token, { method: 'POST', body: input, idempotencyKey });
+export async function createReport(fetch: ConnectionFetch, input: { title: string; body: string }, idempotencyKey: string): Promise<{ report: Report; replayed: boolean }> {
+  const { status, json, replayed } = await send(fetch, '/reports', { method: 'POST', body: input, idempotencyKey });
   const parsed = z.object({ report: ReportSchema }).safeParse(json);
   if (status !== 201 || !parsed.success) throw new AppError('upstream_auth_failed', `The Report Service answered HTTP ${status} with an unexpected body.`);
   return { report: parsed.data.report, replayed };

@@ -16,13 +16,12 @@ import { performOrForget, reconnectReasonOf } from '../../secrets/forgetConnecti
 import { accessTokenFor } from '../../secrets/tokenVault.js';
 import type { Logger } from '../../shared/logger.js';
 import { navigationRequest, runAccepted, type ConnectionCall } from '../connectionTool.js';
+import { isConnectionTool } from '../defineConnectionTool.js';
 import { completeResult, parseArguments, type Tool, type ToolContext } from '../defineTool.js';
 import { deleteConfirmationContent, deleteConfirmationForm, ElicitResultSchema } from '../elicitationForms.js';
 import { elicitationModes, ErrorCode, McpProtocolError, type CallToolResult, type ToolCallResult } from '../protocol.js';
 import { notesDeleteInput } from '../tools/notesDelete.js';
 import type { McpToolDeps } from '../tools/registry.js';
-import { reportsCreateCall } from '../tools/reportsCreate.js';
-import { reportsListCall } from '../tools/reportsList.js';
 import type { RequestChannel } from './requestChannel.js';
 import type { LegacySession } from './legacySessions.js';
 import { findSameOperation } from './errorRetryLineage.js';
@@ -38,11 +37,6 @@ export interface LegacyToolDeps {
   /** How long after verification an identical -32042 retry is the same operation. */
   retryWindowMs: number;
 }
-
-const CONNECTION_CALLS: Record<string, (rawArgs: unknown, deps: McpToolDeps) => ConnectionCall> = {
-  reports_create: reportsCreateCall,
-  reports_list: reportsListCall,
-};
 
 /** 2025-11-25 results carry no resultType. */
 function legacyResult(result: ToolCallResult): Record<string, unknown> {
@@ -60,10 +54,9 @@ export async function legacyToolCall(deps: LegacyToolDeps, session: LegacySessio
   if (typeof name !== 'string') throw new McpProtocolError(ErrorCode.InvalidParams, 'params.name must be a string');
   try {
     if (name === 'notes_delete') return legacyResult(await nestedDelete(deps, params['arguments'], ctx, channel));
-    const connection = CONNECTION_CALLS[name];
-    if (connection) return legacyResult(await connectionCall(deps, connection(params['arguments'], deps.toolDeps), ctx, session, jsonrpcId, channel));
     const tool = deps.tools.find((t) => t.name === name);
     if (!tool) throw new McpProtocolError(ErrorCode.InvalidParams, `Unknown tool: ${name.slice(0, 64)}`);
+    if (isConnectionTool(tool)) return legacyResult(await connectionCall(deps, tool.connectionCall(params['arguments'], deps.toolDeps), ctx, session, jsonrpcId, channel));
     return legacyResult(await tool.call(params['arguments'], ctx, deps.toolDeps));
   } catch (err) {
     if (err instanceof McpProtocolError) throw err;

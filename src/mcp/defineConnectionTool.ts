@@ -1,0 +1,82 @@
+import type { z } from 'zod';
+import { connectionFetch, type ConnectionFetch, type ConnectionInfo } from './connectionFetch.js';
+import { runConnectionTool, type ConnectionCall } from './connectionTool.js';
+import { defineTool, parseArguments, type Tool, type ToolSpec } from './defineTool.js';
+import type { ToolCallResult } from './protocol.js';
+import { argumentsDigest } from './requestState.js';
+import type { McpToolDeps } from './tools/registry.js';
+
+export interface ConnectionToolSpec<S extends z.ZodObject> {
+  name: string;
+  title: string;
+  description: string;
+  /** The provider id (providers list) whose connection the tool acts through. */
+  provider: string;
+  /** The scopes of that provider the tool needs. */
+  scopes: readonly string[];
+  input: S;
+  annotations?: ToolSpec<S, McpToolDeps>['annotations'];
+  /** What the operation is for, shown with the connect link and in refusals ("create the report …"); default: "use <name>". */
+  purpose?(input: z.output<S>): string;
+  /**
+   * Does the work, once per accepted operation: `idempotencyKey` is the same for every attempt of one
+   * operation (send it to providers that honour one). The outcome is kept with the receipt, so it must
+   * be JSON and hold nothing secret.
+   */
+  perform(call: { input: z.output<S>; fetch: ConnectionFetch; idempotencyKey: string; connection: ConnectionInfo }): Promise<Record<string, unknown>>;
+  /** The result for an outcome, fresh or read back from its receipt. */
+  render(outcome: Record<string, unknown>): ToolCallResult;
+}
+
+/** A tool that acts through a third-party connection. */
+export interface ConnectionTool extends Tool<McpToolDeps> {
+  provider: string;
+  scopes: readonly string[];
+  /** The operation for raw arguments: what every lineage (both eras, and the re-drive) runs. */
+  connectionCall(rawArgs: unknown, deps: McpToolDeps): ConnectionCall;
+}
+
+/**
+ * A tool defined once and served on both eras: the modern handler runs the
+ * MRTR lineage (connectionTool.ts), the 2025-11-25 adapter runs the nested or
+ * -32042 lineage with the same `connectionCall`, and the reconcile sweep
+ * rebuilds it from kept arguments. Two calls are the same operation when their
+ * parsed inputs are equal (field by field, in the schema's order).
+ */
+export function defineConnectionTool<S extends z.ZodObject>(spec: ConnectionToolSpec<S>): ConnectionTool {
+  const build = (input: z.output<S>, deps: McpToolDeps): ConnectionCall => {
+    const configured = deps.connection.broker.providers.get(spec.provider)?.provider;
+    const connection: ConnectionInfo = { provider: spec.provider, displayName: configured?.displayName ?? spec.provider, apiBase: configured?.apiBase ?? '', scopes: spec.scopes };
+    return {
+      tool: spec.name,
+      provider: spec.provider,
+      purpose: spec.purpose?.(input) ?? `use ${spec.name}`,
+      requestDigest: argumentsDigest([spec.name, ...Object.keys(spec.input.shape).map((key) => digestPart(input[key as keyof typeof input]))]),
+      arguments: input as Record<string, unknown>,
+      async perform(accessToken, idempotencyKey) {
+        const outcome = await spec.perform({ input, fetch: connectionFetch(deps.fetch, connection, accessToken), idempotencyKey, connection });
+        return { status: 'succeeded', outcome };
+      },
+      render: ({ outcome }) => spec.render(outcome),
+    };
+  };
+  const tool = defineTool({
+    name: spec.name,
+    title: spec.title,
+    description: spec.description,
+    inputSchema: spec.input,
+    ...(spec.annotations ? { annotations: spec.annotations } : {}),
+    handler: (input, ctx, deps: McpToolDeps) => runConnectionTool(deps.connection, ctx, build(input, deps)),
+  });
+  return { ...tool, provider: spec.provider, scopes: spec.scopes, connectionCall: (rawArgs, deps) => build(parseArguments(spec.name, spec.input, rawArgs), deps) };
+}
+
+// Strings as they are, anything else as its JSON; an absent field as NUL, which no argument holds (defineTool.ts refuses it).
+function digestPart(value: unknown): string {
+  return typeof value === 'string' ? value : (JSON.stringify(value) ?? '\u0000');
+}
+
+/** Whether a tool acts through a connection (and so runs the connect lineages). */
+export function isConnectionTool(tool: Tool<McpToolDeps>): tool is ConnectionTool {
+  return 'connectionCall' in tool && typeof tool.connectionCall === 'function';
+}
