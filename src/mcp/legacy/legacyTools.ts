@@ -11,16 +11,15 @@ import { settleConnectedFlow } from '../../broker/settleOpenFlows.js';
 import { findReusableNavigation, startNavigation } from '../../broker/startNavigation.js';
 import { InvalidInputError } from '../../errors/appError.js';
 import { toToolErrorResult } from '../../errors/toMcp.js';
-import { confirmDelete, declineDelete, findDeleteCandidates } from '../../notes/notes.js';
 import { performOrForget, reconnectReasonOf } from '../../secrets/forgetConnection.js';
 import { accessTokenFor } from '../../secrets/tokenVault.js';
 import type { Logger } from '../../shared/logger.js';
 import { navigationRequest, runAccepted, type ConnectionCall } from '../connectionTool.js';
 import { isConnectionTool } from '../defineConnectionTool.js';
-import { completeResult, parseArguments, type Tool, type ToolContext } from '../defineTool.js';
-import { deleteConfirmationContent, deleteConfirmationForm, ElicitResultSchema } from '../elicitationForms.js';
+import { isFormTool, type FormTool } from '../defineFormTool.js';
+import type { Tool, ToolContext } from '../defineTool.js';
+import { ElicitResultSchema } from '../elicitationForms.js';
 import { elicitationModes, ErrorCode, McpProtocolError, type CallToolResult, type ToolCallResult } from '../protocol.js';
-import { notesDeleteInput } from '../tools/notesDelete.js';
 import type { McpToolDeps } from '../tools/registry.js';
 import type { RequestChannel } from './requestChannel.js';
 import type { LegacySession } from './legacySessions.js';
@@ -53,9 +52,9 @@ export async function legacyToolCall(deps: LegacyToolDeps, session: LegacySessio
   const name = params['name'];
   if (typeof name !== 'string') throw new McpProtocolError(ErrorCode.InvalidParams, 'params.name must be a string');
   try {
-    if (name === 'notes_delete') return legacyResult(await nestedDelete(deps, params['arguments'], ctx, channel));
     const tool = deps.tools.find((t) => t.name === name);
     if (!tool) throw new McpProtocolError(ErrorCode.InvalidParams, `Unknown tool: ${name.slice(0, 64)}`);
+    if (isFormTool(tool)) return legacyResult(await askOnStream(deps, tool, params['arguments'], ctx, channel));
     if (isConnectionTool(tool)) return legacyResult(await connectionCall(deps, tool.connectionCall(params['arguments'], deps.toolDeps), ctx, session, jsonrpcId, channel));
     return legacyResult(await tool.call(params['arguments'], ctx, deps.toolDeps));
   } catch (err) {
@@ -66,25 +65,15 @@ export async function legacyToolCall(deps: LegacyToolDeps, session: LegacySessio
   }
 }
 
-/** notes_delete on the legacy wire: the same form, re-checks and single-use claim, asked on this call's stream. */
-async function nestedDelete(deps: LegacyToolDeps, rawArgs: unknown, ctx: ToolContext, channel: RequestChannel): Promise<ToolCallResult> {
-  const args = parseArguments('notes_delete', notesDeleteInput, rawArgs);
-  if (!elicitationModes(ctx.capabilities).form) throw new InvalidInputError('notes_delete asks the user to confirm in a form: this client did not declare form elicitation at initialize.');
-  const { workspace, candidates } = await findDeleteCandidates(deps.toolDeps, ctx.principal, args.workspaceUri, args.title);
-  const form = deleteConfirmationForm(workspace, candidates);
+/** A form tool on the legacy wire: the same question, re-checks and single-use claim, asked on this call's stream. */
+async function askOnStream(deps: LegacyToolDeps, tool: FormTool, rawArgs: unknown, ctx: ToolContext, channel: RequestChannel): Promise<ToolCallResult> {
+  const input = tool.form.parse(rawArgs);
+  if (!elicitationModes(ctx.capabilities).form) throw new InvalidInputError(`${tool.name} asks the user in a form: this client did not declare form elicitation at initialize.`);
+  const { form, offered } = await tool.form.ask(input, ctx, deps.toolDeps);
   const answer = await channel.ask('elicitation/create', form.params, deps.waitMs);
   const reply = ElicitResultSchema.safeParse(answer?.['result']);
-  if (!reply.success) return completeResult('No answer to the confirmation arrived; nothing was deleted.', { status: 'no_answer' });
-  const single = { principal: ctx.principal, nonce: randomBytes(16).toString('base64url'), expiresAt: new Date(Date.now() + deps.waitMs) };
-  if (reply.data.action === 'cancel') return completeResult('Deletion cancelled; nothing was deleted.', { status: 'cancelled' });
-  const content = reply.data.action === 'accept' ? deleteConfirmationContent(candidates.map((c) => c.id)).safeParse(reply.data.content ?? {}) : undefined;
-  if (content && !content.success) throw new InvalidInputError(`The form answer does not match the form: note_id must be one of ${candidates.map((c) => c.id).join(', ')} and confirm a boolean. Nothing was deleted.`);
-  if (reply.data.action === 'decline' || !content?.data?.confirm) {
-    await declineDelete(deps.toolDeps, single);
-    return completeResult('You declined; nothing was deleted.', { status: 'declined' });
-  }
-  const note = await confirmDelete(deps.toolDeps, { ...single, workspaceUri: args.workspaceUri, noteId: content.data.note_id });
-  return completeResult(`Deleted ${note.id} "${note.title}".`, { status: 'deleted', note: { id: note.id, title: note.title, uri: note.noteUri } });
+  const claim = { principal: ctx.principal, nonce: randomBytes(16).toString('base64url'), expiresAt: new Date(Date.now() + deps.waitMs), offered, answerableLater: false };
+  return tool.form.answer(input, reply.success ? reply.data : undefined, claim, deps.toolDeps);
 }
 
 async function connectionCall(deps: LegacyToolDeps, call: ConnectionCall, ctx: ToolContext, session: LegacySession, jsonrpcId: string | number, channel: RequestChannel): Promise<ToolCallResult> {
