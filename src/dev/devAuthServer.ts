@@ -81,7 +81,7 @@ function clientOrigins(clients: DevClient[]): string[] {
 
 // The interaction pages' error page: the one HTTP mapping (toHttp), our brand.
 // body-parser's 4xx errors (an oversized or malformed form) are the caller's fault.
-function pageErrors(deps: { logger: Logger; render: Render; brand: string }): ErrorRequestHandler {
+export function pageErrors(deps: { logger: Logger; render: Render; brand: string }): ErrorRequestHandler {
   return (err: unknown, req, res, _next) => {
     const status = typeof err === 'object' && err !== null && 'status' in err ? Number(err.status) : 500;
     const error = status >= 400 && status < 500 ? new InvalidInputError('The form could not be read.', { cause: err }) : err;

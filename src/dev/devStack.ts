@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { join } from 'node:path';
 import { DEV_TOKEN_CLIENT_ID, DEV_TOKEN_REDIRECT_URI } from '../cli/devToken.js';
 import { listenHttps, type RunningServer, type TlsPair } from '../runtime/httpsServer.js';
@@ -6,6 +7,8 @@ import type { Logger } from '../shared/logger.js';
 import type { Render } from '../web/render.js';
 import { toPublicJwks } from './devAuthKeys.js';
 import { createDevAuthServer } from './devAuthServer.js';
+import { createDevGithubServer } from './devGithubServer.js';
+import { openGithubStore } from './devGithubStore.js';
 import { openFileAdapter } from './devProviderAdapter.js';
 import type { DevSecrets } from './devSecrets.js';
 import { createReportApi } from './reportApi.js';
@@ -15,6 +18,8 @@ export interface DevStackOptions {
   host: string;
   idpPort: number;
   reportsPort: number;
+  /** The GitHub-like development provider's port; it does not run when absent. */
+  githubPort?: number;
   tls: TlsPair;
   /** Verified TLS with the development CA: the identity provider fetches Client ID Metadata Documents with it. */
   fetch: Fetch;
@@ -31,13 +36,18 @@ export interface DevStackOptions {
 export interface DevStack {
   idp: { issuer: string; brokerClientId: string };
   reports: { issuer: string; apiUrl: string; brokerClientId: string };
+  /** Present when `githubPort` was given. `host` is what a GitHub Enterprise Server catalog entry takes. */
+  github?: { origin: string; host: string; apiUrl: string; brokerClientId: string; clientSecret: string; callbackUrl: string };
   close(graceMs: number): Promise<void>;
 }
 
 /** The development servers on free loopback ports, for a broker at `brokerUrl` (tests and benchmarks). */
-export function startLocalDevStack(options: Pick<DevStackOptions, 'tls' | 'fetch' | 'secrets' | 'render' | 'logger'> & { brokerUrl: string }): Promise<DevStack> {
-  const { brokerUrl, ...rest } = options;
-  return startDevStack({ ...rest, host: '127.0.0.1', idpPort: 0, reportsPort: 0, brokerPublicUrl: new URL(brokerUrl), mcpResourceUrl: `${brokerUrl}/mcp`, dataDir: undefined });
+export function startLocalDevStack(
+  options: Pick<DevStackOptions, 'tls' | 'fetch' | 'secrets' | 'render' | 'logger'> & { brokerUrl: string; github?: boolean },
+): Promise<DevStack> {
+  const { brokerUrl, github, ...rest } = options;
+  const ports = { idpPort: 0, reportsPort: 0, ...(github ? { githubPort: 0 } : {}) };
+  return startDevStack({ ...rest, host: '127.0.0.1', ...ports, brokerPublicUrl: new URL(brokerUrl), mcpResourceUrl: `${brokerUrl}/mcp`, dataDir: undefined });
 }
 
 /** The Report Service as an entry of the broker's provider list (validated by parseProviders like any other). */
@@ -56,6 +66,7 @@ export function reportServiceProvider(stack: DevStack, secrets: DevSecrets): Rec
 
 export const BROKER_IDP_CLIENT_ID = 'connect-broker';
 export const BROKER_REPORTS_CLIENT_ID = 'connect-broker';
+export const BROKER_GITHUB_CLIENT_ID = 'Iv1.devconnectbroker';
 
 /**
  * The development identity provider and the demo Report Service, each a real
@@ -117,7 +128,7 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
           clientId: BROKER_REPORTS_CLIENT_ID,
           clientSecret: secrets.brokerReportsClientSecret,
           name: 'Connect Broker',
-          redirectUris: [new URL('/oauth/callback', brokerPublicUrl).href],
+          redirectUris: [new URL('/oauth/callback/reports', brokerPublicUrl).href],
         },
       ],
       resources: [{ identifier: apiUrl, scope: 'reports:read reports:write', accessTokenTtlSeconds: 600 }],
@@ -129,10 +140,12 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
       api: createReportApi({ issuer: reportsIssuer, audience: apiUrl, jwks: toPublicJwks(secrets.reports), store, logger: options.logger.child({ server: 'reports-api' }) }),
     });
     reportsHandler = reportsAuth.handler;
+    const github = options.githubPort === undefined ? undefined : await startGithub(options, options.githubPort, started);
 
     return {
       idp: { issuer: idpIssuer, brokerClientId: BROKER_IDP_CLIENT_ID },
       reports: { issuer: reportsIssuer, apiUrl, brokerClientId: BROKER_REPORTS_CLIENT_ID },
+      ...(github ? { github } : {}),
       close: async (graceMs) => {
         await Promise.all(started.map((s) => s.close(graceMs)));
       },
@@ -141,6 +154,27 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
     await Promise.all(started.map((s) => s.close(0)));
     throw err;
   }
+}
+
+async function startGithub(options: DevStackOptions, port: number, started: RunningServer[]): Promise<NonNullable<DevStack['github']>> {
+  let handler: RunningHandler = notReady;
+  const server = await listenHttps(options.tls, (req, res) => handler(req, res), options.host, port, 'GitHub-like development provider');
+  started.push(server);
+  const host = `${options.brokerPublicUrl.hostname}:${server.port}`;
+  const origin = `https://${host}`;
+  // Derived from the development keys rather than kept in dev-secrets.json, so that file's shape stays as it is.
+  const clientSecret = createHmac('sha256', options.secrets.secretKeys[0]?.key ?? '').update('dev-github-client-secret').digest('base64url');
+  const callbackUrl = new URL('/oauth/callback/github', options.brokerPublicUrl).href;
+  const store = await openGithubStore(options.dataDir ? { filePath: join(options.dataDir, 'dev-github.json') } : {});
+  const github = createDevGithubServer({
+    origin,
+    apps: [{ clientId: BROKER_GITHUB_CLIENT_ID, clientSecret, name: 'Connect Broker', callbackUrl }],
+    store,
+    render: options.render,
+    logger: options.logger.child({ server: 'github' }),
+  });
+  handler = github.handler;
+  return { origin, host, apiUrl: github.apiUrl, brokerClientId: BROKER_GITHUB_CLIENT_ID, clientSecret, callbackUrl };
 }
 
 function onBothLoopbacks(uri: string): string[] {
