@@ -3,7 +3,7 @@ import { parse as parseCookies, serialize as serializeCookie } from 'cookie';
 import { z } from 'zod';
 import { InvalidInputError, NotFoundError } from '../errors/appError.js';
 import type { Render } from '../web/render.js';
-import { type GithubAuthState, type GithubOAuthApp, type PendingAuthorization, randomId, redirectAllowed } from './devGithubAuthState.js';
+import { type GithubAuthState, type GithubOAuthApp, type PendingAuthorization, randomId, redirectAllowed, remember } from './devGithubAuthState.js';
 import type { GithubStore } from './devGithubStore.js';
 import { withFormActionTarget } from './devProviderPages.js';
 import { verifyDevCredentials } from './devUsers.js';
@@ -71,7 +71,7 @@ export function createGithubAuthorizeRouter(deps: GithubOAuthDeps): Router {
       return;
     }
     const uid = randomId();
-    deps.state.pending.set(uid, {
+    remember(deps.state.pending, uid, {
       uid,
       app,
       redirectUri,
@@ -80,7 +80,7 @@ export function createGithubAuthorizeRouter(deps: GithubOAuthDeps): Router {
       codeChallenge: query.code_challenge,
       login: query.login,
       expiresAt: deps.state.now() + REQUEST_TTL_MS,
-    });
+    }, deps.state.now());
     const path = interactionPath(uid);
     res.append('Set-Cookie', serializeCookie(INTERACTION_COOKIE, uid, { path, httpOnly: true, secure: true, sameSite: 'lax', maxAge: REQUEST_TTL_MS / 1000 }));
     res.redirect(303, path);
@@ -145,7 +145,7 @@ export function normalizeScopes(scope: string): string[] {
 async function finish(deps: GithubOAuthDeps, res: Response, pending: PendingAuthorization, login: string, granted: string[]) {
   deps.state.pending.delete(pending.uid);
   const code = randomId();
-  deps.state.codes.set(code, {
+  remember(deps.state.codes, code, {
     clientId: pending.app.clientId,
     login,
     // The token carries what was asked for and granted, as GitHub's does.
@@ -153,7 +153,7 @@ async function finish(deps: GithubOAuthDeps, res: Response, pending: PendingAuth
     redirectUri: pending.redirectUri,
     codeChallenge: pending.codeChallenge,
     expiresAt: deps.state.now() + CODE_TTL_MS,
-  });
+  }, deps.state.now());
   const target = new URL(pending.redirectUri);
   target.searchParams.set('code', code);
   if (pending.state !== undefined) target.searchParams.set('state', pending.state);

@@ -207,6 +207,36 @@ describe('the OAuth web application flow, as GitHub runs it', () => {
     }
   });
 
+  it('accepts any port for a loopback callback URL, as GitHub does', async () => {
+    const browser = createTestBrowser({ fetch, stopAt: (url) => url.pathname.startsWith('/oauth/') });
+    const done = await authorize(browser, 'alice', { redirect_uri: 'https://127.0.0.1:10/oauth/callback/github' });
+    expect(done.callback.port).toBe('10');
+    expect(done.code).toMatch(/^[0-9a-f]{40}$/);
+  });
+
+  it('refuses a code older than ten minutes (a clock the test moves, no waiting)', async () => {
+    let clock = Date.now();
+    const late = await listenHttps(tls);
+    late.setHandler(createDevGithubServer({ origin: late.origin, apps: [app], store: await openGithubStore(), render, logger, now: () => clock }).handler);
+    try {
+      const browser = newBrowser();
+      const pkce = createPkce();
+      const query = new URLSearchParams({ client_id: app.clientId, state: 's', code_challenge: pkce.challenge, code_challenge_method: 'S256' });
+      const signIn = await browser.get(`${late.origin}/login/oauth/authorize?${query.toString()}`);
+      const consent = await browser.submitForm(signIn, { login: 'alice', password: DEV_PASSWORD });
+      const done = await browser.submitForm(consent, {}, { form: 'Authorize Test App' });
+      clock += 10 * 60_000 + 1;
+      const answer = await fetch(`${late.origin}/login/oauth/access_token`, {
+        method: 'POST',
+        headers: { accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ client_id: app.clientId, client_secret: app.clientSecret, code: new URL(done.location ?? '').searchParams.get('code') ?? '', code_verifier: pkce.verifier }).toString(),
+      });
+      expect(await answer.json()).toMatchObject({ error: 'bad_verification_code' });
+    } finally {
+      await late.close();
+    }
+  });
+
   it('answers an unknown client_id with a page and no redirect', async () => {
     const page = await newBrowser().get(authorizeUrl({ client_id: 'Iv1.nobody' }));
     expect(page.status).toBe(404);
