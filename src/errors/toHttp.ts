@@ -1,7 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import { AppError, RateLimitedError, toAppError, type AppErrorCode } from './appError.js';
 
-// The ONLY mapping from errors to HTTP (style.md B4.3).
+// The ONLY mapping from errors to HTTP: one table of AppError codes to statuses.
 const statusByCode: Record<AppErrorCode, number> = {
   invalid_input: 400,
   unauthenticated: 401,

@@ -10,7 +10,7 @@ import { createFetch } from '../../src/shared/httpClient.js';
 import type { BrokerStack } from './brokerStack.js';
 
 // A real legacy-capable client from the official SDK against the 2025-11-25
-// adapter (style.md B11.4): `@modelcontextprotocol/client` v2 in its default
+// adapter: `@modelcontextprotocol/client` v2 in its default
 // `versionNegotiation: { mode: 'legacy' }` (v2 only pins modern revisions),
 // with `supportedProtocolVersions: ['2025-11-25']` so that initialize offers,
 // and only accepts, 2025-11-25. It keeps the session (Mcp-Session-Id), opens

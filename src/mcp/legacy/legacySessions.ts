@@ -70,7 +70,7 @@ const principalKey = (p: Principal) => `${p.iss}\n${p.sub}`;
 
 /**
  * In-memory sessions, one map per instance (the legacy protocol needs
- * affinity, design §11), bounded in all and per principal. A timer ends
+ * affinity: the session lives where it was created), bounded in all and per principal. A timer ends
  * sessions idle past `idleMs`, with their streams and pending calls.
  */
 export function createLegacySessions(limits: LegacyLimits, now: () => number = Date.now): LegacySessions {
