@@ -19,6 +19,8 @@ import { Secret } from './shared/secret.js';
 import { loadOrCreateLocalTls, type TlsMaterial } from './tls/localCa.js';
 import { createRender } from './web/render.js';
 import { ANONYMOUS_PRINCIPAL, createBrokerServer } from './server.js';
+import { tools } from './mcp/tools/registry.js';
+import { loadToolModules, ToolModuleError } from './mcp/tools/toolModules.js';
 import { parseProviders, ProviderConfigError, readProvidersFile } from './providers/providerConfig.js';
 
 type Closer = { name: string; close: () => Promise<void> };
@@ -31,6 +33,8 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
   // Configured providers are checked before anything starts: a bad entry stops start-up at once.
   const providerEntries = config.broker.providersFile ? await readProvidersFile(config.broker.providersFile) : [];
   parseProviders(providerEntries, { allowLoopback: dev });
+  // So are the operator's tool modules: a module that does not load, or a clashing name, stops it too.
+  const extraTools = await loadToolModules(config.toolModules, tools);
   const lock = await acquireRunLock(config.dataDir);
   closers.push({ name: 'run lock', close: lock.release });
 
@@ -114,6 +118,7 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     legacy: config.legacy,
     operators: config.operators,
     highRiskTools: config.highRiskTools,
+    extraTools,
     quotas: config.quotas,
     metrics,
     // Without METRICS_TOKEN, /metrics is open in development and off (403) in production.
@@ -192,7 +197,7 @@ function run(): void {
   startup = main(config, logger, closers);
   startup.catch(async (err: unknown) => {
     if (stopping) return;
-    const expected = err instanceof AlreadyRunningError || err instanceof ConfigError || err instanceof ProviderConfigError;
+    const expected = err instanceof AlreadyRunningError || err instanceof ConfigError || err instanceof ProviderConfigError || err instanceof ToolModuleError;
     if (expected) process.stderr.write(`broker: ${(err as Error).message}\n`);
     else logger.fatal({ err }, 'start-up failed');
     await shutdown(closers, logger);

@@ -20,7 +20,8 @@ import { createMcpEndpoint } from './mcp/mcpEndpoint.js';
 import { createModernServer } from './mcp/mcpServer.js';
 import { resourceMetadataUrl } from './mcp/protectedResourceRoutes.js';
 import { createRequestStateCodec } from './mcp/requestState.js';
-import { connectionCallFor, tools } from './mcp/tools/registry.js';
+import type { Tool } from './mcp/defineTool.js';
+import { connectionCallFor, tools, type McpToolDeps } from './mcp/tools/registry.js';
 import { createProviderClient, type ProviderClient } from './oauth/providerClient.js';
 import type { Provider } from './providers/providerConfig.js';
 import type { Fetch } from './shared/httpClient.js';
@@ -51,6 +52,8 @@ export interface ServerDeps extends Omit<AppDeps, 'logins' | 'mcp' | 'broker' | 
   metrics?: Metrics;
   /** Absent: /metrics is closed (403). */
   metricsAccess?: MetricsAccess;
+  /** Connection tools served beside the built-in ones (TOOL_MODULES, loaded by mcp/tools/toolModules.ts). */
+  extraTools?: readonly Tool<McpToolDeps>[];
 }
 
 export interface BrokerServer {
@@ -98,13 +101,15 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
     fetch: deps.fetch,
     connection: { broker, requestState, vault: { pool: deps.pool, box, clock: deps.clock, providers: providerClients } },
   };
-  const redrive: RedriveDeps = { broker, vault: toolDeps.connection.vault, operationFor: (tool, args) => connectionCallFor(tools, tool, args, toolDeps) };
+  // One list, by name, for tools/list, both eras and the re-drive.
+  const served = [...tools, ...(deps.extraTools ?? [])].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const redrive: RedriveDeps = { broker, vault: toolDeps.connection.vault, operationFor: (tool, args) => connectionCallFor(served, tool, args, toolDeps) };
   const app = createApp({
     ...deps,
     logins: createLoginCookies(createSecretBox(createKeyring(deps.secretKeys, 'browser-login'))),
     mcp: { issuer: deps.issuer, scope: deps.mcpScope },
     broker,
-    formActionOrigins: deps.providers.map((p) => new URL(p.authorizationEndpoint ?? p.issuer ?? '').origin),
+    formActionOrigins: deps.providers.map((p) => new URL(p.issuer).origin),
     operators: deps.operators ?? { roleClaim: 'roles', role: 'operator' },
     ops: { broker, redrive, gateFigures: metrics.gateFigures },
     metrics,
@@ -112,8 +117,8 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
   });
   const { hosts, origins } = allowedHostsFor(deps.publicUrl);
   const serverInfo = { name: 'connect-broker', version: deps.version };
-  const server = createModernServer({ tools, toolDeps, serverInfo, logger: deps.logger });
-  const legacy = createLegacyEndpoint({ tools, toolDeps, serverInfo, logger: deps.logger, ...deps.legacy });
+  const server = createModernServer({ tools: served, toolDeps, serverInfo, logger: deps.logger });
+  const legacy = createLegacyEndpoint({ tools: served, toolDeps, serverInfo, logger: deps.logger, ...deps.legacy });
   const mcp = createMcpEndpoint({
     server,
     legacy,

@@ -81,6 +81,8 @@ const envSchema = z
       .trim()
       .regex(/^[a-z0-9_]+(\s*,\s*[a-z0-9_]+)*$/, 'must be a comma-separated list of tool names')
       .optional(),
+    // Modules whose defineConnectionTool exports are served beside the built-in tools (comma-separated paths).
+    TOOL_MODULES: z.string().trim().optional(),
     // Bearer token for GET /metrics; header-safe characters, long enough not to be guessed.
     METRICS_TOKEN: z.string().trim().min(32, 'must be at least 32 characters').regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces').optional(),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -156,6 +158,8 @@ export interface Config {
   cli: { operatorToken: Secret | undefined };
   /** Tools whose verified operations wait in the approval queue (HIGH_RISK_TOOLS; providers mark themselves). */
   highRiskTools: readonly string[];
+  /** Module paths of more connection tools (TOOL_MODULES). */
+  toolModules: readonly string[];
   /** Per-principal limits (QUOTA_*). */
   quotas: Quotas;
   /** GET /metrics: its bearer token (METRICS_TOKEN); unset, it is open in development and off in production. */
@@ -215,6 +219,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     operators: { roleClaim: e.OPERATOR_ROLE_CLAIM, role: e.OPERATOR_ROLE },
     cli: { operatorToken: e.BROKER_OPERATOR_TOKEN === undefined ? undefined : new Secret(e.BROKER_OPERATOR_TOKEN) },
     highRiskTools: e.HIGH_RISK_TOOLS ? e.HIGH_RISK_TOOLS.split(',').map((t) => t.trim()) : [],
+    toolModules: e.TOOL_MODULES ? e.TOOL_MODULES.split(',').map((t) => t.trim()).filter((t) => t !== '') : [],
     quotas: {
       navigationsPerHour: e.QUOTA_NAVIGATIONS_PER_HOUR,
       openPerProvider: e.QUOTA_OPEN_PER_PROVIDER,

@@ -20,6 +20,8 @@ import { Secret } from '../../src/shared/secret.js';
 import { loadOrCreateLocalTls, type TlsMaterial } from '../../src/tls/localCa.js';
 import { parseProviders } from '../../src/providers/providerConfig.js';
 import { ANONYMOUS_PRINCIPAL, createBrokerServer, type BrokerServer } from '../../src/server.js';
+import type { Tool } from '../../src/mcp/defineTool.js';
+import type { McpToolDeps } from '../../src/mcp/tools/registry.js';
 import type { RateLimit } from '../../src/web/middleware/rateLimit.js';
 import { createRender } from '../../src/web/render.js';
 import { createTestDb, type TestDb } from './testDb.js';
@@ -77,6 +79,8 @@ export interface BrokerStackOptions {
   mcpIssuer?: string;
   /** The issuer browsers sign in with (default: the development identity provider). */
   signInIssuer?: string;
+  /** Connection tools served beside the built-in ones (what TOOL_MODULES loads). */
+  extraTools?: readonly Tool<McpToolDeps>[];
 }
 
 export async function startBrokerStack(options: BrokerStackOptions = {}): Promise<BrokerStack> {
@@ -132,6 +136,7 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
       retryWaitMs: options.retryWaitMs ?? 2_000,
       legacy: { urlElicitation: options.legacyUrlElicitation ?? 'nested', waitMs: options.legacyWaitMs ?? 10_000, retryWindowMs: 600_000, ...(options.legacyLimits ? { limits: options.legacyLimits } : {}) },
       ...(options.highRiskTools ? { highRiskTools: options.highRiskTools } : {}),
+      ...(options.extraTools ? { extraTools: options.extraTools } : {}),
       ...(options.quotas ? { quotas: options.quotas } : {}),
       ...(options.metrics && servers.length === 0 ? { metrics: options.metrics(pool) } : {}),
       ...(options.metricsToken ? { metricsAccess: { token: new Secret(options.metricsToken), openWithoutToken: false } } : {}),

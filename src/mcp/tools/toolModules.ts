@@ -1,0 +1,42 @@
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { isConnectionTool, type ConnectionTool } from '../defineConnectionTool.js';
+import type { Tool } from '../defineTool.js';
+import type { McpToolDeps } from './registry.js';
+
+export class ToolModuleError extends Error {
+  override name = 'ToolModuleError';
+  constructor(readonly problems: readonly string[]) {
+    super(`The tool modules (TOOL_MODULES) cannot be served:\n- ${problems.join('\n- ')}`);
+  }
+}
+
+/**
+ * Loads the connection tools an operator adds (TOOL_MODULES): every export of
+ * each module made with defineConnectionTool. Start-up refuses, listing every
+ * problem, a module that cannot be imported or exports no such tool, and a name
+ * that is already taken, so a typo never starts a broker without its tool.
+ */
+export async function loadToolModules(paths: readonly string[], builtIn: readonly Tool<McpToolDeps>[]): Promise<ConnectionTool[]> {
+  const problems: string[] = [];
+  const loaded: ConnectionTool[] = [];
+  const taken = new Set(builtIn.map((t) => t.name));
+  for (const path of paths) {
+    let exports: Record<string, unknown>;
+    try {
+      exports = (await import(pathToFileURL(resolve(path)).href)) as Record<string, unknown>;
+    } catch (err) {
+      problems.push(`${path}: cannot be imported (${err instanceof Error ? err.message.split('\n')[0] : String(err)})`);
+      continue;
+    }
+    const found = Object.values(exports).filter((value): value is ConnectionTool => typeof value === 'object' && value !== null && isConnectionTool(value as Tool<McpToolDeps>));
+    if (found.length === 0) problems.push(`${path}: exports no tool made with defineConnectionTool`);
+    for (const tool of found) {
+      if (taken.has(tool.name)) problems.push(`${path}: the tool name ${tool.name} is already taken`);
+      taken.add(tool.name);
+      loaded.push(tool);
+    }
+  }
+  if (problems.length > 0) throw new ToolModuleError(problems);
+  return loaded;
+}
