@@ -32,7 +32,7 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
   const dev = config.mode !== 'production';
   // Configured providers are checked before anything starts: a bad entry stops start-up at once.
   const providerEntries = config.broker.providersFile ? await readProvidersFile(config.broker.providersFile) : [];
-  parseProviders(providerEntries, { allowLoopback: dev });
+  parseProviders(providerEntries, { allowLoopback: dev, readEnv: config.broker.providerSecret });
   // So are the operator's tool modules: a module that does not load, or a clashing name, stops it too.
   const extraTools = await loadToolModules(config.toolModules, tools);
   const lock = await acquireRunLock(config.dataDir);
@@ -92,7 +92,7 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
   if (!secretKeys) throw new ConfigError(['SECRET_KEYS is required']);
   if (dev) await (await import('./dev/devSeed.js')).seedDevelopmentData(pool, issuer);
 
-  const providers = parseProviders(providerEntries, { allowLoopback: dev });
+  const providers = parseProviders(providerEntries, { allowLoopback: dev, readEnv: config.broker.providerSecret });
   const metrics = createMetrics({ pool, logger });
   const broker = createBrokerServer({
     pool,

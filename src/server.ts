@@ -109,7 +109,7 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
     logins: createLoginCookies(createSecretBox(createKeyring(deps.secretKeys, 'browser-login'))),
     mcp: { issuer: deps.issuer, scope: deps.mcpScope },
     broker,
-    formActionOrigins: deps.providers.map((p) => new URL(p.issuer).origin),
+    formActionOrigins: deps.providers.map((p) => new URL(p.authorizationEndpoint ?? p.issuer ?? '').origin),
     operators: deps.operators ?? { roleClaim: 'roles', role: 'operator' },
     ops: { broker, redrive, gateFigures: metrics.gateFigures },
     metrics,

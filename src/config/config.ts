@@ -148,7 +148,14 @@ export interface Config {
   dev: { idpPort: number; reportsPort: number; allowNetwork: boolean };
   session: { ttlSeconds: number };
   mcp: { requiredScope: string; allowAnonymous: boolean };
-  broker: { providersFile: string | undefined; navigationTtlSeconds: number; retryWaitMs: number; sweepIntervalMs: number };
+  broker: {
+    providersFile: string | undefined;
+    /** Reads PROVIDERS_FILE's `{"env": NAME}` client secrets from the environment (so the file can be committed); a function, so printing the config shows none. */
+    providerSecret: (name: string) => string | undefined;
+    navigationTtlSeconds: number;
+    retryWaitMs: number;
+    sweepIntervalMs: number;
+  };
   legacy: { urlElicitation: 'nested' | 'error'; waitMs: number; retryWindowMs: number; limits: LegacyLimits };
   /** Sign-in requests per client address, per instance (LOGIN_RATE_BURST, LOGIN_RATE_PER_MINUTE). */
   login: { rateLimit: RateLimit };
@@ -201,7 +208,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     dev: { idpPort: e.DEV_IDP_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 1), reportsPort: e.DEV_REPORTS_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 2), allowNetwork: e.DEV_ALLOW_NETWORK === 'true' },
     session: { ttlSeconds: e.SESSION_TTL_SECONDS },
     mcp: { requiredScope: e.MCP_SCOPE, allowAnonymous: e.MCP_ALLOW_ANONYMOUS === 'true' },
-    broker: { providersFile: e.PROVIDERS_FILE, navigationTtlSeconds: e.NAVIGATION_TTL_SECONDS, retryWaitMs: e.RETRY_WAIT_MS, sweepIntervalMs: e.SWEEP_INTERVAL_MS },
+    broker: { providersFile: e.PROVIDERS_FILE, providerSecret: (name: string) => env[name], navigationTtlSeconds: e.NAVIGATION_TTL_SECONDS, retryWaitMs: e.RETRY_WAIT_MS, sweepIntervalMs: e.SWEEP_INTERVAL_MS },
     legacy: {
       urlElicitation: e.LEGACY_URL_ELICITATION,
       waitMs: e.LEGACY_WAIT_MS,

@@ -3,6 +3,7 @@ import { UnavailableError } from '../errors/appError.js';
 import { checkUrl, UrlPolicyError, type UrlPolicy } from '../security/urlPolicy.js';
 import { strictFetch, type Fetch } from '../shared/httpClient.js';
 import type { Secret } from '../shared/secret.js';
+import type { Conformer } from './conformers/conformer.js';
 import { oauthErrorHandler } from './oauthErrors.js';
 
 // The only importer of openid-client (style.md B7.1). The rest of the app sees
@@ -15,11 +16,37 @@ export interface ServerOptions {
   fetch: Fetch;
 }
 
-/** What an authorization redirect must remember for its callback. */
+/** What an authorization redirect must remember for its callback; `nonce` and `codeVerifier` are '' where none was sent. */
 export interface AuthorizationChecks {
   state: string;
   nonce: string;
   codeVerifier: string;
+}
+
+/** RFC 6749 §2.3.1: the client secret in HTTP Basic, or in the form body. */
+export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post';
+
+/** How an authorization request departs from the OpenID Connect defaults (scope, PKCE and a nonce). */
+export interface AuthorizationParams {
+  redirectUri: string;
+  scope: string;
+  /** The parameter that carries the scopes (Slack user tokens: `user_scope`). */
+  scopeParam?: string;
+  /** RFC 8707 resource indicator, only for servers that take it. */
+  resource?: string;
+  /** RFC 7636 S256; on unless the server refuses it. */
+  pkce?: boolean;
+  /** OpenID Connect nonce; only where an ID Token is expected. */
+  nonce?: boolean;
+  /** Fixed extra parameters (Google `access_type`). */
+  extra?: Readonly<Record<string, string>>;
+}
+
+/** What the token request adds, and whether its answer must hold an ID Token. */
+export interface TokenRequestOptions {
+  resource?: string;
+  extra?: Readonly<Record<string, string>>;
+  idTokenExpected?: boolean;
 }
 
 export interface ServerTokens {
@@ -73,10 +100,10 @@ export async function discoverIssuerMetadata(options: { issuer: string; fetch: F
 /** One discovered authorization server, seen as a confidential client of it. */
 export interface OAuthServer {
   metadata(): ServerMetadata;
-  beginAuthorization(params: { redirectUri: string; scope: string; resource?: string }): Promise<AuthorizationChecks & { url: URL }>;
-  /** Checks state, PKCE, nonce, `iss` (RFC 9207) and the ID Token, then exchanges the code. */
-  completeAuthorization(currentUrl: URL, redirectUri: string, checks: AuthorizationChecks, resource?: string): Promise<ServerTokens>;
-  refresh(refreshToken: string, resource?: string): Promise<ServerTokens>;
+  beginAuthorization(params: AuthorizationParams): Promise<AuthorizationChecks & { url: URL }>;
+  /** Checks state, PKCE, `iss` (RFC 9207) and, where expected, the nonce and ID Token, then exchanges the code. */
+  completeAuthorization(currentUrl: URL, redirectUri: string, checks: AuthorizationChecks, options?: TokenRequestOptions): Promise<ServerTokens>;
+  refresh(refreshToken: string, options?: Omit<TokenRequestOptions, 'idTokenExpected'>): Promise<ServerTokens>;
   /** The UserInfo claims for an access token, checked to belong to `subject`; undefined when the server has no UserInfo endpoint. */
   userInfo(accessToken: string, subject: string): Promise<Record<string, unknown> | undefined>;
 }
@@ -90,6 +117,76 @@ export async function discoverServer(options: ServerOptions): Promise<OAuthServe
   } catch (err) {
     return oauthErrorHandler(err);
   }
+  return serverOver(config, { knownIssuer: true });
+}
+
+/** A third-party provider as the broker's connect flow sees it: OpenID Connect with discovery, or plain OAuth 2.0 with explicit endpoints. */
+export interface ProviderServerOptions {
+  server: { discover: string } | { issuer: string | undefined; authorizationEndpoint: string; tokenEndpoint: string };
+  clientId: string;
+  clientSecret: Secret;
+  clientAuth: ClientAuthMethod;
+  fetch: Fetch;
+  /** Makes the token endpoint's answers standard before openid-client reads them. */
+  conformer: Conformer;
+}
+
+export async function connectProviderServer(options: ProviderServerOptions): Promise<OAuthServer> {
+  const secret = options.clientSecret.reveal();
+  const auth = options.clientAuth === 'client_secret_basic' ? client.ClientSecretBasic(secret) : client.ClientSecretPost(secret);
+  const bounded = authServerFetch(options.fetch);
+  let config: client.Configuration | undefined;
+  const customFetch = conformingFetch(bounded, () => config?.serverMetadata().token_endpoint, options.conformer);
+  const { server } = options;
+  try {
+    if ('discover' in server) {
+      config = await client.discovery(new URL(server.discover), options.clientId, undefined, auth, { [client.customFetch]: customFetch });
+    } else {
+      // openid-client needs an issuer identifier; without one (GitHub publishes none) a name that no `iss` can equal.
+      const metadata: client.ServerMetadata = {
+        issuer: server.issuer ?? `urn:connect-broker:no-issuer:${options.clientId}`,
+        authorization_endpoint: server.authorizationEndpoint,
+        token_endpoint: server.tokenEndpoint,
+        // A declared issuer identifier is required back in every authorization response (RFC 9207 §2.4).
+        ...(server.issuer !== undefined && { authorization_response_iss_parameter_supported: true }),
+      };
+      config = new client.Configuration(metadata, options.clientId, undefined, auth);
+    }
+    config[client.customFetch] = customFetch;
+  } catch (err) {
+    return oauthErrorHandler(err);
+  }
+  return serverOver(config, { knownIssuer: 'discover' in server || server.issuer !== undefined });
+}
+
+/**
+ * The token endpoint's answer through the provider's conformer: read it,
+ * make it RFC 6749 §5.1/§5.2, and hand openid-client a standard JSON
+ * response. Other endpoints (discovery, key sets, UserInfo) pass unchanged.
+ */
+function conformingFetch(fetch: client.CustomFetch, tokenEndpoint: () => string | undefined, conformer: Conformer): client.CustomFetch {
+  return async (url, init) => {
+    const response = await fetch(url, init);
+    const endpoint = tokenEndpoint();
+    if (endpoint === undefined || withoutQuery(url) !== withoutQuery(endpoint)) return response;
+    const text = await response.text();
+    let body: unknown = text;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      // not JSON: the conformer decodes form bodies itself
+    }
+    const conformed = conformer({ status: response.status, headers: Object.fromEntries(response.headers), body });
+    return new Response(JSON.stringify(conformed.body), { status: conformed.status, headers: { 'content-type': 'application/json' } });
+  };
+}
+
+function withoutQuery(url: string): string {
+  const parsed = new URL(url);
+  return `${parsed.origin}${parsed.pathname}`;
+}
+
+function serverOver(config: client.Configuration, { knownIssuer }: { knownIssuer: boolean }): OAuthServer {
   const toTokens = (tokens: client.TokenEndpointResponse & client.TokenEndpointResponseHelpers): ServerTokens => {
     const claims = tokens.claims();
     return {
@@ -103,29 +200,37 @@ export async function discoverServer(options: ServerOptions): Promise<OAuthServe
   };
   return {
     metadata: () => metadataOf(config),
-    async beginAuthorization({ redirectUri, scope, resource }) {
-      const codeVerifier = client.randomPKCECodeVerifier();
+    async beginAuthorization({ redirectUri, scope, scopeParam = 'scope', resource, pkce = true, nonce: withNonce = true, extra = {} }) {
+      const codeVerifier = pkce ? client.randomPKCECodeVerifier() : '';
       const state = client.randomState();
-      const nonce = client.randomNonce();
+      const nonce = withNonce ? client.randomNonce() : '';
       const url = client.buildAuthorizationUrl(config, {
+        ...extra,
         redirect_uri: redirectUri,
-        scope,
+        [scopeParam]: scope,
         response_type: 'code',
-        code_challenge: await client.calculatePKCECodeChallenge(codeVerifier),
-        code_challenge_method: 'S256',
+        ...(pkce && { code_challenge: await client.calculatePKCECodeChallenge(codeVerifier), code_challenge_method: 'S256' }),
         state,
-        nonce,
+        ...(withNonce && { nonce }),
         ...(resource ? { resource } : {}),
       });
       return { url, state, nonce, codeVerifier };
     },
-    async completeAuthorization(currentUrl, redirectUri, checks, resource) {
+    async completeAuthorization(currentUrl, redirectUri, checks, { resource, extra = {}, idTokenExpected = true } = {}) {
+      // Without an issuer identifier an `iss` cannot be compared (RFC 9207 §2.4); the per-provider redirect URI is then the mix-up defence (RFC 9700 §4.4.2).
+      const response = new URL(currentUrl);
+      if (!knownIssuer) response.searchParams.delete('iss');
       try {
         const tokens = await client.authorizationCodeGrant(
           config,
-          currentUrl,
-          { pkceCodeVerifier: checks.codeVerifier, expectedState: checks.state, expectedNonce: checks.nonce, idTokenExpected: true },
-          { redirect_uri: redirectUri, ...(resource ? { resource } : {}) },
+          response,
+          {
+            ...(checks.codeVerifier !== '' && { pkceCodeVerifier: checks.codeVerifier }),
+            expectedState: checks.state,
+            ...(checks.nonce !== '' && { expectedNonce: checks.nonce }),
+            idTokenExpected,
+          },
+          { ...extra, redirect_uri: redirectUri, ...(resource ? { resource } : {}) },
         );
         return toTokens(tokens);
       } catch (err) {
@@ -140,9 +245,9 @@ export async function discoverServer(options: ServerOptions): Promise<OAuthServe
         return oauthErrorHandler(err);
       }
     },
-    async refresh(refreshToken, resource) {
+    async refresh(refreshToken, { resource, extra = {} } = {}) {
       try {
-        return toTokens(await client.refreshTokenGrant(config, refreshToken, resource ? { resource } : undefined));
+        return toTokens(await client.refreshTokenGrant(config, refreshToken, { ...extra, ...(resource ? { resource } : {}) }));
       } catch (err) {
         return oauthErrorHandler(err);
       }

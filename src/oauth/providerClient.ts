@@ -4,7 +4,8 @@ import type { Provider } from '../providers/providerConfig.js';
 import { ACCESS_TOKEN_ALGORITHMS, ACCESS_TOKEN_REQUIRED_CLAIMS } from '../security/accessTokenPolicy.js';
 import { checkUrl } from '../security/urlPolicy.js';
 import { strictFetch, type Fetch } from '../shared/httpClient.js';
-import { discoverServer, MAX_AUTH_RESPONSE_BYTES, type AuthorizationChecks, type OAuthServer, type ServerTokens } from './oauthClient.js';
+import { conformerFor } from './conformers/registry.js';
+import { connectProviderServer, MAX_AUTH_RESPONSE_BYTES, type AuthorizationChecks, type OAuthServer, type ServerTokens } from './oauthClient.js';
 
 export interface ProviderAuthorization extends AuthorizationChecks {
   url: URL;
@@ -14,7 +15,7 @@ export interface ProviderTokens {
   accessToken: string;
   refreshToken: string | undefined;
   expiresAt: Date | undefined;
-  /** The user's subject at the provider, from its ID Token. */
+  /** The user's subject at the provider, from its ID Token (OpenID Connect providers). */
   upstreamSubject: string | undefined;
 }
 
@@ -29,22 +30,37 @@ export interface ProviderClient {
 
 /**
  * The broker as an OAuth client of one provider: authorization code with
- * PKCE S256, state, nonce and a resource indicator; every discovered endpoint
- * must pass the URL policy on the issuer's exact host; every access token
- * must be a JWT for the provider's configured audience, with a pinned
- * algorithm and an expiry.
+ * state, PKCE S256 (unless the provider is declared without it), and for
+ * OpenID Connect providers a nonce and an ID Token. Every endpoint must pass
+ * the URL policy on its own configured host (authorization, token and API
+ * hosts often differ; a discovered endpoint without a configured one stays on
+ * the issuer's host). The entry's conformer reads every token response. An
+ * access token is checked as a JWT for an audience only where the provider
+ * issues those; otherwise it is opaque to the broker.
  */
 export function createProviderClient(provider: Provider, options: { fetch: Fetch; allowLoopback: boolean; now: () => Date }): ProviderClient {
-  const issuerHost = new URL(provider.issuer).host;
-  const policy = { allowLoopback: options.allowLoopback, expectedHost: issuerHost };
-  let server: Promise<{ oauth: OAuthServer; jwks: JWTVerifyGetKey }> | undefined;
+  const hostOf = (configured: string | undefined) => new URL(configured ?? provider.issuer ?? '').host;
+  const policyFor = (configured: string | undefined) => ({ allowLoopback: options.allowLoopback, expectedHost: hostOf(configured) });
+  const authorizePolicy = policyFor(provider.authorizationEndpoint);
+  let server: Promise<{ oauth: OAuthServer; jwks: JWTVerifyGetKey | undefined }> | undefined;
   const ready = () => {
-    server ??= discoverServer({ issuer: provider.issuer, clientId: provider.clientId, clientSecret: provider.clientSecret, fetch: options.fetch })
+    server ??= connectProviderServer({
+      server:
+        provider.kind === 'oidc'
+          ? { discover: provider.issuer ?? '' }
+          : { issuer: provider.issuer, authorizationEndpoint: provider.authorizationEndpoint ?? '', tokenEndpoint: provider.tokenEndpoint ?? '' },
+      clientId: provider.clientId,
+      clientSecret: provider.clientSecret,
+      clientAuth: provider.clientAuth,
+      fetch: options.fetch,
+      conformer: conformerFor(provider.conformer),
+    })
       .then((oauth) => {
         const metadata = oauth.metadata();
-        for (const [name, value] of Object.entries({ authorization_endpoint: metadata.authorizationEndpoint, token_endpoint: metadata.tokenEndpoint, jwks_uri: metadata.jwksUri })) {
-          checkUrl(value ?? '', policy, `${provider.id} ${name}`);
-        }
+        checkUrl(metadata.authorizationEndpoint ?? '', authorizePolicy, `${provider.id} authorization_endpoint`);
+        checkUrl(metadata.tokenEndpoint ?? '', policyFor(provider.tokenEndpoint), `${provider.id} token_endpoint`);
+        if (provider.audience === undefined) return { oauth, jwks: undefined };
+        checkUrl(metadata.jwksUri ?? '', policyFor(undefined), `${provider.id} jwks_uri`);
         const fetchKeys = strictFetch(options.fetch, { maxBytes: MAX_AUTH_RESPONSE_BYTES });
         const jwks = createRemoteJWKSet(new URL(metadata.jwksUri ?? ''), { [joseCustomFetch]: (url, init) => fetchKeys(url, init as RequestInit) });
         return { oauth, jwks };
@@ -56,17 +72,19 @@ export function createProviderClient(provider: Provider, options: { fetch: Fetch
     return server;
   };
 
-  async function toProviderTokens(tokens: ServerTokens, jwks: JWTVerifyGetKey): Promise<ProviderTokens> {
-    try {
-      await jwtVerify(tokens.accessToken, jwks, {
-        issuer: provider.issuer,
-        audience: provider.audience,
-        algorithms: ACCESS_TOKEN_ALGORITHMS,
-        requiredClaims: ACCESS_TOKEN_REQUIRED_CLAIMS,
-        currentDate: options.now(),
-      });
-    } catch (cause) {
-      throw new UpstreamAuthError(`${provider.displayName} issued an access token that is not for ${provider.audience}.`, { cause });
+  async function toProviderTokens(tokens: ServerTokens, jwks: JWTVerifyGetKey | undefined): Promise<ProviderTokens> {
+    if (jwks && provider.audience !== undefined) {
+      try {
+        await jwtVerify(tokens.accessToken, jwks, {
+          ...(provider.issuer !== undefined && { issuer: provider.issuer }),
+          audience: provider.audience,
+          algorithms: ACCESS_TOKEN_ALGORITHMS,
+          requiredClaims: ACCESS_TOKEN_REQUIRED_CLAIMS,
+          currentDate: options.now(),
+        });
+      } catch (cause) {
+        throw new UpstreamAuthError(`${provider.displayName} issued an access token that is not for ${provider.audience}.`, { cause });
+      }
     }
     return {
       accessToken: tokens.accessToken,
@@ -76,6 +94,7 @@ export function createProviderClient(provider: Provider, options: { fetch: Fetch
     };
   }
 
+  const tokenOptions = { ...(provider.resource !== undefined && { resource: provider.resource }), extra: provider.tokenParams };
   return {
     provider,
     async destination() {
@@ -84,17 +103,25 @@ export function createProviderClient(provider: Provider, options: { fetch: Fetch
     },
     async beginAuthorization(redirectUri) {
       const { oauth } = await ready();
-      const authorization = await oauth.beginAuthorization({ redirectUri, scope: provider.scopes.join(' '), resource: provider.audience });
-      checkUrl(authorization.url.href.replace(/[?#].*$/, ''), policy, `${provider.id} authorization URL`);
+      const authorization = await oauth.beginAuthorization({
+        redirectUri,
+        scope: provider.scopes.join(provider.scopeSeparator),
+        scopeParam: provider.scopeParam,
+        pkce: provider.pkce,
+        nonce: provider.kind === 'oidc',
+        extra: provider.authorizeParams,
+        ...(provider.resource !== undefined && { resource: provider.resource }),
+      });
+      checkUrl(authorization.url.href.replace(/[?#].*$/, ''), authorizePolicy, `${provider.id} authorization URL`);
       return authorization;
     },
     async completeAuthorization(currentUrl, redirectUri, checks) {
       const { oauth, jwks } = await ready();
-      return toProviderTokens(await oauth.completeAuthorization(currentUrl, redirectUri, checks, provider.audience), jwks);
+      return toProviderTokens(await oauth.completeAuthorization(currentUrl, redirectUri, checks, { ...tokenOptions, idTokenExpected: provider.kind === 'oidc' }), jwks);
     },
     async refresh(refreshToken) {
       const { oauth, jwks } = await ready();
-      const tokens = await oauth.refresh(refreshToken, provider.audience);
+      const tokens = await oauth.refresh(refreshToken, tokenOptions);
       return toProviderTokens({ ...tokens, refreshToken: tokens.refreshToken ?? refreshToken }, jwks);
     },
   };

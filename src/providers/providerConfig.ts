@@ -1,36 +1,79 @@
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
+import type { ConformerName } from '../oauth/conformers/registry.js';
 import { checkUrl, UrlPolicyError } from '../security/urlPolicy.js';
 import { Secret } from '../shared/secret.js';
+import { catalog } from './catalog/catalog.js';
+import { CatalogEntrySchema } from './catalog/catalogEntry.js';
+import { CatalogExpansionError, expandEntry, type ExpandedEntry } from './catalog/expandEntry.js';
 
 /** One third-party OAuth provider the broker connects users to. */
 export interface Provider {
   id: string;
   displayName: string;
-  /** OIDC issuer: its discovery document gives the endpoints, which must stay on the issuer's host. */
-  issuer: string;
+  /** `oidc`: endpoints from the issuer's discovery document, an ID Token and a nonce. `oauth2`: explicit endpoints, neither. */
+  kind: 'oidc' | 'oauth2';
+  /** The issuer identifier: discovered from for `oidc`, compared with `iss` (RFC 9207) wherever it is known. */
+  issuer: string | undefined;
+  /** Explicit endpoints (`oauth2`); for `oidc` the hosts its discovered endpoints must be on, when given. */
+  authorizationEndpoint: string | undefined;
+  tokenEndpoint: string | undefined;
   clientId: string;
   clientSecret: Secret;
+  clientAuth: 'client_secret_basic' | 'client_secret_post';
+  pkce: boolean;
   scopes: string[];
+  scopeParam: 'scope' | 'user_scope';
+  scopeSeparator: ' ' | ',';
+  authorizeParams: Readonly<Record<string, string>>;
+  tokenParams: Readonly<Record<string, string>>;
+  conformer: ConformerName;
   /** Base URL of the provider's API (e.g. https://reports.example.com/api). */
   apiBase: string;
-  /** Resource indicator (RFC 8707) sent with the authorization and expected as the access token's `aud`. */
-  audience: string;
-  /** Verified operations through this provider wait for an operator's approval (issue #6 item 8). */
+  apiHeaders: Readonly<Record<string, string>>;
+  /** RFC 8707 resource indicator, sent only to providers that take it. */
+  resource: string | undefined;
+  /** The `aud` a JWT access token must carry; undefined where access tokens are opaque to the broker. */
+  audience: string | undefined;
+  /** Verified operations through this provider wait for an operator's approval. */
   highRisk: boolean;
+  /** The catalog entry it was built from, if any. */
+  catalog: string | undefined;
 }
 
-const ProviderSchema = z.strictObject({
-  id: z.string().regex(/^[a-z][a-z0-9_-]{0,31}$/, 'must be a short lower-case identifier'),
+const providerId = z.string().regex(/^[a-z][a-z0-9_-]{0,31}$/, 'must be a short lower-case identifier');
+const scopeToken = z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, 'must be an RFC 6749 scope token');
+// A secret in the file, or the name of an environment variable holding it (so the file can be committed).
+const SecretSchema = z.union([z.string().min(1).max(500), z.strictObject({ env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'must be an environment variable name') })]);
+
+/** What the deployment owns, beside the provider's own facts. */
+const deploymentFields = {
+  id: providerId,
+  displayName: z.string().trim().min(1).max(80).optional(),
+  clientId: z.string().min(1).max(200),
+  clientSecret: SecretSchema,
+  scopes: z.array(scopeToken).max(20).optional(),
+  highRisk: z.boolean().default(false),
+};
+
+// The built-in Report Service's shape: an OIDC issuer whose access tokens are JWTs for `audience`.
+const IssuerEntrySchema = z.strictObject({
+  ...deploymentFields,
   displayName: z.string().trim().min(1).max(80),
   issuer: z.string(),
-  clientId: z.string().min(1).max(200),
-  clientSecret: z.string().min(1).max(500),
-  scopes: z.array(z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/)).min(1).max(20),
+  scopes: z.array(scopeToken).min(1).max(20),
   apiBase: z.string(),
   audience: z.string(),
-  highRisk: z.boolean().default(false),
 });
+
+const CatalogRefSchema = z.strictObject({
+  ...deploymentFields,
+  catalog: z.string().min(1).max(40),
+  /** Values of the catalog entry's template parameters (GitHub `host`, Entra `tenant`). */
+  params: z.record(z.string(), z.string().max(200)).default({}),
+});
+
+type Env = (name: string) => string | undefined;
 
 export class ProviderConfigError extends Error {
   override name = 'ProviderConfigError';
@@ -38,30 +81,176 @@ export class ProviderConfigError extends Error {
 
 /**
  * Validates provider entries (from PROVIDERS_FILE, or built in development)
- * at start: schema, unique ids, and the URL policy on every URL. A rejected
- * entry stops start-up with every problem listed.
+ * at start. An entry names a catalog id (`catalog`), is a complete custom
+ * entry (`kind` and the catalog fields), or is an OIDC issuer with a JWT
+ * audience (the built-in shape). Checks the schema, unique ids, template
+ * parameters, secrets named from the environment and the URL policy on every
+ * URL; a rejected file stops start-up with every problem listed.
  */
-export function parseProviders(entries: unknown, options: { allowLoopback: boolean }): Provider[] {
-  const parsed = z.array(ProviderSchema).safeParse(entries);
-  if (!parsed.success) throw new ProviderConfigError(`Invalid provider configuration:\n${parsed.error.issues.map((i) => `  - ${i.path.join('.')}: ${i.message}`).join('\n')}`);
+export function parseProviders(entries: unknown, options: { allowLoopback: boolean; readEnv?: Env }): Provider[] {
+  if (!Array.isArray(entries)) throw new ProviderConfigError('Invalid provider configuration: expected an array of providers');
+  const env = options.readEnv ?? (() => undefined);
   const problems: string[] = [];
+  const providers: Provider[] = [];
   const ids = new Set<string>();
-  for (const [index, entry] of parsed.data.entries()) {
-    if (ids.has(entry.id)) problems.push(`[${index}].id: ${entry.id} is listed twice`);
-    ids.add(entry.id);
-    for (const field of ['issuer', 'apiBase', 'audience'] as const) {
-      try {
-        checkUrl(entry[field], { allowLoopback: options.allowLoopback }, `${entry.id}.${field}`);
-      } catch (err) {
-        if (!(err instanceof UrlPolicyError)) throw err;
-        problems.push(`[${index}].${field}: ${err.message}`);
-      }
+  for (const [index, entry] of entries.entries()) {
+    const report = (list: readonly string[]) => problems.push(...list.map((p) => `[${index}]${typeof (entry as { id?: unknown })?.id === 'string' ? ` (${(entry as { id: string }).id})` : ''} ${p}`));
+    const result = parseEntry(entry, { allowLoopback: options.allowLoopback, env });
+    if ('problems' in result) {
+      report(result.problems);
+      continue;
     }
+    if (ids.has(result.provider.id)) report([`id: ${result.provider.id} is listed twice`]);
+    ids.add(result.provider.id);
+    providers.push(result.provider);
   }
   if (problems.length > 0) throw new ProviderConfigError(`Invalid provider configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
-  return parsed.data.map((p) => ({ ...p, issuer: p.issuer.replace(/\/$/, ''), clientSecret: new Secret(p.clientSecret) }));
+  return providers;
 }
 
+type Parsed = { provider: Provider } | { problems: string[] };
+
+function issuesOf(error: z.ZodError): string[] {
+  return error.issues.map((i) => `${i.path.join('.') || '(entry)'}: ${i.message}`);
+}
+
+function parseEntry(entry: unknown, options: { allowLoopback: boolean; env: Env }): Parsed {
+  const shape = typeof entry === 'object' && entry !== null ? entry : {};
+  if ('catalog' in shape) return fromCatalog(entry, options);
+  if ('kind' in shape) return fromCustom(entry, options);
+  return fromIssuer(entry, options);
+}
+
+function fromIssuer(entry: unknown, options: { allowLoopback: boolean; env: Env }): Parsed {
+  const parsed = IssuerEntrySchema.safeParse(entry);
+  if (!parsed.success) return { problems: issuesOf(parsed.error) };
+  const e = parsed.data;
+  const problems: string[] = [];
+  for (const field of ['issuer', 'apiBase', 'audience'] as const) {
+    try {
+      checkUrl(e[field], { allowLoopback: options.allowLoopback }, `${e.id}.${field}`);
+    } catch (err) {
+      if (!(err instanceof UrlPolicyError)) throw err;
+      problems.push(`${field}: ${err.message}`);
+    }
+  }
+  const secret = secretOf(e.clientSecret, options.env, problems);
+  if (problems.length > 0 || !secret) return { problems };
+  return {
+    provider: {
+      id: e.id,
+      displayName: e.displayName,
+      kind: 'oidc',
+      issuer: e.issuer.replace(/\/$/, ''),
+      authorizationEndpoint: undefined,
+      tokenEndpoint: undefined,
+      clientId: e.clientId,
+      clientSecret: secret,
+      // What openid-client sends when discovery names no method.
+      clientAuth: 'client_secret_post',
+      pkce: true,
+      scopes: e.scopes,
+      scopeParam: 'scope',
+      scopeSeparator: ' ',
+      authorizeParams: {},
+      tokenParams: {},
+      conformer: 'standard',
+      apiBase: e.apiBase,
+      apiHeaders: {},
+      resource: e.audience,
+      audience: e.audience,
+      highRisk: e.highRisk,
+      catalog: undefined,
+    },
+  };
+}
+
+function fromCatalog(entry: unknown, options: { allowLoopback: boolean; env: Env }): Parsed {
+  const parsed = CatalogRefSchema.safeParse(entry);
+  if (!parsed.success) return { problems: issuesOf(parsed.error) };
+  const e = parsed.data;
+  const known = catalog.get(e.catalog);
+  const problems: string[] = [];
+  if (!known) problems.push(`catalog: ${JSON.stringify(e.catalog)} is not in the catalog (it has: ${[...catalog.keys()].join(', ')})`);
+  const secret = secretOf(e.clientSecret, options.env, problems);
+  const expanded = known ? expandCollecting(() => expandEntry(known, e.params, options), problems) : undefined;
+  if (problems.length > 0 || !secret || !expanded) return { problems };
+  return { provider: toProvider(expanded, { ...e, clientSecret: secret, catalog: e.catalog }) };
+}
+
+function fromCustom(entry: unknown, options: { allowLoopback: boolean; env: Env }): Parsed {
+  const shape = entry as Record<string, unknown>;
+  const { clientId, clientSecret, scopes, highRisk, ...facts } = shape;
+  const deployment = z.strictObject(deploymentFields).safeParse({ id: shape['id'], clientId, clientSecret, scopes, highRisk, ...(shape['displayName'] !== undefined && { displayName: shape['displayName'] }) });
+  const entrySchema = CatalogEntrySchema.safeParse(facts);
+  const problems = [...(deployment.success ? [] : issuesOf(deployment.error)), ...(entrySchema.success ? [] : issuesOf(entrySchema.error))];
+  const secret = deployment.success ? secretOf(deployment.data.clientSecret, options.env, problems) : undefined;
+  // A custom entry's parameters are declared in the entry itself: their defaults fill its templates.
+  const expanded = entrySchema.success ? expandCollecting(() => expandEntry(entrySchema.data, {}, options), problems) : undefined;
+  if (problems.length > 0 || !deployment.success || !secret || !expanded) return { problems };
+  return { provider: toProvider(expanded, { ...deployment.data, clientSecret: secret, catalog: undefined }) };
+}
+
+function expandCollecting(expand: () => ExpandedEntry, problems: string[]): ExpandedEntry | undefined {
+  try {
+    return expand();
+  } catch (err) {
+    if (!(err instanceof CatalogExpansionError)) throw err;
+    problems.push(...err.problems);
+    return undefined;
+  }
+}
+
+function secretOf(value: z.infer<typeof SecretSchema>, env: Env, problems: string[]): Secret | undefined {
+  if (typeof value === 'string') return new Secret(value);
+  const fromEnv = env(value.env);
+  if (fromEnv === undefined || fromEnv === '') {
+    problems.push(`clientSecret: the environment variable ${value.env} is not set`);
+    return undefined;
+  }
+  return new Secret(fromEnv);
+}
+
+interface Deployment {
+  id: string;
+  displayName?: string | undefined;
+  clientId: string;
+  clientSecret: Secret;
+  scopes?: string[] | undefined;
+  highRisk: boolean;
+  catalog: string | undefined;
+}
+
+function toProvider(entry: ExpandedEntry, d: Deployment): Provider {
+  // JWT access tokens are checked for the API's audience; every other token is opaque to the broker.
+  const audience = entry.accessTokenFormat === 'jwt' ? entry.apiBase : undefined;
+  return {
+    id: d.id,
+    displayName: d.displayName ?? entry.displayName,
+    kind: entry.kind,
+    issuer: entry.issuer,
+    authorizationEndpoint: entry.authorizationEndpoint,
+    tokenEndpoint: entry.tokenEndpoint,
+    clientId: d.clientId,
+    clientSecret: d.clientSecret,
+    clientAuth: entry.clientAuth,
+    pkce: entry.pkce,
+    scopes: d.scopes ?? entry.defaultScopes,
+    scopeParam: entry.scopeParam,
+    scopeSeparator: entry.scopeSeparator,
+    authorizeParams: entry.authorizeParams,
+    tokenParams: entry.tokenParams,
+    conformer: entry.conformer,
+    apiBase: entry.apiBase,
+    apiHeaders: entry.apiHeaders,
+    resource: entry.resourceIndicator ? entry.apiBase : undefined,
+    audience,
+    highRisk: d.highRisk,
+    catalog: d.catalog,
+  };
+}
+
+/** PROVIDERS_FILE: a JSON array of entries. */
 export async function readProvidersFile(path: string): Promise<unknown[]> {
   const text = await readFile(path, 'utf8');
   let entries: unknown;

@@ -3,6 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createKeyring } from '../../src/crypto/keyring.js';
 import { createSecretBox } from '../../src/crypto/secretBox.js';
 import { createProviderClient } from '../../src/oauth/providerClient.js';
+import { parseProviders } from '../../src/providers/providerConfig.js';
 import { createFetch } from '../../src/shared/httpClient.js';
 import { Secret } from '../../src/shared/secret.js';
 import { digestOf, randomToken } from '../../src/shared/tokens.js';
@@ -54,9 +55,9 @@ describe('connect flow faults at the provider (issue #4)', () => {
 
   /** alice consents and authorizes at the Report Service; her browser stops before delivering the callback. */
   async function authorizeUntilCallback(flow: Flow): Promise<{ browser: TestBrowser; callbackUrl: string }> {
-    const browser = createTestBrowser({ fetch: stack.fetch, stopAt: (u) => u.pathname === '/oauth/callback' });
+    const browser = createTestBrowser({ fetch: stack.fetch, stopAt: (u) => u.pathname === '/oauth/callback/reports' });
     const stopped = await consentAndAuthorize(stack, await openConnectLink(stack, flow.url, 'alice', browser), 'alice');
-    expect(stopped.location).toMatch(new RegExp(`^${stack.brokerUrl}/oauth/callback\\?`));
+    expect(stopped.location).toMatch(new RegExp(`^${stack.brokerUrl}/oauth/callback/reports\\?`));
     expect((await navigation(flow)).status).toBe('OUT_OF_BAND_PENDING');
     return { browser, callbackUrl: stopped.location! };
   }
@@ -185,10 +186,11 @@ describe('connect flow faults at the provider (issue #4)', () => {
       authorization_response_iss_parameter_supported: true,
     });
     const clientFor = (fetch = createFetch()) =>
-      createProviderClient(
-        { id: 'elsewhere', displayName: 'Elsewhere', issuer, clientId: 'broker', clientSecret: new Secret('s3cret'), scopes: ['openid'], apiBase: `${issuer}/api`, audience: `${issuer}/api`, highRisk: false },
-        { fetch, allowLoopback: false, now: () => new Date() },
-      );
+      createProviderClient(parseProviders([{ id: 'elsewhere', displayName: 'Elsewhere', issuer, clientId: 'broker', clientSecret: 's3cret', scopes: ['openid'], apiBase: `${issuer}/api`, audience: `${issuer}/api` }], { allowLoopback: false })[0]!, {
+        fetch,
+        allowLoopback: false,
+        now: () => new Date(),
+      });
 
     // The control for the next test: nock honours the abort, so a slow reply is cut off at the fetch timeout.
     it('cuts off a request that carries no signal of its own at the fetch timeout', async () => {

@@ -35,6 +35,13 @@ describe('loadConfig', () => {
     expect(Object.isFrozen(config)).toBe(true);
   });
 
+  it('reads PROVIDERS_FILE client secrets named by environment variable from the environment it was given', () => {
+    const config = loadConfig({ PROVIDERS_FILE: '/etc/broker/providers.json', GITHUB_CLIENT_SECRET: 'from-the-environment' });
+    expect(config.broker.providersFile).toBe('/etc/broker/providers.json');
+    expect(config.broker.providerSecret('GITHUB_CLIENT_SECRET')).toBe('from-the-environment');
+    expect(JSON.stringify(config)).not.toContain('from-the-environment');
+  });
+
   it('lets PORT move the broker and the development servers beside it', () => {
     const config = loadConfig({ PORT: '9443' });
     expect(config.http.publicUrl.href).toBe('https://127.0.0.1:9443/');

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseProviders, ProviderConfigError } from '../../src/providers/providerConfig.js';
+import { badProvidersFile } from '../support/providerEntries.js';
 
 const good = {
   id: 'reports',
@@ -34,9 +35,9 @@ describe('parseProviders', () => {
       { ...good, issuer: 'http://reports.example.com', apiBase: 'https://user:pw@reports.example.com/api' },
       { ...good, id: 'other', audience: 'https://xn--rports-9we.example.com/api' },
     ]);
-    expect(message).toContain('[0].issuer: reports.issuer must use https');
-    expect(message).toContain('[0].apiBase: reports.apiBase carries user information');
-    expect(message).toContain('[1].audience: other.audience has a punycode (IDN) host');
+    expect(message).toContain('[0] (reports) issuer: reports.issuer must use https');
+    expect(message).toContain('[0] (reports) apiBase: reports.apiBase carries user information');
+    expect(message).toContain('[1] (other) audience: other.audience has a punycode (IDN) host');
   });
 
   it('refuses loopback providers outside development, and accepts them in development', () => {
@@ -50,5 +51,76 @@ describe('parseProviders', () => {
     expect(problems([{ ...good, tokenEndpoint: 'https://x' }])).toMatch(/tokenEndpoint|Unrecognized/);
     const { clientSecret: _omitted, ...withoutSecret } = good;
     expect(problems([withoutSecret])).toContain('clientSecret');
+  });
+});
+
+describe('PROVIDERS_FILE entries: catalog ids, custom entries, secrets from the environment', () => {
+  const readEnv = (name: string) => ({ GITHUB_CLIENT_SECRET: 'github-secret-canary' })[name];
+
+  it('builds a catalog entry from its id and the deployment\'s parameters, the secret read from the environment', () => {
+    const [github] = parseProviders(
+      [{ id: 'github', catalog: 'github', clientId: 'Iv1.abc', clientSecret: { env: 'GITHUB_CLIENT_SECRET' }, scopes: ['repo'], params: { host: 'github.example.com' } }],
+      { allowLoopback: false, readEnv },
+    );
+    expect(github).toMatchObject({
+      id: 'github',
+      kind: 'oauth2',
+      catalog: 'github',
+      issuer: undefined,
+      authorizationEndpoint: 'https://github.example.com/login/oauth/authorize',
+      tokenEndpoint: 'https://github.example.com/login/oauth/access_token',
+      apiBase: 'https://github.example.com/api/v3',
+      clientAuth: 'client_secret_post',
+      pkce: true,
+      conformer: 'github',
+      scopes: ['repo'],
+      audience: undefined,
+      resource: undefined,
+    });
+    expect(github?.clientSecret.reveal()).toBe('github-secret-canary');
+    expect(JSON.stringify(github)).not.toContain('github-secret-canary');
+  });
+
+  it('takes the catalog\'s defaults where the deployment gives none', () => {
+    const [entra] = parseProviders([{ id: 'work', catalog: 'microsoft', clientId: 'app', clientSecret: 's' }], { allowLoopback: false });
+    expect(entra?.authorizationEndpoint).toBe('https://login.microsoftonline.com/common/oauth2/v2.0/authorize');
+    expect(entra?.resource).toBeUndefined();
+    expect(entra?.scopes.length).toBeGreaterThan(0);
+  });
+
+  it('accepts a complete custom entry', () => {
+    const [custom] = parseProviders(
+      [
+        {
+          id: 'acme',
+          kind: 'oauth2',
+          displayName: 'Acme',
+          docs: 'https://acme.example.com/docs/oauth',
+          authorizationEndpoint: 'https://login.acme.example.com/authorize',
+          tokenEndpoint: 'https://api.acme.example.com/oauth/token',
+          identity: { from: 'call', method: 'GET', url: 'https://api.acme.example.com/me', subjectPath: 'id' },
+          clientAuth: 'client_secret_basic',
+          pkce: false,
+          apiBase: 'https://api.acme.example.com',
+          clientId: 'acme-client',
+          clientSecret: { env: 'ACME_SECRET' },
+        },
+      ],
+      { allowLoopback: false, readEnv: (name) => (name === 'ACME_SECRET' ? 'x' : undefined) },
+    );
+    expect(custom).toMatchObject({ id: 'acme', kind: 'oauth2', catalog: undefined, clientAuth: 'client_secret_basic', pkce: false, tokenEndpoint: 'https://api.acme.example.com/oauth/token' });
+  });
+
+  it('lists every problem of the file at once: unknown catalog id, missing template parameter, a host the URL policy refuses, a secret missing from the environment', () => {
+    const message = problems(badProvidersFile);
+    expect(message.split('\n').slice(1)).toEqual([
+      expect.stringMatching(/^ {2}- \[0\] \(gh\) catalog: "gitbub" is not in the catalog \(it has: github, .*\)$/),
+      '  - [1] (tenanted) params.tenant: is required (the tenant)',
+      expect.stringMatching(/^ {2}- \[2\] \(ghes\) authorizationEndpoint: .*punycode \(IDN\) host/),
+      expect.stringMatching(/^ {2}- \[2\] \(ghes\) tokenEndpoint: .*punycode/),
+      expect.stringMatching(/^ {2}- \[2\] \(ghes\) identity\.url: .*punycode/),
+      expect.stringMatching(/^ {2}- \[2\] \(ghes\) apiBase: .*punycode/),
+      '  - [3] (github) clientSecret: the environment variable GITHUB_CLIENT_SECRET is not set',
+    ]);
   });
 });

@@ -72,7 +72,11 @@ export const CatalogEntrySchema = z
     docs: z.url({ protocol: /^https$/ }),
     params: z.record(paramName, ParamSchema).default({}),
     derived: z.record(paramName, DerivedSchema).optional(),
-    /** OpenID Connect issuer, where discovery and `iss` checks apply. */
+    /**
+     * The issuer identifier. `oidc`: discovery and `iss` checks. `oauth2`: the
+     * RFC 8414 issuer identifier, then required as `iss` in every authorization
+     * response (RFC 9207); absent where the provider publishes none (GitHub).
+     */
     issuer: urlTemplate.optional(),
     authorizationEndpoint: urlTemplate,
     tokenEndpoint: urlTemplate,
@@ -124,7 +128,6 @@ export const CatalogEntrySchema = z
       for (const ref of placeholders(template)) if (!(ref in entry.params) && !(ref in derived)) problem(field.split('.'), `uses undeclared {${ref}}`);
     }
     if (entry.kind === 'oidc' && entry.issuer === undefined) problem(['issuer'], 'is required for an oidc entry');
-    if (entry.kind === 'oauth2' && entry.issuer !== undefined) problem(['issuer'], 'belongs only to an oidc entry');
     if (entry.identity.from === 'idToken' && entry.kind !== 'oidc') problem(['identity'], 'an ID token exists only for an oidc entry');
   });
 
