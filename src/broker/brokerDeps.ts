@@ -29,5 +29,11 @@ export interface BrokerDeps {
   waits: WaitGate;
 }
 
-export const CALLBACK_PATH = '/oauth/callback';
+/**
+ * Each provider has its own redirect URI, so an authorization response is
+ * only ever redeemed at the token endpoint of the provider it came back for
+ * (RFC 9700 §4.4.2, distinct redirect URIs against mix-up).
+ */
+export const CALLBACK_ROUTE = '/oauth/callback/:provider';
+export const callbackPathFor = (providerId: string): string => `/oauth/callback/${providerId}`;
 export const DONE_PATH = '/connect/done';

@@ -3,13 +3,13 @@ import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { readSessionCookie } from '../auth/sessionCookie.js';
 import { currentSession } from '../auth/signIn.js';
-import { ForbiddenError } from '../errors/appError.js';
+import { ForbiddenError, NotFoundError } from '../errors/appError.js';
 import { displayParts } from '../security/displayText.js';
 import { csrfTokenFor, isValidCsrf, requireSameOrigin } from '../web/middleware/csrf.js';
 import { parseInput } from '../web/parse.js';
 import type { Render } from '../web/render.js';
 import { formBody } from '../web/requestBody.js';
-import { CALLBACK_PATH, DONE_PATH, type BrokerDeps } from './brokerDeps.js';
+import { CALLBACK_ROUTE, DONE_PATH, type BrokerDeps } from './brokerDeps.js';
 import { consentToConnect, viewConnect } from './connectFlow.js';
 import { findNavigationById } from './navigationRepo.js';
 import { completeCallback } from './oauthCallback.js';
@@ -26,7 +26,7 @@ export interface ConnectRoutesDeps {
   sessionTtlSeconds: number;
 }
 
-/** GET/POST /connect/{handle}, GET /oauth/callback, GET /connect/done (design §7). */
+/** GET/POST /connect/{handle}, GET /oauth/callback/{provider}, GET /connect/done (design §7). */
 export function connectRoutes(deps: ConnectRoutesDeps): Router {
   const { broker, render } = deps;
   const router = Router();
@@ -80,10 +80,13 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
     res.redirect(303, target.href);
   });
 
-  router.get(CALLBACK_PATH, async (req, res) => {
+  router.get(CALLBACK_ROUTE, async (req, res) => {
+    const provider = req.params['provider'] ?? '';
+    // An unknown provider's path claims no transaction.
+    if (!broker.providers.has(provider)) throw new NotFoundError('This address belongs to no configured service.');
     parseInput(CallbackQuery, req.query, 'query');
     const browser = await browserOf(req);
-    const navigation = await completeCallback(broker, new URL(req.originalUrl, broker.publicUrl), browser?.principal);
+    const navigation = await completeCallback(broker, new URL(req.originalUrl, broker.publicUrl), browser?.principal, provider);
     res.redirect(303, `${DONE_PATH}?n=${navigation.id}`);
   });
 

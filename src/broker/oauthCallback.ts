@@ -12,8 +12,10 @@ import { findNavigationById, lockNavigation, lockOpenNavigationsFor } from './na
 import { settleSiblingFlows } from './settleOpenFlows.js';
 
 /**
- * GET /oauth/callback. Claims the OAuth transaction once, then checks, in
- * order: it has not expired; the redirect URI is exactly the registered one;
+ * GET /oauth/callback/{provider}. Claims the OAuth transaction once, then
+ * checks, in order: it belongs to the provider whose path the response came
+ * back to (a code is never sent to another provider's token endpoint, RFC
+ * 9700 §4.4); it has not expired; the redirect URI is exactly the registered one;
  * the browser is the subject that consented and the navigation's subject;
  * the navigation is waiting for this; the provider did not refuse; and, via
  * openid-client, state, PKCE, `iss` (RFC 9207), nonce and ID Token; then the
@@ -21,7 +23,7 @@ import { settleSiblingFlows } from './settleOpenFlows.js';
  * navigation verified, in one transaction that also signals every instance.
  * Any refusal stores nothing and leaves the flow where it was.
  */
-export async function completeCallback(deps: BrokerDeps, currentUrl: URL, browser: Principal | undefined): Promise<NavigationRecord> {
+export async function completeCallback(deps: BrokerDeps, currentUrl: URL, browser: Principal | undefined, deliveredTo: string): Promise<NavigationRecord> {
   const state = currentUrl.searchParams.get('state');
   if (!state || state.length > 512) throw new InvalidInputError('This page needs the state the service sent back. Start again from your app.');
   const pending = await consumePendingAuthorization(deps.pool, digestOf(state));
@@ -37,6 +39,9 @@ export async function completeCallback(deps: BrokerDeps, currentUrl: URL, browse
     throw error;
   };
 
+  if (pending.provider !== deliveredTo || navigation.provider !== deliveredTo) {
+    await refuse('callback_redirect_mismatch', new ForbiddenError('This response came back to another service\'s address. Nothing was connected.'), { deliveredTo, provider: navigation.provider });
+  }
   const now = deps.clock.now();
   if (pending.expiresAt <= now || navigation.expiresAt <= now) {
     await refuse('callback_expired', new InvalidInputError('This connection took too long and has expired; nothing was connected. Return to your app: it will give you a new link.'));

@@ -7,7 +7,7 @@ import { findSwitch, URL_ELICITATION_PAUSED } from '../ledger/operatorRepo.js';
 import { checkUrl } from '../security/urlPolicy.js';
 import { digestOf, randomToken } from '../shared/tokens.js';
 import { advance, recordWithoutMoving } from './advance.js';
-import { CALLBACK_PATH, DONE_PATH, type BrokerDeps } from './brokerDeps.js';
+import { callbackPathFor, DONE_PATH, type BrokerDeps } from './brokerDeps.js';
 import type { Lineage, NavigationRecord } from './navigationRecord.js';
 import { countNavigationsSince, countOpenNavigations, findLatestForOperation, findSealedHandle, insertNavigation, lockPrincipalQuota } from './navigationRepo.js';
 import { openStates } from './navigationStates.js';
@@ -55,7 +55,7 @@ export async function startNavigation(deps: BrokerDeps, request: NavigationReque
     tool: request.tool,
     targetScheme: destination.scheme,
     targetHost: destination.host,
-    redirectPolicy: { callback: new URL(CALLBACK_PATH, deps.publicUrl).href, done: DONE_PATH },
+    redirectPolicy: { callback: new URL(callbackPathFor(request.provider), deps.publicUrl).href, done: DONE_PATH },
     purpose: request.purpose,
     provider: request.provider,
     handleDigest: digestOf(handle),

@@ -2,7 +2,7 @@
 // probing random paths cannot grow the number of series (and no handle,
 // query or subject ever becomes a label).
 
-const exact = new Set(['/', '/login', '/logout', '/auth/callback', '/oauth/callback', '/connect/done', '/healthz', '/readyz', '/metrics']);
+const exact = new Set(['/', '/login', '/logout', '/auth/callback', '/connect/done', '/healthz', '/readyz', '/metrics']);
 const prefixes = [
   ['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource'],
   ['/static', '/static'],
@@ -16,6 +16,8 @@ export function routeLabel(path: string, mcpPath = '/mcp'): string {
   if (exact.has(path)) return path;
   // One opaque segment after /connect/ is a connect link (GET shows it, POST consents).
   if (path.startsWith('/connect/') && path.indexOf('/', '/connect/'.length) === -1 && path.length > '/connect/'.length) return '/connect/:handle';
+  // One segment after /oauth/callback/ is a provider's callback (a provider id, from the configuration).
+  if (path.startsWith('/oauth/callback/') && path.indexOf('/', '/oauth/callback/'.length) === -1 && path.length > '/oauth/callback/'.length) return '/oauth/callback/:provider';
   for (const [prefix, label] of prefixes) {
     if (path === prefix || path.startsWith(`${prefix}/`)) return label;
   }

@@ -21,7 +21,7 @@ describe('completion reaches a waiting retry on another instance (LISTEN/NOTIFY)
     const elicited = await elicitConnection(stack, alice, 'reports_create', args);
     const run = await openConnectLink(stack, elicited.url, 'alice');
     // Consent and authorize, but hold the browser at the redirect back to our callback.
-    const atCallback = (url: URL) => url.pathname === '/oauth/callback';
+    const atCallback = (url: URL) => url.pathname === '/oauth/callback/reports';
     const reportsLogin = await run.browser.submitForm(run.review, {}, { form: '/connect/' });
     const consentPage = await run.browser.submitForm(reportsLogin, { login: 'alice', password: DEV_PASSWORD });
     const held = await run.browser.submitForm(consentPage, {}, { form: '/confirm', stopAt: atCallback });

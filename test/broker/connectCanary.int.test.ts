@@ -46,9 +46,9 @@ describe('third-party tokens never leave the vault (issue #4)', () => {
     const args = { title: 'Canary report', body: 'Nothing to see here.' };
     const elicited = await elicitConnection(stack, alice, 'reports_create', args);
     const [{ id: navigationId }] = (await stack.db.pool.query('SELECT id FROM elicitation_navigations WHERE handle_digest = $1', [digestOf(new URL(elicited.url).pathname.split('/').pop()!)])).rows;
-    const browser = createTestBrowser({ fetch: recordingFetch, stopAt: (u) => u.pathname === '/oauth/callback' });
+    const browser = createTestBrowser({ fetch: recordingFetch, stopAt: (u) => u.pathname === '/oauth/callback/reports' });
     const stopped = await consentAndAuthorize(stack, await openConnectLink(stack, elicited.url, 'alice', browser), 'alice');
-    expect(stopped.location).toMatch(new RegExp(`^${stack.brokerUrl}/oauth/callback\\?`));
+    expect(stopped.location).toMatch(new RegExp(`^${stack.brokerUrl}/oauth/callback/reports\\?`));
 
     const jti = `CANARY-ACCESS-${randomToken()}`;
     const refreshToken = `CANARY-REFRESH-${randomToken()}`;

@@ -62,9 +62,9 @@ describe('connect flow faults in the browser (issue #4)', () => {
 
   /** alice consents and authorizes at the Report Service; her browser stops before delivering the callback. */
   async function authorizeUntilCallback(flow: Flow): Promise<{ browser: TestBrowser; callbackUrl: string }> {
-    const browser = createTestBrowser({ fetch: stack.fetch, stopAt: (u) => u.pathname === '/oauth/callback' });
+    const browser = createTestBrowser({ fetch: stack.fetch, stopAt: (u) => u.pathname === '/oauth/callback/reports' });
     const stopped = await consentAndAuthorize(stack, await openConnectLink(stack, flow.url, 'alice', browser), 'alice');
-    expect(stopped.location).toMatch(new RegExp(`^${stack.brokerUrl}/oauth/callback\\?`));
+    expect(stopped.location).toMatch(new RegExp(`^${stack.brokerUrl}/oauth/callback/reports\\?`));
     return { browser, callbackUrl: stopped.location! };
   }
 
@@ -218,7 +218,7 @@ describe('connect flow faults in the browser (issue #4)', () => {
     const flow = await elicit('Early callback');
     const run = await openConnectLink(stack, flow.url, 'alice');
     const before = [await navigation(flow), await events(flow)];
-    const forged = new URL('/oauth/callback', stack.brokerUrl);
+    const forged = new URL('/oauth/callback/reports', stack.brokerUrl);
     forged.search = new URLSearchParams({ code: randomToken(), state: randomToken(), iss: stack.dev.reports.issuer }).toString();
 
     const page = await run.browser.get(forged.href);

@@ -88,7 +88,7 @@ describe('GET /metrics (issue #6 item 9)', () => {
     expect(sampleValue(text, 'broker_completion_to_verified_seconds_sum')).toBeGreaterThan(0);
     expect(sampleValue(text, 'broker_completion_to_verified_seconds_bucket', { le: '120' })).toBe(1);
     expect(sampleValue(text, 'broker_http_requests_total', { route: '/connect/:handle', method: 'GET', status: '200' })).toBeGreaterThanOrEqual(1);
-    expect(sampleValue(text, 'broker_http_requests_total', { route: '/oauth/callback', method: 'GET', status: '303' })).toBe(1);
+    expect(sampleValue(text, 'broker_http_requests_total', { route: '/oauth/callback/:provider', method: 'GET', status: '303' })).toBe(1);
     // Never a handle, a subject or a token in a label.
     const handle = new URL(elicited.url).pathname.split('/').at(-1)!;
     expect(text).not.toContain(handle);

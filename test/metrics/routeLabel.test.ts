@@ -8,7 +8,7 @@ describe('routeLabel', () => {
     ['/login', '/login'],
     ['/logout', '/logout'],
     ['/auth/callback', '/auth/callback'],
-    ['/oauth/callback', '/oauth/callback'],
+    ['/oauth/callback/reports', '/oauth/callback/:provider'],
     ['/connect/done', '/connect/done'],
     ['/connect/AbCdEfGhIjKlMnOpQrStUvWxYz0123456789_-abcd', '/connect/:handle'],
     ['/connect/anything-else', '/connect/:handle'],
@@ -25,7 +25,7 @@ describe('routeLabel', () => {
     expect(routeLabel(path)).toBe(label);
   });
 
-  it.each(['/connect/', '/connect/a/b', '/connectx', '/opsx', '/staticfoo', '/mcp/extra', '/wp-admin.php', '/login/', '/%2e%2e/etc/passwd', ''])(
+  it.each(['/oauth/callback', '/oauth/callback/', '/oauth/callback/a/b', '/connect/', '/connect/a/b', '/connectx', '/opsx', '/staticfoo', '/mcp/extra', '/wp-admin.php', '/login/', '/%2e%2e/etc/passwd', ''])(
     'puts %j in "other": unknown paths never become labels',
     (path) => {
       expect(routeLabel(path)).toBe('other');

@@ -114,7 +114,7 @@ describe('operator pages (issue #6)', () => {
     alice.token = await tokenFor(stack, 'alice');
     alice.elicited = await elicitConnection(stack, alice.token, 'reports_create', alice.args);
     alice.navigationId = await navigationOf(alice.elicited);
-    const browser = createTestBrowser({ fetch: stack.fetch, stopAt: (u) => u.pathname === '/oauth/callback' });
+    const browser = createTestBrowser({ fetch: stack.fetch, stopAt: (u) => u.pathname === '/oauth/callback/reports' });
     const stopped = await consentAndAuthorize(stack, await openConnectLink(stack, alice.elicited.url, 'alice', browser), 'alice');
     const jti = `CANARY-ACCESS-${randomToken()}`;
     const refreshToken = `CANARY-REFRESH-${randomToken()}`;

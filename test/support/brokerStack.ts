@@ -81,6 +81,8 @@ export interface BrokerStackOptions {
   signInIssuer?: string;
   /** Connection tools served beside the built-in ones (what TOOL_MODULES loads). */
   extraTools?: readonly Tool<McpToolDeps>[];
+  /** More PROVIDERS_FILE entries beside the Report Service (a test's own OAuth servers, on the stack's TLS), once the broker's URL is known. */
+  extraProviders?: (context: { brokerUrl: string; tls: TlsMaterial }) => Promise<unknown[]>;
 }
 
 export async function startBrokerStack(options: BrokerStackOptions = {}): Promise<BrokerStack> {
@@ -108,7 +110,8 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
   const mcpResourceUrl = `${brokerUrl}/mcp`;
   const dev = await startLocalDevStack({ tls, fetch, secrets, render, logger, brokerUrl });
   await seedDevelopmentData(db.pool, dev.idp.issuer);
-  const providers = parseProviders([reportServiceProvider(dev, secrets)], { allowLoopback: true });
+  const extra = options.extraProviders ? await options.extraProviders({ brokerUrl, tls }) : [];
+  const providers = parseProviders([reportServiceProvider(dev, secrets), ...extra], { allowLoopback: true });
   const servers: BrokerServer[] = [];
   const listenerFor = (pool: Pool, publicUrl: URL): RequestListener => {
     const server = createBrokerServer({

@@ -15,7 +15,7 @@ export function navigationFixture(status: NavigationState = 'CREATED', overrides
     tool: 'reports_create',
     targetScheme: 'https',
     targetHost: 'reports.test',
-    redirectPolicy: { callback: 'https://broker.test/oauth/callback', done: '/connect/done' },
+    redirectPolicy: { callback: 'https://broker.test/oauth/callback/reports', done: '/connect/done' },
     purpose: 'create a report',
     provider: 'reports',
     handleDigest: randomBytes(32),

@@ -95,9 +95,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** alice consents and authorizes at the Report Service; her browser stops before delivering the callback. */
 async function authorizeUntilCallback(stack: BrokerStack, url: string): Promise<{ browser: TestBrowser; callbackUrl: string }> {
-  const browser = createTestBrowser({ fetch: stack.fetch, stopAt: (u) => u.pathname === '/oauth/callback' });
+  const browser = createTestBrowser({ fetch: stack.fetch, stopAt: (u) => u.pathname === '/oauth/callback/reports' });
   const stopped = await consentAndAuthorize(stack, await openConnectLink(stack, url, 'alice', browser), 'alice');
-  if (!stopped.location?.startsWith(`${stack.brokerUrl}/oauth/callback?`)) throw new Error(`the browser did not reach the callback: ${stopped.status} ${stopped.url}`);
+  if (!stopped.location?.startsWith(`${stack.brokerUrl}/oauth/callback/reports?`)) throw new Error(`the browser did not reach the callback: ${stopped.status} ${stopped.url}`);
   return { browser, callbackUrl: stopped.location };
 }
 
@@ -245,7 +245,7 @@ describe('legacy lineage faults: nested (LEGACY_URL_ELICITATION=nested)', () => 
     // alice is on the review page, has not consented, and a callback lands.
     const run = await openConnectLink(stack, asked.params!['url'] as string, 'alice');
     const before = [await db.status(navigationId), await db.events(navigationId)];
-    const early = new URL('/oauth/callback', stack.brokerUrl);
+    const early = new URL('/oauth/callback/reports', stack.brokerUrl);
     early.search = new URLSearchParams({ code: randomToken(), state: randomToken(), iss: stack.dev.reports.issuer }).toString();
     const page = await run.browser.get(early.href);
 

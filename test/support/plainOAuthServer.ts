@@ -1,0 +1,46 @@
+import { createDevAuthServer } from '../../src/dev/devAuthServer.js';
+import { generateDevAuthKeys } from '../../src/dev/devAuthKeys.js';
+import { listenHttps, type TlsPair } from '../../src/runtime/httpsServer.js';
+import { createLogger } from '../../src/shared/logger.js';
+import { createRender } from '../../src/web/render.js';
+
+export interface PlainOAuthServer {
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  /** The token requests it received: whether each carried HTTP Basic client authentication. */
+  tokenRequests: { basic: boolean }[];
+  close(): Promise<void>;
+}
+
+/**
+ * A plain OAuth 2.0 authorization server: oidc-provider with our sign-in and
+ * consent pages, no resource servers (so its access tokens are opaque), the
+ * broker registered as a client_secret_basic client with one redirect URI,
+ * and asked for no `openid` scope (so no ID Token). The subject at it is
+ * `plain-<login>`.
+ */
+export async function startPlainOAuthServer(options: { tls: TlsPair; redirectUri: string }): Promise<PlainOAuthServer> {
+  let handler: Parameters<typeof listenHttps>[1] = (_req, res) => res.writeHead(503).end();
+  const tokenRequests: PlainOAuthServer['tokenRequests'] = [];
+  const server = await listenHttps(options.tls, (req, res) => {
+    if (req.method === 'POST' && req.url?.startsWith('/token')) tokenRequests.push({ basic: /^Basic /i.test(req.headers.authorization ?? '') });
+    handler(req, res);
+  }, '127.0.0.1', 0, 'plain OAuth 2.0 server');
+  const issuer = `https://127.0.0.1:${server.port}`;
+  const clientId = 'connect-broker-plain';
+  const clientSecret = 'plain-client-secret-canary';
+  handler = createDevAuthServer({
+    issuer,
+    brand: 'Plain OAuth',
+    cookiePrefix: 'plain',
+    keys: await generateDevAuthKeys(),
+    clients: [{ clientId, clientSecret, name: 'Connect Broker', redirectUris: [options.redirectUri] }],
+    resources: [],
+    subjectOf: (login) => `plain-${login}`,
+    consent: 'prompt',
+    render: createRender({ cache: false }),
+    logger: createLogger({ level: 'silent' }),
+  }).handler;
+  return { issuer, clientId, clientSecret, tokenRequests, close: () => server.close(0) };
+}
