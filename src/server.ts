@@ -22,6 +22,7 @@ import { resourceMetadataUrl } from './mcp/protectedResourceRoutes.js';
 import { createRequestStateCodec } from './mcp/requestState.js';
 import type { Tool } from './mcp/defineTool.js';
 import { connectionCallFor, tools, type McpToolDeps } from './mcp/tools/registry.js';
+import { toolScopeProblems, ToolModuleError } from './mcp/tools/toolModules.js';
 import { createProviderClient, type ProviderClient } from './oauth/providerClient.js';
 import type { Provider } from './providers/providerConfig.js';
 import type { Fetch } from './shared/httpClient.js';
@@ -103,6 +104,8 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
   };
   // One list, by name, for tools/list, both eras and the re-drive.
   const served = [...tools, ...(deps.extraTools ?? [])].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const scopeProblems = toolScopeProblems(served, deps.providers);
+  if (scopeProblems.length > 0) throw new ToolModuleError(scopeProblems);
   const redrive: RedriveDeps = { broker, vault: toolDeps.connection.vault, operationFor: (tool, args) => connectionCallFor(served, tool, args, toolDeps) };
   const app = createApp({
     ...deps,

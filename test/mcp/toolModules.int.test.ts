@@ -1,6 +1,6 @@
 import { UrlElicitationRequiredError } from '@modelcontextprotocol/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { loadToolModules, ToolModuleError } from '../../src/mcp/tools/toolModules.js';
+import { loadToolModules, ToolModuleError, toolScopeProblems } from '../../src/mcp/tools/toolModules.js';
 import { tools } from '../../src/mcp/tools/registry.js';
 import type { ConnectionTool } from '../../src/mcp/defineConnectionTool.js';
 import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
@@ -25,6 +25,16 @@ describe('TOOL_MODULES', () => {
       'test/support/toolModules/noTools.ts: exports no tool made with defineConnectionTool',
       `${MODULE}: the tool name reports_count is already taken`,
     ]);
+  });
+
+  it('names each tool whose scopes its provider entry does not ask for (every connection would lack them)', async () => {
+    const served = [...tools, ...(await loadToolModules([MODULE], tools))];
+    expect(toolScopeProblems(served, [{ id: 'reports', scopes: ['openid', 'reports:read', 'reports:write'] }])).toEqual([]);
+    expect(toolScopeProblems(served, [{ id: 'reports', scopes: ['openid', 'reports:write'] }])).toEqual([
+      'reports_list needs the scopes reports:read of reports, which its provider entry does not ask for',
+      'reports_count needs the scopes reports:read of reports, which its provider entry does not ask for',
+    ]);
+    expect(toolScopeProblems(served, [])).toEqual([]);
   });
 });
 

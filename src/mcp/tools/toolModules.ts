@@ -7,7 +7,7 @@ import type { McpToolDeps } from './registry.js';
 export class ToolModuleError extends Error {
   override name = 'ToolModuleError';
   constructor(readonly problems: readonly string[]) {
-    super(`The tool modules (TOOL_MODULES) cannot be served:\n- ${problems.join('\n- ')}`);
+    super(`These tools cannot be served (TOOL_MODULES, PROVIDERS_FILE):\n- ${problems.join('\n- ')}`);
   }
 }
 
@@ -39,4 +39,19 @@ export async function loadToolModules(paths: readonly string[], builtIn: readonl
   }
   if (problems.length > 0) throw new ToolModuleError(problems);
   return loaded;
+}
+
+/**
+ * Each connection tool's scopes must be among those its provider is configured to ask for:
+ * otherwise every connection the user grants would lack them, and each call fail upstream.
+ * A tool whose provider is not configured is left to answer that it cannot connect.
+ */
+export function toolScopeProblems(served: readonly Tool<McpToolDeps>[], providers: readonly { id: string; scopes: readonly string[] }[]): string[] {
+  const problems: string[] = [];
+  for (const tool of served.filter(isConnectionTool)) {
+    const provider = providers.find((p) => p.id === tool.provider);
+    const missing = provider ? tool.scopes.filter((scope) => !provider.scopes.includes(scope)) : [];
+    if (missing.length > 0) problems.push(`${tool.name} needs the scopes ${missing.join(' ')} of ${tool.provider}, which its provider entry does not ask for`);
+  }
+  return problems;
 }
