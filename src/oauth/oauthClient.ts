@@ -120,9 +120,13 @@ export async function discoverServer(options: ServerOptions): Promise<OAuthServe
   return serverOver(config, { knownIssuer: true });
 }
 
-/** A third-party provider as the broker's connect flow sees it: OpenID Connect with discovery, or plain OAuth 2.0 with explicit endpoints. */
+/**
+ * A third-party provider as the broker's connect flow sees it: discovered
+ * (OpenID Connect Discovery for `oidc`, RFC 8414 for `oauth2`), or plain
+ * OAuth 2.0 with explicit endpoints.
+ */
 export interface ProviderServerOptions {
-  server: { discover: string } | { issuer: string | undefined; authorizationEndpoint: string; tokenEndpoint: string };
+  server: { discover: string; algorithm: 'oidc' | 'oauth2' } | { issuer: string | undefined; authorizationEndpoint: string; tokenEndpoint: string };
   clientId: string;
   clientSecret: Secret;
   clientAuth: ClientAuthMethod;
@@ -140,7 +144,7 @@ export async function connectProviderServer(options: ProviderServerOptions): Pro
   const { server } = options;
   try {
     if ('discover' in server) {
-      config = await client.discovery(new URL(server.discover), options.clientId, undefined, auth, { [client.customFetch]: customFetch });
+      config = await client.discovery(new URL(server.discover), options.clientId, undefined, auth, { [client.customFetch]: customFetch, algorithm: server.algorithm });
     } else {
       // openid-client needs an issuer identifier; without one (GitHub publishes none) a name that no `iss` can equal.
       const metadata: client.ServerMetadata = {

@@ -46,8 +46,8 @@ export function createProviderClient(provider: Provider, options: { fetch: Fetch
   const ready = () => {
     server ??= connectProviderServer({
       server:
-        provider.kind === 'oidc'
-          ? { discover: provider.issuer ?? '' }
+        provider.kind === 'oidc' || provider.metadataDiscovery
+          ? { discover: provider.issuer ?? '', algorithm: provider.kind }
           : { issuer: provider.issuer, authorizationEndpoint: provider.authorizationEndpoint ?? '', tokenEndpoint: provider.tokenEndpoint ?? '' },
       clientId: provider.clientId,
       clientSecret: provider.clientSecret,

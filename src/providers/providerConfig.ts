@@ -15,7 +15,9 @@ export interface Provider {
   kind: 'oidc' | 'oauth2';
   /** The issuer identifier: discovered from for `oidc`, compared with `iss` (RFC 9207) wherever it is known. */
   issuer: string | undefined;
-  /** Explicit endpoints (`oauth2`); for `oidc` the hosts its discovered endpoints must be on, when given. */
+  /** `oauth2`: read the endpoints from the issuer's RFC 8414 metadata (`oidc` always discovers). */
+  metadataDiscovery: boolean;
+  /** Explicit endpoints (`oauth2`); where endpoints are discovered, the hosts they must be on, when given. */
   authorizationEndpoint: string | undefined;
   tokenEndpoint: string | undefined;
   clientId: string;
@@ -142,6 +144,7 @@ function fromIssuer(entry: unknown, options: { allowLoopback: boolean; env: Env 
       displayName: e.displayName,
       kind: 'oidc',
       issuer: e.issuer.replace(/\/$/, ''),
+      metadataDiscovery: false,
       authorizationEndpoint: undefined,
       tokenEndpoint: undefined,
       clientId: e.clientId,
@@ -229,6 +232,7 @@ function toProvider(entry: ExpandedEntry, d: Deployment): Provider {
     displayName: d.displayName ?? entry.displayName,
     kind: entry.kind,
     issuer: entry.issuer,
+    metadataDiscovery: entry.metadataDiscovery,
     authorizationEndpoint: entry.authorizationEndpoint,
     tokenEndpoint: entry.tokenEndpoint,
     clientId: d.clientId,

@@ -16,7 +16,7 @@ import { digestOf, randomToken } from '../../src/shared/tokens.js';
 import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 import { consentAndAuthorize, elicitConnection, openConnectLink } from '../support/connectFlow.js';
 import { tokenFor } from '../support/mcpWire.js';
-import { startPlainOAuthServer, type PlainOAuthServer } from '../support/plainOAuthServer.js';
+import { plainProviderEntry, startPlainOAuthServer, type PlainOAuthServer } from '../support/plainOAuthServer.js';
 import { createTestBrowser, type BrowserResponse } from '../support/testBrowser.js';
 
 // A plain OAuth 2.0 provider beside the built-in OIDC Report Service: a real
@@ -29,25 +29,6 @@ interface Flow {
   id: string;
 }
 
-function plainEntry(server: PlainOAuthServer): Record<string, unknown> {
-  return {
-    id: 'plain',
-    kind: 'oauth2',
-    displayName: 'Plain OAuth',
-    docs: 'https://www.rfc-editor.org/rfc/rfc6749',
-    issuer: server.issuer,
-    authorizationEndpoint: `${server.issuer}/auth`,
-    tokenEndpoint: `${server.issuer}/token`,
-    identity: { from: 'call', method: 'GET', url: `${server.issuer}/me`, subjectPath: 'sub' },
-    clientAuth: 'client_secret_basic',
-    pkce: true,
-    apiBase: `${server.issuer}/api`,
-    clientId: server.clientId,
-    clientSecret: server.clientSecret,
-    scopes: ['profile'],
-  };
-}
-
 describe('a plain OAuth 2.0 provider, and one callback path per provider', () => {
   let stack: BrokerStack;
   let plain: PlainOAuthServer;
@@ -58,11 +39,11 @@ describe('a plain OAuth 2.0 provider, and one callback path per provider', () =>
       retryWaitMs: 200,
       extraProviders: async ({ brokerUrl, tls }) => {
         plain = await startPlainOAuthServer({ tls, redirectUri: `${brokerUrl}/oauth/callback/plain` });
-        return [plainEntry(plain)];
+        return [plainProviderEntry(plain)];
       },
     });
     // The broker's own use case starts the flow (no tool uses this provider): the same keys and database as the stack.
-    const [provider] = parseProviders([plainEntry(plain)], { allowLoopback: true });
+    const [provider] = parseProviders([plainProviderEntry(plain)], { allowLoopback: true });
     const logger = createLogger({ level: 'silent' });
     deps = {
       pool: stack.db.pool,

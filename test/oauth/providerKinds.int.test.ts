@@ -102,3 +102,36 @@ describe('Notion (catalog: client_secret_basic, no PKCE, a null refresh token)',
     expect(seen[0]!.body.has('code_verifier')).toBe(false);
   });
 });
+
+describe('an oauth2 entry with RFC 8414 metadata discovery, on a nock\'d host', () => {
+  const issuer = 'https://auth.acme.example';
+  const entry = {
+    id: 'acme',
+    kind: 'oauth2',
+    displayName: 'Acme',
+    docs: 'https://acme.example/docs/oauth',
+    issuer,
+    metadataDiscovery: true,
+    authorizationEndpoint: `${issuer}/authorize`,
+    tokenEndpoint: 'https://token.acme.example/token',
+    identity: { from: 'call', method: 'GET', url: 'https://api.acme.example/me', subjectPath: 'id' },
+    clientAuth: 'client_secret_basic',
+    pkce: true,
+    apiBase: 'https://api.acme.example',
+    clientId: 'acme-client',
+    clientSecret: 'acme-secret',
+  };
+  const metadata = (tokenEndpoint: string) => ({ issuer, authorization_endpoint: `${issuer}/oauth/authorize`, token_endpoint: tokenEndpoint, response_types_supported: ['code'] });
+
+  it('lets each endpoint sit on its own written host (authorize and token hosts differ)', async () => {
+    const discovery = nock(issuer).get('/.well-known/oauth-authorization-server').reply(200, metadata('https://token.acme.example/oauth/token'));
+    const begun = await clientFor(entry).beginAuthorization(REDIRECT_URI);
+    expect(discovery.isDone()).toBe(true);
+    expect(`${begun.url.origin}${begun.url.pathname}`).toBe(`${issuer}/oauth/authorize`);
+  });
+
+  it('refuses metadata whose token endpoint is off the written token host, before sending anyone anywhere', async () => {
+    nock(issuer).get('/.well-known/oauth-authorization-server').reply(200, metadata('https://evil.example/token'));
+    await expect(clientFor(entry).beginAuthorization(REDIRECT_URI)).rejects.toThrow('acme token_endpoint is not on the configured host token.acme.example: https://evil.example/token');
+  });
+});

@@ -111,6 +111,25 @@ describe('PROVIDERS_FILE entries: catalog ids, custom entries, secrets from the 
     expect(custom).toMatchObject({ id: 'acme', kind: 'oauth2', catalog: undefined, clientAuth: 'client_secret_basic', pkce: false, tokenEndpoint: 'https://api.acme.example.com/oauth/token' });
   });
 
+  it('refuses RFC 8414 metadata discovery without an issuer to discover from', () => {
+    const entry = {
+      id: 'acme',
+      kind: 'oauth2',
+      displayName: 'Acme',
+      docs: 'https://acme.example.com/docs/oauth',
+      metadataDiscovery: true,
+      authorizationEndpoint: 'https://login.acme.example.com/authorize',
+      tokenEndpoint: 'https://api.acme.example.com/oauth/token',
+      identity: { from: 'call', method: 'GET', url: 'https://api.acme.example.com/me', subjectPath: 'id' },
+      clientAuth: 'client_secret_basic',
+      pkce: true,
+      apiBase: 'https://api.acme.example.com',
+      clientId: 'acme-client',
+      clientSecret: 's',
+    };
+    expect(problems([entry])).toContain('[0] (acme) metadataDiscovery: needs an oauth2 entry with an issuer');
+  });
+
   it('lists every problem of the file at once: unknown catalog id, missing template parameter, a host the URL policy refuses, a secret missing from the environment', () => {
     const message = problems(badProvidersFile);
     expect(message.split('\n').slice(1)).toEqual([

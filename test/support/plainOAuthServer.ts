@@ -16,11 +16,37 @@ export interface PlainOAuthServer {
 /**
  * A plain OAuth 2.0 authorization server: oidc-provider with our sign-in and
  * consent pages, no resource servers (so its access tokens are opaque), the
- * broker registered as a client_secret_basic client with one redirect URI,
+ * broker registered as a client_secret_basic client with its redirect URIs,
  * and asked for no `openid` scope (so no ID Token). The subject at it is
  * `plain-<login>`.
  */
-export async function startPlainOAuthServer(options: { tls: TlsPair; redirectUri: string }): Promise<PlainOAuthServer> {
+/**
+ * The server as a custom PROVIDERS_FILE entry: explicit endpoints and a
+ * declared issuer (so `iss` is required), or with `metadataDiscovery` its
+ * RFC 8414 metadata, the written endpoints then giving only the hosts.
+ */
+export function plainProviderEntry(server: PlainOAuthServer, options: { metadataDiscovery?: boolean } = {}): Record<string, unknown> {
+  const discovered = options.metadataDiscovery === true;
+  return {
+    id: 'plain',
+    kind: 'oauth2',
+    displayName: 'Plain OAuth',
+    docs: discovered ? 'https://www.rfc-editor.org/rfc/rfc8414' : 'https://www.rfc-editor.org/rfc/rfc6749',
+    issuer: server.issuer,
+    metadataDiscovery: discovered,
+    authorizationEndpoint: `${server.issuer}/${discovered ? 'written-authorize' : 'auth'}`,
+    tokenEndpoint: `${server.issuer}/${discovered ? 'written-token' : 'token'}`,
+    identity: { from: 'call', method: 'GET', url: `${server.issuer}/me`, subjectPath: 'sub' },
+    clientAuth: 'client_secret_basic',
+    pkce: true,
+    apiBase: `${server.issuer}/api`,
+    clientId: server.clientId,
+    clientSecret: server.clientSecret,
+    scopes: ['profile'],
+  };
+}
+
+export async function startPlainOAuthServer(options: { tls: TlsPair; redirectUri: string | string[] }): Promise<PlainOAuthServer> {
   let handler: Parameters<typeof listenHttps>[1] = (_req, res) => res.writeHead(503).end();
   const tokenRequests: PlainOAuthServer['tokenRequests'] = [];
   const server = await listenHttps(options.tls, (req, res) => {
@@ -35,7 +61,7 @@ export async function startPlainOAuthServer(options: { tls: TlsPair; redirectUri
     brand: 'Plain OAuth',
     cookiePrefix: 'plain',
     keys: await generateDevAuthKeys(),
-    clients: [{ clientId, clientSecret, name: 'Connect Broker', redirectUris: [options.redirectUri] }],
+    clients: [{ clientId, clientSecret, name: 'Connect Broker', redirectUris: [options.redirectUri].flat() }],
     resources: [],
     subjectOf: (login) => `plain-${login}`,
     consent: 'prompt',

@@ -80,6 +80,12 @@ export const CatalogEntrySchema = z
     issuer: urlTemplate.optional(),
     authorizationEndpoint: urlTemplate,
     tokenEndpoint: urlTemplate,
+    /**
+     * `oauth2` with an issuer: the endpoints come from its RFC 8414 metadata,
+     * each on the host of the endpoint written here. (`oidc` entries always
+     * discover, OpenID Connect Discovery 1.0.)
+     */
+    metadataDiscovery: z.boolean().default(false),
     /** An RFC 7009 endpoint (form-encoded `token`, client authenticated); absent where the provider has none. */
     revocationEndpoint: urlTemplate.optional(),
     identity: IdentitySchema,
@@ -128,6 +134,7 @@ export const CatalogEntrySchema = z
       for (const ref of placeholders(template)) if (!(ref in entry.params) && !(ref in derived)) problem(field.split('.'), `uses undeclared {${ref}}`);
     }
     if (entry.kind === 'oidc' && entry.issuer === undefined) problem(['issuer'], 'is required for an oidc entry');
+    if (entry.metadataDiscovery && (entry.kind !== 'oauth2' || entry.issuer === undefined)) problem(['metadataDiscovery'], 'needs an oauth2 entry with an issuer');
     if (entry.identity.from === 'idToken' && entry.kind !== 'oidc') problem(['identity'], 'an ID token exists only for an oidc entry');
   });
 
