@@ -211,7 +211,8 @@ function serverOver(config: client.Configuration, { knownIssuer }: { knownIssuer
       const url = client.buildAuthorizationUrl(config, {
         ...extra,
         redirect_uri: redirectUri,
-        [scopeParam]: scope,
+        // No scopes at all (Notion: the user picks pages on its consent screen) sends no empty parameter.
+        ...(scope !== '' && { [scopeParam]: scope }),
         response_type: 'code',
         ...(pkce && { code_challenge: await client.calculatePKCECodeChallenge(codeVerifier), code_challenge_method: 'S256' }),
         state,

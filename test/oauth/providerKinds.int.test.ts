@@ -86,6 +86,7 @@ describe('Notion (catalog: client_secret_basic, no PKCE, a null refresh token)',
     expect(`${begun.url.origin}${begun.url.pathname}`).toBe('https://api.notion.com/v1/oauth/authorize');
     expect(sent).toMatchObject({ owner: 'user', client_id: 'notion-client' });
     expect(sent).not.toHaveProperty('code_challenge');
+    expect(sent).not.toHaveProperty('scope');
     expect(begun.codeVerifier).toBe('');
 
     const seen = tokenEndpoint('https://api.notion.com', '/v1/oauth/token', {
