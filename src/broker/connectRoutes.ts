@@ -26,7 +26,7 @@ export interface ConnectRoutesDeps {
   sessionTtlSeconds: number;
 }
 
-/** GET/POST /connect/{handle}, GET /oauth/callback/{provider}, GET /connect/done (design §7). */
+/** GET/POST /connect/{handle}, GET /oauth/callback/{provider}, GET /connect/done: the connect pages and the provider callback. */
 export function connectRoutes(deps: ConnectRoutesDeps): Router {
   const { broker, render } = deps;
   const router = Router();

@@ -71,7 +71,7 @@ export function defineFormTool<S extends z.ZodObject>(spec: FormToolSpec<S>): Fo
       const state = await openPresentedState(deps.requestState, ctx.requestState, binding);
       const raw = ctx.inputResponses?.[inputKey];
       if (raw === undefined) {
-        // No answer yet: ask again with the same, still valid, state (spec brief §4.4, missing responses).
+        // No answer yet: ask again with the same, still valid, state (a retry without inputResponses is not an answer; the state stays valid until it expires).
         const form = await spec.askAgain(input, state.candidates, state.principal, deps);
         return { resultType: 'input_required', inputRequests: { [inputKey]: form }, requestState: ctx.requestState };
       }

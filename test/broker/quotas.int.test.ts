@@ -1,9 +1,8 @@
-import type { UrlElicitationRequiredError } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { digestOf } from '../../src/shared/tokens.js';
 import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 import { elicitConnection, openConnectLink, retryConnection, URL_CAPS } from '../support/connectFlow.js';
-import { closeLegacy, connectLegacy } from '../support/legacySdkClient.js';
+import { closeLegacy, connectLegacy, expectUrlElicitation } from '../support/legacySdkClient.js';
 import { callTool, tokenFor } from '../support/mcpWire.js';
 
 // Per-principal quotas (QUOTA_*): new flows per hour, open flows per provider,
@@ -40,8 +39,8 @@ describe('per-principal quotas', () => {
 
     const legacy = await connectLegacy(stack, mallory, {});
     try {
-      const call = () => legacy.client.callTool({ name: 'reports_list', arguments: {} }).catch((err: unknown) => err as UrlElicitationRequiredError);
-      const [a, b] = [(await call()) as UrlElicitationRequiredError, (await call()) as UrlElicitationRequiredError];
+      const a = await expectUrlElicitation(legacy, 'reports_list', {});
+      const b = await expectUrlElicitation(legacy, 'reports_list', {});
       expect(b.elicitations[0]!.elicitationId).toBe(a.elicitations[0]!.elicitationId);
       expect(b.elicitations[0]!.url).toBe(a.elicitations[0]!.url);
       expect(await flowsOf('mallory')).toBe(2);

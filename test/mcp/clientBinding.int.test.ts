@@ -1,4 +1,3 @@
-import type { UrlElicitationRequiredError } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeJwt } from 'jose';
 import { DEV_TOKEN_REDIRECT_URI, fetchDevToken } from '../../src/cli/devToken.js';
@@ -6,7 +5,7 @@ import { DEV_PASSWORD } from '../../src/dev/devUsers.js';
 import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 import { consentAndAuthorize, elicitConnection, openConnectLink, retryConnection } from '../support/connectFlow.js';
 import { reportsAt } from '../support/forgedTokens.js';
-import { closeLegacy, connectLegacy, type Created } from '../support/legacySdkClient.js';
+import { closeLegacy, connectLegacy, expectUrlElicitation, type Created } from '../support/legacySdkClient.js';
 import { tokenFor } from '../support/mcpWire.js';
 
 // A flow belongs to the MCP client (client_id / azp of the principal's token)
@@ -61,10 +60,10 @@ describe('flows bound to the MCP client that started them', () => {
     const first = await connectLegacy(stack, viaDevToken, {});
     const second = await connectLegacy(stack, viaOtherClient, {});
     try {
-      const refused = (await first.client.callTool({ name: 'reports_create', arguments: args }).catch((err: unknown) => err)) as UrlElicitationRequiredError;
+      const refused = await expectUrlElicitation(first, 'reports_create', args);
       const { elicitationId, url } = refused.elicitations[0]!;
       // The other client's identical call is its own operation: it does not find the first one's flow.
-      const other = (await second.client.callTool({ name: 'reports_create', arguments: args }).catch((err: unknown) => err)) as UrlElicitationRequiredError;
+      const other = await expectUrlElicitation(second, 'reports_create', args);
       expect(other.elicitations[0]!.elicitationId).not.toBe(elicitationId);
       await consentAndAuthorize(stack, await openConnectLink(stack, url, 'alice'), 'alice');
 

@@ -1,6 +1,7 @@
 import {
   Client,
   StreamableHTTPClientTransport,
+  UrlElicitationRequiredError,
   type ElicitRequestFormParams,
   type ElicitRequestURLParams,
   type ElicitResult,
@@ -115,3 +116,13 @@ export async function closeLegacy(legacy: LegacyClient): Promise<void> {
 
 export const toolCalls = (sent: Sent[]) => sent.filter((s) => s.method === 'POST' && s.body?.['method'] === 'tools/call');
 export type Created = { status: string; report: { id: string; title: string } };
+
+/** A tools/call the broker must answer with -32042: the SDK's UrlElicitationRequiredError, anything else fails the test. */
+export async function expectUrlElicitation(legacy: LegacyClient, name: string, args: Record<string, unknown>): Promise<UrlElicitationRequiredError> {
+  const failure = await legacy.client.callTool({ name, arguments: args }).then(
+    (result) => new Error(`expected -32042, got a result: ${JSON.stringify(result).slice(0, 300)}`),
+    (err: unknown) => err,
+  );
+  if (!(failure instanceof UrlElicitationRequiredError)) throw failure instanceof Error ? failure : new Error(String(failure));
+  return failure;
+}

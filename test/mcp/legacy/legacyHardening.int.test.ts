@@ -1,20 +1,13 @@
-import type { UrlElicitationRequiredError } from '@modelcontextprotocol/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DEV_PASSWORD } from '../../../src/dev/devUsers.js';
 import { startBrokerStack, type BrokerStack } from '../../support/brokerStack.js';
 import { consentAndAuthorize, openConnectLink } from '../../support/connectFlow.js';
 import { reportsAt } from '../../support/forgedTokens.js';
-import { closeLegacy, connectLegacy, internalErrors, until, type Created, type LegacyClient } from '../../support/legacySdkClient.js';
+import { closeLegacy, connectLegacy, expectUrlElicitation, internalErrors, until, type Created, type LegacyClient } from '../../support/legacySdkClient.js';
 import { tokenFor } from '../../support/mcpWire.js';
 import { operatorCli } from '../../support/operatorCli.js';
 
 // Exactly once and approvals on the 2025-11-25 wire, with the official SDK client.
-
-const refusal = async (legacy: LegacyClient, name: string, args: Record<string, unknown>) =>
-  (await legacy.client.callTool({ name, arguments: args }).then(
-    () => undefined,
-    (err: unknown) => err,
-  )) as UrlElicitationRequiredError;
 
 describe('the -32042 lineage when the user connects through another link of the same provider', () => {
   let stack: BrokerStack;
@@ -38,8 +31,8 @@ describe('the -32042 lineage when the user connects through another link of the 
     const legacy = await connectLegacy(stack, alice, {});
     try {
       // Link B for the operation; link C for another tool of the same provider.
-      const b = (await refusal(legacy, 'reports_create', args)).elicitations[0]!;
-      const c = (await refusal(legacy, 'reports_list', {})).elicitations[0]!;
+      const b = (await expectUrlElicitation(legacy, 'reports_create', args)).elicitations[0]!;
+      const c = (await expectUrlElicitation(legacy, 'reports_list', {})).elicitations[0]!;
       expect(b.elicitationId).not.toBe(c.elicitationId);
 
       // The user starts B (consents on our page, reaches the Report Service) but finishes C first.
@@ -86,7 +79,7 @@ describe('the -32042 lineage when the user connects through another link of the 
       // back without B being settled: the window between a callback's commit and a new flow's insert.
       await stack.db.pool.query("CREATE TABLE kept_secrets AS SELECT * FROM secrets WHERE subject_sub = 'alice'");
       await stack.db.pool.query("DELETE FROM secrets WHERE subject_sub = 'alice'");
-      const b = (await refusal(legacy, 'reports_create', args)).elicitations[0]!;
+      const b = (await expectUrlElicitation(legacy, 'reports_create', args)).elicitations[0]!;
       await stack.db.pool.query('INSERT INTO secrets SELECT * FROM kept_secrets');
       expect((await query('SELECT status FROM elicitation_navigations WHERE id = $1', [b.elicitationId]))[0].status).toBe('USER_REVIEW');
 
@@ -129,7 +122,7 @@ describe('the approval queue on the 2025-11-25 wire for a user who is already co
 
   const query = async (sql: string, params: unknown[] = []) => (await stack.db.pool.query(sql, params)).rows;
   const connect = async (legacy: LegacyClient, login: string) => {
-    const link = (await refusal(legacy, 'reports_list', {})).elicitations[0]!;
+    const link = (await expectUrlElicitation(legacy, 'reports_list', {})).elicitations[0]!;
     await consentAndAuthorize(stack, await openConnectLink(stack, link.url, login), login);
     await until('the connection', () => (legacy.completed.length > 0 ? true : undefined));
   };

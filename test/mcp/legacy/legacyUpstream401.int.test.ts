@@ -1,10 +1,9 @@
-import { UrlElicitationRequiredError } from '@modelcontextprotocol/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startBrokerStack, type BrokerStack } from '../../support/brokerStack.js';
 import { consentAndAuthorize, openConnectLink } from '../../support/connectFlow.js';
 import { connectThroughList, expectNoTokenIn, FORGOTTEN, forgottenEvents, killStoredToken } from '../../support/deadToken.js';
 import { reportsAt } from '../../support/forgedTokens.js';
-import { closeLegacy, connectLegacy, internalErrors, toolCalls, until, type Created, type LegacyClient } from '../../support/legacySdkClient.js';
+import { closeLegacy, connectLegacy, expectUrlElicitation, internalErrors, toolCalls, until, type Created } from '../../support/legacySdkClient.js';
 import { tokenFor } from '../../support/mcpWire.js';
 import type { BrowserResponse } from '../../support/testBrowser.js';
 
@@ -31,15 +30,6 @@ function suite(lineage: 'nested' | 'error', body: (ctx: { stack: () => BrokerSta
 
 const titled = async (stack: BrokerStack, title: string) => (await reportsAt(stack, 'rs-user-alice')).filter((r) => r.title === title);
 const secretsOf = async (stack: BrokerStack) => (await stack.db.pool.query("SELECT kind FROM secrets WHERE subject_sub = 'alice'")).rows.length;
-
-async function refusal(legacy: LegacyClient, args: Record<string, unknown>): Promise<UrlElicitationRequiredError> {
-  const failure = await legacy.client.callTool({ name: 'reports_create', arguments: args }).then(
-    () => undefined,
-    (err: unknown) => err,
-  );
-  expect(failure).toBeInstanceOf(UrlElicitationRequiredError);
-  return failure as UrlElicitationRequiredError;
-}
 
 suite('nested', ({ stack, alice }) => {
   it('a connected call refused with 401 forgets the token and asks on its own stream; the user connects and the same call creates the report once', async () => {
@@ -79,7 +69,7 @@ suite('error', ({ stack, alice }) => {
     const killed = await killStoredToken(stack(), 'alice');
     const legacy = await connectLegacy(stack(), alice(), {});
     try {
-      const [elicitation] = (await refusal(legacy, args)).elicitations;
+      const [elicitation] = (await expectUrlElicitation(legacy, 'reports_create', args)).elicitations;
       expect(await secretsOf(stack())).toBe(0);
       expect(await forgottenEvents(stack(), killed.navigationId)).toEqual([FORGOTTEN]);
       await consentAndAuthorize(stack(), await openConnectLink(stack(), elicitation!.url, 'alice'), 'alice');
@@ -99,7 +89,7 @@ suite('error', ({ stack, alice }) => {
     await stack().db.pool.query("DELETE FROM secrets WHERE subject_sub = 'alice'");
     const legacy = await connectLegacy(stack(), alice(), {});
     try {
-      const [first] = (await refusal(legacy, args)).elicitations;
+      const [first] = (await expectUrlElicitation(legacy, 'reports_create', args)).elicitations;
       await consentAndAuthorize(stack(), await openConnectLink(stack(), first!.url, 'alice'), 'alice');
       await until('the completion notification', () => (legacy.completed.length > 0 ? true : undefined));
       const killed = await killStoredToken(stack(), 'alice');
@@ -112,7 +102,7 @@ suite('error', ({ stack, alice }) => {
       expect(await forgottenEvents(stack(), first!.elicitationId)).toEqual([FORGOTTEN]);
 
       // The identical call is a new operation now: a new link, not the refused outcome.
-      const [second] = (await refusal(legacy, args)).elicitations;
+      const [second] = (await expectUrlElicitation(legacy, 'reports_create', args)).elicitations;
       expect(second!.elicitationId).not.toBe(first!.elicitationId);
       await consentAndAuthorize(stack(), await openConnectLink(stack(), second!.url, 'alice'), 'alice');
       const created = await legacy.client.callTool({ name: 'reports_create', arguments: args });
