@@ -37,6 +37,8 @@ async function listenTap(stack: BrokerStack): Promise<Tap> {
       opened++;
       for (const w of waiters.filter((w) => opened >= w.count)) w.resolve();
     });
+    // Destroying a request the bridge dropped makes it emit "socket hang up": that is the point, not a failure.
+    upstream.on('error', () => res.destroy());
     res.on('close', () => upstream.destroy());
     req.pipe(upstream);
   });
