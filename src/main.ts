@@ -21,7 +21,8 @@ import { createRender } from './web/render.js';
 import { ANONYMOUS_PRINCIPAL, createBrokerServer } from './server.js';
 import { tools } from './mcp/tools/registry.js';
 import { loadToolModules, ToolModuleError } from './mcp/tools/toolModules.js';
-import { parseProviders, ProviderConfigError, readProvidersFile } from './providers/providerConfig.js';
+import { parseProviders, ProviderConfigError } from './providers/providerConfig.js';
+import { readProvidersFile } from './providers/providersFile.js';
 
 type Closer = { name: string; close: () => Promise<void> };
 
