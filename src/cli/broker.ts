@@ -6,6 +6,7 @@ import { DEV_PASSWORD, findDevUser, devUsers } from '../dev/devUsers.js';
 import { createFetch } from '../shared/httpClient.js';
 import { fetchDevToken } from './devToken.js';
 import { LedgerCommandError, ledgerCommand } from './ledgerCommand.js';
+import { ProvidersCommandError, providersCommand } from './providersCommand.js';
 
 const usage = `Usage: broker <command> [options]
 
@@ -16,6 +17,10 @@ Commands:
                             reconcile, gates, close, reissue, redrive, approvals, approve,
                             reject, pause-connections, resume-connections (an operator's
                             token in BROKER_OPERATOR_TOKEN; broker ledger help for the options).
+  providers list [--json]   The providers PROVIDERS_FILE configures: source, kind, the callback
+                            URL to register at each, scopes (no network access).
+  providers check [--json]  Loads every provider's endpoints (discovery where configured); exit 1
+                            unless every provider is ok.
   help                      Show this help.
 `;
 
@@ -51,13 +56,14 @@ async function main(argv: string[]): Promise<number> {
   try {
     if (command === 'dev-token') await devToken(rest);
     else if (command === 'ledger') return await ledgerCommand(rest, loadConfig(), (line) => process.stdout.write(`${line}\n`), (line) => process.stderr.write(`${line}\n`));
+    else if (command === 'providers') return await providersCommand(rest, loadConfig(), (line) => process.stdout.write(`${line}\n`), (line) => process.stderr.write(`${line}\n`));
     else if (command === undefined || command === 'help' || command === '--help') process.stdout.write(usage);
     else throw new UsageError(`Unknown command: ${command}\n\n${usage}`);
     return 0;
   } catch (err) {
-    if (err instanceof UsageError || err instanceof ConfigError || err instanceof LedgerCommandError) {
+    if (err instanceof UsageError || err instanceof ConfigError || err instanceof LedgerCommandError || err instanceof ProvidersCommandError) {
       process.stderr.write(`broker: ${err.message}\n`);
-      return err instanceof LedgerCommandError ? err.exitCode : 2;
+      return err instanceof LedgerCommandError || err instanceof ProvidersCommandError ? err.exitCode : 2;
     }
     if (err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS')) {
       process.stderr.write(`broker: ${err.message}\n\n${usage}`);

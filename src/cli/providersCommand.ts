@@ -1,0 +1,86 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { callbackPathFor } from '../broker/brokerDeps.js';
+import type { Config } from '../config/config.js';
+import { parseProviders, ProviderConfigError, type Provider } from '../providers/providerConfig.js';
+import { readProvidersFile } from '../providers/providersFile.js';
+import { createFetch } from '../shared/httpClient.js';
+import { checkProviders } from './providerCheck.js';
+import { formatTable } from './table.js';
+
+export class ProvidersCommandError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: 1 | 2 = 2,
+  ) {
+    super(message);
+  }
+}
+
+const CHECK_TIMEOUT_MS = 10_000;
+
+const usage = `Usage: broker providers <command> [--json]
+
+Reads PROVIDERS_FILE (YAML or JSON) as start-up does; a file with problems lists every one (exit 1).
+
+  list    Each provider: id, name, catalog entry or custom, kind, the callback URL to register at
+          the provider, and the scopes it asks for. No network access.
+  check   Loads each provider's endpoints: discovers those of oidc and metadataDiscovery entries
+          (concurrently, at most ${CHECK_TIMEOUT_MS / 1000} s each); exit 1 unless every provider is ok.
+`;
+
+const DEV_NOTE = 'Development mode: the built-in development providers (the Report Service, and a GitHub-like provider) are added by npm start and are not listed.';
+
+/** `broker providers …`: returns the process exit code. Notes go to `note` (stderr), so --json output stays JSON. */
+export async function providersCommand(args: string[], config: Readonly<Config>, out: (line: string) => void, note: (line: string) => void): Promise<number> {
+  const [sub, ...rest] = args;
+  if (sub !== 'list' && sub !== 'check') throw new ProvidersCommandError(usage);
+  const { values } = parseArgs({ args: rest, strict: true, options: { json: { type: 'boolean', default: false } } });
+  const dev = config.mode !== 'production';
+  const providers = await loadProviders(config, dev);
+  if (dev) note(DEV_NOTE);
+  if (providers.length === 0 && !values.json) out(config.broker.providersFile ? `No providers in ${config.broker.providersFile}.` : 'No providers: PROVIDERS_FILE is not set.');
+
+  if (sub === 'list') {
+    const rows = providers.map((p) => ({
+      id: p.id,
+      displayName: p.displayName,
+      source: p.catalog === undefined ? 'custom' : `catalog:${p.catalog}`,
+      kind: p.kind,
+      callbackUrl: new URL(callbackPathFor(p.id), config.http.publicUrl).href,
+      scopes: p.scopes,
+    }));
+    if (values.json) out(JSON.stringify(rows));
+    else if (rows.length > 0) out(formatTable(['id', 'name', 'source', 'kind', 'callback URL', 'scopes'], rows.map((r) => [r.id, r.displayName, r.source, r.kind, r.callbackUrl, r.scopes.join(' ') || '(none)'])));
+    return 0;
+  }
+
+  const checks = await checkProviders(providers, { fetch: createFetch({ extraCaPems: await trustedCas(config, dev), timeoutMs: CHECK_TIMEOUT_MS }), allowLoopback: dev, timeoutMs: CHECK_TIMEOUT_MS });
+  if (values.json) out(JSON.stringify(checks));
+  else if (checks.length > 0) out(formatTable(['id', 'result'], checks.map((c) => [c.id, c.result])));
+  return checks.every((c) => c.ok) ? 0 : 1;
+}
+
+// As start-up reads them (src/main.ts): the same file, the same loopback rule, secrets from the same environment.
+async function loadProviders(config: Readonly<Config>, dev: boolean): Promise<Provider[]> {
+  try {
+    const entries = config.broker.providersFile ? await readProvidersFile(config.broker.providersFile) : [];
+    return parseProviders(entries, { allowLoopback: dev, readEnv: config.broker.providerSecret });
+  } catch (err) {
+    if (err instanceof ProviderConfigError) throw new ProvidersCommandError(err.message, 1);
+    throw err;
+  }
+}
+
+// The CAs the running broker's fetch trusts beside the system roots (src/main.ts): the development CA, or TLS_CA_FILE.
+async function trustedCas(config: Readonly<Config>, dev: boolean): Promise<string[]> {
+  const file = dev ? join(config.dataDir, 'tls', 'ca.pem') : config.tls.caFile;
+  if (!file) return [];
+  try {
+    return [await readFile(file, 'utf8')];
+  } catch (cause) {
+    if (dev && (cause as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw new ProvidersCommandError(`TLS_CA_FILE ${file} cannot be read: ${(cause as Error).message}`);
+  }
+}
