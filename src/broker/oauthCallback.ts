@@ -3,6 +3,7 @@ import { samePrincipal } from '../auth/principal.js';
 import { withTransaction } from '../db/transaction.js';
 import { AppError, ConflictError, ForbiddenError, InvalidInputError, NotFoundError } from '../errors/appError.js';
 import { consumePendingAuthorization, type PendingAuthorization } from '../oauth/pendingAuthRepo.js';
+import { upsertConnection } from '../secrets/connectionsRepo.js';
 import { storeTokens } from '../secrets/tokenVault.js';
 import { digestOf } from '../shared/tokens.js';
 import { advance, recordRefusal, type REFUSAL_EVENTS } from './advance.js';
@@ -59,9 +60,9 @@ export async function completeCallback(deps: BrokerDeps, currentUrl: URL, browse
 
   const client = deps.providers.get(navigation.provider);
   if (!client) throw new NotFoundError(`Provider ${navigation.provider} is no longer configured.`);
-  let tokens;
+  let grant;
   try {
-    tokens = await client.completeAuthorization(currentUrl, pending.redirectUri, { state, nonce: pending.nonce, codeVerifier: openVerifier(deps, pending) });
+    grant = await client.completeAuthorization(currentUrl, pending.redirectUri, { state, nonce: pending.nonce, codeVerifier: openVerifier(deps, pending) });
   } catch (err) {
     const code = err instanceof AppError ? err.code : 'internal';
     return refuse('callback_failed', err instanceof AppError ? err : new AppError('internal', 'Internal error.', { cause: err }), { error: code });
@@ -74,8 +75,10 @@ export async function completeCallback(deps: BrokerDeps, currentUrl: URL, browse
     await lockOpenNavigationsFor(tx, navigation.subject, navigation.provider);
     let locked = await lockNavigation(tx, navigation.id);
     if (locked?.status !== 'OUT_OF_BAND_PENDING') throw new ConflictError('This connection was completed meanwhile. Return to your app.');
-    const by = { actor: `provider:${locked.provider}`, now, evidence: { upstreamSubject: tokens.upstreamSubject ?? null } };
-    await storeTokens(tx, deps, locked.subject, locked.provider, tokens, locked.id);
+    const { connection } = grant;
+    const by = { actor: `provider:${locked.provider}`, now, evidence: { upstreamSubject: connection.upstreamSubject, grantedScopes: connection.grantedScopes } };
+    await storeTokens(tx, deps, locked.subject, locked.provider, grant.tokens, locked.id);
+    await upsertConnection(tx, { subject: locked.subject, provider: locked.provider, ...connection, navigationId: locked.id }, now);
     locked = await advance(tx, locked, ['callback_received', 'callback_verified'], by);
     await deps.signal.notify(tx, locked.id);
     await settleSiblingFlows(tx, deps, locked, by);

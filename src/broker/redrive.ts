@@ -1,5 +1,5 @@
 import { withTransaction } from '../db/transaction.js';
-import { performOrForget } from '../secrets/forgetConnection.js';
+import { performOrForget, type StoredAccess } from '../secrets/forgetConnection.js';
 import { accessTokenFor, type TokenVaultDeps } from '../secrets/tokenVault.js';
 import { argumentsAad, PerformInProgressError, runAcceptedOperation, type BusinessOutcome } from './acceptOriginalOperation.js';
 import { recordWithoutMoving } from './advance.js';
@@ -11,7 +11,7 @@ import { findSealedArguments, leaseDueReceipts, type OperationReceipt } from './
 export interface ReplayableOperation {
   provider: string;
   requestDigest: string;
-  perform(accessToken: string, idempotencyKey: string): Promise<BusinessOutcome>;
+  perform(access: StoredAccess, idempotencyKey: string): Promise<BusinessOutcome>;
 }
 
 export interface RedriveDeps {

@@ -1,15 +1,23 @@
 import { AppError, UnavailableError } from '../errors/appError.js';
 import { UpstreamUnauthorizedError } from '../secrets/forgetConnection.js';
+import { API_USER_AGENT } from '../oauth/upstreamAccount.js';
 import type { Fetch } from '../shared/httpClient.js';
 
 /** What a connection tool knows about the connection it acts through (never the token). */
 export interface ConnectionInfo {
   provider: string;
   displayName: string;
-  /** The provider's API base; every request of the tool goes below it. */
+  /** The connection's API base (the provider's, or the one this connection was given); every request of the tool goes below it. */
   apiBase: string;
   /** The scopes the tool declared it needs. */
   scopes: readonly string[];
+  /** Headers the provider's API wants on every call (API version pins), sent before the tool's own. */
+  apiHeaders: Readonly<Record<string, string>>;
+  /** The user's account at the provider, as recorded when they connected (undefined for older connections). */
+  account: { subject: string | undefined; name: string | undefined };
+  /** What the provider granted, and the connection facts it returned (Slack `team.id`, Atlassian `cloudId`). */
+  grantedScopes: readonly string[];
+  metadata: Readonly<Record<string, string>>;
 }
 
 export interface ConnectionRequestInit {
@@ -46,7 +54,8 @@ const hasControl = (text: string): boolean => [...text].some((ch) => ch.charCode
 export function connectionFetch(fetch: Fetch, connection: ConnectionInfo, accessToken: string): ConnectionFetch {
   return async (path, init = {}) => {
     const url = requestUrl(connection, path);
-    const headers = new Headers();
+    // APIs refuse calls without a User-Agent (GitHub); the provider's pinned headers come next, the tool's may override them.
+    const headers = new Headers({ 'user-agent': API_USER_AGENT, ...connection.apiHeaders });
     for (const [name, value] of Object.entries(init.headers ?? {})) {
       if (RESERVED_HEADERS.has(name.toLowerCase())) throw new ConnectionFetchRefusedError(`a connection tool may not set the ${name} header`);
       if (hasControl(name) || hasControl(value)) throw new ConnectionFetchRefusedError(`header ${JSON.stringify(name.slice(0, 40))} contains a control character (CR/LF)`);

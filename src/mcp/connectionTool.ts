@@ -9,7 +9,7 @@ import { findReceiptByNavigation, type OperationReceipt } from '../broker/receip
 import { settleConnectedFlow } from '../broker/settleOpenFlows.js';
 import { findOpenFlowFor, findReusableNavigation, startNavigation, type NavigationRequest } from '../broker/startNavigation.js';
 import { InvalidInputError } from '../errors/appError.js';
-import { performOrForget, reconnectOutcome, reconnectReasonOf } from '../secrets/forgetConnection.js';
+import { performOrForget, reconnectOutcome, reconnectReasonOf, type StoredAccess } from '../secrets/forgetConnection.js';
 import { accessTokenFor, type TokenVaultDeps } from '../secrets/tokenVault.js';
 import { completeResult, type ToolContext } from './defineTool.js';
 import { ElicitResultSchema } from './elicitationForms.js';
@@ -31,7 +31,7 @@ export interface ConnectionCall {
   requestDigest: string;
   /** The parsed arguments: sealed with the receipt, so an unknown outcome can be re-driven. */
   arguments: Record<string, unknown>;
-  perform(accessToken: string, idempotencyKey: string): Promise<BusinessOutcome>;
+  perform(access: StoredAccess, idempotencyKey: string): Promise<BusinessOutcome>;
   render(outcome: BusinessOutcome): ToolCallResult;
 }
 

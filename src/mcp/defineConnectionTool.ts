@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { connectionFetch, type ConnectionFetch, type ConnectionInfo } from './connectionFetch.js';
+import type { StoredAccess } from '../secrets/forgetConnection.js';
 import { runConnectionTool, type ConnectionCall } from './connectionTool.js';
 import { defineTool, parseArguments, type Tool, type ToolSpec } from './defineTool.js';
 import type { ToolCallResult } from './protocol.js';
@@ -46,15 +47,26 @@ export interface ConnectionTool extends Tool<McpToolDeps> {
 export function defineConnectionTool<S extends z.ZodObject>(spec: ConnectionToolSpec<S>): ConnectionTool {
   const build = (input: z.output<S>, deps: McpToolDeps): ConnectionCall => {
     const configured = deps.connection.broker.providers.get(spec.provider)?.provider;
-    const connection: ConnectionInfo = { provider: spec.provider, displayName: configured?.displayName ?? spec.provider, apiBase: configured?.apiBase ?? '', scopes: spec.scopes };
+    const connectionOf = ({ connection: stored }: StoredAccess): ConnectionInfo => ({
+      provider: spec.provider,
+      displayName: configured?.displayName ?? spec.provider,
+      // A connection given its own API base (Salesforce's instance) is called there, never on the provider's default.
+      apiBase: stored?.apiBase ?? configured?.apiBase ?? '',
+      scopes: spec.scopes,
+      apiHeaders: configured?.apiHeaders ?? {},
+      account: { subject: stored?.upstreamSubject, name: stored?.upstreamName },
+      grantedScopes: stored?.grantedScopes ?? [],
+      metadata: stored?.metadata ?? {},
+    });
     return {
       tool: spec.name,
       provider: spec.provider,
       purpose: spec.purpose?.(input) ?? `use ${spec.name}`,
       requestDigest: argumentsDigest([spec.name, ...Object.keys(spec.input.shape).map((key) => digestPart(input[key as keyof typeof input]))]),
       arguments: input as Record<string, unknown>,
-      async perform(accessToken, idempotencyKey) {
-        const outcome = await spec.perform({ input, fetch: connectionFetch(deps.fetch, connection, accessToken), idempotencyKey, connection });
+      async perform(access, idempotencyKey) {
+        const connection = connectionOf(access);
+        const outcome = await spec.perform({ input, fetch: connectionFetch(deps.fetch, connection, access.token), idempotencyKey, connection });
         return { status: 'succeeded', outcome };
       },
       render: ({ outcome }) => spec.render(outcome),

@@ -3,7 +3,7 @@ import { UnavailableError } from '../errors/appError.js';
 import { checkUrl, UrlPolicyError, type UrlPolicy } from '../security/urlPolicy.js';
 import { strictFetch, type Fetch } from '../shared/httpClient.js';
 import type { Secret } from '../shared/secret.js';
-import type { Conformer } from './conformers/conformer.js';
+import type { Conformer, TokenExtras } from './conformers/conformer.js';
 import { oauthErrorHandler } from './oauthErrors.js';
 
 // The only importer of openid-client (style.md B7.1). The rest of the app sees
@@ -56,6 +56,10 @@ export interface ServerTokens {
   idTokenSubject: string | undefined;
   idTokenIssuer: string | undefined;
   idTokenClaims: Record<string, unknown> | undefined;
+  /** The granted scopes the answer names (RFC 6749 §5.1); undefined where it names none. */
+  scope: string | undefined;
+  /** Connection metadata the provider's conformer kept from the answer (never a token). */
+  extras: TokenExtras;
 }
 
 export interface ServerMetadata {
@@ -133,6 +137,8 @@ export interface ProviderServerOptions {
   fetch: Fetch;
   /** Makes the token endpoint's answers standard before openid-client reads them. */
   conformer: Conformer;
+  /** Member paths of the token answer to keep as extras beside the conformer's own. */
+  keepExtras?: readonly string[];
 }
 
 export async function connectProviderServer(options: ProviderServerOptions): Promise<OAuthServer> {
@@ -140,7 +146,7 @@ export async function connectProviderServer(options: ProviderServerOptions): Pro
   const auth = options.clientAuth === 'client_secret_basic' ? client.ClientSecretBasic(secret) : client.ClientSecretPost(secret);
   const bounded = authServerFetch(options.fetch);
   let config: client.Configuration | undefined;
-  const customFetch = conformingFetch(bounded, () => config?.serverMetadata().token_endpoint, options.conformer);
+  const customFetch = conformingFetch(bounded, () => config?.serverMetadata().token_endpoint, options.conformer, options.keepExtras ?? []);
   const { server } = options;
   try {
     if ('discover' in server) {
@@ -168,7 +174,7 @@ export async function connectProviderServer(options: ProviderServerOptions): Pro
  * make it RFC 6749 §5.1/§5.2, and hand openid-client a standard JSON
  * response. Other endpoints (discovery, key sets, UserInfo) pass unchanged.
  */
-function conformingFetch(fetch: client.CustomFetch, tokenEndpoint: () => string | undefined, conformer: Conformer): client.CustomFetch {
+function conformingFetch(fetch: client.CustomFetch, tokenEndpoint: () => string | undefined, conformer: Conformer, keep: readonly string[]): client.CustomFetch {
   return async (url, init) => {
     const response = await fetch(url, init);
     const endpoint = tokenEndpoint();
@@ -180,9 +186,18 @@ function conformingFetch(fetch: client.CustomFetch, tokenEndpoint: () => string 
     } catch {
       // not JSON: the conformer decodes form bodies itself
     }
-    const conformed = conformer({ status: response.status, headers: Object.fromEntries(response.headers), body });
-    return new Response(JSON.stringify(conformed.body), { status: conformed.status, headers: { 'content-type': 'application/json' } });
+    const conformed = conformer({ status: response.status, headers: Object.fromEntries(response.headers), body }, keep);
+    // The extras ride in a member of the conformer's own making (openid-client keeps unknown members), so concurrent exchanges never share state.
+    const standardBody = conformed.status === 200 ? { ...conformed.body, [EXTRAS_MEMBER]: conformed.extras } : conformed.body;
+    return new Response(JSON.stringify(standardBody), { status: conformed.status, headers: { 'content-type': 'application/json' } });
   };
+}
+
+const EXTRAS_MEMBER = 'connect_broker_extras';
+
+function extrasOf(tokens: client.TokenEndpointResponse): TokenExtras {
+  const extras = tokens[EXTRAS_MEMBER];
+  return typeof extras === 'object' && extras !== null ? (extras as TokenExtras) : {};
 }
 
 function withoutQuery(url: string): string {
@@ -200,6 +215,8 @@ function serverOver(config: client.Configuration, { knownIssuer }: { knownIssuer
       idTokenSubject: claims?.sub,
       idTokenIssuer: claims?.iss,
       idTokenClaims: claims ? { ...claims } : undefined,
+      scope: tokens.scope,
+      extras: extrasOf(tokens),
     };
   };
   return {

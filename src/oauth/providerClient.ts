@@ -6,6 +6,7 @@ import { checkUrl } from '../security/urlPolicy.js';
 import { strictFetch, type Fetch } from '../shared/httpClient.js';
 import { conformerFor } from './conformers/registry.js';
 import { connectProviderServer, MAX_AUTH_RESPONSE_BYTES, type AuthorizationChecks, type OAuthServer, type ServerTokens } from './oauthClient.js';
+import { tokenAnswerPaths, upstreamConnectionOf, type UpstreamConnection } from './upstreamAccount.js';
 
 export interface ProviderAuthorization extends AuthorizationChecks {
   url: URL;
@@ -15,8 +16,12 @@ export interface ProviderTokens {
   accessToken: string;
   refreshToken: string | undefined;
   expiresAt: Date | undefined;
-  /** The user's subject at the provider, from its ID Token (OpenID Connect providers). */
-  upstreamSubject: string | undefined;
+}
+
+/** What a completed authorization yields: the tokens for the vault, and the connection's record. */
+export interface ProviderGrant {
+  tokens: ProviderTokens;
+  connection: UpstreamConnection;
 }
 
 export interface ProviderClient {
@@ -24,7 +29,8 @@ export interface ProviderClient {
   /** scheme://host of the authorization endpoint: what the user is shown before being sent there. */
   destination(): Promise<{ scheme: string; host: string }>;
   beginAuthorization(redirectUri: string): Promise<ProviderAuthorization>;
-  completeAuthorization(currentUrl: URL, redirectUri: string, checks: AuthorizationChecks): Promise<ProviderTokens>;
+  /** Exchanges the code, checks the token, and learns the upstream account (upstreamAccount.ts). */
+  completeAuthorization(currentUrl: URL, redirectUri: string, checks: AuthorizationChecks): Promise<ProviderGrant>;
   refresh(refreshToken: string): Promise<ProviderTokens>;
 }
 
@@ -54,6 +60,7 @@ export function createProviderClient(provider: Provider, options: { fetch: Fetch
       clientAuth: provider.clientAuth,
       fetch: options.fetch,
       conformer: conformerFor(provider.conformer),
+      keepExtras: tokenAnswerPaths(provider),
     })
       .then((oauth) => {
         const metadata = oauth.metadata();
@@ -90,7 +97,6 @@ export function createProviderClient(provider: Provider, options: { fetch: Fetch
       accessToken: tokens.accessToken,
       refreshToken: tokens.refreshToken,
       expiresAt: tokens.expiresInSeconds === undefined ? undefined : new Date(options.now().getTime() + tokens.expiresInSeconds * 1000),
-      upstreamSubject: tokens.idTokenSubject,
     };
   }
 
@@ -117,7 +123,9 @@ export function createProviderClient(provider: Provider, options: { fetch: Fetch
     },
     async completeAuthorization(currentUrl, redirectUri, checks) {
       const { oauth, jwks } = await ready();
-      return toProviderTokens(await oauth.completeAuthorization(currentUrl, redirectUri, checks, { ...tokenOptions, idTokenExpected: provider.kind === 'oidc' }), jwks);
+      const tokens = await oauth.completeAuthorization(currentUrl, redirectUri, checks, { ...tokenOptions, idTokenExpected: provider.kind === 'oidc' });
+      const checked = await toProviderTokens(tokens, jwks);
+      return { tokens: checked, connection: await upstreamConnectionOf(provider, tokens, options) };
     },
     async refresh(refreshToken) {
       const { oauth, jwks } = await ready();

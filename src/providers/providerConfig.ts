@@ -1,10 +1,9 @@
-import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import type { ConformerName } from '../oauth/conformers/registry.js';
 import { checkUrl, UrlPolicyError } from '../security/urlPolicy.js';
 import { Secret } from '../shared/secret.js';
 import { catalog } from './catalog/catalog.js';
-import { CatalogEntrySchema } from './catalog/catalogEntry.js';
+import { type CatalogEntry, CatalogEntrySchema } from './catalog/catalogEntry.js';
 import { CatalogExpansionError, expandEntry, type ExpandedEntry } from './catalog/expandEntry.js';
 
 /** One third-party OAuth provider the broker connects users to. */
@@ -41,6 +40,14 @@ export interface Provider {
   highRisk: boolean;
   /** The catalog entry it was built from, if any. */
   catalog: string | undefined;
+  /** How the broker learns who the user is at the provider, after the code exchange. */
+  identity: CatalogEntry['identity'];
+  /** Connection facts asked for once after the code exchange (Atlassian's cloud id). */
+  metadataCall: CatalogEntry['metadataCall'];
+  /** A per-connection API base from the token response (Salesforce `instance_url`). */
+  connectionApiBase: CatalogEntry['connectionApiBase'];
+  /** RFC 7009 revocation endpoint, where the provider has one. */
+  revocationEndpoint: string | undefined;
 }
 
 const providerId = z.string().regex(/^[a-z][a-z0-9_-]{0,31}$/, 'must be a short lower-case identifier');
@@ -164,6 +171,10 @@ function fromIssuer(entry: unknown, options: { allowLoopback: boolean; env: Env 
       audience: e.audience,
       highRisk: e.highRisk,
       catalog: undefined,
+      identity: { from: 'idToken' },
+      metadataCall: undefined,
+      connectionApiBase: undefined,
+      revocationEndpoint: undefined,
     },
   };
 }
@@ -251,18 +262,9 @@ function toProvider(entry: ExpandedEntry, d: Deployment): Provider {
     audience,
     highRisk: d.highRisk,
     catalog: d.catalog,
+    identity: entry.identity,
+    metadataCall: entry.metadataCall,
+    connectionApiBase: entry.connectionApiBase,
+    revocationEndpoint: entry.revocationEndpoint,
   };
-}
-
-/** PROVIDERS_FILE: a JSON array of entries. */
-export async function readProvidersFile(path: string): Promise<unknown[]> {
-  const text = await readFile(path, 'utf8');
-  let entries: unknown;
-  try {
-    entries = JSON.parse(text);
-  } catch (cause) {
-    throw new ProviderConfigError(`PROVIDERS_FILE ${path} is not valid JSON`, { cause });
-  }
-  if (!Array.isArray(entries)) throw new ProviderConfigError(`PROVIDERS_FILE ${path} must hold a JSON array of providers`);
-  return entries;
 }

@@ -5,6 +5,7 @@ import { findNavigationById } from '../broker/navigationRepo.js';
 import { withTransaction } from '../db/transaction.js';
 import { UpstreamAuthError } from '../errors/appError.js';
 import { equalInConstantTime } from '../shared/tokens.js';
+import { findConnection, type ConnectionRecord } from './connectionsRepo.js';
 import { deleteSecrets, findSecrets } from './secretsRepo.js';
 import { openSecret, type TokenVaultDeps } from './tokenVault.js';
 
@@ -53,6 +54,12 @@ export async function forgetConnection(deps: Pick<TokenVaultDeps, 'pool' | 'box'
   });
 }
 
+/** A stored token and the record of the connection it belongs to (undefined for one made before records were kept). */
+export interface StoredAccess {
+  token: string;
+  connection: ConnectionRecord | undefined;
+}
+
 /**
  * Performs a call with a stored token; a 401 forgets that token and becomes
  * the reconnect outcome instead of an error, for the caller to ask the user
@@ -63,10 +70,10 @@ export async function performOrForget(
   subject: Principal,
   provider: string,
   token: string,
-  perform: (token: string) => Promise<BusinessOutcome>,
+  perform: (access: StoredAccess) => Promise<BusinessOutcome>,
 ): Promise<BusinessOutcome> {
   try {
-    return await perform(token);
+    return await perform({ token, connection: await findConnection(deps.pool, subject, provider) });
   } catch (err) {
     if (!(err instanceof UpstreamUnauthorizedError)) throw err;
     await forgetConnection(deps, subject, provider, token);

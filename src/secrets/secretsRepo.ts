@@ -12,7 +12,6 @@ export interface StoredSecret {
   ciphertext: Buffer;
   keyId: string;
   expiresAt: Date | undefined;
-  upstreamSubject: string | undefined;
   /** The flow whose callback stored it (its ledger is where the token's life is recorded). */
   navigationId: string | undefined;
   rowVersion: number;
@@ -27,12 +26,11 @@ interface Row {
   ciphertext: Buffer;
   key_id: string;
   expires_at: Date | null;
-  upstream_subject: string | null;
   navigation_id: string | null;
   row_version: number;
 }
 
-const COLUMNS = 'id, subject_iss, subject_sub, provider, kind, ciphertext, key_id, expires_at, upstream_subject, navigation_id, row_version';
+const COLUMNS = 'id, subject_iss, subject_sub, provider, kind, ciphertext, key_id, expires_at, navigation_id, row_version';
 const fromRow = (r: Row): StoredSecret => ({
   id: r.id,
   subject: { iss: r.subject_iss, sub: r.subject_sub },
@@ -41,7 +39,6 @@ const fromRow = (r: Row): StoredSecret => ({
   ciphertext: r.ciphertext,
   keyId: r.key_id,
   expiresAt: r.expires_at ?? undefined,
-  upstreamSubject: r.upstream_subject ?? undefined,
   navigationId: r.navigation_id ?? undefined,
   rowVersion: r.row_version,
 });
@@ -51,14 +48,13 @@ export type SecretWrite = Omit<StoredSecret, 'id' | 'rowVersion'>;
 /** Inserts or replaces the secret of (subject, provider, kind). */
 export async function upsertSecret(db: Queryable, s: SecretWrite, now: Date): Promise<void> {
   await db.query(
-    `INSERT INTO secrets (id, subject_iss, subject_sub, provider, kind, ciphertext, key_id, expires_at, upstream_subject, navigation_id, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)
+    `INSERT INTO secrets (id, subject_iss, subject_sub, provider, kind, ciphertext, key_id, expires_at, navigation_id, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)
      ON CONFLICT (subject_iss, subject_sub, provider, kind) DO UPDATE
         SET ciphertext = EXCLUDED.ciphertext, key_id = EXCLUDED.key_id, expires_at = EXCLUDED.expires_at,
-            upstream_subject = COALESCE(EXCLUDED.upstream_subject, secrets.upstream_subject),
             navigation_id = COALESCE(EXCLUDED.navigation_id, secrets.navigation_id),
             row_version = secrets.row_version + 1, updated_at = EXCLUDED.updated_at`,
-    [randomUUID(), s.subject.iss, s.subject.sub, s.provider, s.kind, s.ciphertext, s.keyId, s.expiresAt ?? null, s.upstreamSubject ?? null, s.navigationId ?? null, now],
+    [randomUUID(), s.subject.iss, s.subject.sub, s.provider, s.kind, s.ciphertext, s.keyId, s.expiresAt ?? null, s.navigationId ?? null, now],
   );
 }
 

@@ -26,7 +26,7 @@ export async function storeTokens(tx: Queryable, deps: Pick<TokenVaultDeps, 'box
   const now = deps.clock.now();
   const write = async (kind: SecretKind, value: string, expiresAt: Date | undefined) => {
     const sealed = deps.box.seal(value, aadOf(subject, provider, kind));
-    await upsertSecret(tx, { subject, provider, kind, ciphertext: sealed.ciphertext, keyId: sealed.keyId, expiresAt, upstreamSubject: tokens.upstreamSubject, navigationId }, now);
+    await upsertSecret(tx, { subject, provider, kind, ciphertext: sealed.ciphertext, keyId: sealed.keyId, expiresAt, navigationId }, now);
   };
   await write('access_token', tokens.accessToken, tokens.expiresAt);
   if (tokens.refreshToken) await write('refresh_token', tokens.refreshToken, undefined);

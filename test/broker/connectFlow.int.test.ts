@@ -60,10 +60,11 @@ describe('the URL-mode connect flow over MRTR (issue #4)', () => {
       'REQUIREMENT_VERIFIED',
       'MRTR_RETRY_ACCEPTED',
     ]);
-    const secrets = await stack.db.pool.query('SELECT kind, upstream_subject, ciphertext FROM secrets ORDER BY kind');
-    expect(secrets.rows.map((s) => [s.kind, s.upstream_subject])).toEqual([
-      ['access_token', 'rs-user-alice'],
-      ['refresh_token', 'rs-user-alice'],
+    const secrets = await stack.db.pool.query('SELECT kind FROM secrets ORDER BY kind');
+    expect(secrets.rows.map((s) => s.kind)).toEqual(['access_token', 'refresh_token']);
+    const connections = await stack.db.pool.query('SELECT subject_sub, provider, upstream_subject, upstream_name, granted_scopes, navigation_id FROM connections');
+    expect(connections.rows).toEqual([
+      { subject_sub: 'alice', provider: 'reports', upstream_subject: 'rs-user-alice', upstream_name: null, granted_scopes: ['reports:read', 'reports:write'], navigation_id: expect.any(String) },
     ]);
     expect(stack.logs.join('')).not.toMatch(/eyJ[\w-]+\.eyJ[\w-]+\.[\w-]+/);
   });

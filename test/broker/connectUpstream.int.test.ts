@@ -37,6 +37,7 @@ describe('connect flow faults at the provider (issue #4)', () => {
   afterEach(async () => {
     nock.cleanAll();
     await stack.db.pool.query('DELETE FROM secrets');
+    await stack.db.pool.query('DELETE FROM connections');
   });
   afterAll(async () => {
     await stack?.close();
@@ -83,10 +84,8 @@ describe('connect flow faults at the provider (issue #4)', () => {
     const done = await consentAndAuthorize(stack, await openConnectLink(stack, flow.url, 'alice'), 'alice');
     expect(done.text).toContain('Report Service is connected');
     expect((await navigation(flow)).status).toBe('REQUIREMENT_VERIFIED');
-    expect(await query('SELECT kind, upstream_subject FROM secrets ORDER BY kind')).toEqual([
-      { kind: 'access_token', upstream_subject: ALICE_AT_REPORTS },
-      { kind: 'refresh_token', upstream_subject: ALICE_AT_REPORTS },
-    ]);
+    expect(await query('SELECT kind FROM secrets ORDER BY kind')).toEqual([{ kind: 'access_token' }, { kind: 'refresh_token' }]);
+    expect(await query('SELECT upstream_subject FROM connections')).toEqual([{ upstream_subject: ALICE_AT_REPORTS }]);
   }
 
   it('refuses a callback whose PKCE verifier does not match, stores nothing, and stays recoverable', async () => {

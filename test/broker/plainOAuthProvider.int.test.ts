@@ -63,6 +63,7 @@ describe('a plain OAuth 2.0 provider, and one callback path per provider', () =>
   });
   afterEach(async () => {
     await stack.db.pool.query('DELETE FROM secrets');
+    await stack.db.pool.query('DELETE FROM connections');
   });
   afterAll(async () => {
     await stack?.close();
@@ -116,9 +117,14 @@ describe('a plain OAuth 2.0 provider, and one callback path per provider', () =>
     expect(done.text).toContain('Plain OAuth is connected');
     expect(await status(flow)).toBe('REQUIREMENT_VERIFIED');
     expect(plain.tokenRequests.at(-1)).toEqual({ basic: true });
-    const stored = await query("SELECT kind, upstream_subject, provider, subject_sub FROM secrets WHERE provider = 'plain' ORDER BY kind");
+    const stored = await query("SELECT kind, provider, subject_sub FROM secrets WHERE provider = 'plain' ORDER BY kind");
     expect(stored.map((s) => s.kind)).toContain('access_token');
-    expect(stored.every((s) => s.upstream_subject === null && s.subject_sub === 'alice')).toBe(true);
+    expect(stored.every((s) => s.subject_sub === 'alice')).toBe(true);
+    // No ID Token: the account is the one the provider's identity call named, recorded with the grant and the flow.
+    expect(await query("SELECT upstream_subject, upstream_name, granted_scopes, navigation_id FROM connections WHERE provider = 'plain'")).toEqual([
+      { upstream_subject: 'plain-alice', upstream_name: 'alice', granted_scopes: ['profile'], navigation_id: flow.id },
+    ]);
+    expect((await events(flow)).find((e) => e.event === 'callback_verified')?.evidence).toMatchObject({ upstreamSubject: 'plain-alice', grantedScopes: ['profile'] });
     // Opaque to the broker: stored as issued, no JWT to check an audience on.
     const accessToken = await accessTokenFor(deps, { iss: stack.dev.idp.issuer, sub: 'alice' }, 'plain');
     expect(accessToken).toMatch(/^[\w-]{20,}$/);

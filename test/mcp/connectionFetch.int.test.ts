@@ -32,7 +32,7 @@ describe('the fetch a connection tool gets', () => {
       else if (req.url === '/api/moved') res.writeHead(302, { location: `${evil.origin}/stolen` }).end();
       else res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ url: req.url }));
     });
-    const connection = { provider: 'reports', displayName: 'Report Service', apiBase: `${api.origin}/api`, scopes: ['reports:read'] };
+    const connection = { provider: 'reports', displayName: 'Report Service', apiBase: `${api.origin}/api`, scopes: ['reports:read'], apiHeaders: { 'X-Api-Version': '2024-01-01' }, account: { subject: 'u1', name: undefined }, grantedScopes: ['reports:read'], metadata: {} };
     bound = connectionFetch(createFetch({ extraCaPems: [tls.caPem] }), connection, TOKEN);
   });
   afterAll(async () => {
@@ -50,6 +50,9 @@ describe('the fetch a connection tool gets', () => {
     expect(seen.api).toHaveLength(1);
     expect(seen.api[0]!.headers.authorization).toBe(`Bearer ${TOKEN}`);
     expect(seen.api[0]!.headers.host).toBe(new URL(api.origin).host);
+    // The provider's pinned API headers and a User-Agent go on every call.
+    expect(seen.api[0]!.headers['x-api-version']).toBe('2024-01-01');
+    expect(seen.api[0]!.headers['user-agent']).toBe('connect-broker');
   });
 
   it('keeps a path with "@" on the API host (it is a path segment, not userinfo)', async () => {

@@ -56,9 +56,10 @@ describe('an oauth2 entry with RFC 8414 metadata discovery', () => {
 
     const response = await authorize(begun.url);
     expect(response.searchParams.get('iss')).toBe(plain.issuer);
-    const tokens = await c.completeAuthorization(response, REDIRECT_URI, begun);
+    const { tokens, connection } = await c.completeAuthorization(response, REDIRECT_URI, begun);
     expect(tokens.accessToken).toMatch(/^[\w-]{20,}$/);
-    expect(tokens.upstreamSubject).toBeUndefined();
+    // No ID Token: the account comes from the entry's identity call.
+    expect(connection).toMatchObject({ upstreamSubject: 'plain-alice', upstreamName: 'alice', grantedScopes: ['profile'] });
     expect(plain.tokenRequests.at(-1)).toEqual({ basic: true });
   });
 

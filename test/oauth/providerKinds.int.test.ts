@@ -52,9 +52,19 @@ describe('GitHub (catalog: client_secret_post, PKCE, form-encoded answers, error
     expect(begun.nonce).toBe('');
 
     const seen = tokenEndpoint('https://github.com', '/login/oauth/access_token', { status: 200, body: 'access_token=gho_opaque&scope=repo%2Cread%3Auser&token_type=bearer', type: 'application/x-www-form-urlencoded' });
-    const tokens = await client.completeAuthorization(new URL(`${REDIRECT_URI}?code=c0de&state=${begun.state}`), REDIRECT_URI, begun);
+    // The identity call: GET /user with the new token, GitHub's API headers and a User-Agent (GitHub refuses requests without one).
+    const identity: Record<string, unknown>[] = [];
+    nock('https://api.github.com')
+      .get('/user')
+      .reply(function () {
+        identity.push({ ...this.req.headers });
+        return [200, { login: 'octocat', id: 583231, type: 'User' }];
+      });
+    const { tokens, connection } = await client.completeAuthorization(new URL(`${REDIRECT_URI}?code=c0de&state=${begun.state}`), REDIRECT_URI, begun);
 
-    expect(tokens).toEqual({ accessToken: 'gho_opaque', refreshToken: undefined, expiresAt: undefined, upstreamSubject: undefined });
+    expect(tokens).toEqual({ accessToken: 'gho_opaque', refreshToken: undefined, expiresAt: undefined });
+    expect(connection).toEqual({ upstreamSubject: '583231', upstreamName: 'octocat', grantedScopes: ['repo', 'read:user'], metadata: {}, apiBase: undefined });
+    expect(identity).toEqual([expect.objectContaining({ authorization: 'Bearer gho_opaque', accept: 'application/vnd.github+json', 'x-github-api-version': '2022-11-28', 'user-agent': 'connect-broker' })]);
     expect(seen).toHaveLength(1);
     expect(seen[0]!.authorization).toBeUndefined();
     expect(Object.fromEntries(seen[0]!.body)).toMatchObject({ client_id: 'Iv1.client', client_secret: 'github-secret', code: 'c0de', code_verifier: begun.codeVerifier, redirect_uri: REDIRECT_URI });
@@ -93,9 +103,11 @@ describe('Notion (catalog: client_secret_basic, no PKCE, a null refresh token)',
       status: 200,
       body: { access_token: 'ntn_opaque', token_type: 'bearer', refresh_token: null, bot_id: 'b1', workspace_id: 'w1', owner: { type: 'user', user: { id: 'u1' } } },
     });
-    const tokens = await client.completeAuthorization(new URL(`${REDIRECT_URI}?code=c0de&state=${begun.state}`), REDIRECT_URI, begun);
+    const { tokens, connection } = await client.completeAuthorization(new URL(`${REDIRECT_URI}?code=c0de&state=${begun.state}`), REDIRECT_URI, begun);
 
     expect(tokens).toMatchObject({ accessToken: 'ntn_opaque', refreshToken: undefined });
+    // The account is the token answer's owner; the workspace is kept as connection metadata.
+    expect(connection).toMatchObject({ upstreamSubject: 'u1', metadata: { workspace_id: 'w1', bot_id: 'b1' } });
     // RFC 6749 §2.3.1: id and secret are form-encoded before Base64.
     const [id, secret] = Buffer.from(seen[0]!.authorization!.replace(/^Basic /, ''), 'base64').toString('utf8').split(':').map(decodeURIComponent);
     expect({ id, secret }).toEqual({ id: 'notion-client', secret: 'notion-secret' });

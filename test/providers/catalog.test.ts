@@ -44,7 +44,7 @@ function schemaIssues(entry: unknown): string[] {
 }
 
 function expandedUrls(expanded: ExpandedEntry): string[] {
-  return [expanded.issuer, expanded.authorizationEndpoint, expanded.tokenEndpoint, expanded.revocationEndpoint, expanded.identity.from === 'call' ? expanded.identity.url : undefined, expanded.apiBase].filter(
+  return [expanded.issuer, expanded.authorizationEndpoint, expanded.tokenEndpoint, expanded.revocationEndpoint, expanded.identity.from === 'call' ? expanded.identity.url : undefined, expanded.metadataCall?.url, expanded.apiBase].filter(
     (u): u is string => u !== undefined,
   );
 }
@@ -84,7 +84,7 @@ describe('expandEntry', () => {
     expect(expanded.authorizationEndpoint).toBe('https://github.com/login/oauth/authorize');
     expect(expanded.tokenEndpoint).toBe('https://github.com/login/oauth/access_token');
     expect(expanded.apiBase).toBe('https://api.github.com');
-    expect(expanded.identity).toEqual({ from: 'call', method: 'GET', url: 'https://api.github.com/user', subjectPath: 'id' });
+    expect(expanded.identity).toEqual({ from: 'call', method: 'GET', url: 'https://api.github.com/user', subjectPath: 'id', namePath: 'login' });
   });
 
   it('gives a GitHub Enterprise Server host its login endpoints and the API under /api/v3 on the same host', () => {

@@ -1,3 +1,4 @@
+import type { RequestHandler } from 'express';
 import { createDevAuthServer } from '../../src/dev/devAuthServer.js';
 import { generateDevAuthKeys } from '../../src/dev/devAuthKeys.js';
 import { listenHttps, type TlsPair } from '../../src/runtime/httpsServer.js';
@@ -18,7 +19,7 @@ export interface PlainOAuthServer {
  * consent pages, no resource servers (so its access tokens are opaque), the
  * broker registered as a client_secret_basic client with its redirect URIs,
  * and asked for no `openid` scope (so no ID Token). The subject at it is
- * `plain-<login>`.
+ * `plain-<login>`, told by its identity endpoint `GET /api/me` (Bearer).
  */
 /**
  * The server as a custom PROVIDERS_FILE entry: explicit endpoints and a
@@ -36,7 +37,7 @@ export function plainProviderEntry(server: PlainOAuthServer, options: { metadata
     metadataDiscovery: discovered,
     authorizationEndpoint: `${server.issuer}/${discovered ? 'written-authorize' : 'auth'}`,
     tokenEndpoint: `${server.issuer}/${discovered ? 'written-token' : 'token'}`,
-    identity: { from: 'call', method: 'GET', url: `${server.issuer}/me`, subjectPath: 'sub' },
+    identity: { from: 'call', method: 'GET', url: `${server.issuer}/api/me`, subjectPath: 'sub', namePath: 'login' },
     clientAuth: 'client_secret_basic',
     pkce: true,
     apiBase: `${server.issuer}/api`,
@@ -56,7 +57,18 @@ export async function startPlainOAuthServer(options: { tls: TlsPair; redirectUri
   const issuer = `https://127.0.0.1:${server.port}`;
   const clientId = 'connect-broker-plain';
   const clientSecret = 'plain-client-secret-canary';
-  handler = createDevAuthServer({
+  let auth: ReturnType<typeof createDevAuthServer> | undefined;
+  // The identity call of a plain OAuth 2.0 API: who the opaque Bearer token belongs to.
+  const api: RequestHandler = (req, res) => {
+    const presented = /^Bearer (\S+)$/i.exec(req.get('authorization') ?? '')?.[1];
+    if (req.method !== 'GET' || req.path !== '/me') return void res.status(404).json({ error: 'not_found' });
+    void (async () => {
+      const token = presented === undefined ? undefined : await auth?.provider.AccessToken.find(presented);
+      if (!token || token.isExpired) return void res.status(401).json({ error: 'invalid_token' });
+      res.json({ sub: token.accountId, login: token.accountId.replace(/^plain-/, '') });
+    })();
+  };
+  auth = createDevAuthServer({
     issuer,
     brand: 'Plain OAuth',
     cookiePrefix: 'plain',
@@ -67,6 +79,8 @@ export async function startPlainOAuthServer(options: { tls: TlsPair; redirectUri
     consent: 'prompt',
     render: createRender({ cache: false }),
     logger: createLogger({ level: 'silent' }),
-  }).handler;
+    api,
+  });
+  handler = auth.handler;
   return { issuer, clientId, clientSecret, tokenRequests, close: () => server.close(0) };
 }

@@ -40,4 +40,5 @@ export type ConformedTokenResponse =
   | { status: 200; body: StandardTokenBody; extras: TokenExtras }
   | { status: 400; body: StandardTokenError };
 
-export type Conformer = (raw: RawTokenResponse) => ConformedTokenResponse;
+/** `keep`: more member paths to keep as extras, the ones a provider entry reads from the answer (its identity, its connection API base). */
+export type Conformer = (raw: RawTokenResponse, keep?: readonly string[]) => ConformedTokenResponse;

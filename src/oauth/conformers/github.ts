@@ -17,4 +17,4 @@ const RFC_ERROR = new Map([
   ['incorrect_client_credentials', 'invalid_client'],
 ]);
 
-export const github: Conformer = (raw) => conformWith(raw, { formByDefault: true, scopeSeparator: ',', errorCodes: RFC_ERROR });
+export const github: Conformer = (raw, keep) => conformWith(raw, { formByDefault: true, scopeSeparator: ',', errorCodes: RFC_ERROR }, keep);

@@ -41,12 +41,13 @@ export function bodyObject(raw: RawTokenResponse, formByDefault: boolean): JsonO
   return mediaType === 'application/x-www-form-urlencoded' || formByDefault ? decodeForm(body) : undefined;
 }
 
-/** The member at a dotted path (`team.id`), own properties only. */
-export function memberAt(object: JsonObject, path: string): unknown {
+/** The member at a dotted path (`team.id`; a numeric segment indexes an array: `0.id`), own properties only. */
+export function memberAt(object: unknown, path: string): unknown {
   let current: unknown = object;
   for (const key of path.split('.')) {
-    if (!isObject(current) || !Object.hasOwn(current, key)) return undefined;
-    current = current[key];
+    if (Array.isArray(current) && /^[0-9]+$/.test(key)) current = current[Number(key)];
+    else if (!isObject(current) || !Object.hasOwn(current, key)) return undefined;
+    else current = current[key];
   }
   return current;
 }

@@ -19,8 +19,8 @@ function instanceUrlProblem(value: string | undefined): string | undefined {
   }
 }
 
-export const salesforce: Conformer = (raw) =>
+export const salesforce: Conformer = (raw, keep) =>
   conformWith(raw, {
     check: (body) => instanceUrlProblem(stringAt(body, 'instance_url')),
     extras: ['instance_url', 'id', 'issued_at'],
-  });
+  }, keep);

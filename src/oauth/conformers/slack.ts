@@ -37,13 +37,13 @@ function userToken(body: JsonObject): JsonObject | string {
 const common: FamilyRules = { errorIn: slackError, errorCodes: RFC_ERROR, scopeSeparator: ',' };
 
 /** A user-token connection: the user's token is kept and the bot token, if any, is dropped. */
-export const slack: Conformer = (raw) => conformWith(raw, { ...common, tokenIn: userToken, bearerTypes: ['user'], extras: EXTRAS });
+export const slack: Conformer = (raw, keep) => conformWith(raw, { ...common, tokenIn: userToken, bearerTypes: ['user'], extras: EXTRAS }, keep);
 
 /** A bot-token connection: the top-level token. */
-export const slackBot: Conformer = (raw) =>
+export const slackBot: Conformer = (raw, keep) =>
   conformWith(raw, {
     ...common,
     tokenIn: (body) => (body['token_type'] === 'bot' ? body : 'Slack issued no bot token: the connection must ask for bot scopes (scope).'),
     bearerTypes: ['bot'],
     extras: [...EXTRAS, 'bot_user_id'],
-  });
+  }, keep);

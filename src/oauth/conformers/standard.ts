@@ -82,7 +82,7 @@ function hasError(body: JsonObject): boolean {
 }
 
 /** Conforms one answer under a family's rules; every family conformer is this with its rules. */
-export function conformWith(raw: RawTokenResponse, rules: FamilyRules): ConformedTokenResponse {
+export function conformWith(raw: RawTokenResponse, rules: FamilyRules, keep: readonly string[] = []): ConformedTokenResponse {
   if (!isObject(raw)) return invalidResponse('The token endpoint gave no answer.');
   const body = bodyObject(raw, rules.formByDefault ?? false);
   const succeeded = typeof raw.status === 'number' && raw.status >= 200 && raw.status < 300;
@@ -99,8 +99,8 @@ export function conformWith(raw: RawTokenResponse, rules: FamilyRules): Conforme
   if (typeof source === 'string') return invalidResponse(source);
   const token = tokenBody(source, rules);
   if (typeof token === 'string') return invalidResponse(token);
-  return { status: 200, body: token, extras: pickExtras(body, rules.extras ?? [], secrets) };
+  return { status: 200, body: token, extras: pickExtras(body, [...(rules.extras ?? []), ...keep], secrets) };
 }
 
 /** RFC 6749 §5 as written, with the common slips mended: a string `expires_in`, `token_type` in any case, a null or empty `refresh_token`. */
-export const standard: Conformer = (raw) => conformWith(raw, {});
+export const standard: Conformer = (raw, keep) => conformWith(raw, {}, keep);

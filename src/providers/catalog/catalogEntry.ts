@@ -20,6 +20,8 @@ const paramName = z.string().regex(/^[A-Za-z][A-Za-z0-9]*$/, 'must be a plain id
 const urlTemplate = z.string().min(9).max(500);
 // A member path into a JSON answer: `id`, `authed_user.id`, `data.viewer.id`.
 const memberPath = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/, 'must be a dotted member path');
+// The same, where a segment may also be an array index: `0.id` (Atlassian's accessible resources).
+const indexedPath = z.string().regex(/^([A-Za-z_][A-Za-z0-9_]*|[0-9]{1,2})(\.([A-Za-z_][A-Za-z0-9_]*|[0-9]{1,2}))*$/, 'must be a dotted member path');
 // RFC 6749 §3.3 scope-token characters.
 const scopeToken = z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, 'must be an RFC 6749 scope token');
 const queryParams = z.record(z.string().regex(/^[a-z_]+$/), z.string().min(1).max(200));
@@ -44,7 +46,7 @@ const DerivedSchema = z.strictObject({
 // access token.
 const IdentitySchema = z.discriminatedUnion('from', [
   z.strictObject({ from: z.literal('idToken') }),
-  z.strictObject({ from: z.literal('tokenResponse'), subjectPath: memberPath }),
+  z.strictObject({ from: z.literal('tokenResponse'), subjectPath: memberPath, namePath: memberPath.optional() }),
   z.strictObject({
     from: z.literal('call'),
     method: z.enum(['GET', 'POST']),
@@ -52,8 +54,18 @@ const IdentitySchema = z.discriminatedUnion('from', [
     /** JSON request body, for APIs that answer identity only to a POST (GraphQL). */
     body: z.record(z.string(), z.string()).optional(),
     subjectPath: memberPath,
+    /** The account's human-readable name (GitHub `login`), kept beside the subject. */
+    namePath: memberPath.optional(),
   }),
 ]);
+
+// A call made once after the code exchange, with the new access token, for
+// connection facts the token response lacks (Atlassian's cloud id): each
+// field names a path into its JSON answer.
+const MetadataCallSchema = z.strictObject({
+  url: urlTemplate,
+  fields: z.record(paramName, indexedPath).refine((f) => Object.keys(f).length > 0, 'must name at least one field'),
+});
 
 // A per-connection API base returned in the token response (Salesforce's
 // `instance_url`): it replaces `apiBase` for that connection once it passes the
@@ -104,6 +116,7 @@ export const CatalogEntrySchema = z
     conformer: z.enum(conformerNames).default('standard'),
     apiBase: urlTemplate,
     connectionApiBase: ConnectionApiBaseSchema.optional(),
+    metadataCall: MetadataCallSchema.optional(),
     /** Headers sent on every API call (API version pins). */
     apiHeaders: z.record(z.string().regex(/^[A-Za-z][A-Za-z0-9-]*$/), z.string().min(1).max(200)).default({}),
     /** `jwt` only where access tokens are JWTs meant for an audience check; otherwise the broker treats them as opaque. */
@@ -151,6 +164,7 @@ export function urlTemplates(entry: CatalogEntry): [string, string][] {
     ['tokenEndpoint', entry.tokenEndpoint],
     ['revocationEndpoint', entry.revocationEndpoint],
     ['identity.url', entry.identity.from === 'call' ? entry.identity.url : undefined],
+    ['metadataCall.url', entry.metadataCall?.url],
     ['apiBase', entry.apiBase],
   ];
   return fields.filter((f): f is [string, string] => f[1] !== undefined);

@@ -17,7 +17,7 @@ export const dropbox: CatalogEntryInput = {
   docs: 'https://developers.dropbox.com/oauth-guide',
   authorizationEndpoint: 'https://www.dropbox.com/oauth2/authorize',
   tokenEndpoint: 'https://api.dropboxapi.com/oauth2/token',
-  identity: { from: 'call', method: 'POST', url: 'https://api.dropboxapi.com/2/users/get_current_account', subjectPath: 'account_id' },
+  identity: { from: 'call', method: 'POST', url: 'https://api.dropboxapi.com/2/users/get_current_account', subjectPath: 'account_id', namePath: 'email' },
   clientAuth: 'client_secret_basic',
   pkce: true,
   authorizeParams: { token_access_type: 'offline' },

@@ -55,7 +55,7 @@ export function expandEntry(entry: CatalogEntry, given: Readonly<Record<string, 
   }
   if (problems.length > 0) throw new CatalogExpansionError(entry.id, problems);
 
-  const { params: _params, derived: _derived, issuer, revocationEndpoint, identity, ...rest } = entry;
+  const { params: _params, derived: _derived, issuer, revocationEndpoint, identity, metadataCall, ...rest } = entry;
   const at = (field: string): string => urls.get(field)!;
   return {
     ...rest,
@@ -65,6 +65,7 @@ export function expandEntry(entry: CatalogEntry, given: Readonly<Record<string, 
     tokenEndpoint: at('tokenEndpoint'),
     ...(revocationEndpoint !== undefined && { revocationEndpoint: at('revocationEndpoint') }),
     identity: identity.from === 'call' ? { ...identity, url: at('identity.url') } : identity,
+    ...(metadataCall !== undefined && { metadataCall: { ...metadataCall, url: at('metadataCall.url') } }),
     apiBase: at('apiBase'),
   };
 }

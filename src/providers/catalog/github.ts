@@ -30,7 +30,7 @@ export const github: CatalogEntryInput = {
   },
   authorizationEndpoint: 'https://{host}/login/oauth/authorize',
   tokenEndpoint: 'https://{host}/login/oauth/access_token',
-  identity: { from: 'call', method: 'GET', url: '{apiRoot}/user', subjectPath: 'id' },
+  identity: { from: 'call', method: 'GET', url: '{apiRoot}/user', subjectPath: 'id', namePath: 'login' },
   clientAuth: 'client_secret_post',
   pkce: true,
   conformer: 'github',

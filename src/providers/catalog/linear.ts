@@ -15,7 +15,7 @@ export const linear: CatalogEntryInput = {
   docs: 'https://linear.app/developers/oauth-2-0-authentication',
   authorizationEndpoint: 'https://linear.app/oauth/authorize',
   tokenEndpoint: 'https://api.linear.app/oauth/token',
-  identity: { from: 'call', method: 'POST', url: 'https://api.linear.app/graphql', body: { query: '{ viewer { id } }' }, subjectPath: 'data.viewer.id' },
+  identity: { from: 'call', method: 'POST', url: 'https://api.linear.app/graphql', body: { query: '{ viewer { id email } }' }, subjectPath: 'data.viewer.id', namePath: 'data.viewer.email' },
   clientAuth: 'client_secret_post',
   pkce: true,
   scopeSeparator: ',',

@@ -23,7 +23,7 @@ export const microsoft: CatalogEntryInput = {
   },
   authorizationEndpoint: 'https://login.microsoftonline.com/{tenant}/oauth2/v2.0/authorize',
   tokenEndpoint: 'https://login.microsoftonline.com/{tenant}/oauth2/v2.0/token',
-  identity: { from: 'call', method: 'GET', url: 'https://graph.microsoft.com/v1.0/me', subjectPath: 'id' },
+  identity: { from: 'call', method: 'GET', url: 'https://graph.microsoft.com/v1.0/me', subjectPath: 'id', namePath: 'userPrincipalName' },
   clientAuth: 'client_secret_post',
   pkce: true,
   defaultScopes: ['offline_access', 'User.Read'],

@@ -18,7 +18,7 @@ export const notion: CatalogEntryInput = {
   docs: 'https://developers.notion.com/reference/create-a-token',
   authorizationEndpoint: 'https://api.notion.com/v1/oauth/authorize',
   tokenEndpoint: 'https://api.notion.com/v1/oauth/token',
-  identity: { from: 'tokenResponse', subjectPath: 'owner.user.id' },
+  identity: { from: 'tokenResponse', subjectPath: 'owner.user.id', namePath: 'owner.user.name' },
   clientAuth: 'client_secret_basic',
   pkce: false,
   authorizeParams: { owner: 'user' },

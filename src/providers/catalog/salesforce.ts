@@ -22,7 +22,7 @@ export const salesforce: CatalogEntryInput = {
   authorizationEndpoint: 'https://{loginHost}/services/oauth2/authorize',
   tokenEndpoint: 'https://{loginHost}/services/oauth2/token',
   revocationEndpoint: 'https://{loginHost}/services/oauth2/revoke',
-  identity: { from: 'call', method: 'GET', url: 'https://{loginHost}/services/oauth2/userinfo', subjectPath: 'user_id' },
+  identity: { from: 'call', method: 'GET', url: 'https://{loginHost}/services/oauth2/userinfo', subjectPath: 'user_id', namePath: 'preferred_username' },
   clientAuth: 'client_secret_post',
   pkce: true,
   defaultScopes: ['api', 'refresh_token'],
