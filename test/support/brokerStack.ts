@@ -81,6 +81,8 @@ export interface BrokerStackOptions {
   signInIssuer?: string;
   /** Connection tools served beside the built-in ones (what TOOL_MODULES loads). */
   extraTools?: readonly Tool<McpToolDeps>[];
+  /** The fetch the broker instances call providers with, built from the stack's (e.g. mapHosts in hostMap.ts, to reach emulators under real provider hosts). */
+  brokerFetch?: (stackFetch: Fetch) => Fetch;
   /** More PROVIDERS_FILE entries beside the Report Service (a test's own OAuth servers, on the stack's TLS), once the broker's URL is known. */
   extraProviders?: (context: { brokerUrl: string; tls: TlsMaterial }) => Promise<unknown[]>;
 }
@@ -113,6 +115,7 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
   const extra = options.extraProviders ? await options.extraProviders({ brokerUrl, tls }) : [];
   const providers = parseProviders([reportServiceProvider(dev, secrets), ...extra], { allowLoopback: true });
   const servers: BrokerServer[] = [];
+  const brokerFetch = options.brokerFetch ? options.brokerFetch(fetch) : fetch;
   const listenerFor = (pool: Pool, publicUrl: URL): RequestListener => {
     const server = createBrokerServer({
       pool,
@@ -128,7 +131,7 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
       // production default is proven by test/auth/loginFlood.int.test.ts.
       loginRateLimit: options.loginRateLimit ?? { burst: 100_000, perMinute: 100_000 },
       issuer: options.mcpIssuer ?? dev.idp.issuer,
-      fetch,
+      fetch: brokerFetch,
       secretKeys: secrets.secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) })),
       mcpScope: 'mcp',
       anonymousPrincipal: options.anonymous ? ANONYMOUS_PRINCIPAL : undefined,
