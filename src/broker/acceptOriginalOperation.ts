@@ -8,7 +8,7 @@ import { isApproved } from './approvals.js';
 import type { BrokerDeps } from './brokerDeps.js';
 import type { Lineage } from './navigationRecord.js';
 import { lockNavigation } from './navigationRepo.js';
-import type { NavigationEvent } from './navigationStates.js';
+import { acceptEvents, State } from './navigationStates.js';
 import { findReceiptById, findReceiptByKey, insertReceiptOnce, recordOutcome, releasePerformLease, takePerformLease, type OperationReceipt } from './receiptRepo.js';
 
 export interface OriginalOperation {
@@ -29,14 +29,6 @@ export interface OriginalOperation {
 
 /** The additional data binding an operation's sealed arguments to its receipt. */
 export const argumentsAad = (operationKey: string): string => `operation-arguments\n${operationKey}`;
-
-// From REQUIREMENT_VERIFIED to the lineage's accepted state (design §5): the nested call continues and
-// answers its own request; the -32042 lineage becomes retry-eligible, sees the retry, accepts it.
-const ACCEPT_EVENTS: Record<Lineage, readonly NavigationEvent[]> = {
-  mrtr: ['mrtr_accept'],
-  nested: ['nested_continue', 'nested_accept'],
-  error_retry: ['error_retry_eligible', 'client_retry', 'retry_accept'],
-};
 
 /** The key that makes an acceptance unique across lineages and instances (design §4, operation_receipts). */
 export function operationKey(op: Pick<OriginalOperation, 'principal' | 'tool' | 'requestDigest' | 'navigationId'>): string {
@@ -60,7 +52,7 @@ export async function acceptOriginalOperation(deps: BrokerDeps, op: OriginalOper
     if (navigation.tool !== op.tool || navigation.requestDigest !== op.requestDigest) throw new ConflictError('This connection flow was started for another operation.');
     const existing = await findReceiptByKey(tx, key);
     if (existing) return { receipt: existing, created: false };
-    if (navigation.status !== 'REQUIREMENT_VERIFIED') throw new ConflictError(`This operation cannot be accepted while the connection is ${navigation.status}.`);
+    if (navigation.status !== State.REQUIREMENT_VERIFIED) throw new ConflictError(`This operation cannot be accepted while the connection is ${navigation.status}.`);
     // The lineages cannot be swapped: a navigation is accepted only on the path that started it (seed 001).
     if (navigation.lineage !== op.lineage) throw new ConflictError(`This connection flow belongs to the ${navigation.lineage} lineage, not ${op.lineage}.`);
     // A high-risk operation is accepted only after an operator approved it (issue #6 item 8).
@@ -76,7 +68,7 @@ export async function acceptOriginalOperation(deps: BrokerDeps, op: OriginalOper
       requirementReceipt: `verified:${navigation.id}:v${navigation.rowVersion}`,
       createdAt: now,
     }, deps.box.seal(JSON.stringify(op.arguments), argumentsAad(key)));
-    if (created) await advance(tx, navigation, ACCEPT_EVENTS[op.lineage], { actor: `mcp:${op.principal.sub}`, now, evidence: { receiptId: receipt.id, lineage: op.lineage } });
+    if (created) await advance(tx, navigation, acceptEvents[op.lineage], { actor: `mcp:${op.principal.sub}`, now, evidence: { receiptId: receipt.id, lineage: op.lineage } });
     return { receipt, created };
   });
 }

@@ -8,6 +8,7 @@ import { decideApprovalRow, findApprovalByNavigation, insertApprovalOnce, lockAp
 import type { BrokerDeps } from './brokerDeps.js';
 import type { NavigationRecord } from './navigationRecord.js';
 import { findNavigationById, lockNavigation } from './navigationRepo.js';
+import { State } from './navigationStates.js';
 
 // The approval queue (issue #6 item 8, seed 001: "a manual approval queue takes
 // high-risk confirmations"). A verified operation of a high-risk tool or
@@ -83,11 +84,11 @@ export async function awaitApproval(deps: BrokerDeps, op: { navigationId: string
   const { navigationId } = op;
   const navigation = await findNavigationById(deps.pool, navigationId);
   if (!navigation) return { kind: 'go' };
-  if (navigation.status === 'OPERATION_REJECTED') {
+  if (navigation.status === State.OPERATION_REJECTED) {
     const approval = await findApprovalByNavigation(deps.pool, navigationId);
     if (approval) return { kind: 'rejected', approval };
   }
-  if (navigation.status !== 'REQUIREMENT_VERIFIED') return { kind: 'go' };
+  if (navigation.status !== State.REQUIREMENT_VERIFIED) return { kind: 'go' };
   const gate = await approvalGate(deps, navigation);
   if (gate.kind !== 'pending') return gate;
   const decided = async () => (await findApprovalByNavigation(deps.pool, navigationId))?.status !== 'pending';

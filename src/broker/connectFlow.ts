@@ -11,9 +11,8 @@ import type { BrokerDeps } from './brokerDeps.js';
 import { recordConsent } from './consentRepo.js';
 import type { NavigationRecord } from './navigationRecord.js';
 import { findNavigationByHandle, lockNavigation } from './navigationRepo.js';
-import { verifiedStates, type NavigationState } from './navigationStates.js';
+import { consentableStates, declinedStates, State, verifiedStates } from './navigationStates.js';
 
-const CONSENTABLE: ReadonlySet<NavigationState> = new Set(['USER_REVIEW', 'NAVIGATION_ACCEPTED', 'OUT_OF_BAND_PENDING']);
 const PENDING_TTL_MS = 10 * 60 * 1000;
 
 export type ConnectView =
@@ -30,8 +29,8 @@ async function byHandle(deps: BrokerDeps, handle: string): Promise<NavigationRec
 
 function closedReason(deps: BrokerDeps, navigation: NavigationRecord): 'expired' | 'declined' | 'verified' | undefined {
   if (verifiedStates.has(navigation.status)) return 'verified';
-  if (navigation.status === 'DECLINED' || navigation.status === 'CANCELLED') return 'declined';
-  if (navigation.status === 'EXPIRED' || navigation.expiresAt <= deps.clock.now() || !CONSENTABLE.has(navigation.status)) return 'expired';
+  if (declinedStates.has(navigation.status)) return 'declined';
+  if (navigation.status === State.EXPIRED || navigation.expiresAt <= deps.clock.now() || !consentableStates.has(navigation.status)) return 'expired';
   return undefined;
 }
 
@@ -91,7 +90,7 @@ export async function consentToConnect(deps: BrokerDeps, handle: string, browser
     const by = { actor: `browser:${browser.sub}`, now, evidence: { destination: target.host } };
     await recordConsent(tx, navigation.id, browser, `${target.protocol}//${target.host}`, now);
     // USER_REVIEW → NAVIGATION_ACCEPTED → OUT_OF_BAND_PENDING, or the last step only.
-    const steps = navigation.status === 'USER_REVIEW' ? 2 : navigation.status === 'NAVIGATION_ACCEPTED' ? 1 : 0;
+    const steps = navigation.status === State.USER_REVIEW ? 2 : navigation.status === State.NAVIGATION_ACCEPTED ? 1 : 0;
     if (steps > 0) navigation = await advance(tx, navigation, Array<'browser_consent'>(steps).fill('browser_consent'), by, { stateNonceDigest: stateDigest });
     const sealed = deps.box.seal(authorization.codeVerifier, `pkce\n${stateDigest.toString('hex')}\n${navigation.id}`);
     await insertPendingAuthorization(tx, {

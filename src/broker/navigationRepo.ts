@@ -1,7 +1,7 @@
 import type { Sealed } from '../crypto/secretBox.js';
 import type { Queryable } from '../db/pool.js';
 import { fromRow, type NavigationRecord, type NavigationRow } from './navigationRecord.js';
-import { openStates, transitions, type NavigationState } from './navigationStates.js';
+import { expirableStates, openStates, type NavigationState } from './navigationStates.js';
 
 const COLUMNS = `id, record_version, server_id, subject_iss, subject_sub, client_id, request_digest, tool, target_scheme,
   target_host, redirect_policy, purpose, provider, handle_digest, state_nonce_digest, session_generation, lineage,
@@ -81,9 +81,6 @@ export async function findLatestForOperation(db: Queryable, op: { subjectIss: st
   return rows.map(fromRow);
 }
 
-/** The states the table lets expire. */
-const EXPIRABLE: readonly NavigationState[] = transitions.filter((t) => t.event === 'expire').map((t) => t.from);
-
 /**
  * Open navigations past their expiry, locked for this transaction. SKIP LOCKED:
  * several instances sweep at once, each taking rows no other sweeper holds.
@@ -93,7 +90,7 @@ export async function lockOverdueNavigations(db: Queryable, now: Date, limit: nu
     `SELECT ${COLUMNS} FROM elicitation_navigations
       WHERE status = ANY($3) AND expires_at <= $1
       ORDER BY expires_at LIMIT $2 FOR NO KEY UPDATE SKIP LOCKED`,
-    [now, limit, EXPIRABLE],
+    [now, limit, [...expirableStates]],
   );
   return rows.map(fromRow);
 }

@@ -1,4 +1,5 @@
 import { InvalidTransitionError } from '../errors/appError.js';
+import type { Lineage } from './navigationRecord.js';
 
 // The navigation state machine of seed 001 plus the MRTR branch (design §5),
 // as data. This is the only module that names states or decides transitions;
@@ -24,6 +25,10 @@ export const navigationStates = [
   'OPERATION_REJECTED',
 ] as const;
 export type NavigationState = (typeof navigationStates)[number];
+
+/** Each state by its name, for code that compares or assigns one state (`status === State.EXPIRED`). */
+// Object.fromEntries types its keys as string; each entry maps a state to itself, so the cast only restores that.
+export const State = Object.freeze(Object.fromEntries(navigationStates.map((s) => [s, s]))) as { readonly [S in NavigationState]: S };
 
 export const navigationEvents = [
   'present', // the elicitation went to the host
@@ -127,9 +132,62 @@ function reachableFrom(start: NavigationState): Set<NavigationState> {
 }
 
 /** REQUIREMENT_VERIFIED and every state after it: the user finished connecting. Derived from the table. */
-export const verifiedStates: ReadonlySet<NavigationState> = reachableFrom('REQUIREMENT_VERIFIED');
+export const verifiedStates: ReadonlySet<NavigationState> = reachableFrom(State.REQUIREMENT_VERIFIED);
 
 /** States that can still reach REQUIREMENT_VERIFIED: the flow is waiting for someone. Derived from the table. */
 export const openStates: ReadonlySet<NavigationState> = new Set(
-  navigationStates.filter((s) => !verifiedStates.has(s) && reachableFrom(s).has('REQUIREMENT_VERIFIED')),
+  navigationStates.filter((s) => !verifiedStates.has(s) && reachableFrom(s).has(State.REQUIREMENT_VERIFIED)),
 );
+
+const fromStatesOf = (events: readonly NavigationEvent[]): ReadonlySet<NavigationState> => new Set(transitions.filter((t) => events.includes(t.event)).map((t) => t.from));
+const toStatesOf = (events: readonly NavigationEvent[]): ReadonlySet<NavigationState> => new Set(transitions.filter((t) => events.includes(t.event)).map((t) => t.to));
+
+/** The states the expiry sweep moves on (`expire` leaves them). */
+export const expirableStates: ReadonlySet<NavigationState> = fromStatesOf(['expire']);
+
+/**
+ * The states in which the user's consent on our page applies: before it (`browser_consent` moves them on)
+ * or where it leads (a flow already sent to the provider may be sent again, with a new transaction).
+ */
+export const consentableStates: ReadonlySet<NavigationState> = new Set([...fromStatesOf(['browser_consent']), ...toStatesOf(['browser_consent'])]);
+
+/** The states the host's user ends a flow in by declining or cancelling. */
+export const declinedStates: ReadonlySet<NavigationState> = toStatesOf(['host_decline', 'host_cancel']);
+
+/** The provider's redirect back, and its verification. */
+export const completionEvents: readonly NavigationEvent[] = ['callback_received', 'callback_verified'];
+
+/** The states the completion events may move a flow from; a completion from anywhere else is out of order. */
+export const completableStates: ReadonlySet<NavigationState> = fromStatesOf(completionEvents);
+
+/** Where each lineage's original operation ends once accepted. */
+export const acceptedStates: Readonly<Record<Lineage, NavigationState>> = {
+  mrtr: 'MRTR_RETRY_ACCEPTED',
+  nested: 'ORIGINAL_RESPONSE_ACCEPTED',
+  error_retry: 'RETRY_RESPONSE_ACCEPTED',
+};
+
+/** The events, in order, of the table's shortest path between two states. */
+function pathBetween(from: NavigationState, to: NavigationState): readonly NavigationEvent[] {
+  const paths = new Map<NavigationState, readonly NavigationEvent[]>([[from, []]]);
+  for (let frontier: NavigationState[] = [from]; frontier.length > 0 && !paths.has(to); ) {
+    const next: NavigationState[] = [];
+    for (const t of transitions) {
+      if (frontier.includes(t.from) && !paths.has(t.to)) {
+        paths.set(t.to, [...paths.get(t.from)!, t.event]);
+        next.push(t.to);
+      }
+    }
+    frontier = next;
+  }
+  const path = paths.get(to);
+  if (!path) throw new InvalidTransitionError(`No path from ${from} to ${to}.`);
+  return path;
+}
+
+/** The events that move a verified flow to its lineage's accepted state: the table's path, per lineage. */
+export const acceptEvents: Readonly<Record<Lineage, readonly NavigationEvent[]>> = {
+  mrtr: pathBetween(State.REQUIREMENT_VERIFIED, acceptedStates.mrtr),
+  nested: pathBetween(State.REQUIREMENT_VERIFIED, acceptedStates.nested),
+  error_retry: pathBetween(State.REQUIREMENT_VERIFIED, acceptedStates.error_retry),
+};

@@ -6,7 +6,7 @@ import { advance, recordWithoutMoving } from './advance.js';
 import type { BrokerDeps } from './brokerDeps.js';
 import type { NavigationRecord } from './navigationRecord.js';
 import { findNavigationById, findReissueOf, lockNavigation } from './navigationRepo.js';
-import { canTransition, openStates } from './navigationStates.js';
+import { canTransition, openStates, State } from './navigationStates.js';
 import { findReceiptById, findReceiptByNavigation, findSealedArguments, markRedriveDue, type OperationReceipt } from './receiptRepo.js';
 import { startNavigation } from './startNavigation.js';
 
@@ -50,7 +50,7 @@ export async function reissueLink(deps: BrokerDeps, navigationId: string, act: O
   const successor = await findReissueOf(deps.pool, navigationId);
   if (successor) throw new ConflictError(`Flow ${navigationId} was already re-issued as ${successor.id}; act on that one.`);
   if (openStates.has(old.status) && old.expiresAt <= deps.clock.now()) old = await markTerminal(deps, navigationId, act);
-  if (old.status !== 'EXPIRED') throw new ConflictError(`Only an expired or stuck flow can be re-issued; this one is ${old.status}${openStates.has(old.status) ? ` until ${old.expiresAt.toISOString()}` : ''}.`);
+  if (old.status !== State.EXPIRED) throw new ConflictError(`Only an expired or stuck flow can be re-issued; this one is ${old.status}${openStates.has(old.status) ? ` until ${old.expiresAt.toISOString()}` : ''}.`);
   if (await findReceiptByNavigation(deps.pool, navigationId)) throw new ConflictError('This flow\'s operation was already accepted; there is nothing to re-issue.');
   const fresh = await startNavigation(deps, {
     principal: old.subject,

@@ -10,7 +10,7 @@ import { advance, recordWithoutMoving } from './advance.js';
 import { callbackPathFor, DONE_PATH, type BrokerDeps } from './brokerDeps.js';
 import type { Lineage, NavigationRecord } from './navigationRecord.js';
 import { countNavigationsSince, countOpenNavigations, findLatestForOperation, findSealedHandle, insertNavigation, lockPrincipalQuota } from './navigationRepo.js';
-import { openStates } from './navigationStates.js';
+import { openStates, State } from './navigationStates.js';
 
 export interface NavigationRequest {
   principal: Principal;
@@ -63,7 +63,7 @@ export async function startNavigation(deps: BrokerDeps, request: NavigationReque
     sessionGeneration: 0,
     lineage: request.lineage,
     retryGeneration: 0,
-    status: 'CREATED',
+    status: State.CREATED,
     rowVersion: 1,
     createdAt: now,
     expiresAt: new Date(now.getTime() + deps.navigationTtlSeconds * 1000),

@@ -1,4 +1,4 @@
-import { openStates, transitions, verifiedStates, type NavigationEvent, type NavigationState } from '../broker/navigationStates.js';
+import { completableStates, completionEvents, openStates, State, verifiedStates } from '../broker/navigationStates.js';
 import type { Queryable } from '../db/pool.js';
 
 // Read-only questions operators ask of the ledger (issue #6). SELECT only.
@@ -6,15 +6,9 @@ import type { Queryable } from '../db/pool.js';
 // Every state and event named here comes from the transition table and reaches
 // SQL as a parameter, so a state the table gains is counted where it belongs
 // (a list written out in SQL once left OPERATION_REJECTED out of "verified").
-const OPEN: readonly NavigationState[] = [...openStates];
-const VERIFIED: readonly NavigationState[] = [...verifiedStates];
-const PENDING: NavigationState = 'OUT_OF_BAND_PENDING';
-const REQUIREMENT_VERIFIED: NavigationState = 'REQUIREMENT_VERIFIED';
-const EXPIRED: NavigationState = 'EXPIRED';
-/** The provider's redirect back, and its verification. */
-const COMPLETIONS: readonly NavigationEvent[] = ['callback_received', 'callback_verified'];
-/** The states those completions may move a flow from; from anywhere else is out of order. */
-const COMPLETABLE: readonly NavigationState[] = [...new Set(transitions.filter((t) => COMPLETIONS.includes(t.event)).map((t) => t.from))];
+const OPEN = [...openStates];
+const VERIFIED = [...verifiedStates];
+const COMPLETABLE = [...completableStates];
 
 export interface FlowFilters {
   state?: string;
@@ -133,7 +127,7 @@ export async function findReconcileFindings(db: Queryable, now: Date, graceSecon
   const cutoff = new Date(now.getTime() - graceSeconds * 1000);
   const [pending, unaccepted, orphanSecrets, noConsent] = await Promise.all([
     db.query<{ id: string; navigation_id: string }>(`SELECT id, navigation_id FROM operation_receipts WHERE outcome_status = 'pending' AND created_at <= $1 ORDER BY created_at`, [cutoff]),
-    db.query<{ id: string; subject_sub: string }>(`SELECT id, subject_sub FROM elicitation_navigations WHERE status = $2 AND updated_at <= $1 ORDER BY updated_at`, [cutoff, REQUIREMENT_VERIFIED]),
+    db.query<{ id: string; subject_sub: string }>(`SELECT id, subject_sub FROM elicitation_navigations WHERE status = $2 AND updated_at <= $1 ORDER BY updated_at`, [cutoff, State.REQUIREMENT_VERIFIED]),
     db.query<{ id: string; provider: string; subject_sub: string }>(
       `SELECT s.id, s.provider, s.subject_sub FROM secrets s
          LEFT JOIN elicitation_navigations n ON n.id = s.navigation_id
@@ -145,7 +139,7 @@ export async function findReconcileFindings(db: Queryable, now: Date, graceSecon
       `SELECT n.id, n.status FROM elicitation_navigations n
         WHERE EXISTS (SELECT 1 FROM navigation_events e WHERE e.navigation_id = n.id AND e.to_status = $1)
           AND NOT EXISTS (SELECT 1 FROM consent_receipts c WHERE c.navigation_id = n.id)`,
-      [PENDING],
+      [State.OUT_OF_BAND_PENDING],
     ),
   ]);
   return [
@@ -176,7 +170,7 @@ export async function findGateFigures(db: Queryable): Promise<GateFigures> {
       `SELECT count(*) AS reached, count(c.id) AS with_receipt FROM elicitation_navigations n
          LEFT JOIN consent_receipts c ON c.navigation_id = n.id
         WHERE EXISTS (SELECT 1 FROM navigation_events e WHERE e.navigation_id = n.id AND e.to_status = $1)`,
-      [PENDING],
+      [State.OUT_OF_BAND_PENDING],
     ),
     db.query<{ count: string; p50: number | null; p99: number | null }>(
       `WITH d AS (
@@ -184,12 +178,12 @@ export async function findGateFigures(db: Queryable): Promise<GateFigures> {
            FROM navigation_events p JOIN navigation_events v ON v.navigation_id = p.navigation_id
           WHERE p.to_status = $1 AND v.to_status = $2)
        SELECT count(*) AS count, percentile_cont(0.5) WITHIN GROUP (ORDER BY s) AS p50, percentile_cont(0.99) WITHIN GROUP (ORDER BY s) AS p99 FROM d`,
-      [PENDING, REQUIREMENT_VERIFIED],
+      [State.OUT_OF_BAND_PENDING, State.REQUIREMENT_VERIFIED],
     ),
     db.query<{ total: string; recoverable: string }>(
       `SELECT count(*) AS total, count(*) FILTER (WHERE NOT EXISTS (SELECT 1 FROM operation_receipts r WHERE r.navigation_id = n.id)) AS recoverable
          FROM elicitation_navigations n WHERE n.status = $1`,
-      [EXPIRED],
+      [State.EXPIRED],
     ),
     db.query<{ n: string }>(
       `SELECT (SELECT count(*) FROM consent_receipts c JOIN elicitation_navigations n ON n.id = c.navigation_id
@@ -200,7 +194,7 @@ export async function findGateFigures(db: Queryable): Promise<GateFigures> {
     db.query<{ n: string }>(
       `SELECT count(*) AS n FROM navigation_events
         WHERE event = ANY($1) AND from_status <> to_status AND from_status <> ALL($2)`,
-      [COMPLETIONS, COMPLETABLE],
+      [completionEvents, COMPLETABLE],
     ),
   ]);
   const c = consent.rows[0]!;

@@ -1,4 +1,5 @@
 import { Gauge, type Registry } from 'prom-client';
+import { State } from '../broker/navigationStates.js';
 import type { Queryable } from '../db/pool.js';
 import { evaluateGates } from '../ledger/gates.js';
 import { findGateFigures, type GateFigures } from '../ledger/ledgerQueriesRepo.js';
@@ -58,7 +59,7 @@ export function registerGateMetrics(registry: Registry, deps: Pick<GateMetricsDe
     new Gauge<L>({ name: `broker_gate_${name}`, help: `${help} Cluster-wide: use max(), not sum().`, labelNames, registers: [registry], collect: refresh });
 
   const pass = gauge('pass', 'Whether a seed 001 release gate passes (1) or is missed (0), by gate.', ['gate']);
-  const reached = gauge('flows_reached_provider', 'Flows that reached the third party (have an OUT_OF_BAND_PENDING entry).');
+  const reached = gauge('flows_reached_provider', `Flows that reached the third party (have an ${State.OUT_OF_BAND_PENDING} entry).`);
   const withReceipt = gauge('flows_with_consent_receipt', 'Of those, flows with a consent receipt.');
   const consentShare = gauge('consent_share', 'Share of flows that reached the third party with a consent receipt (target 1; NaN while there are none).');
   const latency = gauge('completion_to_verified_seconds', 'Completion → verified latency quantiles over all flows (target p99 < 120 s; NaN while there are none).', ['quantile']);

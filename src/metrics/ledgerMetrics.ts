@@ -1,4 +1,5 @@
 import { Counter, Histogram, type Registry } from 'prom-client';
+import { State } from '../broker/navigationStates.js';
 import type { Queryable } from '../db/pool.js';
 import type { Logger } from '../shared/logger.js';
 import { countTransitions, findCompletionLatencyBuckets, findLedgerHead, type LatencyBucket } from './ledgerMetricsRepo.js';
@@ -46,7 +47,7 @@ export function registerLedgerMetrics(registry: Registry, deps: LedgerMetricsDep
   });
   const completion = new Histogram({
     name: 'broker_completion_to_verified_seconds',
-    help: 'Seconds from OUT_OF_BAND_PENDING to REQUIREMENT_VERIFIED per flow, from the ledger (seed 001 gate: p99 < 120 s). Cluster-wide: use max(), not sum().',
+    help: `Seconds from ${State.OUT_OF_BAND_PENDING} to ${State.REQUIREMENT_VERIFIED} per flow, from the ledger (seed 001 gate: p99 < 120 s). Cluster-wide: use max(), not sum().`,
     buckets: [...COMPLETION_BUCKETS],
     registers: [registry],
     collect: sync,

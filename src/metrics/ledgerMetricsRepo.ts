@@ -1,3 +1,4 @@
+import { State } from '../broker/navigationStates.js';
 import type { Queryable } from '../db/pool.js';
 
 // Read-only aggregates of navigation_events for /metrics. SELECT only.
@@ -52,11 +53,11 @@ export async function findCompletionLatencyBuckets(db: Queryable, after: number,
                FROM navigation_events v
                CROSS JOIN LATERAL (
                  SELECT created_at FROM navigation_events p
-                  WHERE p.navigation_id = v.navigation_id AND p.to_status = 'OUT_OF_BAND_PENDING' AND p.chain_seq < v.chain_seq
+                  WHERE p.navigation_id = v.navigation_id AND p.to_status = $5 AND p.chain_seq < v.chain_seq
                   ORDER BY p.chain_seq DESC LIMIT 1) p
-              WHERE v.to_status = 'REQUIREMENT_VERIFIED' AND v.chain_seq > $1 AND v.chain_seq <= $2) d
+              WHERE v.to_status = $4 AND v.chain_seq > $1 AND v.chain_seq <= $2) d
       GROUP BY 1`,
-    [after, upTo, bounds],
+    [after, upTo, bounds, State.REQUIREMENT_VERIFIED, State.OUT_OF_BAND_PENDING],
   );
   return rows.map((r) => ({ bucket: r.bucket, count: Number(r.n), sumSeconds: Number(r.total) }));
 }

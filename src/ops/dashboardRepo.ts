@@ -1,3 +1,4 @@
+import { State } from '../broker/navigationStates.js';
 import type { Queryable } from '../db/pool.js';
 
 // Read-only aggregates for the operator dashboard (issue #6 item 4). SELECT
@@ -48,17 +49,17 @@ export async function findCompletionLatencyHistogram(db: Queryable, bounds: read
   const { rows } = await db.query<{ bucket: number; n: string }>(
     `WITH v AS (
        SELECT navigation_id, chain_seq, created_at FROM navigation_events
-        WHERE to_status = 'REQUIREMENT_VERIFIED' AND from_status <> 'REQUIREMENT_VERIFIED'
+        WHERE to_status = $3 AND from_status <> $3
         ORDER BY chain_seq DESC LIMIT $2),
      d AS (
        SELECT greatest(0, extract(epoch FROM v.created_at - p.created_at))::float8 AS s
          FROM v CROSS JOIN LATERAL (
            SELECT created_at FROM navigation_events p
-            WHERE p.navigation_id = v.navigation_id AND p.to_status = 'OUT_OF_BAND_PENDING' AND p.from_status <> 'OUT_OF_BAND_PENDING' AND p.chain_seq < v.chain_seq
+            WHERE p.navigation_id = v.navigation_id AND p.to_status = $4 AND p.from_status <> $4 AND p.chain_seq < v.chain_seq
             ORDER BY p.chain_seq DESC LIMIT 1) p)
      SELECT (SELECT count(*) FROM unnest($1::float8[]) AS b(le) WHERE b.le < d.s)::int AS bucket, count(*) AS n
        FROM d GROUP BY 1 ORDER BY 1`,
-    [bounds, window],
+    [bounds, window, State.REQUIREMENT_VERIFIED, State.OUT_OF_BAND_PENDING],
   );
   const buckets = rows.map((r) => ({ bucket: r.bucket, count: Number(r.n) }));
   return { buckets, sample: buckets.reduce((sum, b) => sum + b.count, 0) };

@@ -1,6 +1,21 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidTransitionError } from '../../src/errors/appError.js';
-import { navigationEvents, navigationStates, nextState, openStates, terminalStates, transitions, verifiedStates } from '../../src/broker/navigationStates.js';
+import {
+  acceptedStates,
+  acceptEvents,
+  completableStates,
+  consentableStates,
+  declinedStates,
+  expirableStates,
+  navigationEvents,
+  navigationStates,
+  nextState,
+  openStates,
+  State,
+  terminalStates,
+  transitions,
+  verifiedStates,
+} from '../../src/broker/navigationStates.js';
 
 describe('navigation state machine', () => {
   const allowed = new Map(transitions.map((t) => [`${t.from}|${t.event}`, t.to]));
@@ -63,6 +78,32 @@ describe('navigation state machine', () => {
     expect([...verifiedStates].sort()).toEqual(
       ['ERROR_RETRY_ELIGIBLE', 'MRTR_RETRY_ACCEPTED', 'NESTED_SERVER_CONTINUES', 'OPERATION_REJECTED', 'OPTIONAL_CLIENT_RETRY', 'ORIGINAL_RESPONSE_ACCEPTED', 'REQUIREMENT_VERIFIED', 'RETRY_RESPONSE_ACCEPTED'],
     );
+  });
+
+  it('derives the expirable, consentable and declined states from the table', () => {
+    expect([...expirableStates].sort()).toEqual(['NAVIGATION_ACCEPTED', 'OUT_OF_BAND_PENDING', 'USER_REVIEW']);
+    expect([...consentableStates].sort()).toEqual(['NAVIGATION_ACCEPTED', 'OUT_OF_BAND_PENDING', 'USER_REVIEW']);
+    expect([...declinedStates].sort()).toEqual(['CANCELLED', 'DECLINED']);
+  });
+
+  it('derives the states a completion may come from', () => {
+    expect([...completableStates].sort()).toEqual(['COMPLETION_NOTIFIED', 'OUT_OF_BAND_PENDING']);
+  });
+
+  it('derives each lineage\'s acceptance from the table, ending in its accepted state', () => {
+    expect(acceptEvents).toEqual({
+      mrtr: ['mrtr_accept'],
+      nested: ['nested_continue', 'nested_accept'],
+      error_retry: ['error_retry_eligible', 'client_retry', 'retry_accept'],
+    });
+    for (const lineage of ['mrtr', 'nested', 'error_retry'] as const) {
+      expect(acceptEvents[lineage].reduce(nextState, State.REQUIREMENT_VERIFIED), lineage).toBe(acceptedStates[lineage]);
+    }
+  });
+
+  it('names every state, and only states, in State', () => {
+    expect(Object.entries(State)).toEqual(navigationStates.map((s) => [s, s]));
+    expect(Object.isFrozen(State)).toBe(true);
   });
 
   it('reaches every state from CREATED', () => {
