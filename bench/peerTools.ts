@@ -2,7 +2,7 @@ import type { CallToolResult, McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { Principal } from '../src/auth/principal.js';
 import type { Pool } from '../src/db/pool.js';
-import { toToolErrorResult } from '../src/errors/toMcp.js';
+import { toToolError } from '../src/errors/toMcp.js';
 import { BodySchema, TitleSchema } from '../src/notes/note.js';
 import { createNote, listNotes, listWorkspaces } from '../src/notes/notes.js';
 
@@ -120,7 +120,7 @@ async function guarded(run: () => Promise<CallToolResult>): Promise<CallToolResu
   try {
     return await run();
   } catch (err) {
-    const { result } = toToolErrorResult(err);
-    return { isError: true, content: result.content, structuredContent: result.structuredContent };
+    const { text, structured } = toToolError(err);
+    return { isError: true, content: [{ type: 'text', text }], structuredContent: structured };
   }
 }

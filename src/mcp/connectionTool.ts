@@ -9,11 +9,12 @@ import { findReceiptByNavigation, type OperationReceipt } from '../broker/receip
 import { settleConnectedFlow } from '../broker/settleOpenFlows.js';
 import { findOpenFlowFor, findReusableNavigation, startNavigation, type NavigationRequest } from '../broker/startNavigation.js';
 import { InvalidInputError } from '../errors/appError.js';
+import { invalidParams, missingRequiredClientCapability } from '../errors/toMcp.js';
 import { performOrForget, reconnectOutcome, reconnectReasonOf, type StoredAccess } from '../secrets/forgetConnection.js';
 import { accessTokenFor, type TokenVaultDeps } from '../secrets/tokenVault.js';
-import { completeResult, type ToolContext } from './defineTool.js';
+import { completeResult, errorResult, type ToolContext } from './defineTool.js';
 import { ElicitResultSchema } from './elicitationForms.js';
-import { elicitationModes, ErrorCode, McpProtocolError, type ToolCallResult } from './protocol.js';
+import { elicitationModes, type ToolCallResult } from './protocol.js';
 import { openPresentedState, type RequestStateCodec, type SealedState, type StateBinding } from './requestState.js';
 
 export interface ConnectionToolDeps {
@@ -81,9 +82,9 @@ export async function runConnectionTool(deps: ConnectionToolDeps, ctx: ToolConte
   }
   const state = await openPresentedState(deps.requestState, ctx.requestState, binding);
   const navigation = state.navigationId ? await findNavigationById(deps.broker.pool, state.navigationId) : undefined;
-  if (!navigation) throw new McpProtocolError(ErrorCode.InvalidParams, 'requestState refers to no connection flow; call the tool again without it');
+  if (!navigation) throw invalidParams('requestState refers to no connection flow; call the tool again without it');
   // The state is sealed for this client already; the flow must be its too (a re-issue keeps the client).
-  if (!sameClient(navigation, ctx)) throw new McpProtocolError(ErrorCode.InvalidParams, 'requestState belongs to another client of this user; call the tool again without it');
+  if (!sameClient(navigation, ctx)) throw invalidParams('requestState belongs to another client of this user; call the tool again without it');
 
   const raw = ctx.inputResponses?.[INPUT_KEY];
   if (raw !== undefined) {
@@ -137,7 +138,7 @@ async function settle(deps: ConnectionToolDeps, ctx: ToolContext, call: Connecti
 async function accept(deps: ConnectionToolDeps, ctx: ToolContext, call: ConnectionCall, navigation: NavigationRecord, binding: StateBinding, state: Pick<SealedState, 'navigationId' | 'generation'>): Promise<ToolCallResult> {
   const gate = await awaitApproval(deps.broker, { navigationId: navigation.id, tool: call.tool, provider: call.provider }, deps.broker.retryWaitMs);
   if (gate.kind === 'rejected') {
-    return { resultType: 'complete', isError: true, content: [{ type: 'text', text: approvalMessage(gate, call.purpose) }], structuredContent: { status: 'rejected', approvalId: gate.approval.id } };
+    return errorResult(approvalMessage(gate, call.purpose), { status: 'rejected', approvalId: gate.approval.id });
   }
   if (gate.kind === 'pending') {
     // Still waiting: state only, so the host retries (spec brief §4.3); _meta says why, for people and logs.
@@ -173,15 +174,12 @@ export async function runAccepted(deps: ConnectionToolDeps, ctx: ToolContext, ca
   if (!reconnectReasonOf(outcome)) return call.render(outcome);
   const name = deps.broker.providers.get(call.provider)?.provider.displayName ?? call.provider;
   const text = `Your connection to ${name} is no longer valid (it was refused or removed), so ${call.purpose} was not done, and it never will be from this call. Call the tool again, as a new call, to connect again; it is then done once.`;
-  return { resultType: 'complete', isError: true, content: [{ type: 'text', text }], structuredContent: { status: 'reconnect_required', ...outcome.outcome } };
+  return errorResult(text, { status: 'reconnect_required', ...outcome.outcome });
 }
 
 async function askToConnect(deps: ConnectionToolDeps, ctx: ToolContext, call: ConnectionCall, binding: StateBinding): Promise<ToolCallResult> {
   if (!elicitationModes(ctx.capabilities).url) {
-    throw new McpProtocolError(ErrorCode.MissingRequiredClientCapability, `${call.tool} needs a connection to ${call.provider}, which needs URL elicitation ({"elicitation":{"url":{}}}) on this request`, {
-      httpStatus: 400,
-      data: { requiredCapabilities: { elicitation: { url: {} } } },
-    });
+    throw missingRequiredClientCapability(`${call.tool} needs a connection to ${call.provider}, which needs URL elicitation ({"elicitation":{"url":{}}}) on this request`, { elicitation: { url: {} } });
   }
   const request = navigationRequest(ctx, call, 'mrtr');
   const { navigation, connectUrl } = (await findReusableNavigation(deps.broker, request)) ?? (await startNavigation(deps.broker, request));

@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { InvalidInputError } from '../errors/appError.js';
-import { toToolErrorResult } from '../errors/toMcp.js';
+import { McpProtocolError, toToolError } from '../errors/toMcp.js';
 import type { Logger } from '../shared/logger.js';
-import { McpProtocolError, type ClientCapabilities, type ToolCallResult } from './protocol.js';
+import type { CallToolResult, ClientCapabilities, ToolCallResult } from './protocol.js';
 
 /** What a tool handler knows about the request besides its arguments. */
 export interface ToolContext {
@@ -61,11 +61,11 @@ export function defineTool<S extends z.ZodObject, D>(spec: ToolSpec<S, D>): Tool
         return await spec.handler(parseArguments(spec.name, spec.inputSchema, rawArgs), ctx, deps);
       } catch (err) {
         if (err instanceof McpProtocolError) throw err;
-        const { result, log, code } = toToolErrorResult(err);
+        const { text, structured, log, code } = toToolError(err);
         if (log) ctx.logger.error({ err, requestId: ctx.requestId, tool: spec.name }, 'tool failed');
         // The code only: the message is for the model and names what it asked for (note titles, workspace URIs).
         else ctx.logger.info({ requestId: ctx.requestId, tool: spec.name, error: code }, 'tool refused the call');
-        return result;
+        return errorResult(text, structured);
       }
     },
   };
@@ -92,4 +92,9 @@ function containsNul(value: unknown, depth = 0): boolean {
 /** A complete result with the same data as text (for any host) and as structuredContent. */
 export function completeResult(text: string, structured: Record<string, unknown>): ToolCallResult {
   return { resultType: 'complete', content: [{ type: 'text', text }], structuredContent: structured };
+}
+
+/** A tool-level failure (`isError: true`): the model reads the text and may try again; not a JSON-RPC error. */
+export function errorResult(text: string, structured?: Record<string, unknown>): CallToolResult {
+  return { resultType: 'complete', isError: true, content: [{ type: 'text', text }], ...(structured ? { structuredContent: structured } : {}) };
 }

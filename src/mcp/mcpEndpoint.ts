@@ -1,13 +1,26 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { AppError } from '../errors/appError.js';
+import {
+  endpointFailed,
+  forbidden,
+  httpMethodNotAllowed,
+  invalidRequest,
+  McpProtocolError,
+  notAcceptable,
+  parseError,
+  payloadTooLarge,
+  unavailable,
+  unsupportedMediaType,
+} from '../errors/toMcp.js';
 import type { Logger } from '../shared/logger.js';
 import { mustCloseConnection, readBody } from '../web/requestBody.js';
 import { EnvelopeError, readEnvelope } from './envelope.js';
 import type { BearerVerifier, VerifiedBearer } from './mcpAuth.js';
 import type { ModernServer } from './mcpServer.js';
 import { isLegacyMessage, type LegacyEndpoint } from './legacy/legacyEndpoint.js';
-import { ErrorCode, McpProtocolError, type RequestId } from './protocol.js';
+import type { RequestId } from './protocol.js';
+import { errorMessage, resultMessage, sseMessage } from './rpcMessages.js';
 
 export interface McpEndpointDeps {
   server: ModernServer;
@@ -40,19 +53,19 @@ export function createMcpEndpoint(deps: McpEndpointDeps): (req: IncomingMessage,
     res.setHeader('X-Content-Type-Options', 'nosniff');
     handle(deps, req, res, requestId).catch((err: unknown) => {
       deps.logger.error({ err, requestId }, 'MCP endpoint failed');
-      if (!res.headersSent) sendJson(res, 500, rpcError(null, ErrorCode.InternalError, 'Internal error'));
+      if (!res.headersSent) sendError(res, null, endpointFailed('Internal error'));
       else res.destroy();
     });
   };
 }
 
 async function handle(deps: McpEndpointDeps, req: IncomingMessage, res: ServerResponse, requestId: string): Promise<void> {
-  if (!deps.allowedHosts.has(req.headers.host ?? '')) return sendJson(res, 403, rpcError(null, ErrorCode.InvalidRequest, 'Forbidden: this Host is not served here'));
+  if (!deps.allowedHosts.has(req.headers.host ?? '')) return sendError(res, null, forbidden('Forbidden: this Host is not served here'));
   const origin = req.headers.origin;
-  if (origin !== undefined && !deps.allowedOrigins.has(origin)) return sendJson(res, 403, rpcError(null, ErrorCode.InvalidRequest, 'Forbidden: Origin not allowed'));
+  if (origin !== undefined && !deps.allowedOrigins.has(origin)) return sendError(res, null, forbidden('Forbidden: Origin not allowed'));
   if (req.method !== 'POST' && req.method !== 'GET' && req.method !== 'DELETE') {
     res.setHeader('Allow', 'POST, GET, DELETE');
-    return sendJson(res, 405, rpcError(null, ErrorCode.InvalidRequest, 'Method not allowed'));
+    return sendError(res, null, httpMethodNotAllowed('Method not allowed'));
   }
 
   let caller: VerifiedBearer;
@@ -64,7 +77,7 @@ async function handle(deps: McpEndpointDeps, req: IncomingMessage, res: ServerRe
     if (err instanceof AppError && err.code === 'unavailable') {
       deps.logger.error({ err, requestId }, 'MCP bearer tokens cannot be verified');
       res.setHeader('Retry-After', '30');
-      return sendJson(res, 503, rpcError(null, ErrorCode.InternalError, 'The authorization server cannot be reached to verify the access token. Try again later.'));
+      return sendError(res, null, unavailable('The authorization server cannot be reached to verify the access token. Try again later.'));
     }
     throw err;
   }
@@ -73,11 +86,11 @@ async function handle(deps: McpEndpointDeps, req: IncomingMessage, res: ServerRe
   if (req.method === 'DELETE') return deps.legacy.delete(req, res, caller);
 
   const contentType = req.headers['content-type'] ?? '';
-  if (!/^application\/json\s*(;|$)/i.test(contentType)) return sendJson(res, 415, rpcError(null, ErrorCode.InvalidRequest, 'Content-Type must be application/json'));
+  if (!/^application\/json\s*(;|$)/i.test(contentType)) return sendError(res, null, unsupportedMediaType('Content-Type must be application/json'));
   const accept = req.headers.accept ?? '*/*';
   const wantsJson = /application\/json|\*\/\*|application\/\*/i.test(accept);
   const wantsSse = /text\/event-stream/i.test(accept);
-  if (!wantsJson && !wantsSse) return sendJson(res, 406, rpcError(null, ErrorCode.InvalidRequest, 'Accept must include application/json or text/event-stream'));
+  if (!wantsJson && !wantsSse) return sendError(res, null, notAcceptable('Accept must include application/json or text/event-stream'));
 
   let body: string;
   try {
@@ -85,15 +98,15 @@ async function handle(deps: McpEndpointDeps, req: IncomingMessage, res: ServerRe
   } catch (err) {
     // raw-body's own http-errors: 413 over the limit, 400 for a body shorter than its Content-Length.
     const status = (err as { status?: unknown }).status;
-    if (status === 413) return sendJson(res, 413, rpcError(null, ErrorCode.InvalidRequest, `The body exceeds ${MAX_BODY_BYTES} bytes`));
-    if (status === 400) return sendJson(res, 400, rpcError(null, ErrorCode.InvalidRequest, 'The body could not be read'));
+    if (status === 413) return sendError(res, null, payloadTooLarge(`The body exceeds ${MAX_BODY_BYTES} bytes`));
+    if (status === 400) return sendError(res, null, invalidRequest('The body could not be read'));
     throw err;
   }
   let message: unknown;
   try {
     message = JSON.parse(body);
   } catch {
-    return sendJson(res, 400, rpcError(null, ErrorCode.ParseError, 'Parse error: the body is not valid JSON'));
+    return sendError(res, null, parseError('Parse error: the body is not valid JSON'));
   }
 
   if (isLegacyMessage(message, req.headers)) return deps.legacy.post(req, res, message, caller, requestId);
@@ -107,16 +120,15 @@ async function handle(deps: McpEndpointDeps, req: IncomingMessage, res: ServerRe
     }
     id = envelope.id;
     const result = await deps.server.handle(envelope, caller, requestId);
-    const text = `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${result}}`;
+    const text = resultMessage(id, result);
     if (wantsSse && !wantsJson) return sendSse(res, text);
     return sendRaw(res, 200, text);
   } catch (err) {
     if (!(err instanceof McpProtocolError)) throw err;
     const errorId = err instanceof EnvelopeError ? err.id : id;
     deps.logger.info({ requestId, rpcCode: err.code, message: err.message }, 'MCP request refused');
-    const payload = rpcError(errorId, err.code, err.message, err.data);
-    if (wantsSse && !wantsJson && err.httpStatus === 200) return sendSse(res, JSON.stringify(payload));
-    return sendJson(res, err.httpStatus, payload);
+    if (wantsSse && !wantsJson && err.httpStatus === 200) return sendSse(res, errorMessage(errorId, err));
+    return sendError(res, errorId, err);
   }
 }
 
@@ -124,18 +136,15 @@ function challenge(deps: McpEndpointDeps, res: ServerResponse, err: AppError): v
   const scope = deps.requiredScope ? `, scope="${deps.requiredScope}"` : '';
   if (err.code === 'forbidden') {
     res.setHeader('WWW-Authenticate', `Bearer error="insufficient_scope"${scope}, resource_metadata="${deps.resourceMetadataUrl}"`);
-    return sendJson(res, 403, { error: 'insufficient_scope', error_description: err.message });
+    return sendRaw(res, 403, JSON.stringify({ error: 'insufficient_scope', error_description: err.message }));
   }
   res.setHeader('WWW-Authenticate', `Bearer resource_metadata="${deps.resourceMetadataUrl}"${scope}`);
-  return sendJson(res, 401, { error: 'invalid_token', error_description: err.message });
+  return sendRaw(res, 401, JSON.stringify({ error: 'invalid_token', error_description: err.message }));
 }
 
-function rpcError(id: RequestId | null, code: number, message: string, data?: unknown): object {
-  return { jsonrpc: '2.0', id, error: data === undefined ? { code, message } : { code, message, data } };
-}
-
-function sendJson(res: ServerResponse, status: number, payload: object): void {
-  sendRaw(res, status, JSON.stringify(payload));
+// The status is the error's own (errors/toMcp.ts).
+function sendError(res: ServerResponse, id: RequestId | null, err: McpProtocolError): void {
+  sendRaw(res, err.httpStatus, errorMessage(id, err));
 }
 
 function sendRaw(res: ServerResponse, status: number, text: string): void {
@@ -146,5 +155,5 @@ function sendRaw(res: ServerResponse, status: number, text: string): void {
 
 // A per-request SSE stream carrying just the final response, which ends it (spec brief §7).
 function sendSse(res: ServerResponse, text: string): void {
-  res.writeHead(200, { 'Content-Type': 'text/event-stream', 'X-Accel-Buffering': 'no' }).end(`event: message\ndata: ${text}\n\n`);
+  res.writeHead(200, { 'Content-Type': 'text/event-stream', 'X-Accel-Buffering': 'no' }).end(sseMessage(text));
 }

@@ -1,8 +1,8 @@
-import { toJsonRpcError } from '../errors/toMcp.js';
+import { invalidParams, methodNotFound, missingRequiredClientCapability, toJsonRpcError } from '../errors/toMcp.js';
 import type { Logger } from '../shared/logger.js';
 import type { Tool, ToolContext } from './defineTool.js';
 import type { Envelope } from './envelope.js';
-import { elicitationModes, ErrorCode, McpProtocolError, META_SERVER_INFO, SUPPORTED_VERSIONS, type ClientCapabilities } from './protocol.js';
+import { elicitationModes, META_SERVER_INFO, SUPPORTED_VERSIONS, type ClientCapabilities } from './protocol.js';
 import type { VerifiedBearer } from './mcpAuth.js';
 
 export interface ServerInfo {
@@ -50,22 +50,17 @@ export function createModernServer<D>(deps: ModernServerDeps<D>): ModernServer {
   async function callTool(request: Request, caller: VerifiedBearer, requestId: string): Promise<string> {
     const { params } = request;
     const name = params['name'];
-    if (typeof name !== 'string') throw new McpProtocolError(ErrorCode.InvalidParams, 'params.name must be a string');
+    if (typeof name !== 'string') throw invalidParams('params.name must be a string');
     const tool = byName.get(name);
-    if (!tool) throw new McpProtocolError(ErrorCode.InvalidParams, `Unknown tool: ${name.slice(0, 64)}. Known tools: ${[...byName.keys()].join(', ')}`);
+    if (!tool) throw invalidParams(`Unknown tool: ${name.slice(0, 64)}. Known tools: ${[...byName.keys()].join(', ')}`);
     const missing = missingCapabilities(tool.requires, request.capabilities);
-    if (missing) {
-      throw new McpProtocolError(ErrorCode.MissingRequiredClientCapability, `${name} needs the client capability ${JSON.stringify(missing)} on this request`, {
-        httpStatus: 400,
-        data: { requiredCapabilities: missing },
-      });
-    }
+    if (missing) throw missingRequiredClientCapability(`${name} needs the client capability ${JSON.stringify(missing)} on this request`, missing);
     const inputResponses = params['inputResponses'];
     const requestState = params['requestState'];
     if (inputResponses !== undefined && (typeof inputResponses !== 'object' || inputResponses === null || Array.isArray(inputResponses))) {
-      throw new McpProtocolError(ErrorCode.InvalidParams, 'params.inputResponses must be an object');
+      throw invalidParams('params.inputResponses must be an object');
     }
-    if (requestState !== undefined && typeof requestState !== 'string') throw new McpProtocolError(ErrorCode.InvalidParams, 'params.requestState must be a string');
+    if (requestState !== undefined && typeof requestState !== 'string') throw invalidParams('params.requestState must be a string');
     const ctx: ToolContext = {
       principal: caller.principal,
       clientId: caller.clientId,
@@ -87,16 +82,16 @@ export function createModernServer<D>(deps: ModernServerDeps<D>): ModernServer {
           case 'server/discover':
             return discover;
           case 'tools/list':
-            if (request.params['cursor'] !== undefined) throw new McpProtocolError(ErrorCode.InvalidParams, 'Unknown cursor: tools/list has a single page');
+            if (request.params['cursor'] !== undefined) throw invalidParams('Unknown cursor: tools/list has a single page');
             return toolsList;
           case 'tools/call':
             return await callTool(request, caller, requestId);
           default:
-            throw new McpProtocolError(ErrorCode.MethodNotFound, `Method not found: ${request.method.slice(0, 64)}`, { httpStatus: 404 });
+            throw methodNotFound(`Method not found: ${request.method.slice(0, 64)}`);
         }
       } catch (err) {
         const mapped = toJsonRpcError(err);
-        if (mapped.code === ErrorCode.InternalError) deps.logger.error({ err, requestId, method: request.method }, 'MCP request failed');
+        if (mapped.kind === 'internalError') deps.logger.error({ err, requestId, method: request.method }, 'MCP request failed');
         throw mapped;
       }
     },

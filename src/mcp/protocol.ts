@@ -10,38 +10,11 @@ export const META_PROTOCOL_VERSION = 'io.modelcontextprotocol/protocolVersion';
 export const META_CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
 export const META_SERVER_INFO = 'io.modelcontextprotocol/serverInfo';
 
-export const ErrorCode = {
-  ParseError: -32700,
-  InvalidRequest: -32600,
-  MethodNotFound: -32601,
-  InvalidParams: -32602,
-  InternalError: -32603,
-  HeaderMismatch: -32020,
-  MissingRequiredClientCapability: -32021,
-  UnsupportedProtocolVersion: -32022,
-} as const;
-
 export type RequestId = string | number;
 
 export interface ClientCapabilities {
   elicitation?: { form?: object; url?: object };
   [key: string]: unknown;
-}
-
-/** A JSON-RPC error the endpoint answers with, and the HTTP status it travels with. */
-export class McpProtocolError extends Error {
-  override name = 'McpProtocolError';
-  readonly code: number;
-  readonly httpStatus: number;
-  readonly data: unknown;
-
-  constructor(code: number, message: string, options: { httpStatus?: number; data?: unknown; cause?: unknown } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.code = code;
-    // Ladder errors travel as 400/404; errors from a handler stay in-band on 200 (spec brief §2.4).
-    this.httpStatus = options.httpStatus ?? 200;
-    this.data = options.data;
-  }
 }
 
 /** The modes of elicitation this request's capabilities allow (spec brief §5.1: `{}` means form). */

@@ -3,8 +3,8 @@ import { EncryptJWT, errors, jwtDecrypt } from 'jose';
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import type { Keyring } from '../crypto/keyring.js';
+import { invalidParams } from '../errors/toMcp.js';
 import type { Clock } from '../shared/clock.js';
-import { ErrorCode, McpProtocolError } from './protocol.js';
 
 // MRTR requestState (spec brief §4.4): an attacker-controlled string, so it is
 // sealed (JWE dir + A256GCM: confidential and integrity-protected) and bound
@@ -143,7 +143,7 @@ export async function openPresentedState(codec: RequestStateCodec, token: string
   try {
     return await codec.open(token, binding);
   } catch (err) {
-    if (err instanceof RequestStateError) throw new McpProtocolError(ErrorCode.InvalidParams, err.message, { cause: err });
+    if (err instanceof RequestStateError) throw invalidParams(err.message, { cause: err });
     throw err;
   }
 }

@@ -1,9 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Principal } from '../../auth/principal.js';
 import { findNavigationById } from '../../broker/navigationRepo.js';
+import { invalidRequest, McpProtocolError, methodNotFound, tooManySessions, unknownSession } from '../../errors/toMcp.js';
 import type { Logger } from '../../shared/logger.js';
 import type { ToolContext } from '../defineTool.js';
-import { ErrorCode, McpProtocolError, type ClientCapabilities, type RequestId } from '../protocol.js';
+import type { ClientCapabilities, RequestId } from '../protocol.js';
+import { errorMessage, notificationMessage, resultMessage, sseMessage } from '../rpcMessages.js';
 import { legacyToolCall, type LegacyToolDeps } from './legacyTools.js';
 import { createLegacySessions, DEFAULT_LEGACY_LIMITS, LEGACY_VERSION, type LegacyLimits, type LegacySession } from './legacySessions.js';
 import { createRequestChannel } from './requestChannel.js';
@@ -35,11 +37,13 @@ export function isLegacyMessage(message: unknown, headers: IncomingMessage['head
   return m['method'] === 'initialize' || headers['mcp-session-id'] !== undefined || 'result' in m || 'error' in m;
 }
 
-const rpcError = (id: RequestId | null, code: number, message: string, data?: unknown) => ({ jsonrpc: '2.0', id, error: data === undefined ? { code, message } : { code, message, data } });
-
-function sendJson(res: ServerResponse, status: number, payload: object, headers: Record<string, string> = {}): void {
-  const text = JSON.stringify(payload);
+function sendJson(res: ServerResponse, status: number, text: string, headers: Record<string, string> = {}): void {
   res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text), ...headers }).end(text);
+}
+
+/** A refusal of the session layer, with its own status (errors/toMcp.ts). */
+function refuse(res: ServerResponse, id: RequestId | null, err: McpProtocolError, headers: Record<string, string> = {}): void {
+  sendJson(res, err.httpStatus, errorMessage(id, err), headers);
 }
 
 /**
@@ -55,17 +59,17 @@ export function createLegacyEndpoint(deps: LegacyEndpointDeps): LegacyEndpoint {
   function sessionOf(req: IncomingMessage, res: ServerResponse, principal: Principal, id: RequestId | null): LegacySession | undefined {
     const header = req.headers['mcp-session-id'];
     if (typeof header !== 'string' || header === '') {
-      sendJson(res, 400, rpcError(id, ErrorCode.InvalidRequest, 'Mcp-Session-Id header is required: call initialize first'));
+      refuse(res, id, invalidRequest('Mcp-Session-Id header is required: call initialize first'));
       return undefined;
     }
     const session = sessions.find(header, principal);
     if (!session) {
-      sendJson(res, 404, rpcError(id, ErrorCode.InvalidRequest, 'Unknown or ended session: initialize again'));
+      refuse(res, id, unknownSession('Unknown or ended session: initialize again'));
       return undefined;
     }
     const version = req.headers['mcp-protocol-version'];
     if (version !== undefined && version !== LEGACY_VERSION) {
-      sendJson(res, 400, rpcError(id, ErrorCode.InvalidRequest, `MCP-Protocol-Version must be ${LEGACY_VERSION} on this session`));
+      refuse(res, id, invalidRequest(`MCP-Protocol-Version must be ${LEGACY_VERSION} on this session`));
       return undefined;
     }
     return session;
@@ -78,12 +82,13 @@ export function createLegacyEndpoint(deps: LegacyEndpointDeps): LegacyEndpoint {
       const id: RequestId | null = typeof raw === 'string' || (typeof raw === 'number' && Number.isInteger(raw)) ? raw : null;
       const params = (typeof message['params'] === 'object' && message['params'] !== null ? message['params'] : {}) as Record<string, unknown>;
       if (message['method'] === 'initialize') {
-        if (id === null) return sendJson(res, 400, rpcError(null, ErrorCode.InvalidRequest, 'initialize is a request: it needs an id'));
+        if (id === null) return refuse(res, null, invalidRequest('initialize is a request: it needs an id'));
         const capabilities = (typeof params['capabilities'] === 'object' && params['capabilities'] !== null ? params['capabilities'] : {}) as ClientCapabilities;
         const created = sessions.create(principal, capabilities);
-        if ('refused' in created) return sendJson(res, 429, rpcError(id, ErrorCode.InvalidRequest, created.refused), { 'Retry-After': '60' });
+        if ('refused' in created) return refuse(res, id, tooManySessions(created.refused), { 'Retry-After': '60' });
         // We speak one legacy version; a client asking for another gets ours (2025-11-25 lifecycle).
-        return sendJson(res, 200, { jsonrpc: '2.0', id, result: { protocolVersion: LEGACY_VERSION, capabilities: { tools: {} }, serverInfo: deps.serverInfo } }, { 'Mcp-Session-Id': created.session.id });
+        const result = { protocolVersion: LEGACY_VERSION, capabilities: { tools: {} }, serverInfo: deps.serverInfo };
+        return sendJson(res, 200, resultMessage(id, JSON.stringify(result)), { 'Mcp-Session-Id': created.session.id });
       }
       const session = sessionOf(req, res, principal, id);
       if (!session) return;
@@ -103,16 +108,17 @@ export function createLegacyEndpoint(deps: LegacyEndpointDeps): LegacyEndpoint {
       res.once('close', () => session.inFlight--);
       const channel = createRequestChannel(res, session, id, limits.heartbeatMs);
       try {
-        if (method === 'ping') return channel.finish({ jsonrpc: '2.0', id, result: {} });
-        if (method === 'tools/list') return channel.finish({ jsonrpc: '2.0', id, result: { tools: deps.tools.map((t) => t.descriptor) } });
-        if (method !== 'tools/call') return channel.finish(rpcError(id, ErrorCode.MethodNotFound, `Method not found: ${String(method).slice(0, 64)}`));
+        if (method === 'ping') return channel.finish(resultMessage(id, '{}'));
+        if (method === 'tools/list') return channel.finish(resultMessage(id, JSON.stringify({ tools: deps.tools.map((t) => t.descriptor) })));
+        // A call's errors travel in its response (200, or its stream), whatever their HTTP status on the modern wire.
+        if (method !== 'tools/call') return channel.finish(errorMessage(id, methodNotFound(`Method not found: ${String(method).slice(0, 64)}`)));
         const ctx: ToolContext = { principal, clientId, capabilities: session.capabilities, inputResponses: undefined, requestState: undefined, requestId, logger: deps.logger };
         const result = await legacyToolCall(deps, session, id, params, ctx, channel);
-        return channel.finish({ jsonrpc: '2.0', id, result });
+        return channel.finish(resultMessage(id, JSON.stringify(result)));
       } catch (err) {
         if (!(err instanceof McpProtocolError)) throw err;
-        if (err.code === -32042) watchForCompletion(deps, session, err.data, limits.watchersPerSession);
-        return channel.finish(rpcError(id, err.code, err.message, err.data));
+        if (err.kind === 'urlElicitationRequired') watchForCompletion(deps, session, err.data, limits.watchersPerSession);
+        return channel.finish(errorMessage(id, err));
       }
     },
 
@@ -165,7 +171,7 @@ function watchForCompletion(deps: LegacyEndpointDeps, session: LegacySession, da
       .then((verified) => {
         if (!verified || watcher.signal.aborted || session.notified.has(elicitationId) || !session.stream) return;
         session.notified.add(elicitationId);
-        session.stream.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/elicitation/complete', params: { elicitationId } })}\n\n`);
+        session.stream.write(sseMessage(notificationMessage('notifications/elicitation/complete', { elicitationId })));
       })
       .catch((err: unknown) => deps.logger.warn({ err }, 'completion watch failed'))
       .finally(() => {

@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { Principal } from '../../auth/principal.js';
+import { sessionEnded } from '../../errors/toMcp.js';
 import type { ClientCapabilities, RequestId } from '../protocol.js';
+import { errorMember } from '../rpcMessages.js';
 
 export { LEGACY_VERSION } from '../protocol.js';
 
@@ -89,7 +91,7 @@ export function createLegacySessions(limits: LegacyLimits, now: () => number = D
     else perPrincipal.delete(key);
     held.abort.abort();
     session.stream?.end();
-    for (const resolve of session.pending.values()) resolve({ error: { code: -32000, message: 'session ended' } });
+    for (const resolve of session.pending.values()) resolve({ error: errorMember(sessionEnded('session ended')) });
     session.pending.clear();
     for (const watcher of session.watchers.values()) watcher.abort();
     session.watchers.clear();

@@ -10,16 +10,16 @@ import { findReceiptByNavigation } from '../../broker/receiptRepo.js';
 import { settleConnectedFlow } from '../../broker/settleOpenFlows.js';
 import { findReusableNavigation, startNavigation } from '../../broker/startNavigation.js';
 import { InvalidInputError } from '../../errors/appError.js';
-import { toToolErrorResult } from '../../errors/toMcp.js';
+import { invalidParams, McpProtocolError, toToolError, urlElicitationRequired } from '../../errors/toMcp.js';
 import { performOrForget, reconnectReasonOf } from '../../secrets/forgetConnection.js';
 import { accessTokenFor } from '../../secrets/tokenVault.js';
 import type { Logger } from '../../shared/logger.js';
 import { navigationRequest, runAccepted, type ConnectionCall } from '../connectionTool.js';
 import { isConnectionTool } from '../defineConnectionTool.js';
 import { isFormTool, type FormTool } from '../defineFormTool.js';
-import type { Tool, ToolContext } from '../defineTool.js';
+import { errorResult, type Tool, type ToolContext } from '../defineTool.js';
 import { ElicitResultSchema } from '../elicitationForms.js';
-import { elicitationModes, ErrorCode, McpProtocolError, type CallToolResult, type ToolCallResult } from '../protocol.js';
+import { elicitationModes, type CallToolResult, type ToolCallResult } from '../protocol.js';
 import type { McpToolDeps } from '../tools/registry.js';
 import type { RequestChannel } from './requestChannel.js';
 import type { LegacySession } from './legacySessions.js';
@@ -50,18 +50,18 @@ function legacyResult(result: ToolCallResult): Record<string, unknown> {
  */
 export async function legacyToolCall(deps: LegacyToolDeps, session: LegacySession, jsonrpcId: string | number, params: Record<string, unknown>, ctx: ToolContext, channel: RequestChannel): Promise<Record<string, unknown>> {
   const name = params['name'];
-  if (typeof name !== 'string') throw new McpProtocolError(ErrorCode.InvalidParams, 'params.name must be a string');
+  if (typeof name !== 'string') throw invalidParams('params.name must be a string');
   try {
     const tool = deps.tools.find((t) => t.name === name);
-    if (!tool) throw new McpProtocolError(ErrorCode.InvalidParams, `Unknown tool: ${name.slice(0, 64)}`);
+    if (!tool) throw invalidParams(`Unknown tool: ${name.slice(0, 64)}`);
     if (isFormTool(tool)) return legacyResult(await askOnStream(deps, tool, params['arguments'], ctx, channel));
     if (isConnectionTool(tool)) return legacyResult(await connectionCall(deps, tool.connectionCall(params['arguments'], deps.toolDeps), ctx, session, jsonrpcId, channel));
     return legacyResult(await tool.call(params['arguments'], ctx, deps.toolDeps));
   } catch (err) {
     if (err instanceof McpProtocolError) throw err;
-    const { result, log } = toToolErrorResult(err);
+    const { text, structured, log } = toToolError(err);
     if (log) deps.logger.error({ err, requestId: ctx.requestId, tool: name }, 'legacy tool failed');
-    return legacyResult(result);
+    return legacyResult(errorResult(text, structured));
   }
 }
 
@@ -113,27 +113,27 @@ async function connectionCall(deps: LegacyToolDeps, call: ConnectionCall, ctx: T
   const request = navigationRequest(ctx, call, lineage);
   const { navigation, connectUrl } = (await findReusableNavigation(broker, request)) ?? (await startNavigation(broker, request));
   const name = broker.providers.get(call.provider)?.provider.displayName ?? call.provider;
-  const elicitation = { mode: 'url', elicitationId: navigation.id, url: connectUrl, message: `To ${call.purpose}, connect your ${name} account (${navigation.targetHost}). The link opens ${broker.publicUrl.host}, where you sign in and confirm.` };
+  const elicitation = { mode: 'url' as const, elicitationId: navigation.id, url: connectUrl, message: `To ${call.purpose}, connect your ${name} account (${navigation.targetHost}). The link opens ${broker.publicUrl.host}, where you sign in and confirm.` };
   if (lineage === 'error_retry') {
-    throw new McpProtocolError(-32042, 'This request requires connecting an account. Open the link, then retry the call.', { data: { elicitations: [elicitation] } });
+    throw urlElicitationRequired({ elicitations: [elicitation] });
   }
   const answer = await channel.ask('elicitation/create', elicitation, deps.waitMs);
   const reply = ElicitResultSchema.safeParse(answer?.['result']);
   const actor = `mcp:${ctx.principal.sub}`;
   if (!reply.success || reply.data.action === 'cancel') {
-    return { resultType: 'complete', isError: true, content: [{ type: 'text', text: `Connecting was cancelled or not answered; ${call.purpose} was not done. The link stays valid until ${navigation.expiresAt.toISOString()}.` }] };
+    return errorResult(`Connecting was cancelled or not answered; ${call.purpose} was not done. The link stays valid until ${navigation.expiresAt.toISOString()}.`);
   }
   if (reply.data.action === 'decline') {
     await advanceIfAllowed(broker, navigation.id, 'host_decline', actor);
-    return { resultType: 'complete', isError: true, content: [{ type: 'text', text: `You declined to connect; ${call.purpose} was not done.` }] };
+    return errorResult(`You declined to connect; ${call.purpose} was not done.`);
   }
   await advanceIfAllowed(broker, navigation.id, 'host_accept', actor);
   const verified = await broker.waits.run(ctx.principal, () => broker.signal.waitFor(navigation.id, deps.waitMs, async () => isVerifiedNow(broker, navigation.id)));
   if (session.ended) {
-    return { resultType: 'complete', isError: true, content: [{ type: 'text', text: `The session ended; ${call.purpose} was not done.` }] };
+    return errorResult(`The session ended; ${call.purpose} was not done.`);
   }
   if (!verified) {
-    return { resultType: 'complete', isError: true, content: [{ type: 'text', text: `The connection was not completed in time; ${call.purpose} was not done. Finish connecting with the link (valid until ${navigation.expiresAt.toISOString()}), then call the tool again.` }] };
+    return errorResult(`The connection was not completed in time; ${call.purpose} was not done. Finish connecting with the link (valid until ${navigation.expiresAt.toISOString()}), then call the tool again.`);
   }
   // Completion was proven by the verified callback; tell this session, once, then answer the original request.
   if (!session.notified.has(navigation.id)) {
@@ -166,7 +166,7 @@ async function joinSameOperation(deps: LegacyToolDeps, call: ConnectionCall, ctx
   };
   await broker.waits.run(ctx.principal, () => broker.signal.waitFor(navigation.id, deps.waitMs, recorded));
   if (!(await recorded()) && !(await isVerified())) {
-    return { resultType: 'complete', isError: true, content: [{ type: 'text', text: `This operation is waiting for you to finish connecting (${call.purpose}); it will be done once. Call again after connecting.` }] };
+    return errorResult(`This operation is waiting for you to finish connecting (${call.purpose}); it will be done once. Call again after connecting.`);
   }
   return acceptAndRun(deps, call, ctx, navigation.id, 'nested', { jsonrpcId: String(jsonrpcId) });
 }
@@ -176,7 +176,7 @@ async function acceptAndRun(deps: LegacyToolDeps, call: ConnectionCall, ctx: Too
   const { broker } = deps.toolDeps.connection;
   // A high-risk operation waits for an operator (issue #6 item 8); the host is told, and calls again.
   const gate = await awaitApproval(broker, { navigationId, tool: call.tool, provider: call.provider }, Math.min(deps.waitMs, broker.retryWaitMs));
-  if (gate.kind !== 'go') return { resultType: 'complete', isError: true, content: [{ type: 'text', text: approvalMessage(gate, call.purpose) }] };
+  if (gate.kind !== 'go') return errorResult(approvalMessage(gate, call.purpose));
   const { receipt } = await acceptOriginalOperation(broker, { navigationId, principal: ctx.principal, clientId: ctx.clientId, tool: call.tool, requestDigest: call.requestDigest, lineage, arguments: call.arguments, ...extra });
   return runAccepted(deps.toolDeps.connection, ctx, call, receipt);
 }

@@ -1,5 +1,7 @@
 import type { ServerResponse } from 'node:http';
+import { sessionEnded } from '../../errors/toMcp.js';
 import type { RequestId } from '../protocol.js';
+import { errorMessage, notificationMessage, requestMessage, sseMessage } from '../rpcMessages.js';
 import type { LegacySession } from './legacySessions.js';
 import { openSse } from './sseStream.js';
 
@@ -13,14 +15,14 @@ export interface RequestChannel {
   /** Sends elicitation/create (or another request) and waits for the client's response; undefined on timeout or close. */
   ask(method: string, params: Record<string, unknown>, timeoutMs: number): Promise<Record<string, unknown> | undefined>;
   notify(method: string, params: Record<string, unknown>): void;
-  /** Sends the final response and ends the exchange (once; later calls do nothing). */
-  finish(payload: Record<string, unknown>, status?: number): void;
+  /** Sends the final response (JSON text, rpcMessages.ts) and ends the exchange (once; later calls do nothing). */
+  finish(json: string, status?: number): void;
   readonly closed: boolean;
 }
 
 // When the session ends under a call (DELETE, idle sweep, shutdown) the call is answered at once;
 // whatever it was waiting for may still finish in the background, but it accepts nothing (session.ended).
-const SESSION_ENDED = { code: -32000, message: 'The session ended (deleted, idle too long, or the server is stopping): initialize again, then call again.' };
+const SESSION_ENDED = 'The session ended (deleted, idle too long, or the server is stopping): initialize again, then call again.';
 
 export function createRequestChannel(res: ServerResponse, session: LegacySession, id: RequestId, heartbeatMs: number): RequestChannel {
   let streaming = false;
@@ -28,27 +30,26 @@ export function createRequestChannel(res: ServerResponse, session: LegacySession
   res.on('close', () => {
     closed = true;
   });
-  const event = (message: Record<string, unknown>) => `event: message\ndata: ${JSON.stringify(message)}\n\n`;
-  const send = (message: Record<string, unknown>) => {
+  const ended = () => errorMessage(id, sessionEnded(SESSION_ENDED));
+  const send = (json: string) => {
     if (res.writableEnded) return;
     if (!streaming) {
       // The stream's own closing handler answers for the session's end from here on.
-      openSse(res, { sessionId: session.id, heartbeatMs, closing: session.closing, onClosing: () => res.write(event({ jsonrpc: '2.0', id, error: SESSION_ENDED })) });
+      openSse(res, { sessionId: session.id, heartbeatMs, closing: session.closing, onClosing: () => res.write(sseMessage(ended())) });
       streaming = true;
     }
-    res.write(event(message));
+    res.write(sseMessage(json));
   };
-  const finish = (payload: Record<string, unknown>, status = 200) => {
+  const finish = (json: string, status = 200) => {
     if (closed || res.writableEnded) return;
     if (streaming) {
-      res.end(event(payload));
+      res.end(sseMessage(json));
       return;
     }
-    const text = JSON.stringify(payload);
-    res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text), 'Mcp-Session-Id': session.id }).end(text);
+    res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(json), 'Mcp-Session-Id': session.id }).end(json);
   };
   const onSessionEnd = () => {
-    if (!streaming) finish({ jsonrpc: '2.0', id, error: SESSION_ENDED });
+    if (!streaming) finish(ended());
   };
   session.closing.addEventListener('abort', onSessionEnd, { once: true });
   res.on('close', () => session.closing.removeEventListener('abort', onSessionEnd));
@@ -76,11 +77,11 @@ export function createRequestChannel(res: ServerResponse, session: LegacySession
           session.pending.delete(requestId);
           resolve(message);
         });
-        send({ jsonrpc: '2.0', id: requestId, method, params });
+        send(requestMessage(requestId, method, params));
       });
     },
     notify(method, params) {
-      if (!closed && !res.writableEnded) send({ jsonrpc: '2.0', method, params });
+      if (!closed && !res.writableEnded) send(notificationMessage(method, params));
     },
     finish,
   };
