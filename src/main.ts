@@ -66,12 +66,13 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     }
     // Development servers (oidc-provider and friends) are loaded only in development.
     const { loadOrCreateDevSecrets } = await import('./dev/devSecrets.js');
-    const { reportServiceProvider, startDevStack } = await import('./dev/devStack.js');
+    const { githubDevProvider, reportServiceProvider, startDevStack } = await import('./dev/devStack.js');
     const secrets = await loadOrCreateDevSecrets(config.dataDir);
     const stack = await startDevStack({
       host: config.http.host,
       idpPort: config.dev.idpPort,
       reportsPort: config.dev.reportsPort,
+      githubPort: config.dev.githubPort,
       tls,
       fetch,
       secrets,
@@ -85,8 +86,10 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     issuer ??= stack.idp.issuer;
     clientSecret ??= new Secret(secrets.brokerIdpClientSecret);
     secretKeys ??= secrets.secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) }));
-    providerEntries.unshift(reportServiceProvider(stack, secrets));
-    devFacts = { reportsIssuer: stack.reports.issuer, reportsApiUrl: stack.reports.apiUrl, caFile: resolve(config.dataDir, 'tls', 'ca.pem'), networkHost: config.dev.allowNetwork ? config.http.host : undefined };
+    // An operator's own `github` entry (a real GitHub OAuth App) takes the place of the development one.
+    const ownGithub = providerEntries.some((entry) => (entry as { id?: unknown } | null)?.id === 'github');
+    providerEntries.unshift(reportServiceProvider(stack, secrets), ...(stack.github && !ownGithub ? [githubDevProvider(stack.github)] : []));
+    devFacts = { reportsIssuer: stack.reports.issuer, reportsApiUrl: stack.reports.apiUrl, githubOrigin: ownGithub ? undefined : stack.github?.origin, caFile: resolve(config.dataDir, 'tls', 'ca.pem'), networkHost: config.dev.allowNetwork ? config.http.host : undefined };
   }
   if (!issuer || !clientSecret) throw new ConfigError(['OIDC_ISSUER and OIDC_CLIENT_SECRET are required']);
 

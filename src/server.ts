@@ -21,7 +21,7 @@ import { createModernServer } from './mcp/mcpServer.js';
 import { resourceMetadataUrl } from './mcp/protectedResourceRoutes.js';
 import { createRequestStateCodec } from './mcp/requestState.js';
 import type { Tool } from './mcp/defineTool.js';
-import { connectionCallFor, tools, type McpToolDeps } from './mcp/tools/registry.js';
+import { builtInToolsFor, connectionCallFor, type McpToolDeps } from './mcp/tools/registry.js';
 import { toolScopeProblems, ToolModuleError } from './mcp/tools/toolModules.js';
 import { createProviderClient, type ProviderClient } from './oauth/providerClient.js';
 import type { Provider } from './providers/providerConfig.js';
@@ -103,7 +103,7 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
     connection: { broker, requestState, vault: { pool: deps.pool, box, clock: deps.clock, providers: providerClients } },
   };
   // One list, by name, for tools/list, both eras and the re-drive.
-  const served = [...tools, ...(deps.extraTools ?? [])].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const served = [...builtInToolsFor(deps.providers), ...(deps.extraTools ?? [])].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const scopeProblems = toolScopeProblems(served, deps.providers);
   if (scopeProblems.length > 0) throw new ToolModuleError(scopeProblems);
   const redrive: RedriveDeps = { broker, vault: toolDeps.connection.vault, operationFor: (tool, args) => connectionCallFor(served, tool, args, toolDeps) };

@@ -47,6 +47,7 @@ const envSchema = z
     TLS_CA_FILE: optionalString,
     DEV_IDP_PORT: port.optional(),
     DEV_REPORTS_PORT: port.optional(),
+    DEV_GITHUB_PORT: port.optional(),
     // Development mode serves an identity provider with known passwords: off loopback only when asked by name.
     DEV_ALLOW_NETWORK: z.enum(['true', 'false']).optional(),
     PROVIDERS_FILE: optionalString,
@@ -128,7 +129,7 @@ const envSchema = z
     if (env.OIDC_ISSUER !== undefined && isLoopback(env.OIDC_ISSUER)) {
       ctx.addIssue({ code: 'custom', path: ['OIDC_ISSUER'], message: 'must be an external issuer in production, not loopback' });
     }
-    for (const key of ['DEV_IDP_PORT', 'DEV_REPORTS_PORT', 'DEV_ALLOW_NETWORK'] as const) {
+    for (const key of ['DEV_IDP_PORT', 'DEV_REPORTS_PORT', 'DEV_GITHUB_PORT', 'DEV_ALLOW_NETWORK'] as const) {
       if (env[key] !== undefined) ctx.addIssue({ code: 'custom', path: [key], message: 'is a development setting' });
     }
     },
@@ -145,7 +146,7 @@ export interface Config {
   secretKeys: { kid: string; key: Secret }[] | undefined;
   tls: { certFile: string | undefined; keyFile: string | undefined; caFile: string | undefined };
   /** allowNetwork: DEV_ALLOW_NETWORK=true, development servers on a non-loopback HOST (said loudly at start). */
-  dev: { idpPort: number; reportsPort: number; allowNetwork: boolean };
+  dev: { idpPort: number; reportsPort: number; githubPort: number; allowNetwork: boolean };
   session: { ttlSeconds: number };
   mcp: { requiredScope: string; allowAnonymous: boolean };
   broker: {
@@ -205,7 +206,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     secretKeys: e.SECRET_KEYS,
     tls: { certFile: e.TLS_CERT_FILE, keyFile: e.TLS_KEY_FILE, caFile: e.TLS_CA_FILE },
-    dev: { idpPort: e.DEV_IDP_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 1), reportsPort: e.DEV_REPORTS_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 2), allowNetwork: e.DEV_ALLOW_NETWORK === 'true' },
+    dev: { idpPort: e.DEV_IDP_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 1), reportsPort: e.DEV_REPORTS_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 2),
+      githubPort: e.DEV_GITHUB_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 3),
+      allowNetwork: e.DEV_ALLOW_NETWORK === 'true' },
     session: { ttlSeconds: e.SESSION_TTL_SECONDS },
     mcp: { requiredScope: e.MCP_SCOPE, allowAnonymous: e.MCP_ALLOW_ANONYMOUS === 'true' },
     broker: { providersFile: e.PROVIDERS_FILE, providerSecret: (name: string) => env[name], navigationTtlSeconds: e.NAVIGATION_TTL_SECONDS, retryWaitMs: e.RETRY_WAIT_MS, sweepIntervalMs: e.SWEEP_INTERVAL_MS },

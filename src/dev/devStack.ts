@@ -64,6 +64,23 @@ export function reportServiceProvider(stack: DevStack, secrets: DevSecrets): Rec
   };
 }
 
+/**
+ * The GitHub-like development provider as an operator would configure a
+ * GitHub Enterprise Server: the `github` catalog entry, its `host` parameter
+ * pointing at the emulator (validated by parseProviders like any other).
+ */
+export function githubDevProvider(github: NonNullable<DevStack['github']>): Record<string, unknown> {
+  return {
+    id: 'github',
+    catalog: 'github',
+    displayName: 'GitHub (development)',
+    clientId: github.brokerClientId,
+    clientSecret: github.clientSecret,
+    scopes: ['repo', 'read:user'],
+    params: { host: github.host },
+  };
+}
+
 export const BROKER_IDP_CLIENT_ID = 'connect-broker';
 export const BROKER_REPORTS_CLIENT_ID = 'connect-broker';
 export const BROKER_GITHUB_CLIENT_ID = 'Iv1.devconnectbroker';

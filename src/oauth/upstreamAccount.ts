@@ -114,5 +114,6 @@ export async function upstreamConnectionOf(provider: Provider, tokens: ServerTok
 /** A string, a finite number or a boolean as text, bounded; anything else is absent. */
 function scalar(value: unknown): string | undefined {
   const text = typeof value === 'number' && Number.isFinite(value) ? String(value) : typeof value === 'boolean' ? String(value) : value;
-  return typeof text === 'string' && text !== '' && text.length <= MAX_VALUE && !/[\u0000-\u001f\u007f]/.test(text) ? text : undefined;
+  const control = (ch: string) => ch.charCodeAt(0) < 0x20 || ch.charCodeAt(0) === 0x7f;
+  return typeof text === 'string' && text !== '' && text.length <= MAX_VALUE && ![...text].some(control) ? text : undefined;
 }

@@ -8,7 +8,7 @@ export interface BannerFacts {
   /** MCP_ALLOW_ANONYMOUS is on: said loudly. */
   anonymousMcp: boolean;
   /** networkHost: DEV_ALLOW_NETWORK=true let the development servers listen on this non-loopback host. */
-  dev?: { reportsIssuer: string; reportsApiUrl: string; caFile: string; networkHost: string | undefined };
+  dev?: { reportsIssuer: string; reportsApiUrl: string; githubOrigin: string | undefined; caFile: string; networkHost: string | undefined };
 }
 
 /** What `npm start` prints once everything listens: every URL served, and the demo users. */
@@ -31,6 +31,7 @@ export function banner(facts: BannerFacts): string {
     lines.push(
       `  Report Service (OAuth)     ${facts.dev.reportsIssuer}`,
       `  Report Service API         ${facts.dev.reportsApiUrl}/reports`,
+      ...(facts.dev.githubOrigin ? [`  GitHub-like provider       ${facts.dev.githubOrigin}  (plain OAuth 2.0; the github catalog entry, host ${new URL(facts.dev.githubOrigin).host})`] : []),
       `  Development CA             ${facts.dev.caFile}  (trust it, or accept the warning once per port)`,
       '',
       `Demo users: ${devUsers.map((u) => (u.roles.length > 0 ? `${u.login} (${u.roles.join(', ')})` : u.login)).join(', ')}. Development password for all: ${DEV_PASSWORD}`,

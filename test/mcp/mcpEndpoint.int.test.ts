@@ -162,7 +162,7 @@ describe('POST /mcp on the wire', () => {
     it('answers an unknown tool with -32602 in-band', async () => {
       const response = await callTool(stack, alice, 'rm_rf', {});
       expect(response.status).toBe(200);
-      expect(response.json.error).toMatchObject({ code: -32602, message: expect.stringContaining('Known tools: notes_create') });
+      expect(response.json.error).toMatchObject({ code: -32602, message: expect.stringContaining('Known tools: github_create_issue, github_list_issues, notes_create') });
     });
   });
 
@@ -188,7 +188,7 @@ describe('POST /mcp on the wire', () => {
       expect(result.resultType).toBe('complete');
       expect(result.cacheScope).toBe('public');
       expect(result.ttlMs).toBeGreaterThanOrEqual(0);
-      expect(result.tools.map((t) => t.name)).toEqual(['notes_create', 'notes_delete', 'notes_list', 'notes_workspaces', 'reports_create', 'reports_list']);
+      expect(result.tools.map((t) => t.name)).toEqual(['github_create_issue', 'github_list_issues', 'notes_create', 'notes_delete', 'notes_list', 'notes_workspaces', 'reports_create', 'reports_list']);
       for (const tool of result.tools) {
         expect(tool.name).toMatch(/^[A-Za-z0-9_./-]{1,64}$/);
         expect(tool.description.length).toBeGreaterThan(0);

@@ -85,7 +85,7 @@ describe('a tool from a module on 2026-07-28 and on the nested 2025-11-25 lineag
     });
     try {
       const { tools: listed } = await legacy.client.listTools();
-      expect(listed.map((t) => t.name)).toEqual(['notes_create', 'notes_delete', 'notes_list', 'notes_workspaces', 'reports_count', 'reports_create', 'reports_list']);
+      expect(listed.map((t) => t.name)).toEqual(['github_create_issue', 'github_list_issues', 'notes_create', 'notes_delete', 'notes_list', 'notes_workspaces', 'reports_count', 'reports_create', 'reports_list']);
       const result = await legacy.client.callTool({ name: 'reports_count', arguments: ARGS });
       await browser;
       expect(result.isError ?? false).toBe(false);

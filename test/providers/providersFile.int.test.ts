@@ -13,8 +13,8 @@ describe('start-up with a PROVIDERS_FILE of catalog and custom entries', () => {
     const dir = await mkdtemp(join(tmpdir(), 'broker-providers-file-'));
     const file = join(dir, 'providers.json');
     await writeFile(file, JSON.stringify(badProvidersFile));
-    const ports = await freePorts(3);
-    const broker = runTs('src/main.ts', [], { DATA_DIR: join(dir, 'data'), PROVIDERS_FILE: file, PORT: String(ports[0]), DEV_IDP_PORT: String(ports[1]), DEV_REPORTS_PORT: String(ports[2]) });
+    const ports = await freePorts(4);
+    const broker = runTs('src/main.ts', [], { DATA_DIR: join(dir, 'data'), PROVIDERS_FILE: file, PORT: String(ports[0]), DEV_IDP_PORT: String(ports[1]), DEV_REPORTS_PORT: String(ports[2]), DEV_GITHUB_PORT: String(ports[3]) });
     expect((await broker.exited).code).toBe(78);
     const output = broker.output();
     expect(output).toContain('Invalid provider configuration');
@@ -32,8 +32,8 @@ describe('start-up with a PROVIDERS_FILE of catalog and custom entries', () => {
     const dir = await mkdtemp(join(tmpdir(), 'broker-providers-yaml-'));
     const file = join(dir, 'providers.yaml');
     await writeFile(file, '- id: github\n  catalog: github\n  catalog: gitlab\n');
-    const ports = await freePorts(3);
-    const broker = runTs('src/main.ts', [], { DATA_DIR: join(dir, 'data'), PROVIDERS_FILE: file, PORT: String(ports[0]), DEV_IDP_PORT: String(ports[1]), DEV_REPORTS_PORT: String(ports[2]) });
+    const ports = await freePorts(4);
+    const broker = runTs('src/main.ts', [], { DATA_DIR: join(dir, 'data'), PROVIDERS_FILE: file, PORT: String(ports[0]), DEV_IDP_PORT: String(ports[1]), DEV_REPORTS_PORT: String(ports[2]), DEV_GITHUB_PORT: String(ports[3]) });
     expect((await broker.exited).code).toBe(78);
     expect(broker.output()).toContain(`broker: PROVIDERS_FILE ${file} is not valid YAML: line 3, column 3: Map keys must be unique`);
     expect(existsSync(join(dir, 'data', 'postgres'))).toBe(false);

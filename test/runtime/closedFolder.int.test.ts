@@ -34,8 +34,8 @@ describe('npm start from a checkout in a mode-0700 folder', () => {
     // A temp folder of this test's own, so the binaries are copied afresh and everything is removed after.
     temp = await mkdtemp(join(tmpdir(), 'broker-closed-tmp-'));
     await chmod(temp, 0o711);
-    const ports = await freePorts(3);
-    env = { PORT: String(ports[0]), DEV_IDP_PORT: String(ports[1]), DEV_REPORTS_PORT: String(ports[2]), TMPDIR: temp, LOG_LEVEL: 'info' };
+    const ports = await freePorts(4);
+    env = { PORT: String(ports[0]), DEV_IDP_PORT: String(ports[1]), DEV_REPORTS_PORT: String(ports[2]), DEV_GITHUB_PORT: String(ports[3]), TMPDIR: temp, LOG_LEVEL: 'info' };
   });
   afterAll(async () => {
     if (broker && broker.child.exitCode === null) broker.child.kill('SIGKILL');

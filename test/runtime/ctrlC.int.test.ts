@@ -22,9 +22,9 @@ describe('Ctrl-C to the process group of npm start', () => {
   beforeAll(async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'broker-ctrlc-'));
     await chmod(dataDir, 0o711);
-    ports = await freePorts(3);
+    ports = await freePorts(4);
     // The retry below waits RETRY_WAIT_MS for a connection that never comes: a request held in flight.
-    env = { DATA_DIR: dataDir, PORT: String(ports[0]), DEV_IDP_PORT: String(ports[1]), DEV_REPORTS_PORT: String(ports[2]), RETRY_WAIT_MS: '4000', LOG_LEVEL: 'info', npm_config_update_notifier: 'false' };
+    env = { DATA_DIR: dataDir, PORT: String(ports[0]), DEV_IDP_PORT: String(ports[1]), DEV_REPORTS_PORT: String(ports[2]), DEV_GITHUB_PORT: String(ports[3]), RETRY_WAIT_MS: '4000', LOG_LEVEL: 'info', npm_config_update_notifier: 'false' };
   });
   afterAll(async () => {
     if (npm?.child.pid && groupMembers(npm.child.pid).length > 0) process.kill(-npm.child.pid, 'SIGKILL');

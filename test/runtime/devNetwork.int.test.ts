@@ -34,12 +34,12 @@ describe('development mode on a non-loopback HOST', () => {
     PUBLIC_URL: `https://127.0.0.1:${ports[0]}`,
     PORT: String(ports[0]),
     DEV_IDP_PORT: String(ports[1]),
-    DEV_REPORTS_PORT: String(ports[2]),
+    DEV_REPORTS_PORT: String(ports[2]), DEV_GITHUB_PORT: String(ports[3]),
     LOG_LEVEL: 'warn',
   });
 
   it('HOST=0.0.0.0 without DEV_ALLOW_NETWORK refuses to start, says what to set, and listens nowhere', async () => {
-    const ports = await freePorts(3);
+    const ports = await freePorts(4);
     const broker = start(devEnv('refused', ports));
     expect((await broker.exited).code).toBe(78);
     expect(broker.output()).toContain('Invalid configuration');
@@ -50,7 +50,7 @@ describe('development mode on a non-loopback HOST', () => {
   });
 
   it('HOST=0.0.0.0 with DEV_ALLOW_NETWORK=true starts and says so in the log and the banner', async () => {
-    const ports = await freePorts(3);
+    const ports = await freePorts(4);
     const env = { ...devEnv('allowed', ports), DEV_ALLOW_NETWORK: 'true' };
     const broker = start(env);
     await broker.waitFor('Connect Broker is running.');

@@ -25,8 +25,8 @@ describe('npm start (development stack)', () => {
   beforeAll(async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'broker-data-'));
     await chmod(dataDir, 0o711); // as a fresh `.data/` would be
-    ports = await freePorts(3);
-    env = { DATA_DIR: dataDir, PORT: String(ports[0]), DEV_IDP_PORT: String(ports[1]), DEV_REPORTS_PORT: String(ports[2]), LOG_LEVEL: 'warn' };
+    ports = await freePorts(4);
+    env = { DATA_DIR: dataDir, PORT: String(ports[0]), DEV_IDP_PORT: String(ports[1]), DEV_REPORTS_PORT: String(ports[2]), DEV_GITHUB_PORT: String(ports[3]), LOG_LEVEL: 'warn' };
   });
   afterAll(async () => {
     for (const p of started) if (p.child.exitCode === null) p.child.kill('SIGKILL');

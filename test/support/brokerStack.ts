@@ -7,7 +7,7 @@ import { readMigrations } from '../../src/db/migrate.js';
 import type { Pool } from '../../src/db/pool.js';
 import { seedDevelopmentData } from '../../src/dev/devSeed.js';
 import { loadOrCreateDevSecrets, type DevSecrets } from '../../src/dev/devSecrets.js';
-import { reportServiceProvider, startLocalDevStack, type DevStack } from '../../src/dev/devStack.js';
+import { githubDevProvider, reportServiceProvider, startLocalDevStack, type DevStack } from '../../src/dev/devStack.js';
 import type { LegacyLimits } from '../../src/mcp/legacy/legacySessions.js';
 import type { Quotas } from '../../src/broker/quotas.js';
 import type { Metrics } from '../../src/metrics/metrics.js';
@@ -110,10 +110,13 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
   const brokerUrl = `https://127.0.0.1:${broker.port}`;
   const publicUrl = new URL(brokerUrl);
   const mcpResourceUrl = `${brokerUrl}/mcp`;
-  const dev = await startLocalDevStack({ tls, fetch, secrets, render, logger, brokerUrl });
+  const dev = await startLocalDevStack({ tls, fetch, secrets, render, logger, brokerUrl, github: true });
   await seedDevelopmentData(db.pool, dev.idp.issuer);
   const extra = options.extraProviders ? await options.extraProviders({ brokerUrl, tls }) : [];
-  const providers = parseProviders([reportServiceProvider(dev, secrets), ...extra], { allowLoopback: true });
+  // The development providers npm start configures, then the test's own (a test's `github` replaces the development one).
+  const own = new Set(extra.map((entry) => (entry as { id?: unknown }).id));
+  const builtIn = [reportServiceProvider(dev, secrets), ...(dev.github && !own.has('github') ? [githubDevProvider(dev.github)] : [])];
+  const providers = parseProviders([...builtIn, ...extra], { allowLoopback: true });
   const servers: BrokerServer[] = [];
   const brokerFetch = options.brokerFetch ? options.brokerFetch(fetch) : fetch;
   const listenerFor = (pool: Pool, publicUrl: URL): RequestListener => {

@@ -40,13 +40,18 @@ export async function openConnectLink(stack: BrokerStack, url: string, login: st
   return { browser, review };
 }
 
+/** The provider's consent forms, by the end of their action: the Report Service's (oidc-provider) by default. */
+export const REPORTS_FORMS = { allow: '/confirm', deny: '/abort' };
+/** The GitHub-like development provider's "Authorize" page. */
+export const GITHUB_FORMS = { allow: '/authorize', deny: '/deny' };
+
 /**
  * The rest of the flow in the browser: consent on our page, sign in at the
- * Report Service, Allow there; returns the final page (our done page, or
- * wherever a refusal stopped it).
+ * provider (the Report Service unless `forms` says otherwise), Allow there;
+ * returns the final page (our done page, or wherever a refusal stopped it).
  */
-export async function consentAndAuthorize(stack: BrokerStack, run: BrowserRun, login: string, decision: 'Allow' | 'Deny' = 'Allow'): Promise<BrowserResponse> {
-  const reportsLogin = await run.browser.submitForm(run.review, {}, { form: '/connect/' });
-  const consentPage = reportsLogin.text.includes('name="password"') ? await run.browser.submitForm(reportsLogin, { login, password: DEV_PASSWORD }) : reportsLogin;
-  return run.browser.submitForm(consentPage, {}, { form: decision === 'Allow' ? '/confirm' : '/abort' });
+export async function consentAndAuthorize(stack: BrokerStack, run: BrowserRun, login: string, decision: 'Allow' | 'Deny' = 'Allow', forms = REPORTS_FORMS): Promise<BrowserResponse> {
+  const providerLogin = await run.browser.submitForm(run.review, {}, { form: '/connect/' });
+  const consentPage = providerLogin.text.includes('name="password"') ? await run.browser.submitForm(providerLogin, { login, password: DEV_PASSWORD }) : providerLogin;
+  return run.browser.submitForm(consentPage, {}, { form: decision === 'Allow' ? forms.allow : forms.deny });
 }

@@ -57,18 +57,17 @@ export async function startPlainOAuthServer(options: { tls: TlsPair; redirectUri
   const issuer = `https://127.0.0.1:${server.port}`;
   const clientId = 'connect-broker-plain';
   const clientSecret = 'plain-client-secret-canary';
-  let auth: ReturnType<typeof createDevAuthServer> | undefined;
   // The identity call of a plain OAuth 2.0 API: who the opaque Bearer token belongs to.
   const api: RequestHandler = (req, res) => {
     const presented = /^Bearer (\S+)$/i.exec(req.get('authorization') ?? '')?.[1];
     if (req.method !== 'GET' || req.path !== '/me') return void res.status(404).json({ error: 'not_found' });
     void (async () => {
-      const token = presented === undefined ? undefined : await auth?.provider.AccessToken.find(presented);
+      const token = presented === undefined ? undefined : await auth.provider.AccessToken.find(presented);
       if (!token || token.isExpired) return void res.status(401).json({ error: 'invalid_token' });
       res.json({ sub: token.accountId, login: token.accountId.replace(/^plain-/, '') });
     })();
   };
-  auth = createDevAuthServer({
+  const auth = createDevAuthServer({
     issuer,
     brand: 'Plain OAuth',
     cookiePrefix: 'plain',

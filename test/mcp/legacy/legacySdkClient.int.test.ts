@@ -41,7 +41,7 @@ describe('the official SDK client at 2025-11-25, nested lineage', () => {
       expect(legacy.client.getNegotiatedProtocolVersion()).toBe(LEGACY);
       expect(legacy.client.getServerVersion()).toMatchObject({ name: 'connect-broker' });
       const { tools } = await legacy.client.listTools();
-      expect(tools.map((t) => t.name).sort()).toEqual(['notes_create', 'notes_delete', 'notes_list', 'notes_workspaces', 'reports_create', 'reports_list']);
+      expect(tools.map((t) => t.name).sort()).toEqual(['github_create_issue', 'github_list_issues', 'notes_create', 'notes_delete', 'notes_list', 'notes_workspaces', 'reports_create', 'reports_list']);
       const [init, ...rest] = legacy.sent.filter((s) => s.method === 'POST');
       expect(init?.body).toMatchObject({ method: 'initialize', params: { protocolVersion: LEGACY, capabilities: { elicitation: { form: {}, url: {} } } } });
       expect(init?.body?.['params']).not.toHaveProperty('_meta');

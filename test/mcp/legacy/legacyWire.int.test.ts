@@ -202,7 +202,7 @@ describe('the 2025-11-25 legacy wire on /mcp', () => {
     const [message] = response.messages;
     expect(message?.id).toBe(request.id);
     const tools = message?.result?.['tools'] as { name: string; inputSchema: { type: string } }[];
-    expect(tools.map((t) => t.name).sort()).toEqual(['notes_create', 'notes_delete', 'notes_list', 'notes_workspaces', 'reports_create', 'reports_list']);
+    expect(tools.map((t) => t.name).sort()).toEqual(['github_create_issue', 'github_list_issues', 'notes_create', 'notes_delete', 'notes_list', 'notes_workspaces', 'reports_create', 'reports_list']);
     for (const tool of tools) expect(tool.inputSchema.type).toBe('object');
     expect(message?.result).not.toHaveProperty('resultType');
   });
