@@ -48,17 +48,6 @@ const noStateLiterals = {
   },
 };
 
-// TEMPORARY: migrated by the MCP error-table change
-// These files are being edited by other changes and still spell states as literals. Delete an entry
-// once its file names states through the module, and this array with the last one;
-// test/broker/navigationStatesLint.test.ts fails on an entry that is no longer needed.
-export const stateLiteralExemptions = [
-  'src/broker/oauthCallback.ts',
-  'src/cli/ledgerCommand.ts',
-  'src/mcp/connectionTool.ts',
-  'src/mcp/legacy/errorRetryLineage.ts',
-  'src/mcp/legacy/legacyEndpoint.ts',
-];
 
 export default tseslint.config(
   { ignores: ['node_modules/', 'dist/', '.data/', 'coverage/', 'scratch/'] },
@@ -94,7 +83,7 @@ export default tseslint.config(
   },
   {
     files: ['src/**/*.ts'],
-    ignores: [navigationStatesModule, ...stateLiteralExemptions],
+    ignores: [navigationStatesModule],
     plugins: { broker: { rules: { 'no-state-literals': noStateLiterals } } },
     rules: { 'broker/no-state-literals': 'error' },
   },

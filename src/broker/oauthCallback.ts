@@ -10,6 +10,7 @@ import { advance, recordRefusal, type REFUSAL_EVENTS } from './advance.js';
 import type { BrokerDeps } from './brokerDeps.js';
 import type { NavigationRecord } from './navigationRecord.js';
 import { findNavigationById, lockNavigation, lockOpenNavigationsFor } from './navigationRepo.js';
+import { State } from './navigationStates.js';
 import { settleSiblingFlows } from './settleOpenFlows.js';
 
 /**
@@ -51,7 +52,7 @@ export async function completeCallback(deps: BrokerDeps, currentUrl: URL, browse
   if (!browser || !samePrincipal(browser, { iss: pending.browserIss, sub: pending.browserSub }) || !samePrincipal(browser, navigation.subject)) {
     await refuse('subject_mismatch', new ForbiddenError('You are not the user who started this connection. Nothing was connected.'), { where: 'callback', browserSub: browser?.sub ?? null });
   }
-  if (navigation.status !== 'OUT_OF_BAND_PENDING') await refuse('callback_out_of_order', new ConflictError('This connection is not waiting for a response any more. Return to your app.'), { status: navigation.status });
+  if (navigation.status !== State.OUT_OF_BAND_PENDING) await refuse('callback_out_of_order', new ConflictError('This connection is not waiting for a response any more. Return to your app.'), { status: navigation.status });
   const providerError = currentUrl.searchParams.get('error');
   if (providerError !== null) {
     const code = /^[a-z_]{1,40}$/.test(providerError) ? providerError : 'error';
@@ -74,7 +75,7 @@ export async function completeCallback(deps: BrokerDeps, currentUrl: URL, browse
     // lock) would each hold a flow the other must settle, and Postgres would abort one of them.
     await lockOpenNavigationsFor(tx, navigation.subject, navigation.provider);
     let locked = await lockNavigation(tx, navigation.id);
-    if (locked?.status !== 'OUT_OF_BAND_PENDING') throw new ConflictError('This connection was completed meanwhile. Return to your app.');
+    if (locked?.status !== State.OUT_OF_BAND_PENDING) throw new ConflictError('This connection was completed meanwhile. Return to your app.');
     const { connection } = grant;
     const by = { actor: `provider:${locked.provider}`, now, evidence: { upstreamSubject: connection.upstreamSubject, grantedScopes: connection.grantedScopes } };
     await storeTokens(tx, deps, locked.subject, locked.provider, grant.tokens, locked.id);

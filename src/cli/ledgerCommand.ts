@@ -8,7 +8,7 @@ import { evaluateGates } from '../ledger/gates.js';
 import { findFlowDetail, findFlows, findGateFigures, findReconcileFindings, findStuckFlows } from '../ledger/ledgerQueriesRepo.js';
 import { verifyChain } from '../ledger/ledgerRepo.js';
 import { lineages } from '../broker/navigationRecord.js';
-import { navigationStates } from '../broker/navigationStates.js';
+import { navigationStates, State } from '../broker/navigationStates.js';
 import { formatTable } from './table.js';
 import { actionCommands, ActionError, runAction, type ActionCommand } from './ledgerActions.js';
 import { authenticateOperator, OperatorAuthError } from './operatorAuth.js';
@@ -44,7 +44,7 @@ the operator role (development: export BROKER_OPERATOR_TOKEN=$(npm run -s broker
   pause-connections --reason R    Kill switch: stop issuing connect links and revoke every pending
                                   OAuth transaction (flows at the provider are left as they are).
   resume-connections --reason R   Issue connect links again.
-  close <flow id> --reason R      Mark a flow nobody will finish as terminal (EXPIRED).
+  close <flow id> --reason R      Mark a flow nobody will finish as terminal (${State.EXPIRED}).
   reissue <flow id> --reason R    A new connect link for an expired or stuck flow, same lineage and
                                   operation; prints the link to hand to its user.
   redrive <receipt or flow id> --reason R [--wait S]

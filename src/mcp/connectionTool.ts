@@ -5,6 +5,7 @@ import type { BrokerDeps } from '../broker/brokerDeps.js';
 import type { Lineage, NavigationRecord } from '../broker/navigationRecord.js';
 import { approvalMessage, awaitApproval, needsApproval } from '../broker/approvals.js';
 import { findNavigationById, findReissueOf } from '../broker/navigationRepo.js';
+import { declinedStates, State } from '../broker/navigationStates.js';
 import { findReceiptByNavigation, type OperationReceipt } from '../broker/receiptRepo.js';
 import { settleConnectedFlow } from '../broker/settleOpenFlows.js';
 import { findOpenFlowFor, findReusableNavigation, startNavigation, type NavigationRequest } from '../broker/startNavigation.js';
@@ -68,7 +69,7 @@ export async function runConnectionTool(deps: ConnectionToolDeps, ctx: ToolConte
     // settle it and accept the operation through it, once, with a receipt.
     const open = await findOpenFlowFor(deps.broker, navigationRequest(ctx, call, 'mrtr'));
     const settled = open && (await settleConnectedFlow(deps.broker, open.id, ctx.principal));
-    if (settled?.status === 'REQUIREMENT_VERIFIED') return accept(deps, ctx, call, settled, binding, { navigationId: settled.id, generation: 0 });
+    if (settled?.status === State.REQUIREMENT_VERIFIED) return accept(deps, ctx, call, settled, binding, { navigationId: settled.id, generation: 0 });
     if (!needsApproval(deps.broker, call.tool, call.provider)) {
       // No receipt yet: a refused token is forgotten and the user asked exactly as if never
       // connected, so the host's retry after connecting does the operation, once.
@@ -111,14 +112,14 @@ async function settle(deps: ConnectionToolDeps, ctx: ToolContext, call: Connecti
   const receipt = await findReceiptByNavigation(broker.pool, navigationId);
   if (receipt) return runAccepted(deps, ctx, call, receipt);
   const navigation = (await findNavigationById(broker.pool, navigationId))!;
-  if (navigation.status === 'DECLINED' || navigation.status === 'CANCELLED') return completeResult(`You declined to connect; ${call.purpose} was not done.`, { status: 'declined' });
-  if (navigation.status === 'REQUIREMENT_VERIFIED' || navigation.status === 'OPERATION_REJECTED') return accept(deps, ctx, call, navigation, binding, state);
-  if (navigation.status === 'EXPIRED') {
+  if (declinedStates.has(navigation.status)) return completeResult(`You declined to connect; ${call.purpose} was not done.`, { status: 'declined' });
+  if (navigation.status === State.REQUIREMENT_VERIFIED || navigation.status === State.OPERATION_REJECTED) return accept(deps, ctx, call, navigation, binding, state);
+  if (navigation.status === State.EXPIRED) {
     // An operator may have re-issued the link of an expired or stuck flow: the retry follows it (issue #6).
     const successor = await latestReissue(broker, navigationId);
     if (successor !== navigationId) return settle(deps, ctx, call, binding, { ...state, navigationId: successor });
   }
-  if (navigation.status === 'EXPIRED' || navigation.expiresAt <= broker.clock.now()) {
+  if (navigation.status === State.EXPIRED || navigation.expiresAt <= broker.clock.now()) {
     await advanceIfAllowed(deps.broker, navigation.id, 'expire', `mcp:${ctx.principal.sub}`);
     return askToConnect(deps, ctx, call, binding);
   }
@@ -126,9 +127,9 @@ async function settle(deps: ConnectionToolDeps, ctx: ToolContext, call: Connecti
   // just after it): the requirement is met; settle this one rather than wait for a second callback.
   if (await accessTokenFor(deps.vault, ctx.principal, call.provider)) {
     const settled = await settleConnectedFlow(broker, navigationId, ctx.principal);
-    if (settled?.status === 'REQUIREMENT_VERIFIED') return accept(deps, ctx, call, settled, binding, state);
+    if (settled?.status === State.REQUIREMENT_VERIFIED) return accept(deps, ctx, call, settled, binding, state);
   }
-  const verified = await broker.waits.run(ctx.principal, () => broker.signal.waitFor(navigationId, broker.retryWaitMs, async () => (await findNavigationById(broker.pool, navigationId))?.status === 'REQUIREMENT_VERIFIED'));
+  const verified = await broker.waits.run(ctx.principal, () => broker.signal.waitFor(navigationId, broker.retryWaitMs, async () => (await findNavigationById(broker.pool, navigationId))?.status === State.REQUIREMENT_VERIFIED));
   if (verified) return accept(deps, ctx, call, (await findNavigationById(broker.pool, navigationId))!, binding, state);
   // Still waiting for the user: state only, no new prompt (spec brief §4.3; the host may retry).
   const { token } = await deps.requestState.seal(binding, { navigationId, generation: state.generation + 1, ttlSeconds: ttlOf(broker, navigation) });

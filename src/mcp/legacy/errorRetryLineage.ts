@@ -1,12 +1,12 @@
 import type { BrokerDeps } from '../../broker/brokerDeps.js';
 import type { NavigationRecord } from '../../broker/navigationRecord.js';
 import { findLatestForOperation } from '../../broker/navigationRepo.js';
-import { nextState, openStates, verifiedStates } from '../../broker/navigationStates.js';
+import { acceptedStates, openStates, verifiedStates } from '../../broker/navigationStates.js';
 import { sameClient, type ConnectionCall } from '../connectionTool.js';
 import type { ToolContext } from '../defineTool.js';
 
 // The MRTR path keeps its own retries (requestState); a legacy call never joins an MRTR acceptance.
-const MRTR_ACCEPTED = nextState('REQUIREMENT_VERIFIED', 'mrtr_accept');
+const MRTR_ACCEPTED = acceptedStates.mrtr;
 
 /**
  * A legacy call carries no token of its own (design §2), so an identical

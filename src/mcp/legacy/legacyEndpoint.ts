@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Principal } from '../../auth/principal.js';
 import { findNavigationById } from '../../broker/navigationRepo.js';
+import { State } from '../../broker/navigationStates.js';
 import { invalidRequest, McpProtocolError, methodNotFound, tooManySessions, unknownSession } from '../../errors/toMcp.js';
 import type { Logger } from '../../shared/logger.js';
 import type { ToolContext } from '../defineTool.js';
@@ -167,7 +168,7 @@ function watchForCompletion(deps: LegacyEndpointDeps, session: LegacySession, da
     const watcher = new AbortController();
     session.watchers.set(elicitationId, watcher);
     void broker.signal
-      .waitFor(elicitationId, broker.navigationTtlSeconds * 1000, async () => (await findNavigationById(broker.pool, elicitationId))?.status === 'REQUIREMENT_VERIFIED', watcher.signal)
+      .waitFor(elicitationId, broker.navigationTtlSeconds * 1000, async () => (await findNavigationById(broker.pool, elicitationId))?.status === State.REQUIREMENT_VERIFIED, watcher.signal)
       .then((verified) => {
         if (!verified || watcher.signal.aborted || session.notified.has(elicitationId) || !session.stream) return;
         session.notified.add(elicitationId);
