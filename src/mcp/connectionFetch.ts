@@ -1,5 +1,6 @@
 import { AppError, UnavailableError } from '../errors/appError.js';
 import { UpstreamUnauthorizedError } from '../secrets/forgetConnection.js';
+import { memberAt } from '../oauth/conformers/responseFields.js';
 import { API_USER_AGENT } from '../oauth/upstreamAccount.js';
 import type { Fetch } from '../shared/httpClient.js';
 
@@ -18,6 +19,8 @@ export interface ConnectionInfo {
   /** What the provider granted, and the connection facts it returned (Slack `team.id`, Atlassian `cloudId`). */
   grantedScopes: readonly string[];
   metadata: Readonly<Record<string, string>>;
+  /** An answer besides HTTP 401 that means the token is dead (the provider entry's `deadTokenAnswer`). */
+  deadTokenAnswer?: { errorPath: string; values: readonly string[] } | undefined;
 }
 
 export interface ConnectionRequestInit {
@@ -77,8 +80,24 @@ export function connectionFetch(fetch: Fetch, connection: ConnectionInfo, access
       await response.body?.cancel().catch(() => undefined);
       throw new UnavailableError(`${connection.displayName} answered a redirect (HTTP ${response.status}), which is not followed.`, { expose: true });
     }
-    return response;
+    return connection.deadTokenAnswer ? refuseDeadToken(connection, connection.deadTokenAnswer, response) : response;
   };
+}
+
+/** The answer, read and handed on unchanged, unless it is the provider's way of saying the token is dead. */
+async function refuseDeadToken(connection: ConnectionInfo, rule: NonNullable<ConnectionInfo['deadTokenAnswer']>, response: Response): Promise<Response> {
+  if (!(response.headers.get('content-type') ?? '').toLowerCase().includes('json')) return response;
+  const text = await response.text();
+  let error: unknown;
+  try {
+    error = memberAt(JSON.parse(text), rule.errorPath);
+  } catch {
+    // not JSON after all: the tool reads it as it is
+  }
+  if (typeof error === 'string' && rule.values.includes(error)) {
+    throw new UpstreamUnauthorizedError(`${connection.displayName} refused the stored connection (${error}).`);
+  }
+  return new Response(text, { status: response.status, statusText: response.statusText, headers: response.headers });
 }
 
 /** The absolute URL for `path` below the connection's API base; throws ConnectionFetchRefusedError otherwise. */

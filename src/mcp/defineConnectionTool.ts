@@ -57,6 +57,7 @@ export function defineConnectionTool<S extends z.ZodObject>(spec: ConnectionTool
       account: { subject: stored?.upstreamSubject, name: stored?.upstreamName },
       grantedScopes: stored?.grantedScopes ?? [],
       metadata: stored?.metadata ?? {},
+      deadTokenAnswer: configured?.deadTokenAnswer,
     });
     return {
       tool: spec.name,

@@ -48,6 +48,8 @@ export interface Provider {
   connectionApiBase: CatalogEntry['connectionApiBase'];
   /** RFC 7009 revocation endpoint, where the provider has one. */
   revocationEndpoint: string | undefined;
+  /** An answer besides HTTP 401 that means the token is dead (Slack's `invalid_auth` in HTTP 200). */
+  deadTokenAnswer: CatalogEntry['deadTokenAnswer'];
 }
 
 const providerId = z.string().regex(/^[a-z][a-z0-9_-]{0,31}$/, 'must be a short lower-case identifier');
@@ -175,6 +177,7 @@ function fromIssuer(entry: unknown, options: { allowLoopback: boolean; env: Env 
       metadataCall: undefined,
       connectionApiBase: undefined,
       revocationEndpoint: undefined,
+      deadTokenAnswer: undefined,
     },
   };
 }
@@ -266,5 +269,6 @@ function toProvider(entry: ExpandedEntry, d: Deployment): Provider {
     metadataCall: entry.metadataCall,
     connectionApiBase: entry.connectionApiBase,
     revocationEndpoint: entry.revocationEndpoint,
+    deadTokenAnswer: entry.deadTokenAnswer,
   };
 }

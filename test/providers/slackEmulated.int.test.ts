@@ -4,6 +4,7 @@ import { UnavailableError } from '../../src/errors/appError.js';
 import { connectionFetch } from '../../src/mcp/connectionFetch.js';
 import { defineConnectionTool } from '../../src/mcp/defineConnectionTool.js';
 import { completeResult } from '../../src/mcp/defineTool.js';
+import { slack as slackCatalogEntry } from '../../src/providers/catalog/slack.js';
 import { UpstreamUnauthorizedError } from '../../src/secrets/forgetConnection.js';
 import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 import { elicitConnection, retryConnection, URL_CAPS } from '../support/connectFlow.js';
@@ -18,10 +19,9 @@ import type { BrowserResponse, TestBrowser } from '../support/testBrowser.js';
 // documented wire (test/support/emulators/slack.ts) standing in for slack.com:
 // the broker and the browser both reach it under Slack's real host.
 
-// Slack answers a dead token with HTTP 200 and `ok: false` (Web API, "Errors"), which the
-// bound fetch cannot tell from any other answer (it reconnects on HTTP 401 only): the tool
-// reads these errors and throws UpstreamUnauthorizedError itself.
-const DEAD_TOKEN_ERRORS = new Set(['invalid_auth', 'token_revoked', 'account_inactive', 'not_authed', 'token_expired']);
+// Slack answers a dead token with HTTP 200 and `ok: false` (Web API, "Errors"): the catalog
+// entry declares those answers (deadTokenAnswer), so the bound fetch treats them as a 401 and
+// the tool below never sees them.
 const SlackAnswer = z.discriminatedUnion('ok', [
   z.object({ ok: z.literal(true), messages: z.object({ total: z.number(), matches: z.array(z.object({ text: z.string(), channel: z.object({ name: z.string() }) })) }) }),
   z.object({ ok: z.literal(false), error: z.string() }),
@@ -39,10 +39,7 @@ const slackSearch = defineConnectionTool({
   async perform({ input, fetch }) {
     const response = await fetch('/search.messages', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ query: input.query }).toString() });
     const answer = SlackAnswer.parse(await response.json());
-    if (!answer.ok) {
-      if (DEAD_TOKEN_ERRORS.has(answer.error)) throw new UpstreamUnauthorizedError(`Slack refused the stored connection (${answer.error}).`);
-      throw new UnavailableError(`Slack refused the search (${answer.error}).`, { expose: true });
-    }
+    if (!answer.ok) throw new UnavailableError(`Slack refused the search (${answer.error}).`, { expose: true });
     return { total: answer.messages.total, matches: answer.messages.matches.map((m) => `#${m.channel.name}: ${m.text}`) };
   },
   render: (outcome) => completeResult(`Found ${String(outcome['total'])} messages.`, outcome),
@@ -208,13 +205,19 @@ describe('Slack (catalog entry) against an emulator on slack.com', () => {
     expect((await emulated.query('SELECT event, evidence FROM navigation_events WHERE navigation_id = $1 ORDER BY id DESC LIMIT 1', [flow.id]))[0]).toMatchObject({ event: 'provider_refused', evidence: { error: 'access_denied' } });
   });
 
-  it('hands the tool Slack\'s dead-token answer as HTTP 200: the bound fetch alone does not tell it from success', async () => {
+  it('reads Slack\'s dead-token answer (HTTP 200, ok: false, token_revoked) as the provider refusing the token, as the entry declares; other answers pass unchanged', async () => {
     const [token] = slack.tokensOf('alice');
+    const info = { provider: 'slack', displayName: 'Slack', apiBase: 'https://slack.com/api', scopes: [], apiHeaders: {}, account: { subject: undefined, name: undefined }, grantedScopes: [], metadata: {}, deadTokenAnswer: slackCatalogEntry.deadTokenAnswer };
+    const fetch = connectionFetch(mapHosts(stack.fetch, { 'slack.com': slack.origin }), info, token!.user);
+    const search = () => fetch('/search.messages', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'query=x' });
+    const live = await search();
+    expect(live.status).toBe(200);
+    expect(await live.json()).toMatchObject({ ok: true });
     slack.revokeTokensOf('alice');
-    const fetch = connectionFetch(mapHosts(stack.fetch, { 'slack.com': slack.origin }), { provider: 'slack', displayName: 'Slack', apiBase: 'https://slack.com/api', scopes: [], apiHeaders: {}, account: { subject: undefined, name: undefined }, grantedScopes: [], metadata: {} }, token!.user);
-    const response = await fetch('/search.messages', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'query=x' });
-    expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ ok: false, error: 'token_revoked' });
+    await expect(search()).rejects.toBeInstanceOf(UpstreamUnauthorizedError);
+    // Without the declaration the same answer reaches the tool as a plain HTTP 200.
+    const undeclared = await connectionFetch(mapHosts(stack.fetch, { 'slack.com': slack.origin }), { ...info, deadTokenAnswer: undefined }, token!.user)('/search.messages', { method: 'POST', body: 'query=x' });
+    expect(await undeclared.json()).toEqual({ ok: false, error: 'token_revoked' });
   });
 
   it('forgets the connection when Slack answers token_revoked, records it, and asks to connect again', async () => {

@@ -75,6 +75,14 @@ const ConnectionApiBaseSchema = z.strictObject({
   allowedHostSuffixes: z.array(z.string().regex(/^\.[a-z0-9.-]+$/, 'must start with a dot')).min(1),
 });
 
+// An API answer that means the stored token is dead although its status is
+// not 401 (Slack: HTTP 200 `{"ok": false, "error": "invalid_auth"}`): the
+// member at `errorPath` of a JSON body holding one of `values`.
+const DeadTokenAnswerSchema = z.strictObject({
+  errorPath: memberPath,
+  values: z.array(z.string().regex(/^[a-z_]{1,64}$/)).min(1).max(20),
+});
+
 export const CatalogEntrySchema = z
   .strictObject({
     id: z.string().regex(/^[a-z][a-z0-9_-]{0,31}$/, 'must be a short lower-case identifier'),
@@ -119,6 +127,8 @@ export const CatalogEntrySchema = z
     metadataCall: MetadataCallSchema.optional(),
     /** Headers sent on every API call (API version pins). */
     apiHeaders: z.record(z.string().regex(/^[A-Za-z][A-Za-z0-9-]*$/), z.string().min(1).max(200)).default({}),
+    /** Answers besides HTTP 401 that mean the token is dead: the connection is forgotten and the user asked again. */
+    deadTokenAnswer: DeadTokenAnswerSchema.optional(),
     /** `jwt` only where access tokens are JWTs meant for an audience check; otherwise the broker treats them as opaque. */
     accessTokenFormat: z.enum(['opaque', 'jwt']).default('opaque'),
   })

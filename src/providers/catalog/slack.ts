@@ -11,6 +11,10 @@ import type { CatalogEntryInput } from './catalogEntry.js';
 // - `ok: false` inside HTTP 200 and `token_type: "bot"` at the top level are
 //   handled by the `slack` conformer. Revocation is `auth.revoke` with the
 //   token as bearer, not RFC 7009.
+// - Web API methods answer HTTP 200 with `ok: false` and an `error`; a dead
+//   token is `not_authed`, `invalid_auth`, `account_inactive`,
+//   `token_revoked` or `token_expired` (the common errors of every method,
+//   e.g. https://docs.slack.dev/reference/methods/auth.test).
 export const slack: CatalogEntryInput = {
   id: 'slack',
   displayName: 'Slack',
@@ -25,4 +29,5 @@ export const slack: CatalogEntryInput = {
   scopeSeparator: ',',
   conformer: 'slack',
   apiBase: 'https://slack.com/api',
+  deadTokenAnswer: { errorPath: 'error', values: ['not_authed', 'invalid_auth', 'account_inactive', 'token_revoked', 'token_expired'] },
 };
