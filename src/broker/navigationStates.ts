@@ -108,10 +108,6 @@ export function nextState(from: NavigationState, event: NavigationEvent): Naviga
 /** States with no outgoing edge: derived from the table, never listed twice. */
 export const terminalStates: ReadonlySet<NavigationState> = new Set(navigationStates.filter((s) => !transitions.some((t) => t.from === s)));
 
-export function isTerminal(state: NavigationState): boolean {
-  return terminalStates.has(state);
-}
-
 /** Whether the event is allowed from the state (for callers that branch rather than throw). */
 export function canTransition(from: NavigationState, event: NavigationEvent): boolean {
   return transitions.some((t) => t.from === from && t.event === event);

@@ -22,8 +22,3 @@ export async function claimNonce(db: Queryable, claim: NonceClaim): Promise<bool
   );
   return rowCount === 1;
 }
-
-export async function findNonceOutcome(db: Queryable, nonceDigest: Buffer): Promise<string | undefined> {
-  const { rows } = await db.query<{ outcome: string }>('SELECT outcome FROM mrtr_nonces WHERE nonce_digest = $1', [nonceDigest]);
-  return rows[0]?.outcome;
-}

@@ -32,10 +32,6 @@ export async function storeTokens(tx: Queryable, deps: Pick<TokenVaultDeps, 'box
   if (tokens.refreshToken) await write('refresh_token', tokens.refreshToken, undefined);
 }
 
-export async function isConnected(deps: Pick<TokenVaultDeps, 'pool'>, subject: Principal, provider: string): Promise<boolean> {
-  return (await findSecrets(deps.pool, subject, provider)).some((s) => s.kind === 'access_token' || s.kind === 'refresh_token');
-}
-
 /**
  * A usable access token for (subject, provider), or undefined when the user
  * must connect (again). An expired token is refreshed once at a time: the

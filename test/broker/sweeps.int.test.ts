@@ -7,12 +7,17 @@ import { NONCE_GRACE_MS } from '../../src/broker/sweepRepo.js';
 import { sweepOnce } from '../../src/broker/sweeps.js';
 import { withTransaction } from '../../src/db/transaction.js';
 import { findEntries } from '../../src/ledger/ledgerRepo.js';
-import { claimNonce, findNonceOutcome } from '../../src/mcp/mrtrNonceRepo.js';
+import { claimNonce } from '../../src/mcp/mrtrNonceRepo.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { navigationFixture } from '../support/navigationFixture.js';
 import { createTestDb, type TestDb } from '../support/testDb.js';
 
 const logger = createLogger({ level: 'silent' });
+
+/** The outcome a claimed nonce's row records, read from the table; undefined once the row is gone. */
+async function findNonceOutcome(pool: TestDb['pool'], digest: Buffer): Promise<string | undefined> {
+  return (await pool.query<{ outcome: string }>('SELECT outcome FROM mrtr_nonces WHERE nonce_digest = $1', [digest])).rows[0]?.outcome;
+}
 
 async function seed(db: TestDb, status: NavigationState, expiresInMs: number): Promise<string> {
   const now = new Date();
