@@ -138,6 +138,20 @@ const cases: Case[] = [
     ),
   },
   { fixture: 'salesforce-invalid-grant', conformer: 'salesforce', source: 'Salesforce: Web Server Flow', expected: refused('invalid_grant', 'authentication failure') },
+  // Microsoft identity platform, "OAuth 2.0 authorization code flow" https://learn.microsoft.com/en-us/entra/identity-platform/v2-oauth2-auth-code-flow
+  // (an ID token only with openid, issued by the user's tenant: dropped; ext_expires_in from …/v2-oauth2-client-creds-grant-flow; Entra's error members)
+  {
+    fixture: 'microsoft-v2-code-openid',
+    conformer: 'microsoft',
+    source: 'Microsoft: authorization code flow',
+    expected: bearer({ access_token: 'EwBfixture-entra-access-token-0010', expires_in: 3599, refresh_token: 'M.R3_BAY.fixture-entra-refresh-token-0010', scope: 'openid profile offline_access User.Read' }),
+  },
+  {
+    fixture: 'microsoft-invalid-grant',
+    conformer: 'microsoft',
+    source: 'Microsoft: authorization code flow',
+    expected: refused('invalid_grant', 'AADSTS70008: The provided authorization code or refresh token has expired due to inactivity. Trace ID: 0000aaaa-11bb-cccc-dd22-eeeeee333333 Correlation ID: aaaa0000-bb11-2222-33cc-444444dddddd Timestamp: 2016-01-09 02:02:12Z'),
+  },
 ];
 
 describe('token-response conformers on documented answers', () => {
@@ -178,7 +192,7 @@ describe('token-response conformers on documented answers', () => {
   });
 
   it('the registry is the one table: every name resolves, and nothing else is a name', () => {
-    expect([...conformerNames].sort()).toEqual(['github', 'notion', 'salesforce', 'slack', 'slack-bot', 'standard']);
+    expect([...conformerNames].sort()).toEqual(['github', 'microsoft', 'notion', 'salesforce', 'slack', 'slack-bot', 'standard']);
     for (const name of conformerNames) expect(typeof conformerFor(name)).toBe('function');
     for (const name of ['__proto__', 'toString', 'constructor', 'hasOwnProperty', 'Slack', '']) expect(isConformerName(name)).toBe(false);
   });

@@ -1,5 +1,6 @@
 import type { Conformer } from './conformer.js';
 import { github } from './github.js';
+import { microsoft } from './microsoft.js';
 import { notion } from './notion.js';
 import { salesforce } from './salesforce.js';
 import { slack, slackBot } from './slack.js';
@@ -14,6 +15,7 @@ const conformers = {
   'slack-bot': slackBot,
   notion,
   salesforce,
+  microsoft,
 } as const satisfies Record<string, Conformer>;
 
 export type ConformerName = keyof typeof conformers;

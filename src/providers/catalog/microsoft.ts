@@ -9,7 +9,12 @@ import type { CatalogEntryInput } from './catalogEntry.js';
 // - The signed-in user is `GET https://graph.microsoft.com/v1.0/me` → `id`:
 //   https://learn.microsoft.com/en-us/graph/api/user-get
 // - Entra refuses the RFC 8707 `resource` parameter beside v2 scopes
-//   (AADSTS9010010) (from the research notes, not re-checked).
+//   (AADSTS9010010 as users report it; the error-code reference,
+//   https://learn.microsoft.com/en-us/entra/identity-platform/reference-error-codes,
+//   lists AADSTS901002 "The 'resource' request parameter isn't supported").
+// - With `openid` among the scopes the token answer adds an ID token issued by
+//   the user's tenant, which this entry cannot check: the `microsoft`
+//   conformer drops it (src/oauth/conformers/microsoft.ts).
 // - Kept `oauth2`, not `oidc`: the `common` issuer is tenant-templated, so its
 //   discovery document cannot be checked against one issuer. Graph tokens are
 //   not for the client to verify, so they are treated as opaque.
@@ -26,6 +31,7 @@ export const microsoft: CatalogEntryInput = {
   identity: { from: 'call', method: 'GET', url: 'https://graph.microsoft.com/v1.0/me', subjectPath: 'id', namePath: 'userPrincipalName' },
   clientAuth: 'client_secret_post',
   pkce: true,
+  conformer: 'microsoft',
   defaultScopes: ['offline_access', 'User.Read'],
   apiBase: 'https://graph.microsoft.com/v1.0',
 };
