@@ -1,5 +1,6 @@
 import type { Pool, PoolClient, Queryable } from '../db/pool.js';
 import type { Logger } from '../shared/logger.js';
+import { singleFlight } from '../shared/singleFlight.js';
 
 const CHANNEL = 'navigation_verified';
 
@@ -24,14 +25,13 @@ export function createCompletionSignal(pool: Pool, logger: Logger): CompletionSi
   const waiters = new Map<string, Set<() => void>>();
   let client: PoolClient | undefined;
   let closed = false;
-  let connecting: Promise<void> | undefined;
 
   const wakeAll = () => {
     for (const set of waiters.values()) for (const wake of set) wake();
   };
 
-  const connect = (): Promise<void> => {
-    connecting ??= (async () => {
+  const connect = singleFlight(
+    async () => {
       const c = await pool.connect();
       c.on('notification', (message) => {
         if (message.channel === CHANNEL && message.payload) for (const wake of waiters.get(message.payload) ?? []) wake();
@@ -39,7 +39,7 @@ export function createCompletionSignal(pool: Pool, logger: Logger): CompletionSi
       c.on('error', (err) => {
         logger.warn({ err }, 'completion listener lost its connection; reconnecting');
         client = undefined;
-        connecting = undefined;
+        connect.reset();
         c.release(err);
         // A signal sent while nobody listens is lost: listen again, then every waiter checks once more.
         if (!closed) connect().catch((e: unknown) => logger.warn({ err: e }, 'completion listener could not reconnect; waiters re-check when they time out')).finally(wakeAll);
@@ -50,12 +50,9 @@ export function createCompletionSignal(pool: Pool, logger: Logger): CompletionSi
         return;
       }
       client = c;
-    })().catch((err: unknown) => {
-      connecting = undefined;
-      throw err;
-    });
-    return connecting;
-  };
+    },
+    { keepResult: true },
+  );
 
   return {
     async notify(tx, navigationId) {

@@ -6,6 +6,7 @@ import { ACCESS_TOKEN_ALGORITHMS, ACCESS_TOKEN_REQUIRED_CLAIMS, checkAccessToken
 import { checkUrl } from '../security/urlPolicy.js';
 import type { Clock } from '../shared/clock.js';
 import { strictFetch, type Fetch } from '../shared/httpClient.js';
+import { singleFlight } from '../shared/singleFlight.js';
 
 export interface BearerVerifierOptions {
   issuer: string;
@@ -56,14 +57,7 @@ const NO_CLAIMS: Readonly<Record<string, unknown>> = Object.freeze({});
 /** The verifier behind createBearerVerifier, returning the verified claims too. */
 export function createClaimsVerifier(options: BearerVerifierOptions): ClaimsVerifier {
   checkUrl(options.issuer, { allowLoopback: options.allowLoopback }, 'MCP token issuer');
-  let jwks: Promise<JWTVerifyGetKey> | undefined;
-  const keys = (): Promise<JWTVerifyGetKey> => {
-    jwks ??= discoverJwks(options).catch((err: unknown) => {
-      jwks = undefined;
-      throw err;
-    });
-    return jwks;
-  };
+  const keys = singleFlight(() => discoverJwks(options), { keepResult: true });
   const verified = new Map<string, { principal: Principal; clientId: string | undefined; claims: Readonly<Record<string, unknown>>; exp: number }>();
 
   return async (authorization) => {

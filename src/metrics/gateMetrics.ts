@@ -4,6 +4,7 @@ import type { Queryable } from '../db/pool.js';
 import { evaluateGates } from '../ledger/gates.js';
 import { findGateFigures, type GateFigures } from '../ledger/ledgerQueriesRepo.js';
 import type { Logger } from '../shared/logger.js';
+import { singleFlight } from '../shared/singleFlight.js';
 
 // Seed 001's release gates (the figures `broker ledger gates` prints), as
 // gauges. Computed at scrape time at most once per `cacheMs`, so a scrape
@@ -27,34 +28,24 @@ export type GateFiguresReader = () => Promise<{ figures: GateFigures; at: Date }
  */
 export function cachedGateFigures(deps: Pick<GateMetricsDeps, 'pool' | 'cacheMs' | 'now'>): GateFiguresReader {
   let last: { figures: GateFigures; at: Date } | undefined;
-  let inflight: Promise<{ figures: GateFigures; at: Date }> | undefined;
-  return () => {
-    if (last && deps.now() - last.at.getTime() < deps.cacheMs) return Promise.resolve(last);
-    return (inflight ??= findGateFigures(deps.pool)
-      .then((figures) => (last = { figures, at: new Date(deps.now()) }))
-      .finally(() => {
-        inflight = undefined;
-      }));
-  };
+  const read = singleFlight(() => findGateFigures(deps.pool).then((figures) => (last = { figures, at: new Date(deps.now()) })), { keepResult: false });
+  return () => (last && deps.now() - last.at.getTime() < deps.cacheMs ? Promise.resolve(last) : read());
 }
 
 /** Registers the gauges over the shared read; returns what refreshes them. */
 export function registerGateMetrics(registry: Registry, deps: Pick<GateMetricsDeps, 'logger' | 'collectFailed'> & { read: GateFiguresReader }): () => Promise<void> {
   // Every gauge collects through this; one scrape is one read and, if it fails, one counted failure.
-  let inflight: Promise<void> | undefined;
-  const refresh = (): Promise<void> =>
-    (inflight ??= deps
-      .read()
-      .then(
+  const refresh = singleFlight(
+    () =>
+      deps.read().then(
         ({ figures }) => apply(figures),
         (err: unknown) => {
           deps.logger.warn({ err }, 'metrics: reading the gate figures failed; serving the last figures');
           deps.collectFailed('gates');
         },
-      )
-      .finally(() => {
-        inflight = undefined;
-      }));
+      ),
+    { keepResult: false },
+  );
   const gauge = <L extends string = never>(name: string, help: string, labelNames: readonly L[] = []) =>
     new Gauge<L>({ name: `broker_gate_${name}`, help: `${help} Cluster-wide: use max(), not sum().`, labelNames, registers: [registry], collect: refresh });
 

@@ -3,6 +3,7 @@ import { State } from '../broker/navigationStates.js';
 import type { Queryable } from '../db/pool.js';
 import type { Logger } from '../shared/logger.js';
 import { countTransitions, findCompletionLatencyBuckets, findLedgerHead, type LatencyBucket } from './ledgerMetricsRepo.js';
+import { singleFlight } from '../shared/singleFlight.js';
 
 // Flow figures derived from the append-only ledger at scrape time, so they are
 // exact and survive restarts: the first scrape of a process counts the whole
@@ -26,17 +27,15 @@ export interface LedgerMetricsDeps {
 /** Registers the instruments; returns the (single-flight) read that brings them up to date. */
 export function registerLedgerMetrics(registry: Registry, deps: LedgerMetricsDeps): () => Promise<void> {
   let counted = 0; // the last chain_seq included in the figures below
-  let inflight: Promise<void> | undefined;
   // Both instruments are filled by one read; a scrape waits for it whichever it asks first.
-  const sync = (): Promise<void> =>
-    (inflight ??= catchUp()
-      .catch((err: unknown) => {
+  const sync = singleFlight(
+    () =>
+      catchUp().catch((err: unknown) => {
         deps.logger.warn({ err }, 'metrics: reading the ledger failed; serving the last figures');
         deps.collectFailed('ledger');
-      })
-      .finally(() => {
-        inflight = undefined;
-      }));
+      }),
+    { keepResult: false },
+  );
 
   const transitions = new Counter({
     name: 'broker_flow_transitions_total',

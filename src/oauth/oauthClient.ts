@@ -5,6 +5,7 @@ import { strictFetch, type Fetch } from '../shared/httpClient.js';
 import type { Secret } from '../shared/secret.js';
 import type { Conformer, TokenExtras } from './conformers/conformer.js';
 import { oauthErrorHandler } from './oauthErrors.js';
+import { singleFlight } from '../shared/singleFlight.js';
 
 // The only importer of openid-client (style.md B7.1). The rest of the app sees
 // these types, never openid-client's.
@@ -312,23 +313,19 @@ export interface OidcClientOptions extends ServerOptions {
 export function createOidcClient(options: OidcClientOptions): OidcClient {
   const policy = { allowLoopback: options.allowLoopback };
   checkUrl(options.issuer, policy, 'OIDC issuer');
-  let server: Promise<OAuthServer> | undefined;
-  const discover = (): Promise<OAuthServer> => {
-    server ??= discoverServer(options)
-      .then((discovered) => {
+  // Lazy, and tried again after a failure (the next request).
+  const discover = singleFlight(
+    () =>
+      discoverServer(options).then((discovered) => {
         const m = discovered.metadata();
         const endpoints = { authorization_endpoint: m.authorizationEndpoint ?? '', token_endpoint: m.tokenEndpoint ?? '', userinfo_endpoint: m.userinfoEndpoint, jwks_uri: m.jwksUri };
         for (const [name, value] of Object.entries(endpoints)) {
           if (value !== undefined) policyChecked(value, policy, `the ${options.issuer} ${name}`);
         }
         return discovered;
-      })
-      .catch((err: unknown) => {
-        server = undefined; // the next request tries again
-        throw err;
-      });
-    return server;
-  };
+      }),
+    { keepResult: true },
+  );
   return {
     async ready() {
       await discover();

@@ -4,6 +4,7 @@ import type { Provider } from '../providers/providerConfig.js';
 import { ACCESS_TOKEN_ALGORITHMS, ACCESS_TOKEN_REQUIRED_CLAIMS } from '../security/accessTokenPolicy.js';
 import { checkUrl } from '../security/urlPolicy.js';
 import { strictFetch, type Fetch } from '../shared/httpClient.js';
+import { singleFlight } from '../shared/singleFlight.js';
 import { conformerFor } from './conformers/registry.js';
 import { connectProviderServer, MAX_AUTH_RESPONSE_BYTES, type AuthorizationChecks, type OAuthServer, type ServerTokens } from './oauthClient.js';
 import { tokenAnswerPaths, upstreamConnectionOf, type UpstreamConnection } from './upstreamAccount.js';
@@ -48,9 +49,9 @@ export function createProviderClient(provider: Provider, options: { fetch: Fetch
   const hostOf = (configured: string | undefined) => new URL(configured ?? provider.issuer ?? '').host;
   const policyFor = (configured: string | undefined) => ({ allowLoopback: options.allowLoopback, expectedHost: hostOf(configured) });
   const authorizePolicy = policyFor(provider.authorizationEndpoint);
-  let server: Promise<{ oauth: OAuthServer; jwks: JWTVerifyGetKey | undefined }> | undefined;
-  const ready = () => {
-    server ??= connectProviderServer({
+  // Metadata loaded once, lazily; a failure is tried again on the next call.
+  const connect = async (): Promise<{ oauth: OAuthServer; jwks: JWTVerifyGetKey | undefined }> => {
+    const oauth = await connectProviderServer({
       server:
         provider.kind === 'oidc' || provider.metadataDiscovery
           ? { discover: provider.issuer ?? '', algorithm: provider.kind }
@@ -61,23 +62,17 @@ export function createProviderClient(provider: Provider, options: { fetch: Fetch
       fetch: options.fetch,
       conformer: conformerFor(provider.conformer),
       keepExtras: tokenAnswerPaths(provider),
-    })
-      .then((oauth) => {
-        const metadata = oauth.metadata();
-        checkUrl(metadata.authorizationEndpoint ?? '', authorizePolicy, `${provider.id} authorization_endpoint`);
-        checkUrl(metadata.tokenEndpoint ?? '', policyFor(provider.tokenEndpoint), `${provider.id} token_endpoint`);
-        if (provider.audience === undefined) return { oauth, jwks: undefined };
-        checkUrl(metadata.jwksUri ?? '', policyFor(undefined), `${provider.id} jwks_uri`);
-        const fetchKeys = strictFetch(options.fetch, { maxBytes: MAX_AUTH_RESPONSE_BYTES });
-        const jwks = createRemoteJWKSet(new URL(metadata.jwksUri ?? ''), { [joseCustomFetch]: (url, init) => fetchKeys(url, init as RequestInit) });
-        return { oauth, jwks };
-      })
-      .catch((err: unknown) => {
-        server = undefined;
-        throw err;
-      });
-    return server;
+    });
+    const metadata = oauth.metadata();
+    checkUrl(metadata.authorizationEndpoint ?? '', authorizePolicy, `${provider.id} authorization_endpoint`);
+    checkUrl(metadata.tokenEndpoint ?? '', policyFor(provider.tokenEndpoint), `${provider.id} token_endpoint`);
+    if (provider.audience === undefined) return { oauth, jwks: undefined };
+    checkUrl(metadata.jwksUri ?? '', policyFor(undefined), `${provider.id} jwks_uri`);
+    const fetchKeys = strictFetch(options.fetch, { maxBytes: MAX_AUTH_RESPONSE_BYTES });
+    const jwks = createRemoteJWKSet(new URL(metadata.jwksUri ?? ''), { [joseCustomFetch]: (url, init) => fetchKeys(url, init as RequestInit) });
+    return { oauth, jwks };
   };
+  const ready = singleFlight(connect, { keepResult: true });
 
   async function toProviderTokens(tokens: ServerTokens, jwks: JWTVerifyGetKey | undefined): Promise<ProviderTokens> {
     if (jwks && provider.audience !== undefined) {
