@@ -2,17 +2,17 @@ import { readFileSync } from 'node:fs';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-// House rules (style.md B2.8): each one is a review catch made mechanical.
+// House rules: each one is a review catch made mechanical.
 const restrictedEnv = {
   selector: "MemberExpression[object.name='process'][property.name='env']",
   message: 'Read configuration through src/config/config.ts (loadConfig), not process.env.',
 };
 const noInsecureRequests = {
   selector: "Identifier[name='allowInsecureRequests']",
-  message: 'TLS and https are never switched off (design §9).',
+  message: 'TLS and https are never switched off: trust the CA instead (TLS_CA_FILE).',
 };
 
-// One source for navigation states (style.md B5.1): outside the state machine's module, code names a
+// One source for navigation states: outside the state machine's module, code names a
 // state through its exports (State.EXPIRED, openStates, …) and SQL takes states as parameters, so no
 // list typed elsewhere can miss a state the table gains. The names are read from the module itself.
 export const navigationStatesModule = 'src/broker/navigationStates.ts';

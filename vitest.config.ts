@@ -1,6 +1,6 @@
 import { defineConfig } from 'vitest/config';
 
-// Two tiers, told apart by file name (style.md B11.1): unit tests do no I/O;
+// Two tiers, told apart by file name (`*.test.ts`, `*.int.test.ts`): unit tests do no I/O;
 // integration tests use real Postgres (embedded, or DATABASE_URL), real HTTPS
 // servers on port 0 and real OAuth servers. Network is off in both except
 // loopback (test/support/setupNetwork.ts).

@@ -28,7 +28,7 @@ type Closer = { name: string; close: () => Promise<void> };
 
 const RECONCILE_GRACE_MS = 60_000;
 
-// The composition root (style.md B1): the only file that builds real infrastructure.
+// The composition root: the only file that builds real infrastructure; everything else gets it passed in.
 async function main(config: Readonly<Config>, logger: Logger, closers: Closer[]): Promise<void> {
   const dev = config.mode !== 'production';
   // Configured providers are checked before anything starts: a bad entry stops start-up at once.

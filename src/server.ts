@@ -59,7 +59,7 @@ export interface ServerDeps extends Omit<AppDeps, 'logins' | 'mcp' | 'broker' | 
 
 export interface BrokerServer {
   listener: RequestListener;
-  /** The reconcile sweep: re-drives accepted operations whose outcome is unknown (issue #6 item 7). */
+  /** The reconcile sweep: re-drives accepted operations whose outcome is unknown, with the receipt id as idempotency key. */
   reconcile(graceMs: number, batch: number): Promise<{ redriven: number; waiting: number }>;
   /** Stops what the server holds open (legacy sessions and their streams, the completion listener). */
   close(): Promise<void>;

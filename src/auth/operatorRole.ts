@@ -1,4 +1,4 @@
-/** Who is an operator (issue #6 item 2): a role inside a claim of the IdP's tokens. */
+/** Who is an operator: a role inside a claim of the IdP's tokens, for the pages and the CLI alike. */
 export interface OperatorPolicy {
   /** The claim holding roles; dotted for a nested claim (Keycloak: realm_access.roles). */
   roleClaim: string;

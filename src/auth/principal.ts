@@ -1,4 +1,4 @@
-/** An authenticated identity: the (issuer, subject) pair of a verified token or sign-in (design §3). */
+/** An authenticated identity: the (issuer, subject) pair of a verified token or sign-in; never clientInfo or arguments. */
 export interface Principal {
   iss: string;
   sub: string;

@@ -21,7 +21,7 @@ export interface OriginalOperation {
   jsonrpcId?: string;
   /** -32042 lineage: the retry generation. */
   retryGeneration?: number;
-  /** The operation's parsed arguments, kept sealed so an unknown outcome can be re-driven (issue #6). */
+  /** The operation's parsed arguments, kept sealed so an unknown outcome can be re-driven (broker/redrive.ts). */
   arguments: Record<string, unknown>;
   /** The OAuth client the principal calls through: only the client that started a flow finishes its operation. */
   clientId: string | undefined;
@@ -30,13 +30,13 @@ export interface OriginalOperation {
 /** The additional data binding an operation's sealed arguments to its receipt. */
 export const argumentsAad = (operationKey: string): string => `operation-arguments\n${operationKey}`;
 
-/** The key that makes an acceptance unique across lineages and instances (design §4, operation_receipts). */
+/** The key that makes an acceptance unique across lineages and instances (UNIQUE in operation_receipts). */
 export function operationKey(op: Pick<OriginalOperation, 'principal' | 'tool' | 'requestDigest' | 'navigationId'>): string {
   return createHash('sha256').update(JSON.stringify([op.principal.iss, op.principal.sub, op.tool, op.requestDigest, op.navigationId])).digest('hex');
 }
 
 /**
- * The single point where an original operation is accepted (design §6). In
+ * The single point where an original operation is accepted (docs/architecture.md). In
  * one transaction: the navigation, locked, must be REQUIREMENT_VERIFIED for
  * this principal and this operation; the receipt is inserted under its unique
  * key; the navigation moves to the lineage's accepted state with its ledger
@@ -53,9 +53,9 @@ export async function acceptOriginalOperation(deps: BrokerDeps, op: OriginalOper
     const existing = await findReceiptByKey(tx, key);
     if (existing) return { receipt: existing, created: false };
     if (navigation.status !== State.REQUIREMENT_VERIFIED) throw new ConflictError(`This operation cannot be accepted while the connection is ${navigation.status}.`);
-    // The lineages cannot be swapped: a navigation is accepted only on the path that started it (seed 001).
+    // The lineages cannot be swapped: a navigation is accepted only on the path that started it.
     if (navigation.lineage !== op.lineage) throw new ConflictError(`This connection flow belongs to the ${navigation.lineage} lineage, not ${op.lineage}.`);
-    // A high-risk operation is accepted only after an operator approved it (issue #6 item 8).
+    // A high-risk operation is accepted only after an operator approved it (broker/approvals.ts).
     if (!(await isApproved(deps, tx, navigation))) throw new ConflictError('This operation is waiting for an operator\'s approval.');
     const now = deps.clock.now();
     const { receipt, created } = await insertReceiptOnce(tx, {

@@ -10,9 +10,9 @@ import type { NavigationRecord } from './navigationRecord.js';
 import { findNavigationById, lockNavigation } from './navigationRepo.js';
 import { State } from './navigationStates.js';
 
-// The approval queue (issue #6 item 8, seed 001: "a manual approval queue takes
-// high-risk confirmations"). A verified operation of a high-risk tool or
-// provider is held before acceptOriginalOperation until an operator decides.
+// The approval queue: a manual queue takes high-risk confirmations. A verified
+// operation of a high-risk tool or provider is held before
+// acceptOriginalOperation until an operator decides.
 
 export type ApprovalGate = { kind: 'go' } | { kind: 'pending'; approval: Approval } | { kind: 'rejected'; approval: Approval };
 

@@ -80,7 +80,7 @@ export async function consentToConnect(deps: BrokerDeps, handle: string, browser
   const now = deps.clock.now();
   const stateDigest = digestOf(authorization.state);
   await withTransaction(deps.pool, async (tx) => {
-    // The kill switch (issue #6 item 6) also stops links issued before it: nobody is sent to a provider.
+    // The kill switch also stops links issued before it: nobody is sent to a provider.
     const paused = await readSwitchHoldingPause(tx, URL_ELICITATION_PAUSED);
     if (paused?.engaged) throw new UnavailableError(`Connecting is paused by the operator (${paused.reason}). Nothing was sent to the provider; try again later.`, { expose: true });
     let navigation = await lockNavigation(tx, found.id);

@@ -14,7 +14,7 @@ export const RedirectPolicySchema = z.strictObject({
 });
 export type RedirectPolicy = z.infer<typeof RedirectPolicySchema>;
 
-/** elicitationNavigation.v1 (seed 001, design §4). */
+/** elicitationNavigation.v1: one row of elicitation_navigations (docs/architecture.md, Data). */
 export interface NavigationRecord {
   id: string;
   recordVersion: 'elicitationNavigation.v1';

@@ -1,8 +1,9 @@
 import { InvalidTransitionError } from '../errors/appError.js';
 import type { Lineage } from './navigationRecord.js';
 
-// The navigation state machine of seed 001 plus the MRTR branch (design §5),
-// as data. This is the only module that names states or decides transitions;
+// The navigation state machine (docs/architecture.md) as data, with the
+// migrations' CHECK on elicitation_navigations.status holding the same states.
+// This is the only module that names states or decides transitions;
 // everything else asks nextState().
 
 export const navigationStates = [
@@ -46,8 +47,8 @@ export const navigationEvents = [
   'client_retry',
   'retry_accept',
   'mrtr_accept',
-  'operator_close', // an operator ended a flow nobody will finish (issue #6 recovery)
-  'operator_reject', // an operator rejected a held high-risk operation (issue #6 approval queue)
+  'operator_close', // an operator ended a flow nobody will finish (a recovery action)
+  'operator_reject', // an operator rejected a held high-risk operation (the approval queue)
   'connection_present', // the principal holds a verified connection to the provider: another flow verified it, or it existed already
 ] as const;
 export type NavigationEvent = (typeof navigationEvents)[number];
@@ -80,7 +81,7 @@ export const transitions: readonly Transition[] = [
   { from: 'ERROR_RETRY_ELIGIBLE', event: 'client_retry', to: 'OPTIONAL_CLIENT_RETRY' },
   { from: 'OPTIONAL_CLIENT_RETRY', event: 'retry_accept', to: 'RETRY_RESPONSE_ACCEPTED' },
   { from: 'REQUIREMENT_VERIFIED', event: 'mrtr_accept', to: 'MRTR_RETRY_ACCEPTED' },
-  // Operators (issue #6): any flow still waiting for someone can be marked terminal; a verified
+  // Operators: any flow still waiting for someone can be marked terminal; a verified
   // operation of a high-risk tool waits for approval and a rejection ends it.
   { from: 'CREATED', event: 'operator_close', to: 'EXPIRED' },
   { from: 'USER_REVIEW', event: 'operator_close', to: 'EXPIRED' },

@@ -49,7 +49,7 @@ const fromRow = (r: Row): OperationReceipt => ({
 
 /**
  * Inserts the receipt unless one exists for the key; returns the receipt that is now recorded and
- * whether it is new. `sealedArguments` keeps the operation's arguments for a re-drive (issue #6).
+ * whether it is new. `sealedArguments` keeps the operation's arguments for a re-drive (redrive.ts).
  */
 export async function insertReceiptOnce(
   db: Queryable,

@@ -10,7 +10,7 @@ import { canTransition, openStates, State } from './navigationStates.js';
 import { findReceiptById, findReceiptByNavigation, findSealedArguments, markRedriveDue, type OperationReceipt } from './receiptRepo.js';
 import { startNavigation } from './startNavigation.js';
 
-// Operators' recovery actions (issue #6 item 5). Each needs a reason and an
+// Operators' recovery actions. Each needs a reason and an
 // actor, moves flows only through the transition table, and is written to the
 // ledger (navigation_events) and to operator_actions.
 

@@ -25,8 +25,8 @@ const LEASE_MS = 2 * 60_000;
 
 /**
  * Performs an accepted operation whose outcome is unknown again, with its
- * receipt id as the idempotency key, and records the outcome once (issue #6
- * items 5 and 7). Returns undefined when it cannot be done now (no kept
+ * receipt id as the idempotency key, and records the outcome once (an
+ * operator's re-drive, or the reconcile sweep). Returns undefined when it cannot be done now (no kept
  * arguments, no connection); the receipt then stays pending and is listed by
  * `broker ledger reconcile`.
  */

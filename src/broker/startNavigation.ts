@@ -26,14 +26,15 @@ export interface NavigationRequest {
    * approval and be accepted once (a high-risk tool).
    */
   alreadyConnected?: boolean;
-  /** An operator's re-issue (issue #6): the flow this one replaces, in the same lineage. */
+  /** An operator's re-issue: the flow this one replaces, in the same lineage. */
   reissue?: { from: string; actor: string; reason: string; destination: { scheme: string; host: string } };
 }
 
 /**
  * Creates an elicitationNavigation.v1 record for a connection the caller
  * lacks and returns the connect link: our own origin, a random handle, no
- * token, no personal data, nothing pre-authenticated (spec brief §5.6).
+ * token, no personal data, nothing pre-authenticated (MCP 2025-11-25 and
+ * 2026-07-28, Elicitation, Safe URL Handling).
  */
 export async function startNavigation(deps: BrokerDeps, request: NavigationRequest): Promise<{ navigation: NavigationRecord; connectUrl: string }> {
   // The kill switch stops new links; an operation of a user already connected presents none.

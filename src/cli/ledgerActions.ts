@@ -33,7 +33,7 @@ export interface ActionInput {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
- * Operators' actions from the CLI (issue #6 items 5, 6, 8): each needs a
+ * Operators' actions from the CLI (recovery, kill switch, approvals): each needs a
  * reason, runs the same use case as the pages, and is recorded with the
  * operator as actor. The CLI runs no provider clients: a re-drive is asked for
  * here and performed by the next reconcile sweep of a running instance.

@@ -40,7 +40,7 @@ the operator role (development: export BROKER_OPERATOR_TOKEN=$(npm run -s broker
   stuck                   Flows still open past their expiry.
   reconcile [--grace S]   Accepted operations without an outcome, verified flows never accepted,
                           secrets without a verified flow, missing consent receipts (exit 1 if any).
-  gates                   Seed 001's release-gate figures from live data (exit 1 when one is missed).
+  gates                   The release gates' figures from live data (exit 1 when one is missed).
   pause-connections --reason R    Kill switch: stop issuing connect links and revoke every pending
                                   OAuth transaction (flows at the provider are left as they are).
   resume-connections --reason R   Issue connect links again.

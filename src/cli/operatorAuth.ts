@@ -23,7 +23,7 @@ export class OperatorAuthError extends Error {
 const HOW_TO = 'Set BROKER_OPERATOR_TOKEN to an access token for the broker (audience: its /mcp resource URL) from your identity provider, for a user with the operator role. Development: export BROKER_OPERATOR_TOKEN=$(npm run -s broker -- dev-token --user ops)';
 
 /**
- * The operator behind a `broker ledger` command (issue #6 item 2): the CLI
+ * The operator behind a `broker ledger` command: the CLI
  * holds database credentials, and on top of them every command needs an IdP
  * access token carrying the operator role, verified like an MCP bearer token
  * (JWKS, pinned algorithms, issuer, audience). A non-operator is refused and

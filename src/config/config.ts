@@ -89,7 +89,7 @@ const envSchema = z
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   })
   // Production never falls back to anything generated or embedded: every
-  // trust anchor and key must be given explicitly (issue #2, design §9).
+  // trust anchor and key must be given explicitly.
   .superRefine(
     (env, ctx) => {
     // A legacy session is idle only between requests: a nested call waits up to twice LEGACY_WAIT_MS

@@ -18,7 +18,7 @@ export const devUsers: readonly DevUser[] = [
   { login: 'alice', name: 'Alice Example', email: 'alice@example.test', roles: [] },
   { login: 'bob', name: 'Bob Example', email: 'bob@example.test', roles: [] },
   { login: 'mallory', name: 'Mallory Example', email: 'mallory@example.test', roles: [] },
-  // The demo operator (issue #6): may read the ledger pages and act on flows.
+  // The demo operator: may read the ledger pages and act on flows.
   { login: 'ops', name: 'Ops Example', email: 'ops@example.test', roles: ['operator'] },
 ];
 

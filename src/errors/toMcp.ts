@@ -1,7 +1,7 @@
 import { SUPPORTED_VERSIONS, type ClientCapabilities } from '../mcp/protocol.js';
 import { toAppError, type AppErrorCode } from './appError.js';
 
-// The ONLY mapping from errors to MCP (style.md B4.3), as one table: each
+// The ONLY mapping from errors to MCP, as one table: each
 // protocol error the broker sends, its JSON-RPC code and the HTTP status it
 // travels with when it is the whole answer to a POST /mcp. Errors a method
 // raises stay in-band on 200, as the MCP TypeScript SDK answers them; the

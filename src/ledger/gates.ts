@@ -11,7 +11,7 @@ export interface GateResult {
 
 const RECONCILIATION_P99_SECONDS = 120;
 
-/** Seed 001's release gates, judged on live figures. */
+/** The release gates, judged on live figures: each has a stable id, a figure, a target and whether it passes. */
 export function evaluateGates(f: GateFigures): GateResult[] {
   const pct = (part: number, whole: number) => (whole === 0 ? 'n/a (none yet)' : `${((part / whole) * 100).toFixed(1)}% (${part}/${whole})`);
   const seconds = (s: number | null) => (s === null ? 'n/a' : `${s.toFixed(2)} s`);

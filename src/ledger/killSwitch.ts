@@ -3,7 +3,7 @@ import { withTransaction } from '../db/transaction.js';
 import { deletePendingAuthorizations, lockSwitchExclusive, recordOperatorAction, setSwitch, URL_ELICITATION_PAUSED } from './operatorRepo.js';
 
 /**
- * The rollback of seed 001: stop issuing URL elicitations and revoke every
+ * The rollback switch: stop issuing URL elicitations and revoke every
  * pending OAuth transaction, in one transaction with the operator's reason.
  * Flows already at the provider are not declared failed or succeeded: their
  * callbacks find no transaction, and the flows stay where they are.

@@ -1,7 +1,7 @@
 import { completableStates, completionEvents, openStates, State, verifiedStates } from '../broker/navigationStates.js';
 import type { Queryable } from '../db/pool.js';
 
-// Read-only questions operators ask of the ledger (issue #6). SELECT only.
+// Read-only questions operators ask of the ledger. SELECT only.
 //
 // Every state and event named here comes from the transition table and reaches
 // SQL as a parameter, so a state the table gains is counted where it belongs
@@ -119,7 +119,7 @@ export interface ReconcileFinding {
 }
 
 /**
- * What does not add up (issue #6): accepted operations without an outcome
+ * What does not add up: accepted operations without an outcome
  * (older than `graceSeconds`), verified flows never accepted, secrets with no
  * verified flow behind them, flows past consent without a consent receipt.
  */
@@ -163,7 +163,7 @@ export interface GateFigures {
   unexpectedCompletions: number;
 }
 
-/** Seed 001's release-gate figures, from live data (issue #6). */
+/** The release gates' figures, from live data (judged in gates.ts). */
 export async function findGateFigures(db: Queryable): Promise<GateFigures> {
   const [consent, latency, expired, cross, unexpected] = await Promise.all([
     db.query<{ reached: string; with_receipt: string }>(

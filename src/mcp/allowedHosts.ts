@@ -2,7 +2,7 @@ const LOOPBACK = ['127.0.0.1', 'localhost', '[::1]'];
 
 /**
  * The Host and Origin values the MCP endpoint answers to (DNS-rebinding
- * protection, spec brief §7): the public URL's, and on loopback the other
+ * protection, MCP 2026-07-28 Streamable HTTP, Security): the public URL's, and on loopback the other
  * loopback names for the same port.
  */
 export function allowedHostsFor(publicUrl: URL): { hosts: Set<string>; origins: Set<string> } {

@@ -54,7 +54,7 @@ async function latestReissue(broker: BrokerDeps, navigationId: string): Promise<
 }
 
 /**
- * The 2026-07-28 (MRTR) lineage of design §2: run at once when connected;
+ * The 2026-07-28 (MRTR) lineage: run at once when connected;
  * else answer input_required with a URL elicitation; on the retry, `accept`
  * is consent only, completion is the verified callback, the operation is
  * accepted once through acceptOriginalOperation, and a pending flow gets a
@@ -115,7 +115,7 @@ async function settle(deps: ConnectionToolDeps, ctx: ToolContext, call: Connecti
   if (declinedStates.has(navigation.status)) return completeResult(`You declined to connect; ${call.purpose} was not done.`, { status: 'declined' });
   if (navigation.status === State.REQUIREMENT_VERIFIED || navigation.status === State.OPERATION_REJECTED) return accept(deps, ctx, call, navigation, binding, state);
   if (navigation.status === State.EXPIRED) {
-    // An operator may have re-issued the link of an expired or stuck flow: the retry follows it (issue #6).
+    // An operator may have re-issued the link of an expired or stuck flow: the retry follows it.
     const successor = await latestReissue(broker, navigationId);
     if (successor !== navigationId) return settle(deps, ctx, call, binding, { ...state, navigationId: successor });
   }
@@ -131,7 +131,7 @@ async function settle(deps: ConnectionToolDeps, ctx: ToolContext, call: Connecti
   }
   const verified = await broker.waits.run(ctx.principal, () => broker.signal.waitFor(navigationId, broker.retryWaitMs, async () => (await findNavigationById(broker.pool, navigationId))?.status === State.REQUIREMENT_VERIFIED));
   if (verified) return accept(deps, ctx, call, (await findNavigationById(broker.pool, navigationId))!, binding, state);
-  // Still waiting for the user: state only, no new prompt (spec brief §4.3; the host may retry).
+  // Still waiting for the user: state only, no new prompt (MCP 2026-07-28, MRTR; the host may retry).
   const { token } = await deps.requestState.seal(binding, { navigationId, generation: state.generation + 1, ttlSeconds: ttlOf(broker, navigation) });
   return { resultType: 'input_required', requestState: token };
 }
@@ -142,7 +142,7 @@ async function accept(deps: ConnectionToolDeps, ctx: ToolContext, call: Connecti
     return errorResult(approvalMessage(gate, call.purpose), { status: 'rejected', approvalId: gate.approval.id });
   }
   if (gate.kind === 'pending') {
-    // Still waiting: state only, so the host retries (spec brief §4.3); _meta says why, for people and logs.
+    // Still waiting: state only, so the host retries (MCP 2026-07-28, MRTR); _meta says why, for people and logs.
     const { token } = await deps.requestState.seal(binding, { navigationId: state.navigationId!, generation: state.generation + 1, ttlSeconds: APPROVAL_STATE_TTL_SECONDS });
     return { resultType: 'input_required', requestState: token, _meta: { [PENDING_META]: { reason: 'operator_approval', approvalId: gate.approval.id, message: approvalMessage(gate, call.purpose) } } };
   }

@@ -38,7 +38,7 @@ export interface Tool<D> {
 }
 
 /**
- * The one try/catch around tools (style.md B8.3): arguments are parsed before
+ * The one try/catch around tools: arguments are parsed before
  * the handler runs; AppErrors become `isError` results through errors/toMcp.ts;
  * protocol errors (a bad requestState) pass through as JSON-RPC errors.
  */

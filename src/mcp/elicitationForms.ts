@@ -2,8 +2,8 @@ import { z } from 'zod';
 import type { ElicitFormRequest, FormSchema } from './protocol.js';
 
 // Every form-mode elicitation the broker can emit is built here, so one unit
-// test can prove none of them asks for a secret (spec brief §5.3: form mode
-// MUST NOT request passwords, API keys, tokens or payment credentials).
+// test can prove none of them asks for a secret (MCP 2026-07-28, Elicitation,
+// form mode: MUST NOT request passwords, API keys, tokens or payment credentials).
 
 export interface DeleteCandidate {
   id: string;

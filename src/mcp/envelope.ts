@@ -25,7 +25,7 @@ function isRequestId(value: unknown): value is RequestId {
 }
 
 /**
- * The 2026-07-28 ladder (spec brief §1, §2.4), in the order conformance
+ * The 2026-07-28 ladder (MCP 2026-07-28 basic/index.mdx §_meta, Streamable HTTP), in the order conformance
  * expects: JSON-RPC shape, notification, `initialize`, version header, `_meta`,
  * header/body agreement, supported version, Mcp-Method / Mcp-Name. Routing
  * (unknown method → -32601/404) and the capability gate come after, in the
@@ -70,7 +70,7 @@ export function readEnvelope(message: unknown, headers: IncomingHttpHeaders): En
   return { kind: 'request', id, method, params, capabilities: capabilities as ClientCapabilities, version };
 }
 
-// The standard headers are required and must agree with the body; values may be sent as =?base64?…?= (spec brief §1, §7).
+// The standard headers are required and must agree with the body; values may be sent as =?base64?…?= (MCP 2026-07-28 Streamable HTTP, Server Validation).
 function checkHeader(id: RequestId, name: string, raw: string | string[] | undefined, expected: string): void {
   const value = single(raw);
   if (value === undefined) throw new EnvelopeError(id, headerMismatch(`The ${name} header is required (it must be '${clip(expected)}')`));

@@ -153,7 +153,7 @@ function sendRaw(res: ServerResponse, status: number, text: string): void {
   res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) }).end(text);
 }
 
-// A per-request SSE stream carrying just the final response, which ends it (spec brief §7).
+// A per-request SSE stream carrying just the final response, which ends it (MCP 2026-07-28 Streamable HTTP).
 function sendSse(res: ServerResponse, text: string): void {
   res.writeHead(200, { 'Content-Type': 'text/event-stream', 'X-Accel-Buffering': 'no' }).end(sseMessage(text));
 }

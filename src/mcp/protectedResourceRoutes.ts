@@ -8,7 +8,7 @@ export interface ProtectedResourceOptions {
 
 /**
  * OAuth 2.0 Protected Resource Metadata (RFC 9728) for the MCP endpoint, at
- * the root and at the path-inserted location (spec brief §8). Public: any
+ * the root and at the path-inserted location (RFC 9728 §3.1). Public: any
  * origin may read it.
  */
 export function protectedResourceRoutes(options: ProtectedResourceOptions): Router {

@@ -1,4 +1,4 @@
-// Wire constants and shapes of MCP 2026-07-28 (spec brief §1–5). Only what
+// Wire constants and shapes of MCP 2026-07-28 (schema/2026-07-28/schema.ts). Only what
 // the broker speaks; the SDK's types stay the reference in tests.
 
 export const MODERN_VERSION = '2026-07-28';
@@ -17,7 +17,7 @@ export interface ClientCapabilities {
   [key: string]: unknown;
 }
 
-/** The modes of elicitation this request's capabilities allow (spec brief §5.1: `{}` means form). */
+/** The modes of elicitation this request's capabilities allow (MCP 2026-07-28, Elicitation, Capabilities: `{}` means form). */
 export function elicitationModes(capabilities: ClientCapabilities): { form: boolean; url: boolean } {
   const elicitation = capabilities.elicitation;
   if (elicitation === undefined || elicitation === null || typeof elicitation !== 'object') return { form: false, url: false };
@@ -54,7 +54,7 @@ export type FormProperty =
   | { type: 'boolean'; title?: string; description?: string; default?: boolean }
   | { type: 'number' | 'integer'; title?: string; description?: string; minimum?: number; maximum?: number; default?: number };
 
-/** URL mode, 2026-07-28: no elicitationId (spec brief §5.4). */
+/** URL mode, 2026-07-28: no elicitationId (MCP 2026-07-28 changelog: removed with notifications/elicitation/complete). */
 export interface ElicitUrlRequest {
   method: 'elicitation/create';
   params: { mode: 'url'; message: string; url: string };

@@ -6,7 +6,7 @@ import type { Keyring } from '../crypto/keyring.js';
 import { invalidParams } from '../errors/toMcp.js';
 import type { Clock } from '../shared/clock.js';
 
-// MRTR requestState (spec brief §4.4): an attacker-controlled string, so it is
+// MRTR requestState (MCP 2026-07-28 MRTR, Server Requirements): an attacker-controlled string, so it is
 // sealed (JWE dir + A256GCM: confidential and integrity-protected) and bound
 // to the principal, the method and tool, a digest of the arguments, the
 // phase and a short expiry. Single use is enforced server-side by the nonce.
@@ -138,7 +138,7 @@ export function createRequestStateCodec(deps: { keyring: Keyring; clock: Clock; 
   };
 }
 
-/** Opens a state presented on a tool call; a state that fails is a JSON-RPC -32602, in-band (spec brief §2.4). */
+/** Opens a state presented on a tool call; a state that fails is a JSON-RPC error, in-band (MCP 2026-07-28 MRTR, Error Handling), -32602 as the TypeScript SDK answers it. */
 export async function openPresentedState(codec: RequestStateCodec, token: string, binding: StateBinding): Promise<SealedState> {
   try {
     return await codec.open(token, binding);

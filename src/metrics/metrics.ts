@@ -7,7 +7,7 @@ import { cachedGateFigures, registerGateMetrics, type GateFiguresReader } from '
 import { registerLedgerMetrics } from './ledgerMetrics.js';
 import { methodLabel } from './routeLabel.js';
 
-// GET /metrics (issue #6 item 9). Per-instance figures (HTTP requests, sweeps,
+// GET /metrics, Prometheus text. Per-instance figures (HTTP requests, sweeps,
 // process) are summed across instances; ledger and gate figures are
 // cluster-wide (see ledgerMetrics.ts) and are aggregated with max().
 // No label ever carries a subject, a token, a handle or a raw path.
@@ -30,7 +30,7 @@ export interface Metrics {
   /** One sweep's results (src/broker/sweeps.ts). */
   sweepSucceeded(rows: object): void;
   sweepFailed(): void;
-  /** Seed 001's gate figures, read at most once per gateCacheMs for every caller (gauges, dashboard). */
+  /** The release gates' figures, read at most once per gateCacheMs for every caller (gauges, dashboard). */
   gateFigures: GateFiguresReader;
 }
 

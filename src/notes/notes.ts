@@ -21,7 +21,7 @@ export async function listWorkspaces(deps: NotesDeps, principal: Principal): Pro
 }
 
 /**
- * Layers 1 and 2 of design §8: the canonical URI must lie inside a workspace
+ * Layers 1 and 2 of src/notes/README.md: the canonical URI must lie inside a workspace
  * granted to this principal (component-wise, after percent-decoding).
  */
 export async function authorizeWorkspace(db: Queryable, principal: Principal, rawUri: string): Promise<CanonicalUri> {

@@ -4,7 +4,7 @@ import { InvalidInputError } from '../errors/appError.js';
  * A workspace or note location: a `file:` URI reduced to its canonical form.
  * Containment is decided on these path components, never on strings, so
  * `file:///work/notes-evil` is not inside `file:///work/notes`, and an
- * encoded `%2e%2e` is resolved before anything is compared (seed 000).
+ * encoded `%2e%2e` is resolved before anything is compared.
  */
 export interface CanonicalUri {
   /** e.g. file:///work/notes/alice */

@@ -3,7 +3,7 @@ import { AppError, InvalidInputError, UnavailableError, UpstreamAuthError } from
 
 /**
  * Every openid-client / oauth4webapi failure enters the application here
- * (style.md B4.6). The cause is kept for the log; nothing the server sent is
+ * and becomes an AppError. The cause is kept for the log; nothing the server sent is
  * shown to the user, because error descriptions can echo request data.
  */
 export function oauthErrorHandler(err: unknown): never {

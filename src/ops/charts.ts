@@ -1,4 +1,4 @@
-// Chart geometry for the operator dashboard (issue #6 item 4), as data: the
+// Chart geometry for the operator dashboard, as data: the
 // templates loop over these numbers and draw SVG elements with escaped
 // attributes, so no markup is built here and no script runs in the page.
 // Pure functions; every coordinate is rounded to one decimal.

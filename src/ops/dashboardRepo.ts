@@ -1,7 +1,7 @@
 import { State } from '../broker/navigationStates.js';
 import type { Queryable } from '../db/pool.js';
 
-// Read-only aggregates for the operator dashboard (issue #6 item 4). SELECT
+// Read-only aggregates for the operator dashboard. SELECT
 // only. Each answers in a handful of rows however large the ledger is:
 // counting happens in Postgres, and the latency histogram reads a bounded
 // window of the newest ledger rows through the chain_seq index.

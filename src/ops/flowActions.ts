@@ -1,6 +1,6 @@
 import { canTransition, navigationStates, openStates, transitions, type NavigationState } from '../broker/navigationStates.js';
 
-// Which recovery actions a flow's page offers (issue #6 item 5). The use cases
+// Which recovery actions a flow's page offers. The use cases
 // in broker/recovery.ts decide for real; this only hides forms that would be
 // refused, and is derived from the transition table like everything else.
 

@@ -33,7 +33,7 @@ export function operatorOf(res: Response): OperatorContext {
 }
 
 /**
- * Operator pages (issue #6 item 2): a browser without a signed-in session is
+ * Operator pages: a browser without a signed-in session is
  * sent to sign in; a signed-in user whose sign-in did not carry the operator
  * role gets 403, and the refusal is recorded in operator_actions.
  */

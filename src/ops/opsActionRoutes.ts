@@ -7,8 +7,8 @@ import { IdParams, operatorForm, pageModel, readAct } from './opsForms.js';
 import type { OpsRoutesDeps } from './opsRoutes.js';
 
 /**
- * POST /ops/flows/:id/{close,reissue,redrive}: the recovery actions (issue #6
- * item 5), each with the operator's reason, each a ledger event. After each,
+ * POST /ops/flows/:id/{close,reissue,redrive}: the recovery actions, each
+ * with the operator's reason, each a ledger event. After each,
  * the browser is sent back to the flow (303), except a re-issue, whose new
  * connect link is shown once, for the operator to hand to the user.
  */

@@ -11,7 +11,7 @@ const DecisionParams = z.strictObject({ id: z.uuid(), decision: z.enum(['approve
 const QUEUE_LIMIT = 200;
 
 /**
- * The approval queue (issue #6 item 8): GET /ops/approvals lists held
+ * The approval queue: GET /ops/approvals lists held
  * high-risk operations (pending first, then the latest decisions); POST
  * /ops/approvals/:id/{approve,reject} decides one, once, with a reason.
  * Rejection ends the flow.

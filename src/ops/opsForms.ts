@@ -7,7 +7,7 @@ import { parseInput } from '../web/parse.js';
 import { formBody } from '../web/requestBody.js';
 import { operatorOf } from './operatorGuard.js';
 
-// What every operator form shares (issue #6 items 5 and 8): same-origin POST,
+// What every operator form shares (recovery and approvals): same-origin POST,
 // the session's CSRF token, and a reason of 3 to 500 characters, recorded with
 // the operator as the actor.
 

@@ -13,7 +13,7 @@ export interface OpsRoutesDeps extends OperatorGuardDeps {
 }
 
 /**
- * /ops/…: operator pages (issue #6 item 4), every one behind requireOperator.
+ * /ops/…: operator pages, every one behind requireOperator.
  *
  *   GET  /ops                               dashboard: gates, charts, kill switch
  *   POST /ops/connections/{pause,resume}    kill switch, with a reason

@@ -36,7 +36,7 @@ export async function storeTokens(tx: Queryable, deps: Pick<TokenVaultDeps, 'box
  * A usable access token for (subject, provider), or undefined when the user
  * must connect (again). An expired token is refreshed once at a time: the
  * rows are locked, staleness is checked again under the lock, and only then
- * is the provider called (style.md B7.3). A refused refresh forgets the tokens.
+ * is the provider called, so two instances never spend one refresh token. A refused refresh forgets the tokens.
  */
 export async function accessTokenFor(deps: TokenVaultDeps, subject: Principal, provider: string): Promise<string | undefined> {
   const open = (s: StoredSecret) => openSecret(deps.box, s);

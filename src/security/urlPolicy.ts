@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import { INVISIBLE } from './displayText.js';
 
-// One policy for every URL the broker emits or trusts (design §9, issue #4):
+// One policy for every URL the broker emits or trusts:
 // https (http only for loopback in development), no userinfo, an ASCII host
 // that is not punycode, no IP literal for a third party, the exact host that
 // was configured, nothing secret in the query, no invisible or bidi characters.

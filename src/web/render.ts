@@ -6,7 +6,7 @@ export const viewsDir = fileURLToPath(new URL('../../views/', import.meta.url));
 export type Render = (view: string, model: Record<string, unknown>) => string;
 
 /**
- * The one render function (style.md B9.2). Interpolations are HTML-escaped by
+ * The one render function. Interpolations are HTML-escaped by
  * default; eta refuses any template or include outside `views/`. Raw output
  * (`<%~`) is allowed only for `include(...)` and a layout's `it.body`, which a
  * unit test enforces over every file in `views/`.

@@ -8,13 +8,13 @@ import { mintAccessToken, reportsAt, reportsTokenEndpoint, tokenResponse } from 
 import { callTool, tokenFor, type WireResponse } from '../support/mcpWire.js';
 import { createTestBrowser } from '../support/testBrowser.js';
 
-// Canary tokens (issue #4, design §4 `secrets`): third-party tokens with
+// Canary tokens (the `secrets` table is the only place a third-party token rests): tokens with
 // recognisable values go through the whole flow and must never show up in a
 // response, a log line or the ledger; at rest they exist only as ciphertext.
 
 const ALICE_AT_REPORTS = 'rs-user-alice';
 
-describe('third-party tokens never leave the vault (issue #4)', () => {
+describe('third-party tokens never leave the vault', () => {
   let stack: BrokerStack;
   let alice: string;
 

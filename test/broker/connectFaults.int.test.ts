@@ -9,7 +9,7 @@ import { reportsAt } from '../support/forgedTokens.js';
 import { tokenFor } from '../support/mcpWire.js';
 import { createTestBrowser, type TestBrowser } from '../support/testBrowser.js';
 
-// Browser-side faults of the connect flow (issue #4, seed 001): links and
+// Browser-side faults of the connect flow: links and
 // callbacks in the wrong hands, prefetches, replayed, tampered, early, late and
 // duplicate callbacks, off-site return targets, a flow never completed, racing
 // retries. Each checks the wire, the navigation row, the ledger, and that
@@ -25,7 +25,7 @@ interface Flow {
   id: string;
 }
 
-describe('connect flow faults in the browser (issue #4)', () => {
+describe('connect flow faults in the browser', () => {
   let stack: BrokerStack;
   let alice: string;
   let clockOffsetMs = 0;

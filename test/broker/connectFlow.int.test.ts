@@ -3,7 +3,7 @@ import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 import { consentAndAuthorize, elicitConnection, openConnectLink, retryConnection } from '../support/connectFlow.js';
 import { callTool, tokenFor } from '../support/mcpWire.js';
 
-describe('the URL-mode connect flow over MRTR (issue #4)', () => {
+describe('the URL-mode connect flow over MRTR', () => {
   let stack: BrokerStack;
   let alice: string;
 

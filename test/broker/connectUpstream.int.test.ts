@@ -13,7 +13,7 @@ import { mintAccessToken, reportsTokenEndpoint, tokenResponse, type AccessTokenC
 import { tokenFor } from '../support/mcpWire.js';
 import { createTestBrowser, type BrowserResponse, type TestBrowser } from '../support/testBrowser.js';
 
-// Faults between the broker and the provider (issue #4, seed 001): a wrong
+// Faults between the broker and the provider: a wrong
 // PKCE verifier, a mixed-up `iss`, a token for another audience, a token
 // endpoint that fails, answers garbage or hangs, and discovery metadata that
 // points off the issuer's host. Each refusal stores nothing, leaves the flow
@@ -26,7 +26,7 @@ interface Flow {
 
 const ALICE_AT_REPORTS = 'rs-user-alice';
 
-describe('connect flow faults at the provider (issue #4)', () => {
+describe('connect flow faults at the provider', () => {
   let stack: BrokerStack;
   let alice: string;
 

@@ -31,7 +31,7 @@ describe('navigation state machine', () => {
     }
   }
 
-  it('has the edges of seed 001 and the MRTR branch (design §5)', () => {
+  it('has the edges of docs/architecture.md, the three lineages included', () => {
     const edges = new Set(transitions.map((t) => `${t.from}>${t.to}`));
     for (const edge of [
       'CREATED>USER_REVIEW',

@@ -26,7 +26,7 @@ describe('form-mode elicitations', () => {
       expect(words).not.toMatch(SECRET_WORDS);
       expect(JSON.stringify(schema)).not.toMatch(/"format":"password"|writeOnly/);
     }
-    // A form field is never a URL meant to be clicked (spec brief §5.3).
+    // A form field is never a URL meant to be clicked (MCP 2026-07-28, Elicitation, form mode: SHOULD NOT).
     expect(JSON.stringify(form.params.requestedSchema)).not.toMatch(/https?:\/\//);
   });
 

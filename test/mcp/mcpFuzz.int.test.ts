@@ -6,7 +6,7 @@ import { canonicalFileUri, isWithin } from '../../src/notes/workspaceUri.js';
 import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 
 // Property-based fuzzing of POST /mcp with fast-check, over real HTTPS against
-// the real broker, with alice's real bearer token (style.md B11.4). Each run
+// the real broker, with alice's real bearer token. Each run
 // sends a small batch of requests in parallel; every answer is checked on the
 // wire, and after every batch the database must hold the same rows and the
 // broker must have logged no error. fast-check prints the seed and path of a
@@ -425,7 +425,7 @@ function parseJson(text: string): unknown {
   }
 }
 
-/** The elicitation modes the request declared (spec brief §5.1: `{}` means form). */
+/** The elicitation modes the request declared (MCP 2026-07-28, Elicitation, Capabilities: `{}` means form). */
 function declaredModes(parsed: unknown): Set<string> {
   const params = isRecord(parsed) && isRecord(parsed['params']) ? parsed['params'] : {};
   const meta = isRecord(params['_meta']) ? params['_meta'] : {};
@@ -511,7 +511,7 @@ function violations(request: FuzzRequest, response: WireResponse, selfOrigin: st
   if (status !== 200) problems.push(`a result with HTTP ${status}`);
   const result = reply['result'];
   if (!isRecord(result)) return [...problems, 'a result that is not an object'];
-  // initialize without a modern envelope starts a 2025-11-25 session (dual-era endpoint, issue #5).
+  // initialize without a modern envelope starts a 2025-11-25 session (a dual-era endpoint, MCP 2026-07-28 basic/versioning.mdx).
   if (isRecord(request.parsed) && request.parsed['method'] === 'initialize') {
     if (result['protocolVersion'] !== '2025-11-25') problems.push(`initialize answered ${JSON.stringify(result['protocolVersion'])}`);
     if (!response.sessionId) problems.push('initialize without an Mcp-Session-Id header');

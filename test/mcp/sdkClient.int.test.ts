@@ -6,7 +6,7 @@ import { createFetch } from '../../src/shared/httpClient.js';
 import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 
 // The real SDK v2 client (`@modelcontextprotocol/client`, 2026-07-28 over
-// Streamable HTTP) against the real broker over HTTPS (style.md B11.4). The
+// Streamable HTTP) against the real broker over HTTPS. The
 // SDK answers `input_required` itself: it hands each embedded
 // `elicitation/create` to the handler registered with setRequestHandler and
 // retries the call with `inputResponses` and the echoed `requestState`.

@@ -14,7 +14,7 @@ const logger = createLogger({ level: 'silent' });
 const TOKEN = randomBytes(32).toString('base64url');
 const LEDGER_FAMILIES = ['broker_flow_transitions_total', 'broker_completion_to_verified_seconds'];
 
-describe('GET /metrics (issue #6 item 9)', () => {
+describe('GET /metrics', () => {
   let stack: BrokerStack;
   let metrics: Metrics;
   let alice: string;
@@ -102,7 +102,7 @@ describe('GET /metrics (issue #6 item 9)', () => {
     expect(familyLines(await restarted.registry.metrics(), ...LEDGER_FAMILIES)).toEqual(familyLines(text, ...LEDGER_FAMILIES));
   });
 
-  it('reports seed 001 gate figures as gauges', async () => {
+  it('reports the release gates\' figures as gauges', async () => {
     const text = await scrape();
     for (const gate of ['consent_receipts', 'completion_p99', 'expired_recoverable', 'cross_user_bindings', 'unexpected_completions']) {
       expect(sampleValue(text, 'broker_gate_pass', { gate }), gate).toBe(1);

@@ -12,7 +12,7 @@ import { tokenFor } from '../support/mcpWire.js';
 import { navigationFixture } from '../support/navigationFixture.js';
 import { createTestBrowser, type BrowserResponse, type TestBrowser } from '../support/testBrowser.js';
 
-// The operator pages (issue #6 items 3, 4, 5, 8) over real HTTPS, with real
+// The operator pages (dashboard, flows, recovery, approvals) over real HTTPS, with real
 // OIDC sign-in at the development identity provider: `ops` has the operator
 // role, alice does not. Real MRTR flows of a high-risk tool (held for
 // approval) run beside seeded flows of every lineage. The steps share one
@@ -21,7 +21,7 @@ import { createTestBrowser, type BrowserResponse, type TestBrowser } from '../su
 const HOUR = 3_600_000;
 const ago = (ms: number) => new Date(Date.now() - ms);
 
-describe('operator pages (issue #6)', () => {
+describe('operator pages', () => {
   let stack: BrokerStack;
   let ops: TestBrowser;
   let aliceWeb: TestBrowser;

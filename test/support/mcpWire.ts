@@ -27,7 +27,7 @@ export interface PostOptions {
 
 /** A raw POST to /mcp with the headers a 2026-07-28 client sends (override any of them). */
 export async function mcpPost(stack: BrokerStack, body: unknown, options: PostOptions = {}): Promise<WireResponse> {
-  // The standard headers a 2026-07-28 client derives from the body (spec brief §7).
+  // The standard headers a 2026-07-28 client derives from the body (MCP 2026-07-28 Streamable HTTP).
   const message = !options.raw && typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as { method?: unknown; params?: { name?: unknown } }) : {};
   const headers: Record<string, string> = {
     'content-type': 'application/json',

@@ -9,7 +9,7 @@ import type { ToolContext } from '../defineTool.js';
 const MRTR_ACCEPTED = acceptedStates.mrtr;
 
 /**
- * A legacy call carries no token of its own (design §2), so an identical
+ * A legacy call carries no requestState of its own, so an identical
  * call (same principal and client, tool and argument digest) is the same operation as
  * the newest navigation for it while that one is still open, or settled
  * within the retry window, in either lineage. The caller joins it instead of

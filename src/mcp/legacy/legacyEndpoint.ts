@@ -48,7 +48,7 @@ function refuse(res: ServerResponse, id: RequestId | null, err: McpProtocolError
 }
 
 /**
- * The 2025-11-25 adapter (issue #5), isolated from the modern handler: it
+ * The 2025-11-25 adapter, isolated from the modern handler: it
  * owns sessions (initialize, Mcp-Session-Id, 400 when missing, 404 when
  * unknown, DELETE), the standalone GET stream and server-to-client requests
  * on a POST's SSE stream; it calls the same use cases.

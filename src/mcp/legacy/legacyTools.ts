@@ -174,7 +174,7 @@ async function joinSameOperation(deps: LegacyToolDeps, call: ConnectionCall, ctx
 
 async function acceptAndRun(deps: LegacyToolDeps, call: ConnectionCall, ctx: ToolContext, navigationId: string, lineage: 'nested' | 'error_retry', extra: { jsonrpcId?: string; retryGeneration?: number }): Promise<ToolCallResult> {
   const { broker } = deps.toolDeps.connection;
-  // A high-risk operation waits for an operator (issue #6 item 8); the host is told, and calls again.
+  // A high-risk operation waits for an operator's approval; the host is told, and calls again.
   const gate = await awaitApproval(broker, { navigationId, tool: call.tool, provider: call.provider }, Math.min(deps.waitMs, broker.retryWaitMs));
   if (gate.kind !== 'go') return errorResult(approvalMessage(gate, call.purpose));
   const { receipt } = await acceptOriginalOperation(broker, { navigationId, principal: ctx.principal, clientId: ctx.clientId, tool: call.tool, requestDigest: call.requestDigest, lineage, arguments: call.arguments, ...extra });

@@ -13,7 +13,7 @@ import { notesWorkspaces } from './notesWorkspaces.js';
 import { reportsCreate } from './reportsCreate.js';
 import { reportsList } from './reportsList.js';
 
-/** What tool handlers get: plain values and functions, no singletons (style.md B2.5). */
+/** What tool handlers get: plain values and functions, no singletons. */
 export interface McpToolDeps {
   pool: Pool;
   requestState: RequestStateCodec;

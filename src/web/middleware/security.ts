@@ -7,7 +7,7 @@ export interface SecurityOptions {
 }
 
 /**
- * Security headers for every response (design §9): a strict CSP with no
+ * Security headers for every response: a strict CSP with no
  * script, no inline style and no framing, HSTS, no referrer, no caching of
  * pages that show who is signed in.
  */

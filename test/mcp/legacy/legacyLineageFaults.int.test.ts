@@ -17,7 +17,7 @@ import { exchange as rawExchange, type Exchange, type JsonRpc } from '../../supp
 import { tokenFor } from '../../support/mcpWire.js';
 import { createTestBrowser, type TestBrowser } from '../../support/testBrowser.js';
 
-// Seed 001's lineage faults on the 2025-11-25 adapter, on raw HTTP: retries
+// Lineage faults on the 2025-11-25 adapter, on raw HTTP: retries
 // while a nested call is in flight, repeated -32042 retries, completion
 // notifications that are duplicated or forged or come before consent, ended
 // sessions, and the two lineages racing on two instances. Every test counts

@@ -4,7 +4,7 @@ import { exchange, type Exchange } from '../../support/legacyExchange.js';
 import { meta, tokenFor } from '../../support/mcpWire.js';
 
 // The 2025-11-25 wire rules of the legacy adapter on /mcp, on raw HTTP
-// (spec brief §7.1): initialize starts a session, every later message carries
+// (MCP 2025-11-25 Streamable HTTP, Session Management): initialize starts a session, every later message carries
 // it, GET opens the standalone stream, DELETE ends the session; a message with
 // the modern `_meta` envelope is still served statelessly.
 

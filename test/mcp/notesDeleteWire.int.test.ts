@@ -2,8 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 import { FORM, mcpPost, meta, tokenFor } from '../support/mcpWire.js';
 
-// Seed 000's "预期 checkpoints", one test each, in its order, over the real wire.
-describe('seed 000 checkpoints', () => {
+// notes_delete's contract over the real wire, one test per checkpoint: discovery, the MRTR form and its
+// sealed state, containment, a decline, two instances racing one confirmation, and the version errors.
+describe('notes_delete over the 2026-07-28 wire', () => {
   let stack: BrokerStack;
   let alice: string;
   const ws = 'file:///work/notes/alice';
