@@ -17,8 +17,8 @@ export interface CompletionSignal {
 }
 
 /**
- * Completion across instances through Postgres LISTEN/NOTIFY (design §7,
- * §11): the callback may land on one instance while the retry waits on
+ * Completion across instances through Postgres LISTEN/NOTIFY: the
+ * callback may land on one instance while the retry waits on
  * another. One listening connection per instance; it reconnects on failure.
  */
 export function createCompletionSignal(pool: Pool, logger: Logger): CompletionSignal {

@@ -10,7 +10,7 @@ import { singleFlight } from '../shared/singleFlight.js';
 
 export interface BearerVerifierOptions {
   issuer: string;
-  /** This server's MCP resource URL: the only audience accepted (RFC 8707, spec brief §8). */
+  /** This server's MCP resource URL: the only audience accepted (RFC 8707 §2; MCP 2026-07-28, Authorization). */
   audience: string;
   /** A scope every token must carry, or undefined. */
   requiredScope: string | undefined;

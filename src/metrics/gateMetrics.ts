@@ -6,7 +6,7 @@ import { findGateFigures, type GateFigures } from '../ledger/ledgerQueriesRepo.j
 import type { Logger } from '../shared/logger.js';
 import { singleFlight } from '../shared/singleFlight.js';
 
-// Seed 001's release gates (the figures `broker ledger gates` prints), as
+// The release gates (the figures `broker ledger gates` prints), as
 // gauges. Computed at scrape time at most once per `cacheMs`, so a scrape
 // storm does not become a query storm. Cluster-wide like the ledger figures:
 // use max() across instances, not sum().
@@ -49,7 +49,7 @@ export function registerGateMetrics(registry: Registry, deps: Pick<GateMetricsDe
   const gauge = <L extends string = never>(name: string, help: string, labelNames: readonly L[] = []) =>
     new Gauge<L>({ name: `broker_gate_${name}`, help: `${help} Cluster-wide: use max(), not sum().`, labelNames, registers: [registry], collect: refresh });
 
-  const pass = gauge('pass', 'Whether a seed 001 release gate passes (1) or is missed (0), by gate.', ['gate']);
+  const pass = gauge('pass', 'Whether a release gate passes (1) or is missed (0), by gate.', ['gate']);
   const reached = gauge('flows_reached_provider', `Flows that reached the third party (have an ${State.OUT_OF_BAND_PENDING} entry).`);
   const withReceipt = gauge('flows_with_consent_receipt', 'Of those, flows with a consent receipt.');
   const consentShare = gauge('consent_share', 'Share of flows that reached the third party with a consent receipt (target 1; NaN while there are none).');

@@ -12,7 +12,7 @@ import { singleFlight } from '../shared/singleFlight.js';
 // and reports the same totals, so aggregate across instances with max(), never
 // sum().
 
-/** Seed 001's gate is p99 < 120 s; the buckets resolve around it. */
+/** The release gate is p99 < 120 s (ledger/gates.ts); the buckets resolve around it. */
 export const COMPLETION_BUCKETS = [0.5, 1, 2, 5, 10, 20, 30, 45, 60, 90, 120, 180, 300, 600] as const;
 const CHUNK = 250_000;
 const MAX_CHUNKS_PER_SCRAPE = 20;
@@ -46,7 +46,7 @@ export function registerLedgerMetrics(registry: Registry, deps: LedgerMetricsDep
   });
   const completion = new Histogram({
     name: 'broker_completion_to_verified_seconds',
-    help: `Seconds from ${State.OUT_OF_BAND_PENDING} to ${State.REQUIREMENT_VERIFIED} per flow, from the ledger (seed 001 gate: p99 < 120 s). Cluster-wide: use max(), not sum().`,
+    help: `Seconds from ${State.OUT_OF_BAND_PENDING} to ${State.REQUIREMENT_VERIFIED} per flow, from the ledger (release gate: p99 < 120 s). Cluster-wide: use max(), not sum().`,
     buckets: [...COMPLETION_BUCKETS],
     registers: [registry],
     collect: sync,

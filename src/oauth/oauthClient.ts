@@ -7,7 +7,7 @@ import type { Conformer, TokenExtras } from './conformers/conformer.js';
 import { oauthErrorHandler } from './oauthErrors.js';
 import { singleFlight } from '../shared/singleFlight.js';
 
-// The only importer of openid-client (style.md B7.1). The rest of the app sees
+// The only importer of openid-client besides oauthErrors.ts (a lint rule). The rest of the app sees
 // these types, never openid-client's.
 
 export interface ServerOptions {
