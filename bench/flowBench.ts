@@ -1,16 +1,19 @@
 import { randomBytes } from 'node:crypto';
 import { devUsers } from '../src/dev/devUsers.js';
 import { readFlowEnv } from './flowEnv.js';
-import { formatRun } from './flowReport.js';
+import { formatRun, formatSideBySide, type FlowRun } from './flowReport.js';
 import { fetchTokens, runFlows } from './flowRun.js';
+import { githubService, reportService } from './flowServices.js';
 import { startFlowStack } from './flowStack.js';
 import { verifyFlows } from './flowVerify.js';
 
 // npm run bench:flow — N complete connect flows (BENCH_FLOWS, default 200),
 // BENCH_CONCURRENCY (default 20) at a time, over HTTPS with a cookie jar per
-// flow, against the development identity provider and Report Service, each
-// ending in an accepted reports_create. Exits 1 unless every flow created
-// its report exactly once.
+// flow, against the development identity provider and each development
+// provider in turn, on one broker: the Report Service, each flow ending in an
+// accepted reports_create, then the GitHub-like provider, each ending in an
+// accepted github_create_issue in <login>/demo; then both side by side.
+// Exits 1 unless every flow of both runs did its operation exactly once.
 
 async function main(): Promise<boolean> {
   // The bench reads its own variables (bench/flowEnv.ts), as test/ does.
@@ -24,13 +27,14 @@ async function main(): Promise<boolean> {
   });
   try {
     const tokens = await fetchTokens(stack, users);
-    const prefix = `flow-bench ${randomBytes(3).toString('hex')} #`;
-    process.stdout.write(`flow bench: ${env.flows} flows, ${env.concurrency} at a time…\n`);
-    const { results, wallMs, broker, benchLoopDelay } = await runFlows(stack, tokens, { flows: env.flows, concurrency: env.concurrency, users, prefix });
-
-    const verification = await verifyFlows({ pool: stack.pool, fetch: stack.fetch, brokerUrl: stack.brokerUrl, tokens }, results, prefix);
-    process.stdout.write(
-      formatRun({
+    const runs: FlowRun[] = [];
+    for (const service of [reportService(stack), githubService(stack)]) {
+      const prefix = `flow-bench ${randomBytes(3).toString('hex')} #`;
+      process.stdout.write(`flow bench: ${service.name} (${service.tool}): ${env.flows} flows, ${env.concurrency} at a time…\n`);
+      const { results, wallMs, broker, benchLoopDelay } = await runFlows(stack, tokens, { service, flows: env.flows, concurrency: env.concurrency, users, prefix });
+      const verification = await verifyFlows({ pool: stack.pool, service, tokens }, results, prefix);
+      const run: FlowRun = {
+        service,
         flows: env.flows,
         concurrency: env.concurrency,
         users,
@@ -43,9 +47,14 @@ async function main(): Promise<boolean> {
         verification,
         devErrors: stack.devErrors,
         benchLoopDelay,
-      }),
-    );
-    return verification.ok;
+      };
+      process.stdout.write(formatRun(run));
+      runs.push(run);
+    }
+    process.stdout.write(formatSideBySide(runs));
+    const ok = runs.every((r) => r.verification.ok);
+    process.stdout.write(ok ? '\nOK: every flow of both runs did its operation exactly once\n' : '\nFAILED: see the run reports above\n');
+    return ok;
   } finally {
     await stack.close();
   }

@@ -92,7 +92,7 @@ async function assemble(config: BrokerChildConfig): Promise<BrokerServer> {
     mcpScope: 'mcp',
     anonymousPrincipal: undefined,
     version: 'flow-bench',
-    providers: parseProviders([config.provider], { allowLoopback: true }),
+    providers: parseProviders(config.providers, { allowLoopback: true }),
     allowLoopback: true,
     navigationTtlSeconds: 900,
     retryWaitMs: 10_000,

@@ -10,8 +10,8 @@ export interface BrokerChildConfig {
   poolMax: number;
   idpIssuer: string;
   idpClientId: string;
-  /** The Report Service's entry of the provider list (reportServiceProvider()). */
-  provider: Record<string, unknown>;
+  /** The broker's provider list: the Report Service's entry and the GitHub-like provider's (src/dev/devStack.ts). */
+  providers: Record<string, unknown>[];
   /** QUOTA_* for the broker; absent ones take the defaults. */
   quotas?: Partial<Quotas>;
 }

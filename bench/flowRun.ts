@@ -4,6 +4,7 @@ import { DEV_PASSWORD } from '../src/dev/devUsers.js';
 import { runFlow, type FlowContext, type FlowResult } from './flowDriver.js';
 import { createUserGates } from './flowGate.js';
 import { LOOP_RESOLUTION_MS, loopDelayOf, type BrokerStats } from './flowIpc.js';
+import type { FlowService } from './flowServices.js';
 import type { FlowStack } from './flowStack.js';
 
 // What bench:flow and bench:loop share: the users' MCP tokens, and N complete
@@ -28,11 +29,13 @@ export interface FlowsRun {
 }
 
 export interface FlowsPlan {
+  /** Where every flow of the run connects, and the tool it calls. */
+  service: FlowService;
   flows: number;
   concurrency: number;
   /** Flow i runs as users[i % users.length]. */
   users: readonly string[];
-  /** Each flow's report title is this plus its index. */
+  /** Each flow's report or issue title is this plus its index. */
   prefix: string;
   /** Called once the broker's window is open, just before the first flow. */
   onStart?: () => void;
@@ -48,11 +51,12 @@ const perUser = (plan: FlowsPlan) => Math.ceil(plan.concurrency / plan.users.len
 export async function runFlows(stack: FlowStack, tokens: ReadonlyMap<string, string>, plan: FlowsPlan): Promise<FlowsRun> {
   const ctx: FlowContext = {
     brokerUrl: stack.brokerUrl,
-    reportsIssuer: stack.dev.reports.issuer,
+    service: plan.service,
     fetch: stack.fetch,
     tokens,
     gates: createUserGates(),
-    forget: async (login) => void (await stack.pool.query('DELETE FROM secrets WHERE subject_iss = $1 AND subject_sub = $2', [stack.dev.idp.issuer, login])),
+    forget: async (login) =>
+      void (await stack.pool.query('DELETE FROM secrets WHERE subject_iss = $1 AND subject_sub = $2 AND provider = $3', [stack.dev.idp.issuer, login, plan.service.provider])),
   };
   await stack.broker.openWindow();
   const loop = monitorEventLoopDelay({ resolution: LOOP_RESOLUTION_MS });

@@ -11,7 +11,7 @@ import { migrate } from '../src/db/migrate.js';
 import { createPool, type Pool } from '../src/db/pool.js';
 import { seedDevelopmentData } from '../src/dev/devSeed.js';
 import { loadOrCreateDevSecrets } from '../src/dev/devSecrets.js';
-import { reportServiceProvider, startLocalDevStack, type DevStack } from '../src/dev/devStack.js';
+import { githubDevProvider, reportServiceProvider, startLocalDevStack, type DevStack } from '../src/dev/devStack.js';
 import { createFetch, type Fetch } from '../src/shared/httpClient.js';
 import { createLogger } from '../src/shared/logger.js';
 import type { Secret } from '../src/shared/secret.js';
@@ -23,6 +23,7 @@ import type { BrokerStats, FromBroker, ToBroker } from './flowIpc.js';
 export interface FlowStack {
   /** e.g. https://127.0.0.1:40123 (the broker process). */
   brokerUrl: string;
+  /** The development servers, the GitHub-like provider among them. */
   dev: DevStack;
   /** Trusts the bench's development CA. */
   fetch: Fetch;
@@ -45,8 +46,9 @@ const POOL_MAX = 10;
 
 /**
  * Postgres (embedded in a temporary folder, or DATABASE_URL) with the real
- * migrations in a schema of its own, the development identity provider and
- * Report Service in this process, and the broker in a child process
+ * migrations in a schema of its own, the development identity provider, the
+ * Report Service and the GitHub-like provider in this process (configured as
+ * npm start configures them), and the broker in a child process
  * (bench/flowBroker.ts). The broker listens first, so the development servers
  * know its redirect URIs; then it is configured over IPC.
  */
@@ -96,10 +98,10 @@ export async function startFlowStack(env: FlowEnv, options: { quotas?: Partial<Q
     const child = startBroker(dir);
     closers.push(() => child.stop());
     const brokerUrl = `https://127.0.0.1:${await child.listening}`;
-    const dev = await startLocalDevStack({ tls, fetch: createFetch({ extraCaPems: [tls.caPem] }), secrets, render: createRender({ cache: true }), logger, brokerUrl });
+    const dev = await startLocalDevStack({ tls, fetch: createFetch({ extraCaPems: [tls.caPem] }), secrets, render: createRender({ cache: true }), logger, brokerUrl, github: true });
     closers.push(() => dev.close(0));
     await seedDevelopmentData(pool, dev.idp.issuer);
-    await child.request({ type: 'configure', config: { databaseUrl: url.reveal(), schema, poolMax: POOL_MAX, idpIssuer: dev.idp.issuer, idpClientId: dev.idp.brokerClientId, provider: reportServiceProvider(dev, secrets), ...(options.quotas ? { quotas: options.quotas } : {}) } }, 'ready');
+    await child.request({ type: 'configure', config: { databaseUrl: url.reveal(), schema, poolMax: POOL_MAX, idpIssuer: dev.idp.issuer, idpClientId: dev.idp.brokerClientId, providers: [reportServiceProvider(dev, secrets), githubDevProvider(dev.github!)], ...(options.quotas ? { quotas: options.quotas } : {}) } }, 'ready');
 
     return {
       brokerUrl,

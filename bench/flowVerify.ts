@@ -1,21 +1,21 @@
 import type { Pool } from '../src/db/pool.js';
-import type { Fetch } from '../src/shared/httpClient.js';
 import type { FlowResult } from './flowDriver.js';
-import { callTool } from './flowMcp.js';
+import type { FlowService } from './flowServices.js';
 
 export interface Verification {
   flows: number;
-  /** Flows that ended in a created report. */
+  /** Flows that ended in a created report or issue. */
   completed: number;
-  /** Reports at the Report Service with this run's titles, and receipts in the broker. */
-  reports: number;
+  /** Reports or issues at the service with this run's titles, and receipts of its tool in the broker. */
+  made: number;
   receipts: number;
   succeededReceipts: number;
-  /** Flow titles with no report, and titles with more than one report or receipt. */
+  /** Flow titles with nothing made, and titles made or receipted more than once. */
   lost: string[];
   doubled: string[];
-  /** Reports whose id is not the one the flow's retry answered. */
+  /** Titles whose report or issue is not the one the flow's retry answered. */
   mismatched: string[];
+  /** The navigations of the service's tool. */
   navigationsByStatus: Record<string, number>;
   problems: string[];
   ok: boolean;
@@ -23,49 +23,52 @@ export interface Verification {
 
 export interface VerifyDeps {
   pool: Pool;
-  fetch: Fetch;
-  brokerUrl: string;
+  service: FlowService;
   tokens: ReadonlyMap<string, string>;
 }
 
 /**
- * After the run: every flow's title must name exactly one report at the
- * Report Service (listed through the broker's reports_list, as each user) and
- * exactly one succeeded operation receipt, whose report is the one the retry
+ * After the run: every flow's title must name exactly one report or issue at
+ * the service (listed as each user, service.list) and exactly one succeeded
+ * operation receipt of its tool, whose report or issue is the one the retry
  * answered; nothing else may carry this run's prefix.
  */
 export async function verifyFlows(deps: VerifyDeps, results: readonly FlowResult[], prefix: string): Promise<Verification> {
+  const { service } = deps;
   const problems: string[] = [];
-  const reportsByTitle = new Map<string, string[]>();
-  for (const login of deps.tokens.keys()) {
+  const madeByTitle = new Map<string, string[]>();
+  for (const [login, token] of deps.tokens) {
     try {
-      for (const report of await listReports(deps, login)) {
-        if (report.title.startsWith(prefix)) reportsByTitle.set(report.title, [...(reportsByTitle.get(report.title) ?? []), report.id]);
+      for (const made of await service.list(login, token)) {
+        if (made.title.startsWith(prefix)) madeByTitle.set(made.title, [...(madeByTitle.get(made.title) ?? []), made.id]);
       }
     } catch (err) {
-      problems.push(`could not list ${login}'s reports: ${err instanceof Error ? err.message : String(err)}`);
+      problems.push(`could not list what ${login} has at ${service.name}: ${err instanceof Error ? err.message : String(err)}`);
     }
   }
-  const receipts = await deps.pool.query<{ title: string | null; outcome_status: string }>("SELECT outcome->'report'->>'title' AS title, outcome_status FROM operation_receipts");
+  const receipts = await deps.pool.query<{ title: string | null; outcome_status: string }>(
+    `SELECT ${service.receiptTitleSql} AS title, r.outcome_status FROM operation_receipts r JOIN elicitation_navigations n ON n.id = r.navigation_id WHERE n.tool = $1`,
+    [service.tool],
+  );
   const receiptsByTitle = new Map<string, number>();
-  for (const r of receipts.rows) receiptsByTitle.set(r.title ?? '(no report)', (receiptsByTitle.get(r.title ?? '(no report)') ?? 0) + 1);
-  const statuses = await deps.pool.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM elicitation_navigations GROUP BY status ORDER BY status');
+  for (const r of receipts.rows) receiptsByTitle.set(r.title ?? '(nothing made)', (receiptsByTitle.get(r.title ?? '(nothing made)') ?? 0) + 1);
+  const statuses = await deps.pool.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM elicitation_navigations WHERE tool = $1 GROUP BY status ORDER BY status', [service.tool]);
 
   const titles = new Set(results.map((r) => r.title));
-  const lost = results.filter((r) => (reportsByTitle.get(r.title)?.length ?? 0) === 0).map((r) => r.title);
-  const doubled = [...titles].filter((t) => (reportsByTitle.get(t)?.length ?? 0) > 1 || (receiptsByTitle.get(t) ?? 0) > 1);
-  const mismatched = results.filter((r) => r.reportId !== undefined && reportsByTitle.get(r.title)?.[0] !== r.reportId).map((r) => r.title);
-  const strays = [...reportsByTitle.keys()].filter((t) => !titles.has(t));
-  if (strays.length > 0) problems.push(`reports no flow asked for: ${strays.slice(0, 5).join(', ')}`);
-  const reports = [...reportsByTitle.values()].reduce((n, ids) => n + ids.length, 0);
+  const lost = results.filter((r) => (madeByTitle.get(r.title)?.length ?? 0) === 0).map((r) => r.title);
+  const doubled = [...titles].filter((t) => (madeByTitle.get(t)?.length ?? 0) > 1 || (receiptsByTitle.get(t) ?? 0) > 1);
+  const mismatched = results.filter((r) => r.madeId !== undefined && madeByTitle.get(r.title)?.[0] !== r.madeId).map((r) => r.title);
+  const strays = [...madeByTitle.keys()].filter((t) => !titles.has(t));
+  if (strays.length > 0) problems.push(`made with no flow asking: ${strays.slice(0, 5).join(', ')}`);
+  const made = [...madeByTitle.values()].reduce((n, ids) => n + ids.length, 0);
   const succeededReceipts = receipts.rows.filter((r) => r.outcome_status === 'succeeded').length;
   const completed = results.filter((r) => r.failure === undefined).length;
-  if (reports !== results.length) problems.push(`${reports} reports for ${results.length} flows`);
+  if (made !== results.length) problems.push(`${made} made at ${service.name} for ${results.length} flows`);
   if (receipts.rows.length !== results.length || succeededReceipts !== results.length) problems.push(`${receipts.rows.length} operation receipts (${succeededReceipts} succeeded) for ${results.length} flows`);
   return {
     flows: results.length,
     completed,
-    reports,
+    made,
     receipts: receipts.rows.length,
     succeededReceipts,
     lost,
@@ -75,11 +78,4 @@ export async function verifyFlows(deps: VerifyDeps, results: readonly FlowResult
     problems,
     ok: completed === results.length && lost.length === 0 && doubled.length === 0 && mismatched.length === 0 && problems.length === 0,
   };
-}
-
-async function listReports(deps: VerifyDeps, login: string): Promise<{ id: string; title: string }[]> {
-  const result = await callTool(deps, deps.tokens.get(login)!, 'reports_list', {}, {}, {});
-  const reports = (result['structuredContent'] as { reports?: { id: string; title: string }[] } | undefined)?.reports;
-  if (result['resultType'] !== 'complete' || !reports) throw new Error(`reports_list answered ${JSON.stringify(result).slice(0, 200)}`);
-  return reports;
 }

@@ -7,6 +7,7 @@ import { positiveInt, readFlowEnv, type FlowEnv } from './flowEnv.js';
 import { callTool } from './flowMcp.js';
 import { formatRun } from './flowReport.js';
 import { fetchTokens, runFlows } from './flowRun.js';
+import { reportService } from './flowServices.js';
 import { startFlowStack } from './flowStack.js';
 import { verifyFlows } from './flowVerify.js';
 import { prepareLooper, type Looper } from './loopCaller.js';
@@ -85,13 +86,14 @@ async function runOnce(env: LoopEnv, users: readonly string[], plan: Plan): Prom
     }
     const before = await ledgerCounts(stack.pool, LOOPER);
     const prefix = `loop-bench ${randomBytes(3).toString('hex')} #`;
-    const flows = await runFlows(stack, normal, { flows: env.flows, concurrency: env.concurrency, users, prefix, onStart: () => looper?.start() });
+    const service = reportService(stack);
+    const flows = await runFlows(stack, normal, { service, flows: env.flows, concurrency: env.concurrency, users, prefix, onStart: () => looper?.start() });
     const looperStats = await looper?.stop();
     const after = await ledgerCounts(stack.pool, LOOPER);
-    const verification = await verifyFlows({ pool: stack.pool, fetch: stack.fetch, brokerUrl: stack.brokerUrl, tokens: normal }, flows.results, prefix);
+    const verification = await verifyFlows({ pool: stack.pool, service, tokens: normal }, flows.results, prefix);
     if (!verification.ok) {
       process.stdout.write(
-        formatRun({ flows: env.flows, concurrency: env.concurrency, users, ...flows, brokerPid: stack.broker.pid, poolMax: stack.poolMax, database: stack.database, verification, devErrors: stack.devErrors }),
+        formatRun({ service, flows: env.flows, concurrency: env.concurrency, users, ...flows, brokerPid: stack.broker.pid, poolMax: stack.poolMax, database: stack.database, verification, devErrors: stack.devErrors }),
       );
     }
     return {

@@ -1,5 +1,5 @@
 import type { FlowsRun } from './flowRun.js';
-import { percentiles } from './flowReport.js';
+import { callbackPercentiles, callbackStep, percentiles } from './flowReport.js';
 import type { LoopStats } from './loopCaller.js';
 import type { Verification } from './flowVerify.js';
 
@@ -35,9 +35,9 @@ export function formatLoopTable(runs: readonly LoopRun[]): string {
     'load',
   ];
   const rows = runs.map((run) => {
-    const ok = run.flows.results.filter((r) => r.failure === undefined);
-    const callback = percentiles(ok.flatMap((r) => (r.callbackMs === undefined ? [] : [r.callbackMs])));
-    const queries = percentiles(run.flows.broker.requests['GET /oauth/callback']?.queryMs ?? []);
+    const callback = callbackPercentiles(run.flows);
+    // The loop bench's flows connect to the Report Service (bench/loopBench.ts).
+    const queries = percentiles(run.flows.broker.requests[callbackStep('reports')]?.queryMs ?? []);
     const l = run.looper;
     return [
       run.name,
