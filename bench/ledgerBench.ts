@@ -19,7 +19,7 @@ import { chainCase, ledgerCases, median, time, type LedgerCase, type Timing } fr
 import { describePlan, explaining, LEDGER_TABLES, type Plan } from './ledgerPlans.js';
 import { seedLedger } from './ledgerSeed.js';
 
-// npm run bench:ledger [-- --sizes 100000,1000000] — issue #6: the ledger
+// npm run bench:ledger [-- --sizes 100000,1000000]: the ledger
 // queries and the expiry sweep over N seeded navigations, with time per query,
 // time per sweep batch, and the plans (single-flow lookups must not scan a
 // table). Uses DATABASE_URL (in a schema of its own, dropped after) or an

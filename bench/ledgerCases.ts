@@ -2,7 +2,7 @@ import type { Queryable } from '../src/db/pool.js';
 import { findFlowDetail, findFlows, findGateFigures, findReconcileFindings, findStuckFlows, type FlowFilters } from '../src/ledger/ledgerQueriesRepo.js';
 import { verifyChain } from '../src/ledger/ledgerRepo.js';
 
-// What the ledger bench measures: the operators' questions (issue #6) with the
+// What the ledger bench measures: the operators' questions with the
 // parameters the CLI would pass (limit 50, grace 300 s).
 
 export interface LedgerCase {
