@@ -1,12 +1,11 @@
 import type { RequestListener } from 'node:http';
 import { createApp, type AppDeps } from './app.js';
 import type { Principal } from './auth/principal.js';
-import type { BrokerDeps } from './broker/brokerDeps.js';
 import { createLoginCookies } from './auth/loginCookie.js';
 import type { OperatorPolicy } from './auth/operatorRole.js';
 import { reconcileOutcomes, type RedriveDeps } from './broker/redrive.js';
-import { createCompletionSignal } from './broker/completionSignal.js';
-import { createWaitGate, DEFAULT_QUOTAS, type Quotas } from './broker/quotas.js';
+import { buildBrokerDeps } from './broker/buildBrokerDeps.js';
+import type { Quotas } from './broker/quotas.js';
 import { createKeyring } from './crypto/keyring.js';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
 import type { MetricsAccess } from './metrics/metricsRoutes.js';
@@ -23,7 +22,6 @@ import { createRequestStateCodec } from './mcp/requestState.js';
 import type { Tool } from './mcp/defineTool.js';
 import { builtInToolsFor, connectionCallFor, type McpToolDeps } from './mcp/tools/registry.js';
 import { toolScopeProblems, ToolModuleError } from './mcp/tools/toolModules.js';
-import { createProviderClient, type ProviderClient } from './oauth/providerClient.js';
 import type { Provider } from './providers/providerConfig.js';
 import type { Fetch } from './shared/httpClient.js';
 import type { Secret } from './shared/secret.js';
@@ -73,34 +71,15 @@ const REQUEST_STATE_TTL_SECONDS = 5 * 60;
  * node:http (the hot path); everything else to the Express app.
  */
 export function createBrokerServer(deps: ServerDeps): BrokerServer {
-  const providerClients = new Map<string, ProviderClient>(
-    deps.providers.map((p) => [p.id, createProviderClient(p, { fetch: deps.fetch, allowLoopback: deps.allowLoopback, now: () => deps.clock.now() })]),
-  );
-  const box = createSecretBox(createKeyring(deps.secretKeys, 'secrets'));
-  const signal = createCompletionSignal(deps.pool, deps.logger);
+  const broker = buildBrokerDeps(deps);
+  const { signal } = broker;
   const metrics = deps.metrics ?? createMetrics({ pool: deps.pool, logger: deps.logger, processMetrics: false });
-  const quotas: Quotas = { ...DEFAULT_QUOTAS, ...deps.quotas };
-  const broker: BrokerDeps = {
-    pool: deps.pool,
-    clock: deps.clock,
-    logger: deps.logger,
-    providers: providerClients,
-    box,
-    signal,
-    publicUrl: deps.publicUrl,
-    allowLoopback: deps.allowLoopback,
-    navigationTtlSeconds: deps.navigationTtlSeconds,
-    retryWaitMs: deps.retryWaitMs,
-    highRiskTools: new Set(deps.highRiskTools ?? []),
-    quotas,
-    waits: createWaitGate(quotas.waitsPerPrincipal),
-  };
   const requestState = createRequestStateCodec({ keyring: createKeyring(deps.secretKeys, 'mrtr-request-state'), clock: deps.clock, ttlSeconds: REQUEST_STATE_TTL_SECONDS });
   const toolDeps = {
     pool: deps.pool,
     requestState,
     fetch: deps.fetch,
-    connection: { broker, requestState, vault: { pool: deps.pool, box, clock: deps.clock, providers: providerClients } },
+    connection: { broker, requestState, vault: { pool: deps.pool, box: broker.box, clock: deps.clock, providers: broker.providers } },
   };
   // One list, by name, for tools/list, both eras and the re-drive.
   const served = [...builtInToolsFor(deps.providers), ...(deps.extraTools ?? [])].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));

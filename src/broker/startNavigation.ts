@@ -73,8 +73,7 @@ export async function startNavigation(deps: BrokerDeps, request: NavigationReque
   const connectUrl = connectLink(deps, handle);
   const evidence = { tool: request.tool, provider: request.provider, lineage: request.lineage, ...(request.alreadyConnected ? { alreadyConnected: true } : {}), ...(request.reissue ? { reissuedFrom: request.reissue.from, reason: request.reissue.reason } : {}) };
   const by = { actor: request.reissue?.actor ?? `mcp:${request.principal.sub}`, now, evidence };
-  // The CLI (an operator's re-issue) holds no keys: its flows cannot be presented again, only used.
-  const sealedHandle = request.reissue ? undefined : deps.box.seal(handle, handleAad(created.id));
+  const sealedHandle = deps.box.seal(handle, handleAad(created.id));
   const navigation = await withTransaction(deps.pool, async (tx) => {
     if (!request.reissue) await checkQuotas(tx, deps, request, now);
     await insertNavigation(tx, created, request.reissue?.from, sealedHandle);

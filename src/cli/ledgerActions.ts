@@ -1,8 +1,6 @@
 import { decideApproval } from '../broker/approvals.js';
 import { findApprovals } from '../broker/approvalRepo.js';
-import type { BrokerDeps } from '../broker/brokerDeps.js';
-import { createCompletionSignal } from '../broker/completionSignal.js';
-import { createWaitGate } from '../broker/quotas.js';
+import { buildBrokerDeps } from '../broker/buildBrokerDeps.js';
 import { markTerminal, reissueLink, requestRedrive } from '../broker/recovery.js';
 import { findReceiptById } from '../broker/receiptRepo.js';
 import type { Principal } from '../auth/principal.js';
@@ -11,6 +9,8 @@ import type { Pool } from '../db/pool.js';
 import { AppError } from '../errors/appError.js';
 import { pauseConnections, resumeConnections } from '../ledger/killSwitch.js';
 import { systemClock } from '../shared/clock.js';
+import { createFetch } from '../shared/httpClient.js';
+import { Secret } from '../shared/secret.js';
 import type { Logger } from '../shared/logger.js';
 import { formatTable } from './table.js';
 
@@ -61,22 +61,22 @@ export async function runAction(config: Readonly<Config>, pool: Pool, logger: Lo
   }
   const id = input.id ?? '';
   if (!UUID.test(id)) throw new ActionError(`Usage: broker ledger ${input.command} <${input.command === 'approve' || input.command === 'reject' ? 'approval' : 'flow'} id> --reason "why"`);
-  const signal = createCompletionSignal(pool, logger);
-  const broker: BrokerDeps = {
+  // The server's own dependencies, with its keys: a re-issued link's handle is sealed like any other.
+  const broker = buildBrokerDeps({
     pool,
     clock: systemClock,
     logger,
-    providers: new Map(),
-    box: { seal: unavailable, open: unavailable },
-    signal,
+    fetch: createFetch(),
+    secretKeys: await deploymentKeys(config),
+    providers: [],
     publicUrl: config.http.publicUrl,
     allowLoopback: config.mode !== 'production',
     navigationTtlSeconds: config.broker.navigationTtlSeconds,
     retryWaitMs: config.broker.retryWaitMs,
-    highRiskTools: new Set(config.highRiskTools),
+    highRiskTools: config.highRiskTools,
     quotas: config.quotas,
-    waits: createWaitGate(config.quotas.waitsPerPrincipal),
-  };
+  });
+  const { signal } = broker;
   try {
     if (input.command === 'close') {
       const closed = await markTerminal(broker, id, act);
@@ -101,8 +101,13 @@ export async function runAction(config: Readonly<Config>, pool: Pool, logger: Lo
   }
 }
 
-function unavailable(): never {
-  throw new Error('the CLI does not open sealed values');
+/** SECRET_KEYS, or in development the keys npm start generated under DATA_DIR. */
+async function deploymentKeys(config: Readonly<Config>): Promise<{ kid: string; key: Secret }[]> {
+  if (config.secretKeys) return config.secretKeys;
+  // Development material is loaded only in development.
+  const dev = config.mode === 'development' ? await (await import('../dev/devSecrets.js')).readDevSecrets(config.dataDir) : undefined;
+  if (!dev) throw new ActionError(`No SECRET_KEYS: set it as the running broker has it${config.mode === 'development' ? `, or start the development server (npm start) so ${config.dataDir}/dev-secrets.json exists` : ''}.`);
+  return dev.secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) }));
 }
 
 async function waitForOutcome(pool: Pool, receiptId: string, seconds: number): Promise<string | undefined> {

@@ -25,17 +25,23 @@ export type DevSecrets = Omit<z.infer<typeof DevSecretsSchema>, 'idp' | 'reports
  * (mode 0600) so tokens, sessions and stored secrets survive a restart.
  * Production never reads this file (config requires explicit keys there).
  */
-export async function loadOrCreateDevSecrets(dataDir: string): Promise<DevSecrets> {
+/** The development secrets under `dataDir`, or undefined when none were generated there yet. */
+export async function readDevSecrets(dataDir: string): Promise<DevSecrets | undefined> {
   const path = join(dataDir, 'dev-secrets.json');
   const text = await readFile(path, 'utf8').catch((err: NodeJS.ErrnoException) => {
     if (err.code === 'ENOENT') return undefined;
     throw err;
   });
-  if (text !== undefined) {
-    const parsed = DevSecretsSchema.safeParse(JSON.parse(text));
-    if (!parsed.success) throw new Error(`${path} is damaged (${parsed.error.issues[0]?.message}); delete it to generate new development keys`);
-    return parsed.data as DevSecrets; // the JWKs were written by generateDevAuthKeys
-  }
+  if (text === undefined) return undefined;
+  const parsed = DevSecretsSchema.safeParse(JSON.parse(text));
+  if (!parsed.success) throw new Error(`${path} is damaged (${parsed.error.issues[0]?.message}); delete it to generate new development keys`);
+  return parsed.data as DevSecrets; // the JWKs were written by generateDevAuthKeys
+}
+
+export async function loadOrCreateDevSecrets(dataDir: string): Promise<DevSecrets> {
+  const path = join(dataDir, 'dev-secrets.json');
+  const existing = await readDevSecrets(dataDir);
+  if (existing) return existing;
   const secrets: DevSecrets = {
     version: 1,
     secretKeys: [{ kid: 'dev1', key: randomBytes(32).toString('base64url') }],

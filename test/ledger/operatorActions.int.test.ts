@@ -104,6 +104,10 @@ describe('operators on the command line (broker ledger …)', () => {
     expect(await one('SELECT status, lineage, reissued_from, tool, request_digest = (SELECT request_digest FROM elicitation_navigations WHERE id = $2) AS same_operation FROM elicitation_navigations WHERE id = $1', [freshId, old.id])).toEqual({
       status: 'USER_REVIEW', lineage: 'mrtr', reissued_from: old.id, tool: 'reports_create', same_operation: true,
     });
+    // The CLI seals the new link's handle with the deployment's keys, as the server does: an identical
+    // call from the host while the flow is open is given this same link again, not a new flow.
+    expect(await one('SELECT handle_sealed IS NOT NULL AS sealed FROM elicitation_navigations WHERE id = $1', [freshId])).toEqual({ sealed: true });
+    expect((await elicitConnection(stack, alice, 'reports_create', args)).url).toBe(connectUrl);
     expect((await eventsOf(old.id)).slice(-2)).toEqual([
       { event: 'operator_close', actor: 'cli:ops', to_status: 'EXPIRED' },
       { event: 'operator_reissued', actor: 'cli:ops', to_status: 'EXPIRED' },

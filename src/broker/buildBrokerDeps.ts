@@ -1,0 +1,59 @@
+import { createKeyring } from '../crypto/keyring.js';
+import { createSecretBox } from '../crypto/secretBox.js';
+import type { Pool } from '../db/pool.js';
+import { createProviderClient, type ProviderClient } from '../oauth/providerClient.js';
+import type { Provider } from '../providers/providerConfig.js';
+import type { Clock } from '../shared/clock.js';
+import type { Fetch } from '../shared/httpClient.js';
+import type { Logger } from '../shared/logger.js';
+import type { Secret } from '../shared/secret.js';
+import type { BrokerDeps } from './brokerDeps.js';
+import { createCompletionSignal } from './completionSignal.js';
+import { createWaitGate, DEFAULT_QUOTAS, type Quotas } from './quotas.js';
+
+/** What the broker's use cases are built from: the process's resources and the deployment's settings. */
+export interface BrokerBuild {
+  pool: Pool;
+  clock: Clock;
+  logger: Logger;
+  /** For the providers (verifies TLS). */
+  fetch: Fetch;
+  /** SECRET_KEYS: the vault's and the connect links' keys. */
+  secretKeys: readonly { kid: string; key: Secret }[];
+  providers: readonly Provider[];
+  publicUrl: URL;
+  /** Development: loopback URLs pass the URL policy. */
+  allowLoopback: boolean;
+  navigationTtlSeconds: number;
+  retryWaitMs: number;
+  /** HIGH_RISK_TOOLS. */
+  highRiskTools?: readonly string[] | undefined;
+  /** QUOTA_*; absent ones take DEFAULT_QUOTAS. */
+  quotas?: Partial<Quotas> | undefined;
+}
+
+/**
+ * The broker's dependencies, built in one place for every process that runs
+ * its use cases: the server, and the operator CLI (which re-issues links and
+ * so seals their handles with the same keys). The caller closes `signal`.
+ */
+export function buildBrokerDeps(build: BrokerBuild): BrokerDeps {
+  const quotas: Quotas = { ...DEFAULT_QUOTAS, ...build.quotas };
+  return {
+    pool: build.pool,
+    clock: build.clock,
+    logger: build.logger,
+    providers: new Map<string, ProviderClient>(
+      build.providers.map((p) => [p.id, createProviderClient(p, { fetch: build.fetch, allowLoopback: build.allowLoopback, now: () => build.clock.now() })]),
+    ),
+    box: createSecretBox(createKeyring(build.secretKeys, 'secrets')),
+    signal: createCompletionSignal(build.pool, build.logger),
+    publicUrl: build.publicUrl,
+    allowLoopback: build.allowLoopback,
+    navigationTtlSeconds: build.navigationTtlSeconds,
+    retryWaitMs: build.retryWaitMs,
+    highRiskTools: new Set(build.highRiskTools ?? []),
+    quotas,
+    waits: createWaitGate(quotas.waitsPerPrincipal),
+  };
+}
