@@ -120,7 +120,7 @@ export function formatSideBySide(runs: readonly FlowRun[]): string {
   const callbacks = runs.map(callbackPercentiles);
   return `${[
     '',
-    `Side by side: ${runs.map((r) => r.service.name).join(' vs ')}, ${runs[0]?.flows ?? 0} flows each, ${runs[0]?.concurrency ?? 0} at a time, one after the other on one broker`,
+    `Side by side: ${runs.map((r) => r.service.name).join(' vs ')}, ${runs[0]?.flows ?? 0} flows each, ${runs[0]?.concurrency ?? 0} at a time, each on a fresh stack`,
     line('', runs.map((r) => `${r.service.name} (${r.service.tool})`)),
     line('callback → verified p50', callbacks.map((c) => ms(c.p50))),
     line('callback → verified p99', callbacks.map((c) => ms(c.p99))),
