@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import { AppError, InvalidInputError, UnavailableError } from '../errors/appError.js';
+import { AppError } from '../errors/appError.js';
 import type { ConnectionFetch } from '../mcp/connectionFetch.js';
 import { plainText } from '../security/displayText.js';
+import { providerRefusal } from './providerRefusal.js';
 
 // The slice of GitHub's REST API (2022-11-28) the built-in GitHub tools use,
 // as a client: the only code that knows these paths and shapes. Answers are
@@ -40,21 +41,13 @@ const toIssue = (raw: z.infer<typeof IssueSchema>): Issue => ({
   repository: raw.repository_url.split('/').slice(-2).join('/'),
 });
 
-// GitHub's error body: `{ message, documentation_url }`.
-const ErrorSchema = z.object({ message: z.string() });
-const MAX_MESSAGE = 200;
-
 async function answer(response: Response): Promise<{ status: number; json: unknown }> {
   const json = await response.json().catch(() => undefined);
   return { status: response.status, json };
 }
 
-/** A GitHub refusal as a clear tool error: its message, plain and bounded; 429 and 5xx say to retry. */
-function refusal(status: number, json: unknown, what: string): AppError {
-  const message = plainText(ErrorSchema.safeParse(json).data?.message ?? '').slice(0, MAX_MESSAGE);
-  if (status === 429 || status >= 500) return new UnavailableError(`GitHub could not ${what} now (HTTP ${status}${message ? `: ${message}` : ''}). Try again later.`, { expose: true });
-  return new InvalidInputError(`GitHub refused to ${what} (HTTP ${status}${message ? `: ${message}` : ''}).`);
-}
+// GitHub's error body is `{ message, documentation_url }`: its message, plain and bounded; 429 and 5xx say to retry.
+const refusal = (status: number, json: unknown, what: string): AppError => providerRefusal('GitHub', status, json, what);
 
 export async function listMyIssues(fetch: ConnectionFetch, query: { filter: string; state: string; perPage: number }): Promise<Issue[]> {
   const search = new URLSearchParams({ filter: query.filter, state: query.state, per_page: String(query.perPage) });

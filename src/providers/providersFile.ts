@@ -1,6 +1,4 @@
-import { readFile } from 'node:fs/promises';
-import { extname } from 'node:path';
-import { LineCounter, parseDocument } from 'yaml';
+import { readListFile } from '../shared/listFile.js';
 import { ProviderConfigError } from './providerConfig.js';
 
 /**
@@ -9,55 +7,6 @@ import { ProviderConfigError } from './providerConfig.js';
  * line and column where the parser stopped, when it cannot be read, does not
  * parse, or holds something other than an array.
  */
-export async function readProvidersFile(path: string): Promise<unknown[]> {
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (cause) {
-    throw new ProviderConfigError(`PROVIDERS_FILE ${path} cannot be read: ${(cause as Error).message}`, { cause });
-  }
-  const yaml = ['.yaml', '.yml'].includes(extname(path).toLowerCase());
-  const entries = yaml ? parseYaml(text, path) : parseJson(text, path);
-  if (!Array.isArray(entries)) {
-    const held = entries === null ? 'nothing' : typeof entries === 'object' ? 'a mapping' : `a ${typeof entries}`;
-    throw new ProviderConfigError(`PROVIDERS_FILE ${path} must hold a ${yaml ? 'YAML list' : 'JSON array'} of providers, not ${held}`);
-  }
-  return entries;
-}
-
-// YAML 1.2 core schema, yaml's defaults: no custom tags, unique keys, aliases bounded. A tag it
-// cannot resolve is only a warning there (the value becomes a plain string), so it is refused here.
-function parseYaml(text: string, path: string): unknown {
-  const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter, prettyErrors: false });
-  const problem = doc.errors[0] ?? doc.warnings[0];
-  if (problem) {
-    const { line, col } = lineCounter.linePos(problem.pos[0]);
-    const hint = problem.code === 'TAG_RESOLVE_FAILED' ? ' (custom tags are not supported)' : '';
-    throw new ProviderConfigError(`PROVIDERS_FILE ${path} is not valid YAML: line ${line}, column ${col}: ${problem.message}${hint}`, { cause: problem });
-  }
-  try {
-    return doc.toJS();
-  } catch (cause) {
-    // Too many alias expansions (a "billion laughs" document).
-    throw new ProviderConfigError(`PROVIDERS_FILE ${path} is not valid YAML: ${(cause as Error).message}`, { cause });
-  }
-}
-
-function parseJson(text: string, path: string): unknown {
-  const json = text.replace(/^\uFEFF/, '');
-  try {
-    return JSON.parse(json);
-  } catch (cause) {
-    const message = (cause as Error).message;
-    // V8 names an offset ("… in JSON at position 42"); an operator needs the line and column.
-    const position = /at position (\d+)/.exec(message)?.[1];
-    const where = position === undefined ? '' : ` ${lineAndColumn(json, Number(position))}:`;
-    throw new ProviderConfigError(`PROVIDERS_FILE ${path} is not valid JSON:${where} ${message.replace(/ in JSON at position \d+.*$/, '')}`, { cause });
-  }
-}
-
-function lineAndColumn(text: string, offset: number): string {
-  const before = text.slice(0, offset).split('\n');
-  return `line ${before.length}, column ${(before.at(-1)?.length ?? 0) + 1}`;
+export function readProvidersFile(path: string): Promise<unknown[]> {
+  return readListFile(path, { variable: 'PROVIDERS_FILE', items: 'providers', error: (message, cause) => new ProviderConfigError(message, cause === undefined ? undefined : { cause }) });
 }
