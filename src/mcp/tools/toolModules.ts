@@ -47,11 +47,15 @@ export async function loadToolModules(paths: readonly string[], builtIn: readonl
  * A tool whose provider is not configured is left to answer that it cannot connect.
  */
 export function toolScopeProblems(served: readonly Tool<McpToolDeps>[], providers: readonly { id: string; scopes: readonly string[] }[]): string[] {
-  const problems: string[] = [];
-  for (const tool of served.filter(isConnectionTool)) {
-    const provider = providers.find((p) => p.id === tool.provider);
-    const missing = provider ? tool.scopes.filter((scope) => !provider.scopes.includes(scope)) : [];
-    if (missing.length > 0) problems.push(`${tool.name} needs the scopes ${missing.join(' ')} of ${tool.provider}, which its provider entry does not ask for`);
-  }
-  return problems;
+  return served.filter(isConnectionTool).flatMap((tool) => {
+    const problem = scopeProblem(tool, providers);
+    return problem ? [problem] : [];
+  });
+}
+
+/** The rule of toolScopeProblems for one tool's provider and scopes (TOOLS_FILE entries are checked with it before they are tools). */
+export function scopeProblem(tool: { name: string; provider: string; scopes: readonly string[] }, providers: readonly { id: string; scopes: readonly string[] }[]): string | undefined {
+  const provider = providers.find((p) => p.id === tool.provider);
+  const missing = provider ? tool.scopes.filter((scope) => !provider.scopes.includes(scope)) : [];
+  return missing.length > 0 ? `${tool.name} needs the scopes ${missing.join(' ')} of ${tool.provider}, which its provider entry does not ask for` : undefined;
 }

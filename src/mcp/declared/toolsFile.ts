@@ -1,0 +1,96 @@
+import type { z } from 'zod';
+import { readListFile } from '../../shared/listFile.js';
+import { scopeProblem } from '../tools/toolModules.js';
+import { compileDeclaredTool, type DeclaredTool } from './compileDeclaredTool.js';
+import { DeclaredEntrySchema } from './declaredEntry.js';
+import { translateInputSchema } from './inputSchema.js';
+import { planRequest } from './requestPlan.js';
+import { planResponse } from './responsePlan.js';
+import { checkForUses } from './valueRules.js';
+
+export class ToolsFileError extends Error {
+  override name = 'ToolsFileError';
+  constructor(
+    message: string,
+    readonly problems: readonly string[] = [message],
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+export interface ToolsFileContext {
+  /** The configured providers (as start-up configures them) and the scopes each entry asks for. */
+  providers: readonly { id: string; scopes: readonly string[] }[];
+  /** Tools served already (built in, TOOL_MODULES), and where each comes from: a declared name must differ. */
+  taken: readonly { name: string; source: string }[];
+}
+
+/** TOOLS_FILE (YAML or JSON, read as PROVIDERS_FILE is), checked and compiled; throws ToolsFileError listing every problem. */
+export async function loadToolsFile(path: string, context: ToolsFileContext): Promise<DeclaredTool[]> {
+  const entries = await readListFile(path, { variable: 'TOOLS_FILE', items: 'tools', error: (message, cause) => new ToolsFileError(message, [message], { cause }) });
+  return declareTools(entries, context, `TOOLS_FILE ${path}`);
+}
+
+/**
+ * Checks every entry (its fields, schema, templates and answer; the provider
+ * and scopes against `context`; names unique and not taken) and compiles them
+ * all, or throws ToolsFileError with every problem, each as `[index] (name)
+ * field: problem`.
+ */
+export function declareTools(entries: readonly unknown[], context: ToolsFileContext, label: string): DeclaredTool[] {
+  const problems: string[] = [];
+  const tools: DeclaredTool[] = [];
+  const seen = new Set<string>();
+  for (const [index, raw] of entries.entries()) {
+    const name = typeof (raw as { name?: unknown } | null)?.name === 'string' ? (raw as { name: string }).name : undefined;
+    const report = (list: readonly string[]) => problems.push(...list.map((p) => `[${index}]${name === undefined ? '' : ` (${name})`} ${p}`));
+    if (name !== undefined) {
+      if (seen.has(name)) report([`name: ${name} is declared twice`]);
+      const taken = context.taken.find((t) => t.name === name);
+      if (taken) report([`name: ${name} is already a ${taken.source} tool`]);
+      seen.add(name);
+    }
+    const checked = checkEntry(raw, context);
+    if ('problems' in checked) report(checked.problems);
+    else tools.push(checked.tool);
+  }
+  if (problems.length > 0) throw new ToolsFileError(`${label} declares tools that cannot be served:\n${problems.map((p) => `  - ${p}`).join('\n')}`, problems);
+  return tools;
+}
+
+function checkEntry(raw: unknown, context: ToolsFileContext): { tool: DeclaredTool } | { problems: string[] } {
+  const parsed = DeclaredEntrySchema.safeParse(raw);
+  if (!parsed.success) {
+    // The schema is checked apart from the rest, so its problems are listed even when a field is missing.
+    const schema = typeof raw === 'object' && raw !== null ? translateInputSchema((raw as { inputSchema?: unknown }).inputSchema).problems : [];
+    return { problems: [...issuesOf(parsed.error), ...schema] };
+  }
+  const entry = parsed.data;
+  const request = planRequest(entry);
+  const uses = request.plan ? request.uses : new Map();
+  const input = translateInputSchema(entry.inputSchema, (name) => checkForUses(uses.get(name)));
+  const response = planResponse(entry.response);
+  const problems = [...request.problems, ...input.problems, ...response.problems];
+
+  const provider = context.providers.find((p) => p.id === entry.provider);
+  if (!provider) problems.push(`provider: ${JSON.stringify(entry.provider)} is not a configured provider (configured: ${context.providers.map((p) => p.id).join(', ') || 'none'})`);
+  const scopes = scopeProblem(entry, context.providers);
+  if (scopes) problems.push(`scopes: ${scopes}`);
+
+  if (request.plan && input.input) {
+    for (const [variable, where] of uses) {
+      const property = input.input.properties.get(variable);
+      const places = [...where].join(', ');
+      if (!property) problems.push(`request: {${variable}} (in the ${places}) is not a property of inputSchema`);
+      else if (where.has('path') && property.kind === 'array') problems.push(`request.path: {${variable}} is an array; a path variable is one string, integer, number or boolean`);
+      else if (where.has('path') && !property.alwaysPresent) problems.push(`request.path: {${variable}} must be required in inputSchema (or have a default): a path cannot leave it out`);
+    }
+  }
+  if (problems.length > 0 || !request.plan || !input.input || !response.plan) return { problems };
+  return { tool: compileDeclaredTool(entry, input.input, request.plan, response.plan) };
+}
+
+function issuesOf(error: z.ZodError): string[] {
+  return error.issues.map((i) => `${i.path.join('.') || '(entry)'}: ${i.message}`);
+}
