@@ -21,6 +21,8 @@ import { createRender } from './web/render.js';
 import { ANONYMOUS_PRINCIPAL, createBrokerServer } from './server.js';
 import { tools } from './mcp/tools/registry.js';
 import { loadToolModules, ToolModuleError } from './mcp/tools/toolModules.js';
+import { ToolsFileError } from './mcp/declared/toolsFile.js';
+import { highRiskToolNames, loadDeclaredTools } from './mcp/declared/toolsSetup.js';
 import { parseProviders, ProviderConfigError } from './providers/providerConfig.js';
 import { readProvidersFile } from './providers/providersFile.js';
 
@@ -33,9 +35,12 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
   const dev = config.mode !== 'production';
   // Configured providers are checked before anything starts: a bad entry stops start-up at once.
   const providerEntries = config.broker.providersFile ? await readProvidersFile(config.broker.providersFile) : [];
-  parseProviders(providerEntries, { allowLoopback: dev, readEnv: config.broker.providerSecret });
+  const fileProviders = parseProviders(providerEntries, { allowLoopback: dev, readEnv: config.broker.providerSecret });
   // So are the operator's tool modules: a module that does not load, or a clashing name, stops it too.
-  const extraTools = await loadToolModules(config.toolModules, tools);
+  const modules = await loadToolModules(config.toolModules, tools);
+  // And the declared tools (TOOLS_FILE, or the development default): every problem in the file stops it.
+  const declared = await loadDeclaredTools({ toolsFile: config.toolsFile, dev, fileProviders, builtIn: tools, modules });
+  const extraTools = [...modules, ...declared];
   const lock = await acquireRunLock(config.dataDir);
   closers.push({ name: 'run lock', close: lock.release });
 
@@ -121,7 +126,7 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     retryWaitMs: config.broker.retryWaitMs,
     legacy: config.legacy,
     operators: config.operators,
-    highRiskTools: config.highRiskTools,
+    highRiskTools: highRiskToolNames(config.highRiskTools, declared),
     extraTools,
     quotas: config.quotas,
     metrics,
@@ -201,7 +206,7 @@ function run(): void {
   startup = main(config, logger, closers);
   startup.catch(async (err: unknown) => {
     if (stopping) return;
-    const expected = err instanceof AlreadyRunningError || err instanceof ConfigError || err instanceof ProviderConfigError || err instanceof ToolModuleError;
+    const expected = err instanceof AlreadyRunningError || err instanceof ConfigError || err instanceof ProviderConfigError || err instanceof ToolModuleError || err instanceof ToolsFileError;
     if (expected) process.stderr.write(`broker: ${(err as Error).message}\n`);
     else logger.fatal({ err }, 'start-up failed');
     await shutdown(closers, logger);

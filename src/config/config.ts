@@ -84,6 +84,8 @@ const envSchema = z
       .optional(),
     // Modules whose defineConnectionTool exports are served beside the built-in tools (comma-separated paths).
     TOOL_MODULES: z.string().trim().optional(),
+    // Tools declared in a YAML or JSON file (mcp/declared/toolsFile.ts), served beside the others.
+    TOOLS_FILE: optionalString,
     // Bearer token for GET /metrics; header-safe characters, long enough not to be guessed.
     METRICS_TOKEN: z.string().trim().min(32, 'must be at least 32 characters').regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces').optional(),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -168,6 +170,8 @@ export interface Config {
   highRiskTools: readonly string[];
   /** Module paths of more connection tools (TOOL_MODULES). */
   toolModules: readonly string[];
+  /** The file of declared tools (TOOLS_FILE); unset in development, npm start loads config/dev-tools.yaml. */
+  toolsFile: string | undefined;
   /** Per-principal limits (QUOTA_*). */
   quotas: Quotas;
   /** GET /metrics: its bearer token (METRICS_TOKEN); unset, it is open in development and off in production. */
@@ -230,6 +234,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     cli: { operatorToken: e.BROKER_OPERATOR_TOKEN === undefined ? undefined : new Secret(e.BROKER_OPERATOR_TOKEN) },
     highRiskTools: e.HIGH_RISK_TOOLS ? e.HIGH_RISK_TOOLS.split(',').map((t) => t.trim()) : [],
     toolModules: e.TOOL_MODULES ? e.TOOL_MODULES.split(',').map((t) => t.trim()).filter((t) => t !== '') : [],
+    toolsFile: e.TOOLS_FILE,
     quotas: {
       navigationsPerHour: e.QUOTA_NAVIGATIONS_PER_HOUR,
       openPerProvider: e.QUOTA_OPEN_PER_PROVIDER,

@@ -2,7 +2,7 @@ import express, { type ErrorRequestHandler, type Request, type Response, Router 
 import { z } from 'zod';
 import type { Logger } from '../shared/logger.js';
 import { githubAccountOf, repositoryExists } from './devGithubAccounts.js';
-import type { GithubIssue, GithubStore, GithubToken } from './devGithubStore.js';
+import type { GithubComment, GithubIssue, GithubStore, GithubToken } from './devGithubStore.js';
 
 export interface GithubApiDeps {
   /** The emulator's origin, for html_url. */
@@ -29,12 +29,16 @@ const NewIssueSchema = z.object({
   body: z.string().max(65_536).nullable().optional(),
   assignees: z.array(z.string().max(100)).max(10).optional(),
 });
+const IssueParamsSchema = RepoParamsSchema.extend({ number: z.string().regex(/^[1-9][0-9]{0,9}$/).transform(Number) });
+const NewCommentSchema = z.object({ body: z.string().min(1).max(65_536) });
 const IdempotencyKeySchema = z.string().regex(/^[\x21-\x7E]{1,200}$/);
 
 /**
  * The slice of GitHub's REST API the broker's tools use: GET /user, issue
- * lists (GET /user/issues, GET /issues, GET /repos/{owner}/{repo}/issues) and
- * POST /repos/{owner}/{repo}/issues, with GitHub's error bodies
+ * lists (GET /user/issues, GET /issues, GET /repos/{owner}/{repo}/issues),
+ * POST /repos/{owner}/{repo}/issues, one issue (GET
+ * /repos/{owner}/{repo}/issues/{issue_number}) and its comments (POST …/comments,
+ * https://docs.github.com/en/rest/issues/comments), with GitHub's error bodies
  * (`{ message, documentation_url }`) and its X-OAuth-Scopes headers.
  */
 export function createGithubApi(deps: GithubApiDeps): Router {
@@ -114,6 +118,26 @@ export function createGithubApi(deps: GithubApiDeps): Router {
     res.status(201).location(`${deps.apiUrl}/repos/${outcome.issue.repo}/issues/${outcome.issue.number}`).json(issueOf(deps, outcome.issue));
   });
 
+  router.get('/repos/:owner/:repo/issues/:number', (req, res) => {
+    const token = authorize(req, res);
+    if (!token) return;
+    const issue = issueAt(deps, req);
+    if (!issue) return notFound(res);
+    res.json(issueOf(deps, issue));
+  });
+
+  router.post('/repos/:owner/:repo/issues/:number/comments', express.json({ limit: '100kb' }), async (req, res) => {
+    const token = authorize(req, res);
+    if (!token) return;
+    res.set('X-Accepted-OAuth-Scopes', WRITE_SCOPES.join(', '));
+    const issue = issueAt(deps, req);
+    if (!issue || !token.scopes.some((s) => WRITE_SCOPES.includes(s))) return notFound(res);
+    const input = validated(res, NewCommentSchema, req.body ?? {}, 'IssueComment');
+    if (!input) return;
+    const comment = await deps.store.createComment({ repo: issue.repo, issueNumber: issue.number, body: input.body, author: token.login });
+    res.status(201).location(`${deps.apiUrl}/repos/${issue.repo}/issues/comments/${comment.id}`).json(commentOf(deps, comment));
+  });
+
   router.use((_req, res) => notFound(res));
   router.use(apiErrors(deps.logger));
   return router;
@@ -122,6 +146,11 @@ export function createGithubApi(deps: GithubApiDeps): Router {
 // An over-long name is simply a repository that does not exist.
 function repositoryOf(req: Request): { owner: string; repo: string } {
   return RepoParamsSchema.safeParse(req.params).data ?? { owner: '', repo: '' };
+}
+
+function issueAt(deps: GithubApiDeps, req: Request): GithubIssue | undefined {
+  const params = IssueParamsSchema.safeParse(req.params).data;
+  return params && deps.store.listIssues().find((i) => i.repo === `${params.owner}/${params.repo}` && i.number === params.number);
 }
 
 function involves(issue: GithubIssue, login: string, filter: z.infer<typeof ListQuerySchema>['filter']): boolean {
@@ -168,8 +197,24 @@ function issueOf(deps: GithubApiDeps, issue: GithubIssue) {
     url: `${deps.apiUrl}/repos/${issue.repo}/issues/${issue.number}`,
     repository_url: `${deps.apiUrl}/repos/${issue.repo}`,
     html_url: `${deps.origin}/${issue.repo}/issues/${issue.number}`,
+    comments: deps.store.listComments().filter((c) => c.repo === issue.repo && c.issueNumber === issue.number).length,
     created_at: issue.createdAt,
     updated_at: issue.createdAt,
+  };
+}
+
+function commentOf(deps: GithubApiDeps, comment: GithubComment) {
+  return {
+    id: comment.id,
+    node_id: Buffer.from(`012:IssueComment${comment.id}`).toString('base64'),
+    url: `${deps.apiUrl}/repos/${comment.repo}/issues/comments/${comment.id}`,
+    html_url: `${deps.origin}/${comment.repo}/issues/${comment.issueNumber}#issuecomment-${comment.id}`,
+    issue_url: `${deps.apiUrl}/repos/${comment.repo}/issues/${comment.issueNumber}`,
+    body: comment.body,
+    user: userOf(deps, comment.author),
+    author_association: comment.repo.startsWith(`${comment.author}/`) ? 'OWNER' : 'NONE',
+    created_at: comment.createdAt,
+    updated_at: comment.createdAt,
   };
 }
 
@@ -177,16 +222,16 @@ function notFound(res: Response): void {
   res.status(404).json({ message: 'Not Found', documentation_url: REST_DOCS, status: '404' });
 }
 
-function validationFailed(res: Response, field: string, code: string): void {
-  res.status(422).json({ message: 'Validation Failed', errors: [{ resource: 'Issue', field, code }], documentation_url: REST_DOCS, status: '422' });
+function validationFailed(res: Response, field: string, code: string, resource = 'Issue'): void {
+  res.status(422).json({ message: 'Validation Failed', errors: [{ resource, field, code }], documentation_url: REST_DOCS, status: '422' });
 }
 
-function validated<T>(res: Response, schema: z.ZodType<T>, input: unknown): T | undefined {
+function validated<T>(res: Response, schema: z.ZodType<T>, input: unknown, resource = 'Issue'): T | undefined {
   const result = schema.safeParse(input);
   if (result.success) return result.data;
   const path = result.error.issues[0]?.path ?? [];
   const given = path.reduce<unknown>((value, key) => (typeof value === 'object' && value !== null ? (value as Record<PropertyKey, unknown>)[key] : undefined), input);
-  validationFailed(res, path.join('.') || '(request)', given === undefined ? 'missing_field' : 'invalid');
+  validationFailed(res, path.join('.') || '(request)', given === undefined ? 'missing_field' : 'invalid', resource);
   return undefined;
 }
 

@@ -26,6 +26,17 @@ export const GithubIssueSchema = z.strictObject({
 });
 export type GithubIssue = z.infer<typeof GithubIssueSchema>;
 
+export const GithubCommentSchema = z.strictObject({
+  id: z.number().int(),
+  /** `owner/name` and the issue's number. */
+  repo: z.string(),
+  issueNumber: z.number().int(),
+  body: z.string(),
+  author: z.string(),
+  createdAt: z.string(),
+});
+export type GithubComment = z.infer<typeof GithubCommentSchema>;
+
 const IdempotencySchema = z.strictObject({ login: z.string(), key: z.string(), fingerprint: z.string(), issueId: z.number().int() });
 
 const StoreFileSchema = z.strictObject({
@@ -34,6 +45,8 @@ const StoreFileSchema = z.strictObject({
   grants: z.array(GrantSchema),
   issues: z.array(GithubIssueSchema),
   idempotency: z.array(IdempotencySchema),
+  // Added after the first files were written: a file without it has no comments yet.
+  comments: z.array(GithubCommentSchema).default([]),
 });
 type StoreFile = z.infer<typeof StoreFileSchema>;
 
@@ -61,6 +74,9 @@ export interface GithubStore {
   saveGrant(login: string, clientId: string, scopes: string[]): Promise<void>;
   listIssues(): readonly GithubIssue[];
   createIssue(input: NewGithubIssue): Promise<CreateIssueOutcome>;
+  listComments(): readonly GithubComment[];
+  /** Every call adds one: GitHub's comments take no idempotency key, so a duplicate post shows here. */
+  createComment(input: Omit<GithubComment, 'id' | 'createdAt'>): Promise<GithubComment>;
 }
 
 const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
@@ -74,7 +90,7 @@ export async function openGithubStore(options: { filePath?: string; now?: () => 
   const { filePath } = options;
   const now = options.now ?? (() => new Date());
   const saved = filePath === undefined ? undefined : await readJsonFile(filePath);
-  const state: StoreFile = saved === undefined ? { version: 1, tokens: [], grants: [], issues: [], idempotency: [] } : StoreFileSchema.parse(saved);
+  const state: StoreFile = saved === undefined ? { version: 1, tokens: [], grants: [], issues: [], idempotency: [], comments: [] } : StoreFileSchema.parse(saved);
   const write = filePath === undefined ? undefined : createJsonFileWriter(filePath);
   const save = async (): Promise<void> => write?.(() => state);
 
@@ -125,6 +141,15 @@ export async function openGithubStore(options: { filePath?: string; now?: () => 
       if (idempotencyKey !== undefined) state.idempotency.push({ login: input.author, key: idempotencyKey, fingerprint, issueId: issue.id });
       await save();
       return { kind: 'created', issue };
+    },
+
+    listComments: () => state.comments,
+
+    async createComment(input) {
+      const comment: GithubComment = { id: 1_000 + state.comments.length + 1, ...input, createdAt: now().toISOString() };
+      state.comments.push(comment);
+      await save();
+      return comment;
     },
   };
 }

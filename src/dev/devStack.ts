@@ -5,6 +5,7 @@ import { listenHttps, type RunningServer, type TlsPair } from '../runtime/httpsS
 import type { Fetch } from '../shared/httpClient.js';
 import type { Logger } from '../shared/logger.js';
 import type { Render } from '../web/render.js';
+import { DEV_PROVIDER_SCOPES } from './devDefaults.js';
 import { toPublicJwks } from './devAuthKeys.js';
 import { createDevAuthServer } from './devAuthServer.js';
 import { createDevGithubServer } from './devGithubServer.js';
@@ -58,7 +59,7 @@ export function reportServiceProvider(stack: DevStack, secrets: DevSecrets): Rec
     issuer: stack.reports.issuer,
     clientId: stack.reports.brokerClientId,
     clientSecret: secrets.brokerReportsClientSecret,
-    scopes: ['openid', 'reports:read', 'reports:write'],
+    scopes: [...DEV_PROVIDER_SCOPES.reports],
     apiBase: stack.reports.apiUrl,
     audience: stack.reports.apiUrl,
   };
@@ -76,7 +77,7 @@ export function githubDevProvider(github: NonNullable<DevStack['github']>): Reco
     displayName: 'GitHub (development)',
     clientId: github.brokerClientId,
     clientSecret: github.clientSecret,
-    scopes: ['repo', 'read:user'],
+    scopes: [...DEV_PROVIDER_SCOPES.github],
     params: { host: github.host },
   };
 }
