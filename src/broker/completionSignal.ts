@@ -23,7 +23,9 @@ export interface CompletionSignal {
  */
 export function createCompletionSignal(pool: Pool, logger: Logger): CompletionSignal {
   const waiters = new Map<string, Set<() => void>>();
-  let client: PoolClient | undefined;
+  // The listening connection, and its release: once only, whichever comes first of a
+  // connection error and close() (Postgres ending the connection while the broker stops).
+  let client: { connection: PoolClient; release(err?: Error): void } | undefined;
   let closed = false;
 
   const wakeAll = () => {
@@ -33,23 +35,36 @@ export function createCompletionSignal(pool: Pool, logger: Logger): CompletionSi
   const connect = singleFlight(
     async () => {
       const c = await pool.connect();
-      c.on('notification', (message) => {
+      const onNotification = (message: { channel: string; payload?: string | undefined }) => {
         if (message.channel === CHANNEL && message.payload) for (const wake of waiters.get(message.payload) ?? []) wake();
-      });
-      c.on('error', (err) => {
-        logger.warn({ err }, 'completion listener lost its connection; reconnecting');
+      };
+      const onError = (err: Error) => {
+        // Once released (close() got there first, or an earlier error), the connection is not ours.
+        if (released) return;
+        if (!closed) logger.warn({ err }, 'completion listener lost its connection; reconnecting');
         client = undefined;
         connect.reset();
-        c.release(err);
+        release(err);
         // A signal sent while nobody listens is lost: listen again, then every waiter checks once more.
         if (!closed) connect().catch((e: unknown) => logger.warn({ err: e }, 'completion listener could not reconnect; waiters re-check when they time out')).finally(wakeAll);
-      });
+      };
+      let released = false;
+      // Back in the pool the connection is the pool's. The error listener stays (a socket may
+      // still report an error, and an 'error' without a listener would end the process) but does nothing.
+      const release = (err?: Error) => {
+        if (released) return;
+        released = true;
+        c.off('notification', onNotification);
+        c.release(err);
+      };
+      c.on('notification', onNotification);
+      c.on('error', onError);
       await c.query(`LISTEN ${CHANNEL}`);
       if (closed) {
-        c.release();
+        release();
         return;
       }
-      client = c;
+      client = { connection: c, release };
     },
     { keepResult: true },
   );
@@ -100,10 +115,11 @@ export function createCompletionSignal(pool: Pool, logger: Logger): CompletionSi
     async close() {
       closed = true;
       wakeAll();
-      if (client) {
-        await client.query(`UNLISTEN ${CHANNEL}`).catch(() => undefined);
-        client.release();
-        client = undefined;
+      const listening = client;
+      client = undefined;
+      if (listening) {
+        await listening.connection.query(`UNLISTEN ${CHANNEL}`).catch(() => undefined);
+        listening.release();
       }
     },
   };

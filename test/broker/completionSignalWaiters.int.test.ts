@@ -106,4 +106,29 @@ describe('completion signal waiters on one navigation', () => {
       await own.close();
     }
   });
+
+  it('stops cleanly when Postgres ends the listening connection while close() is releasing it', async () => {
+    let listenerPid = 0;
+    const pool = {
+      connect: async () => {
+        const client = await db.pool.connect();
+        listenerPid = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+        return client;
+      },
+    } as unknown as Pool; // the signal only calls connect()
+    const warnings: unknown[] = [];
+    const logger = createLogger({ level: 'silent' });
+    logger.warn = ((...args: unknown[]) => void warnings.push(args)) as typeof logger.warn;
+    const own = createCompletionSignal(pool, logger);
+    expect(await own.waitFor(randomUUID(), 10, async () => false)).toBe(false);
+    // A stopping server: close() releases the connection, and only then does the connection's error arrive
+    // (Postgres shutting down). Releasing it twice threw inside the error event and ended the process.
+    const closing = own.close();
+    await db.pool.query('SELECT pg_terminate_backend($1)', [listenerPid]);
+    await closing;
+    await new Promise((r) => setTimeout(r, 200));
+    expect(warnings).toEqual([]);
+    // The pool is still healthy: the terminated connection was dropped, not handed out again.
+    expect((await db.pool.query<{ one: number }>('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+  });
 });
