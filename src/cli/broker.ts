@@ -7,6 +7,7 @@ import { createFetch } from '../shared/httpClient.js';
 import { fetchDevToken } from './devToken.js';
 import { LedgerCommandError, ledgerCommand } from './ledgerCommand.js';
 import { ProvidersCommandError, providersCommand } from './providersCommand.js';
+import { ToolsCommandError, toolsCommand } from './toolsCommand.js';
 
 const usage = `Usage: broker <command> [options]
 
@@ -21,6 +22,10 @@ Commands:
                             URL to register at each, scopes (no network access).
   providers check [--json]  Loads every provider's endpoints (discovery where configured); exit 1
                             unless every provider is ok.
+  tools list [--json]       Every tool start-up serves: name, provider, scopes, and its source
+                            (built in, module, file).
+  tools check [--json]      Validates TOOLS_FILE against the configured providers; exit 1 on any
+                            problem (every one listed).
   help                      Show this help.
 `;
 
@@ -57,13 +62,14 @@ async function main(argv: string[]): Promise<number> {
     if (command === 'dev-token') await devToken(rest);
     else if (command === 'ledger') return await ledgerCommand(rest, loadConfig(), (line) => process.stdout.write(`${line}\n`), (line) => process.stderr.write(`${line}\n`));
     else if (command === 'providers') return await providersCommand(rest, loadConfig(), (line) => process.stdout.write(`${line}\n`), (line) => process.stderr.write(`${line}\n`));
+    else if (command === 'tools') return await toolsCommand(rest, loadConfig(), (line) => process.stdout.write(`${line}\n`), (line) => process.stderr.write(`${line}\n`));
     else if (command === undefined || command === 'help' || command === '--help') process.stdout.write(usage);
     else throw new UsageError(`Unknown command: ${command}\n\n${usage}`);
     return 0;
   } catch (err) {
-    if (err instanceof UsageError || err instanceof ConfigError || err instanceof LedgerCommandError || err instanceof ProvidersCommandError) {
+    if (err instanceof UsageError || err instanceof ConfigError || err instanceof LedgerCommandError || err instanceof ProvidersCommandError || err instanceof ToolsCommandError) {
       process.stderr.write(`broker: ${err.message}\n`);
-      return err instanceof LedgerCommandError || err instanceof ProvidersCommandError ? err.exitCode : 2;
+      return err instanceof LedgerCommandError || err instanceof ProvidersCommandError || err instanceof ToolsCommandError ? err.exitCode : 2;
     }
     if (err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS')) {
       process.stderr.write(`broker: ${err.message}\n\n${usage}`);

@@ -62,8 +62,8 @@ export async function providersCommand(args: string[], config: Readonly<Config>,
   return checks.every((c) => c.ok) ? 0 : 1;
 }
 
-// As start-up reads them (src/main.ts): the same file, the same loopback rule, secrets from the same environment.
-async function loadProviders(config: Readonly<Config>, dev: boolean): Promise<Provider[]> {
+/** PROVIDERS_FILE as start-up reads it (src/main.ts): the same file, the same loopback rule, secrets from the same environment. */
+export async function loadProviders(config: Readonly<Config>, dev: boolean): Promise<Provider[]> {
   try {
     const entries = config.broker.providersFile ? await readProvidersFile(config.broker.providersFile) : [];
     return parseProviders(entries, { allowLoopback: dev, readEnv: config.broker.providerSecret });

@@ -62,9 +62,11 @@ export function declareTools(entries: readonly unknown[], context: ToolsFileCont
 function checkEntry(raw: unknown, context: ToolsFileContext): { tool: DeclaredTool } | { problems: string[] } {
   const parsed = DeclaredEntrySchema.safeParse(raw);
   if (!parsed.success) {
-    // The schema is checked apart from the rest, so its problems are listed even when a field is missing.
-    const schema = typeof raw === 'object' && raw !== null ? translateInputSchema((raw as { inputSchema?: unknown }).inputSchema).problems : [];
-    return { problems: [...issuesOf(parsed.error), ...schema] };
+    // The schema and the provider are checked apart from the other fields, so their problems are listed too.
+    const fields = typeof raw === 'object' && raw !== null ? (raw as Record<string, unknown>) : undefined;
+    const schema = fields ? translateInputSchema(fields['inputSchema']).problems : [];
+    const provider = typeof fields?.['provider'] === 'string' ? providerProblems({ name: String(fields['name']), provider: fields['provider'], scopes: [] }, context) : [];
+    return { problems: [...issuesOf(parsed.error), ...schema, ...provider] };
   }
   const entry = parsed.data;
   const request = planRequest(entry);
@@ -73,10 +75,7 @@ function checkEntry(raw: unknown, context: ToolsFileContext): { tool: DeclaredTo
   const response = planResponse(entry.response);
   const problems = [...request.problems, ...input.problems, ...response.problems];
 
-  const provider = context.providers.find((p) => p.id === entry.provider);
-  if (!provider) problems.push(`provider: ${JSON.stringify(entry.provider)} is not a configured provider (configured: ${context.providers.map((p) => p.id).join(', ') || 'none'})`);
-  const scopes = scopeProblem(entry, context.providers);
-  if (scopes) problems.push(`scopes: ${scopes}`);
+  problems.push(...providerProblems(entry, context));
 
   if (request.plan && input.input) {
     for (const [variable, where] of uses) {
@@ -89,6 +88,13 @@ function checkEntry(raw: unknown, context: ToolsFileContext): { tool: DeclaredTo
   }
   if (problems.length > 0 || !request.plan || !input.input || !response.plan) return { problems };
   return { tool: compileDeclaredTool(entry, input.input, request.plan, response.plan) };
+}
+
+/** The provider must be configured, and ask for the tool's scopes (toolScopeProblems' rule). */
+function providerProblems(entry: { name: string; provider: string; scopes: readonly string[] }, context: ToolsFileContext): string[] {
+  if (!context.providers.some((p) => p.id === entry.provider)) return [`provider: ${JSON.stringify(entry.provider)} is not a configured provider (configured: ${context.providers.map((p) => p.id).join(', ') || 'none'})`];
+  const scopes = scopeProblem(entry, context.providers);
+  return scopes ? [`scopes: ${scopes}`] : [];
 }
 
 function issuesOf(error: z.ZodError): string[] {

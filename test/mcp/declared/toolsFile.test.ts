@@ -90,6 +90,14 @@ describe('a TOOLS_FILE', () => {
     ]);
   });
 
+  it('still names the provider and the schema of an entry whose other fields are wrong', () => {
+    expect(problemsOf([{ ...getIssue, title: '', provider: 'nope', inputSchema: { type: 'object' } }])).toEqual([
+      '[0] (github_get_issue) title: Too small: expected string to have >=1 characters',
+      '[0] (github_get_issue) inputSchema.additionalProperties: must be false (arguments are checked exactly)',
+      '[0] (github_get_issue) provider: "nope" is not a configured provider (configured: github, reports)',
+    ]);
+  });
+
   it('says which file, in one message an operator reads at start-up', () => {
     const err = (() => {
       try {
