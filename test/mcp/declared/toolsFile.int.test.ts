@@ -1,6 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { UrlElicitationRequiredError } from '@modelcontextprotocol/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { loadDeclaredTools } from '../../../src/mcp/declared/toolsSetup.js';
@@ -10,7 +11,7 @@ import type { Fetch } from '../../../src/shared/httpClient.js';
 import { startBrokerStack, type BrokerStack } from '../../support/brokerStack.js';
 import { consentAndAuthorize, elicitConnection, GITHUB_FORMS, openConnectLink, retryConnection } from '../../support/connectFlow.js';
 import { devGithubToken } from '../../support/devGithubReader.js';
-import { internalErrors } from '../../support/legacySdkClient.js';
+import { closeLegacy, connectLegacy, internalErrors, until } from '../../support/legacySdkClient.js';
 import { callTool, mcpPost, meta, tokenFor } from '../../support/mcpWire.js';
 
 // Declared tools end to end against the GitHub-like development provider,
@@ -208,5 +209,51 @@ describe('tools declared in a file, through the broker stack', () => {
     const response = await callTool(stack, tokens['alice']!, 'test_issue_by_path', { owner: 'alice', repo: 'no such repo?', number: issueNumber }, {}, {});
     expect(text(response)).toBe('GitHub (development) refused to run test_issue_by_path (HTTP 404: Not Found).');
     expect(sent.slice(before).map((s) => s.url.href)).toEqual([`${stack.dev.github!.apiUrl}/repos/alice/no%20such%20repo%3F/issues/${issueNumber}`]);
+  });
+});
+
+describe('a declared tool on the -32042 2025-11-25 lineage', () => {
+  let stack: BrokerStack;
+  beforeAll(async () => {
+    const declared = await loadDeclaredTools({ toolsFile: undefined, dev: true, fileProviders: [], builtIn: tools, modules: [] });
+    stack = await startBrokerStack({ extraTools: declared, legacyUrlElicitation: 'error', legacyWaitMs: 2_000 });
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  it('answers -32042, then comments once on the retry after the browser completes, with the official SDK client', async () => {
+    // An issue to comment on, opened by alice on 2026-07-28.
+    const alice = await tokenFor(stack, 'alice');
+    const issueArgs = { repository: 'alice/demo', title: 'For the legacy comment' };
+    const asked = await elicitConnection(stack, alice, 'github_create_issue', issueArgs);
+    await consentAndAuthorize(stack, await openConnectLink(stack, asked.url, 'alice'), 'alice', 'Allow', GITHUB_FORMS);
+    const opened = await retryConnection(stack, alice, 'github_create_issue', issueArgs, asked.requestState, 'accept');
+    const number = (opened.json.result?.['structuredContent'] as { issue: { number: number } }).issue.number;
+
+    const legacy = await connectLegacy(stack, await tokenFor(stack, 'bob'), {});
+    try {
+      const args = { owner: 'alice', repo: 'demo', number, body: 'From 2025-11-25.' };
+      const failure = await legacy.client.callTool({ name: 'github_comment_issue', arguments: args }).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(failure).toBeInstanceOf(UrlElicitationRequiredError);
+      const [elicitation] = (failure as UrlElicitationRequiredError).elicitations;
+      await consentAndAuthorize(stack, await openConnectLink(stack, elicitation!.url, 'bob'), 'bob', 'Allow', GITHUB_FORMS);
+      await until('notifications/elicitation/complete', () => (legacy.completed.length > 0 ? true : undefined));
+      const retried = await legacy.client.callTool({ name: 'github_comment_issue', arguments: args });
+      expect(retried.isError ?? false).toBe(false);
+      expect(retried.structuredContent).toMatchObject({ author: 'bob' });
+    } finally {
+      await closeLegacy(legacy);
+    }
+    const rows = (await stack.db.pool.query("SELECT r.lineage, r.outcome_status FROM operation_receipts r JOIN elicitation_navigations n ON n.id = r.navigation_id WHERE n.tool = 'github_comment_issue'")).rows;
+    expect(rows).toEqual([{ lineage: 'error_retry', outcome_status: 'succeeded' }]);
+    const github = stack.dev.github!;
+    const token = await devGithubToken(github, stack.fetch, 'alice');
+    const read = (await (await stack.fetch(`${github.apiUrl}/repos/alice/demo/issues/${number}`, { headers: { authorization: `Bearer ${token}` } })).json()) as { comments: number };
+    expect(read.comments).toBe(1);
+    expect(internalErrors(stack)).toEqual([]);
   });
 });
