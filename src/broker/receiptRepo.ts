@@ -124,6 +124,11 @@ export async function findSealedArguments(db: Queryable, id: string): Promise<Se
 }
 
 /** Makes a pending receipt due for re-drive now (an operator asked); false when it has an outcome. */
+/** Takes a pending receipt out of the automatic re-drive until an operator asks for it (markRedriveDue). */
+export async function holdRedrive(db: Queryable, id: string): Promise<void> {
+  await db.query(`UPDATE operation_receipts SET redrive_after = 'infinity' WHERE id = $1 AND outcome_status = 'pending'`, [id]);
+}
+
 export async function markRedriveDue(db: Queryable, id: string, now: Date): Promise<boolean> {
   const { rowCount } = await db.query(`UPDATE operation_receipts SET redrive_after = $2 WHERE id = $1 AND outcome_status = 'pending'`, [id, now]);
   return (rowCount ?? 0) > 0;

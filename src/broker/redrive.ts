@@ -5,12 +5,19 @@ import { argumentsAad, PerformInProgressError, runAcceptedOperation, type Busine
 import { recordWithoutMoving } from './advance.js';
 import type { BrokerDeps } from './brokerDeps.js';
 import { findNavigationById } from './navigationRepo.js';
-import { findSealedArguments, leaseDueReceipts, type OperationReceipt } from './receiptRepo.js';
+import { latestEventOf } from '../ledger/ledgerRepo.js';
+import type { NavigationRecord } from './navigationRecord.js';
+import { findSealedArguments, holdRedrive, leaseDueReceipts, type OperationReceipt } from './receiptRepo.js';
 
 /** An operation rebuilt from its tool name and kept arguments (the MCP tools supply these). */
 export interface ReplayableOperation {
   provider: string;
   requestDigest: string;
+  /**
+   * Whether the provider dedupes by the idempotency key, so an unknown outcome may be performed
+   * again on its own. Otherwise only an operator's explicit re-drive performs it, once per request.
+   */
+  replayable: boolean;
   perform(access: StoredAccess, idempotencyKey: string): Promise<BusinessOutcome>;
 }
 
@@ -42,6 +49,7 @@ export async function redrive(deps: RedriveDeps, receipt: OperationReceipt, acto
     broker.logger.error({ receiptId: receipt.id, tool: navigation.tool }, 'kept arguments do not rebuild the accepted operation; not re-driven');
     return undefined;
   }
+  if (!operation.replayable && !(await operatorAskedForIt(deps, navigation, receipt))) return undefined;
   const token = await accessTokenFor(deps.vault, navigation.subject, operation.provider);
   if (!token) {
     broker.logger.warn({ receiptId: receipt.id, provider: operation.provider }, 're-drive waits: the user has no connection to the provider any more');
@@ -61,6 +69,29 @@ export async function redrive(deps: RedriveDeps, receipt: OperationReceipt, acto
   });
   return outcome;
 }
+
+/**
+ * For an operation the provider cannot dedupe: true when an operator's re-drive is the latest
+ * decision on it, and then that request is used up (one attempt, whatever its end). Otherwise the
+ * receipt is held out of the automatic sweep and the ledger says so, once: a reconciliation
+ * finding (`broker ledger reconcile`) until an operator decides.
+ */
+async function operatorAskedForIt(deps: RedriveDeps, navigation: NavigationRecord, receipt: OperationReceipt): Promise<boolean> {
+  const { broker } = deps;
+  return withTransaction(broker.pool, async (tx) => {
+    const latest = await latestEventOf(tx, navigation.id, REDRIVE_DECISIONS);
+    const asked = latest === 'operator_redrive';
+    await holdRedrive(tx, receipt.id);
+    if (asked || latest !== 'redrive_withheld') {
+      const event = asked ? 'redrive_attempted' : 'redrive_withheld';
+      const evidence = { receiptId: receipt.id, ...(asked ? {} : { reason: 'the provider cannot dedupe this operation: an operator decides whether to perform it again' }) };
+      await recordWithoutMoving(tx, navigation, event, { actor: 'system:reconcile', now: broker.clock.now(), evidence });
+    }
+    return asked;
+  });
+}
+
+const REDRIVE_DECISIONS = ['operator_redrive', 'redrive_attempted', 'redrive_withheld'];
 
 /**
  * The reconcile sweep: re-drives, in a bounded batch, the pending receipts an

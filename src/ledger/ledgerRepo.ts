@@ -47,6 +47,12 @@ export async function countEntries(db: Queryable, navigationId: string, events: 
   return rows[0]?.n ?? 0;
 }
 
+/** The latest of `events` recorded for a navigation, if any. */
+export async function latestEventOf(db: Queryable, navigationId: string, events: readonly string[]): Promise<string | undefined> {
+  const { rows } = await db.query<{ event: string }>('SELECT event FROM navigation_events WHERE navigation_id = $1 AND event = ANY($2) ORDER BY id DESC LIMIT 1', [navigationId, events]);
+  return rows[0]?.event;
+}
+
 export interface ChainBreak {
   chainSeq: number;
   id: number;

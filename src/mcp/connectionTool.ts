@@ -33,6 +33,8 @@ export interface ConnectionCall {
   requestDigest: string;
   /** The parsed arguments: sealed with the receipt, so an unknown outcome can be re-driven. */
   arguments: Record<string, unknown>;
+  /** Whether an unknown outcome may be performed again on its own (the provider dedupes by the key). */
+  replayable: boolean;
   perform(access: StoredAccess, idempotencyKey: string): Promise<BusinessOutcome>;
   render(outcome: BusinessOutcome): ToolCallResult;
 }

@@ -17,6 +17,14 @@ export interface ConnectionToolSpec<S extends z.ZodObject> {
   scopes: readonly string[];
   input: S;
   annotations?: ToolSpec<S, McpToolDeps>['annotations'];
+  /**
+   * Whether the provider dedupes a repeated call by `idempotencyKey` (the Report Service does; GitHub,
+   * Slack and most APIs do not), so the reconcile sweep may perform an operation whose outcome is
+   * unknown (a crash, a lost answer) again on its own. Default false: such an operation waits as a
+   * reconciliation finding until an operator re-drives it (`broker ledger redrive`). Reads may say
+   * true: doing them twice changes nothing.
+   */
+  replayable?: boolean;
   /** What the operation is for, shown with the connect link and in refusals ("create the report …"); default: "use <name>". */
   purpose?(input: z.output<S>): string;
   /**
@@ -65,6 +73,7 @@ export function defineConnectionTool<S extends z.ZodObject>(spec: ConnectionTool
       purpose: spec.purpose?.(input) ?? `use ${spec.name}`,
       requestDigest: argumentsDigest([spec.name, ...Object.keys(spec.input.shape).map((key) => digestPart(input[key as keyof typeof input]))]),
       arguments: input as Record<string, unknown>,
+      replayable: spec.replayable ?? false,
       async perform(access, idempotencyKey) {
         const connection = connectionOf(access);
         const outcome = await spec.perform({ input, fetch: connectionFetch(deps.fetch, connection, access.token), idempotencyKey, connection });

@@ -33,6 +33,9 @@ export function compileDeclaredTool(entry: DeclaredEntry, input: TranslatedInput
     scopes: entry.scopes,
     input: input.schema,
     ...(entry.annotations ? { annotations: annotationsOf(entry.annotations) } : {}),
+    // idempotency "header": the provider dedupes by the receipt id, so the sweep re-drives on its own;
+    // "none": an unknown outcome waits for an operator's re-drive.
+    replayable: request.idempotencyHeader !== undefined,
     async perform({ input: args, fetch, idempotencyKey, connection }) {
       const built = buildRequest(entry.name, request, args as Record<string, unknown>, idempotencyKey);
       const answer = await fetch(built.path, built.init);

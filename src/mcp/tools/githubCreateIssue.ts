@@ -17,6 +17,8 @@ export const githubCreateIssue = defineConnectionTool({
     body: z.string().max(10_000).optional(),
   }),
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+  // GitHub's REST API honours no idempotency key: an unknown outcome waits for an operator.
+  replayable: false,
   // Model-chosen text: quoted and made plain, so the consent page can set it apart.
   purpose: (input) => `open the issue ${quoteForeign(input.title, 80)} in ${input.repository}`,
   async perform({ input, fetch, idempotencyKey }) {

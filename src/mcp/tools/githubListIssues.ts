@@ -16,6 +16,7 @@ export const githubListIssues = defineConnectionTool({
     limit: z.number().int().min(1).max(50).default(20),
   }),
   annotations: { readOnlyHint: true, openWorldHint: true },
+  replayable: true,
   purpose: () => 'list your GitHub issues',
   perform: async ({ input, fetch }) => ({ issues: await listMyIssues(fetch, { filter: input.filter, state: input.state, perPage: input.limit }) }),
   render(outcome) {

@@ -13,6 +13,8 @@ export const reportsCreate = defineConnectionTool({
   scopes: ['reports:write'],
   input: z.strictObject({ title: z.string().trim().min(1).max(200), body: z.string().max(10_000) }),
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+  // The Report Service keeps each Idempotency-Key's answer: a re-drive with the receipt's key creates nothing twice.
+  replayable: true,
   // The title is the model's choice: quoted and made plain, so the consent page can set it apart.
   purpose: (input) => `create the report ${quoteForeign(input.title, 80)}`,
   async perform({ input, fetch, idempotencyKey }) {

@@ -12,6 +12,7 @@ export const reportsList = defineConnectionTool({
   scopes: ['reports:read'],
   input: z.strictObject({}),
   annotations: { readOnlyHint: true, openWorldHint: true },
+  replayable: true,
   purpose: () => 'list your reports',
   perform: async ({ fetch }) => ({ reports: await listReports(fetch) }),
   render(outcome) {
