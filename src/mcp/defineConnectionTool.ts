@@ -1,8 +1,9 @@
 import type { z } from 'zod';
 import { connectionFetch, type ConnectionFetch, type ConnectionInfo } from './connectionFetch.js';
+import { ProviderRefusedError } from '../providers/providerRefusal.js';
 import type { StoredAccess } from '../secrets/forgetConnection.js';
 import { runConnectionTool, type ConnectionCall } from './connectionTool.js';
-import { defineTool, parseArguments, type Tool, type ToolSpec } from './defineTool.js';
+import { defineTool, errorResult, parseArguments, type Tool, type ToolSpec } from './defineTool.js';
 import type { ToolCallResult } from './protocol.js';
 import { argumentsDigest } from './requestState.js';
 import type { McpToolDeps } from './tools/registry.js';
@@ -76,10 +77,16 @@ export function defineConnectionTool<S extends z.ZodObject>(spec: ConnectionTool
       replayable: spec.replayable ?? false,
       async perform(access, idempotencyKey) {
         const connection = connectionOf(access);
-        const outcome = await spec.perform({ input, fetch: connectionFetch(deps.fetch, connection, access.token), idempotencyKey, connection });
-        return { status: 'succeeded', outcome };
+        try {
+          const outcome = await spec.perform({ input, fetch: connectionFetch(deps.fetch, connection, access.token), idempotencyKey, connection });
+          return { status: 'succeeded', outcome };
+        } catch (err) {
+          // A definite refusal is this operation's outcome, kept with its receipt: no retry sends it again.
+          if (err instanceof ProviderRefusedError) return { status: 'failed', outcome: { error: 'provider_refused', httpStatus: err.status, message: err.message } };
+          throw err;
+        }
       },
-      render: ({ outcome }) => spec.render(outcome),
+      render: ({ status, outcome }) => (status === 'failed' && outcome['error'] === 'provider_refused' ? errorResult(String(outcome['message']), outcome) : spec.render(outcome)),
     };
   };
   const tool = defineTool({

@@ -5,6 +5,21 @@ import { plainText } from '../security/displayText.js';
 const MAX_MESSAGE = 200;
 
 /**
+ * The provider answered this request with a refusal (a 4xx other than 401 and
+ * 429): the operation was not done and doing it again gives the same answer,
+ * so an accepted operation records it as its final, failed outcome.
+ */
+export class ProviderRefusedError extends InvalidInputError {
+  override name = 'ProviderRefusedError';
+  constructor(
+    message: string,
+    readonly status: number,
+  ) {
+    super(message);
+  }
+}
+
+/**
  * The provider's own words in an error body, plain and bounded: GitHub's and
  * most REST APIs' `message`, `error.message` (Google, Microsoft Graph),
  * `error_description` and `error` (RFC 6749 §5.2), `detail` and `title`
@@ -28,5 +43,5 @@ export function providerRefusal(provider: string, status: number, body: unknown,
   const message = providerMessage(body);
   const said = `HTTP ${status}${message ? `: ${message}` : ''}`;
   if (status === 429 || status >= 500) return new UnavailableError(`${provider} could not ${what} now (${said}). Try again later.`, { expose: true });
-  return new InvalidInputError(`${provider} refused to ${what} (${said}).`);
+  return new ProviderRefusedError(`${provider} refused to ${what} (${said}).`, status);
 }

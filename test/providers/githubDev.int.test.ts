@@ -1,3 +1,4 @@
+import nock from 'nock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 import { consentAndAuthorize, elicitConnection, GITHUB_FORMS, openConnectLink, retryConnection } from '../support/connectFlow.js';
@@ -61,5 +62,23 @@ describe('the GitHub-like development provider through the catalog', () => {
     const response = await callTool(stack, alice, 'github_create_issue', { repository: '../../orgs/evil', title: 'x' }, {}, {});
     expect(response.json.error ?? response.json.result).toMatchObject(response.json.error ? { code: -32602 } : { isError: true });
     expect(await query("SELECT count(*)::int AS n FROM elicitation_navigations WHERE provider = 'github' AND status = 'CREATED'")).toEqual([{ n: 0 }]);
+  });
+
+  it('records a refusal (404: no such repository) as the operation\'s failed outcome: a retry answers it without asking GitHub again', async () => {
+    const mallory = await tokenFor(stack, 'mallory');
+    const args = { repository: 'mallory/nowhere', title: 'Refused' };
+    const elicited = await elicitConnection(stack, mallory, 'github_create_issue', args);
+    await consentAndAuthorize(stack, await openConnectLink(stack, elicited.url, 'mallory'), 'mallory', 'Allow', GITHUB_FORMS);
+    const refused = await retryConnection(stack, mallory, 'github_create_issue', args, elicited.requestState, 'accept');
+    expect(refused.json.result).toMatchObject({ isError: true, content: [{ text: expect.stringContaining('GitHub refused to open an issue in mallory/nowhere (HTTP 404: Not Found)') }] });
+    expect(await query("SELECT outcome_status, outcome->>'error' AS error FROM operation_receipts r JOIN elicitation_navigations n ON n.id = r.navigation_id WHERE n.subject_sub = 'mallory'")).toEqual([
+      { outcome_status: 'failed', error: 'provider_refused' },
+    ]);
+    // The same answer again, from the receipt: nothing reaches GitHub.
+    const watch = nock(stack.dev.github!.origin, { allowUnmocked: true }).post('/api/v3/repos/mallory/nowhere/issues').reply(500);
+    const again = await retryConnection(stack, mallory, 'github_create_issue', args, elicited.requestState, 'accept');
+    expect(again.json.result).toMatchObject({ isError: true, content: [{ text: expect.stringContaining('HTTP 404') }] });
+    expect(watch.isDone()).toBe(false);
+    nock.cleanAll();
   });
 });

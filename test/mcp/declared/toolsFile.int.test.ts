@@ -126,7 +126,7 @@ describe('tools declared in a file, through the broker stack', () => {
     expect(toRepos()).toEqual([]);
     await connect('alice', elicited.url);
     const answered = await retryConnection(stack, tokens['alice']!, 'github_get_issue', args, elicited.requestState, 'accept');
-    expect(answered.json.result).toMatchObject({ resultType: 'complete', isError: true, structuredContent: { error: 'invalid_input' } });
+    expect(answered.json.result).toMatchObject({ resultType: 'complete', isError: true, structuredContent: { error: 'provider_refused', httpStatus: 404 } });
     expect(text(answered)).toBe('GitHub (development) refused to run github_get_issue (HTTP 404: Not Found).');
     expect(toRepos().map((s) => `${s.method} ${s.url.pathname}`)).toEqual(['GET /api/v3/repos/alice/demo/issues/999999']);
   });
@@ -168,7 +168,7 @@ describe('tools declared in a file, through the broker stack', () => {
     await connect('mallory', elicited.url);
     const before = toRepos().length;
     const answered = await retryConnection(stack, tokens['mallory']!, 'test_open_assigned_issue', args, elicited.requestState, 'accept');
-    expect(answered.json.result).toMatchObject({ isError: true, structuredContent: { error: 'invalid_input' } });
+    expect(answered.json.result).toMatchObject({ isError: true, structuredContent: { error: 'provider_refused', httpStatus: 422 } });
     expect(text(answered)).toBe('GitHub (development) refused to run test_open_assigned_issue (HTTP 422: Validation Failed).');
     const [post, ...more] = toRepos().slice(before);
     expect(more).toEqual([]);
