@@ -1,23 +1,17 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DEFAULT_LOGIN_RATE_LIMIT } from '../../src/auth/authRoutes.js';
 import { DEV_PASSWORD } from '../../src/dev/devUsers.js';
-import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 import { createTestBrowser } from '../support/testBrowser.js';
+import { useBrokerStack } from '../support/useBrokerStack.js';
 
 // An unauthenticated GET /login used to write a session row and a login transaction each; a loop
 // from one address wrote rows faster than the sweep deleted them.
 
 describe('a flood of unauthenticated sign-in requests', () => {
-  let stack: BrokerStack;
   // The broker's clock stands still unless a test moves it, so no bucket refills behind a test's back.
   const startedAt = Date.now();
   let advancedMs = 0;
-  beforeAll(async () => {
-    stack = await startBrokerStack({ loginRateLimit: DEFAULT_LOGIN_RATE_LIMIT, clock: { now: () => new Date(startedAt + advancedMs) } });
-  });
-  afterAll(async () => {
-    await stack?.close();
-  });
+  const { stack } = useBrokerStack({ loginRateLimit: DEFAULT_LOGIN_RATE_LIMIT, clock: { now: () => new Date(startedAt + advancedMs) } });
 
   /** Every row of every table in the test's schema. */
   async function rowCounts(): Promise<Record<string, number>> {

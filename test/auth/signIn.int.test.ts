@@ -1,18 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { DEV_PASSWORD } from '../../src/dev/devUsers.js';
 import { digestOf } from '../../src/shared/tokens.js';
-import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 import { createTestBrowser, type BrowserResponse, type TestBrowser } from '../support/testBrowser.js';
+import { useBrokerStack } from '../support/useBrokerStack.js';
 
 describe('browser sign-in', () => {
-  let stack: BrokerStack;
-
-  beforeAll(async () => {
-    stack = await startBrokerStack();
-  });
-  afterAll(async () => {
-    await stack?.close();
-  });
+  const { stack } = useBrokerStack();
 
   // Runs last: everything above signed people in and out.
   afterAll(() => {

@@ -1,20 +1,14 @@
 import nock from 'nock';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { useBrokerStack } from '../support/useBrokerStack.js';
 
 // The broker's own sign-in against an issuer played by nock, whose discovery
 // document names the endpoints each test wants.
 const ISSUER = 'https://login.example.test';
 
 describe("the URL policy on the broker's own sign-in", () => {
-  let stack: BrokerStack;
+  const { stack } = useBrokerStack({ signInIssuer: ISSUER });
 
-  beforeAll(async () => {
-    stack = await startBrokerStack({ signInIssuer: ISSUER });
-  });
-  afterAll(async () => {
-    await stack?.close();
-  });
   afterEach(() => {
     nock.cleanAll();
   });

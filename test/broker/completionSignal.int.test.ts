@@ -1,24 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
+import { describe, expect, it } from 'vitest';
+import { startBrokerStack } from '../support/brokerStack.js';
 import { elicitConnection, openConnectLink, retryConnection } from '../support/connectFlow.js';
 import { tokenFor } from '../support/mcpWire.js';
+import { useBrokerStack } from '../support/useBrokerStack.js';
 import { DEV_PASSWORD } from '../../src/dev/devUsers.js';
 
 describe('completion reaches a waiting retry on another instance (LISTEN/NOTIFY)', () => {
-  let stack: BrokerStack;
-  let alice: string;
-
-  beforeAll(async () => {
-    stack = await startBrokerStack({ retryWaitMs: 8_000 });
-    alice = await tokenFor(stack, 'alice');
-  });
-  afterAll(async () => {
-    await stack?.close();
-  });
+  const { stack, tokens } = useBrokerStack({ retryWaitMs: 8_000 }, { users: ['alice'] });
 
   it('completes a retry waiting on instance 2 as soon as the callback lands on instance 1', async () => {
     const args = { title: 'Across instances', body: 'x' };
-    const elicited = await elicitConnection(stack, alice, 'reports_create', args);
+    const elicited = await elicitConnection(stack, tokens.alice, 'reports_create', args);
     const run = await openConnectLink(stack, elicited.url, 'alice');
     // Consent and authorize, but hold the browser at the redirect back to our callback.
     const atCallback = (url: URL) => url.pathname === '/oauth/callback/reports';
@@ -28,7 +20,7 @@ describe('completion reaches a waiting retry on another instance (LISTEN/NOTIFY)
     const callback = held.location!;
 
     const started = Date.now();
-    const waiting = retryConnection(stack, alice, 'reports_create', args, elicited.requestState, 'accept', stack.secondUrl);
+    const waiting = retryConnection(stack, tokens.alice, 'reports_create', args, elicited.requestState, 'accept', stack.secondUrl);
     await new Promise((r) => setTimeout(r, 400));
     const landed = await run.browser.get(callback);
     expect(landed.text).toContain('Report Service is connected');

@@ -1,12 +1,12 @@
 import nock from 'nock';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { Fetch } from '../../src/shared/httpClient.js';
 import { digestOf, randomToken } from '../../src/shared/tokens.js';
-import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 import { consentAndAuthorize, elicitConnection, openConnectLink, retryConnection } from '../support/connectFlow.js';
 import { mintAccessToken, reportsAt, reportsTokenEndpoint, tokenResponse } from '../support/forgedTokens.js';
-import { callTool, tokenFor, type WireResponse } from '../support/mcpWire.js';
+import { callTool, type WireResponse } from '../support/mcpWire.js';
 import { createTestBrowser } from '../support/testBrowser.js';
+import { useBrokerStack } from '../support/useBrokerStack.js';
 
 // Canary tokens (the `secrets` table is the only place a third-party token rests): tokens with
 // recognisable values go through the whole flow and must never show up in a
@@ -15,18 +15,10 @@ import { createTestBrowser } from '../support/testBrowser.js';
 const ALICE_AT_REPORTS = 'rs-user-alice';
 
 describe('third-party tokens never leave the vault', () => {
-  let stack: BrokerStack;
-  let alice: string;
+  const { stack, tokens } = useBrokerStack({ retryWaitMs: 200 }, { users: ['alice'] });
 
-  beforeAll(async () => {
-    stack = await startBrokerStack({ retryWaitMs: 200 });
-    alice = await tokenFor(stack, 'alice');
-  });
   afterEach(() => {
     nock.cleanAll();
-  });
-  afterAll(async () => {
-    await stack?.close();
   });
 
   it('keeps canary access and refresh tokens out of every response, log line and ledger entry, and stores them only encrypted', async () => {
@@ -44,7 +36,7 @@ describe('third-party tokens never leave the vault', () => {
     };
 
     const args = { title: 'Canary report', body: 'Nothing to see here.' };
-    const elicited = await elicitConnection(stack, alice, 'reports_create', args);
+    const elicited = await elicitConnection(stack, tokens.alice, 'reports_create', args);
     const [{ id: navigationId }] = (await stack.db.pool.query('SELECT id FROM elicitation_navigations WHERE handle_digest = $1', [digestOf(new URL(elicited.url).pathname.split('/').pop()!)])).rows;
     const browser = createTestBrowser({ fetch: recordingFetch, stopAt: (u) => u.pathname === '/oauth/callback/reports' });
     const stopped = await consentAndAuthorize(stack, await openConnectLink(stack, elicited.url, 'alice', browser), 'alice');
@@ -60,9 +52,9 @@ describe('third-party tokens never leave the vault', () => {
     expect(tokenEndpoint.isDone()).toBe(true);
     expect(done.text).toContain('Report Service is connected');
     // The canary access token is genuine at the Report Service: the operation goes through with it.
-    const created = mcp(await retryConnection(stack, alice, 'reports_create', args, elicited.requestState, 'accept'));
+    const created = mcp(await retryConnection(stack, tokens.alice, 'reports_create', args, elicited.requestState, 'accept'));
     expect(created.json.result).toMatchObject({ resultType: 'complete', structuredContent: { status: 'created', report: { title: 'Canary report' } } });
-    const listed = mcp(await callTool(stack, alice, 'reports_list', {}, {}, {}));
+    const listed = mcp(await callTool(stack, tokens.alice, 'reports_list', {}, {}, {}));
     expect(listed.json.result).toMatchObject({ structuredContent: { reports: [expect.objectContaining({ title: 'Canary report' })] } });
     expect((await reportsAt(stack, ALICE_AT_REPORTS)).map((r) => r.title)).toEqual(['Canary report']);
 

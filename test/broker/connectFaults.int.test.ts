@@ -1,13 +1,12 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { SESSION_COOKIE } from '../../src/auth/sessionCookie.js';
 import { DEV_PASSWORD } from '../../src/dev/devUsers.js';
 import { randomToken, digestOf } from '../../src/shared/tokens.js';
 import { csrfTokenFor } from '../../src/web/middleware/csrf.js';
-import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 import { consentAndAuthorize, elicitConnection, openConnectLink, retryConnection } from '../support/connectFlow.js';
 import { reportsAt } from '../support/forgedTokens.js';
-import { tokenFor } from '../support/mcpWire.js';
 import { createTestBrowser, type TestBrowser } from '../support/testBrowser.js';
+import { useBrokerStack } from '../support/useBrokerStack.js';
 
 // Browser-side faults of the connect flow: links and
 // callbacks in the wrong hands, prefetches, replayed, tampered, early, late and
@@ -26,22 +25,14 @@ interface Flow {
 }
 
 describe('connect flow faults in the browser', () => {
-  let stack: BrokerStack;
-  let alice: string;
   let clockOffsetMs = 0;
   const clock = { now: () => new Date(Date.now() + clockOffsetMs) };
+  const { stack, tokens } = useBrokerStack({ clock, retryWaitMs: RETRY_WAIT_MS, navigationTtlSeconds: NAVIGATION_TTL_SECONDS }, { users: ['alice'] });
 
-  beforeAll(async () => {
-    stack = await startBrokerStack({ clock, retryWaitMs: RETRY_WAIT_MS, navigationTtlSeconds: NAVIGATION_TTL_SECONDS });
-    alice = await tokenFor(stack, 'alice');
-  });
   afterEach(async () => {
     clockOffsetMs = 0;
     // Each test connects alice from scratch.
     await stack.db.pool.query('DELETE FROM secrets');
-  });
-  afterAll(async () => {
-    await stack?.close();
   });
 
   const query = async (sql: string, params: unknown[] = []) => (await stack.db.pool.query(sql, params)).rows;
@@ -54,7 +45,7 @@ describe('connect flow faults in the browser', () => {
 
   async function elicit(title: string): Promise<Flow> {
     const args = { title, body: `${title}: body` };
-    const elicited = await elicitConnection(stack, alice, 'reports_create', args);
+    const elicited = await elicitConnection(stack, tokens.alice, 'reports_create', args);
     const handle = new URL(elicited.url).pathname.split('/').pop()!;
     const [row] = await query('SELECT id FROM elicitation_navigations WHERE handle_digest = $1', [digestOf(handle)]);
     return { args, url: elicited.url, requestState: elicited.requestState, id: row.id };
@@ -78,7 +69,7 @@ describe('connect flow faults in the browser', () => {
 
   /** The host's state-only retry does not complete, and nothing was accepted or created. */
   async function expectNothingAccepted(flow: Flow): Promise<void> {
-    const retry = await retryConnection(stack, alice, 'reports_create', flow.args, flow.requestState, undefined);
+    const retry = await retryConnection(stack, tokens.alice, 'reports_create', flow.args, flow.requestState, undefined);
     expect(retry.json.result).toMatchObject({ resultType: 'input_required', requestState: expect.any(String) });
     expect(retry.json.result).not.toHaveProperty('inputRequests');
     expect(await countOf('operation_receipts', flow)).toBe(0);
@@ -149,7 +140,7 @@ describe('connect flow faults in the browser', () => {
     clockOffsetMs = (NAVIGATION_TTL_SECONDS + 60) * 1000;
 
     const page = await browser.get(callbackUrl);
-    const retry = await retryConnection(stack, alice, 'reports_create', flow.args, flow.requestState, 'accept');
+    const retry = await retryConnection(stack, tokens.alice, 'reports_create', flow.args, flow.requestState, 'accept');
     expect({
       callbackRefused: page.status >= 400 && page.status < 500,
       navigationVerified: ['REQUIREMENT_VERIFIED', 'MRTR_RETRY_ACCEPTED'].includes((await navigation(flow)).status),
@@ -176,7 +167,7 @@ describe('connect flow faults in the browser', () => {
     expect([await countOf('consent_receipts', flow), await countOf('oauth_transactions', flow)]).toEqual([0, 0]);
 
     expect((await consentAndAuthorize(stack, run, 'alice')).text).toContain('Report Service is connected');
-    const accepted = await retryConnection(stack, alice, 'reports_create', flow.args, flow.requestState, 'accept');
+    const accepted = await retryConnection(stack, tokens.alice, 'reports_create', flow.args, flow.requestState, 'accept');
     expect(accepted.json.result).toMatchObject({ resultType: 'complete', structuredContent: { status: 'created', report: { title: 'Prefetched link' } } });
   });
 
@@ -233,7 +224,7 @@ describe('connect flow faults in the browser', () => {
     const flow = await elicit('Duplicate callback');
     const { browser, callbackUrl } = await authorizeUntilCallback(flow);
     expect((await browser.get(callbackUrl)).text).toContain('Report Service is connected');
-    const accepted = await retryConnection(stack, alice, 'reports_create', flow.args, flow.requestState, 'accept');
+    const accepted = await retryConnection(stack, tokens.alice, 'reports_create', flow.args, flow.requestState, 'accept');
     expect(accepted.json.result).toMatchObject({ resultType: 'complete', structuredContent: { status: 'created' } });
     const before = [await navigation(flow), await events(flow), await storedSecrets()];
     expect(before[0]).toMatchObject({ status: 'MRTR_RETRY_ACCEPTED' });
@@ -260,7 +251,7 @@ describe('connect flow faults in the browser', () => {
   it('answers a state-only input_required after the bounded wait when the user accepted but never completed', async () => {
     const flow = await elicit('Accepted, never completed');
     const started = Date.now();
-    const retry = await retryConnection(stack, alice, 'reports_create', flow.args, flow.requestState, 'accept');
+    const retry = await retryConnection(stack, tokens.alice, 'reports_create', flow.args, flow.requestState, 'accept');
 
     expect(Date.now() - started).toBeGreaterThanOrEqual(RETRY_WAIT_MS);
     expect(retry.json.result).toMatchObject({ resultType: 'input_required', requestState: expect.any(String) });
@@ -275,11 +266,11 @@ describe('connect flow faults in the browser', () => {
 
   it('gives a new connect link, and accepts nothing, when the navigation expired before the user completed it', async () => {
     const flow = await elicit('Expired before completion');
-    const waiting = await retryConnection(stack, alice, 'reports_create', flow.args, flow.requestState, 'accept');
+    const waiting = await retryConnection(stack, tokens.alice, 'reports_create', flow.args, flow.requestState, 'accept');
     const requestState = waiting.json.result?.['requestState'] as string;
     clockOffsetMs = (NAVIGATION_TTL_SECONDS + 1) * 1000;
 
-    const next = await retryConnection(stack, alice, 'reports_create', flow.args, requestState, undefined);
+    const next = await retryConnection(stack, tokens.alice, 'reports_create', flow.args, requestState, undefined);
     const params = (next.json.result as { inputRequests?: { connect?: { method: string; params: { mode: string; url: string } } } }).inputRequests?.connect;
     expect(next.json.result).toMatchObject({ resultType: 'input_required', requestState: expect.any(String) });
     expect(params).toMatchObject({ method: 'elicitation/create', params: { mode: 'url' } });
@@ -302,8 +293,8 @@ describe('connect flow faults in the browser', () => {
     expect((await consentAndAuthorize(stack, await openConnectLink(stack, flow.url, 'alice'), 'alice')).text).toContain('Report Service is connected');
 
     const answers = await Promise.all([
-      retryConnection(stack, alice, 'reports_create', flow.args, flow.requestState, 'accept'),
-      retryConnection(stack, alice, 'reports_create', flow.args, flow.requestState, 'accept', stack.secondUrl),
+      retryConnection(stack, tokens.alice, 'reports_create', flow.args, flow.requestState, 'accept'),
+      retryConnection(stack, tokens.alice, 'reports_create', flow.args, flow.requestState, 'accept', stack.secondUrl),
     ]);
     const ids = answers.map((a) => {
       expect(a.json.result).toMatchObject({ resultType: 'complete', structuredContent: { status: 'created', report: { title: 'Raced retry' } } });

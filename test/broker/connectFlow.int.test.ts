@@ -1,24 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
+import { describe, expect, it } from 'vitest';
 import { consentAndAuthorize, elicitConnection, openConnectLink, retryConnection } from '../support/connectFlow.js';
-import { callTool, tokenFor } from '../support/mcpWire.js';
+import { callTool } from '../support/mcpWire.js';
+import { useBrokerStack } from '../support/useBrokerStack.js';
 
 describe('the URL-mode connect flow over MRTR', () => {
-  let stack: BrokerStack;
-  let alice: string;
-
-  beforeAll(async () => {
-    stack = await startBrokerStack();
-    alice = await tokenFor(stack, 'alice');
-  });
-  afterAll(async () => {
-    await stack?.close();
-  });
-
+  const { stack, tokens } = useBrokerStack({}, { users: ['alice'] });
 
   it('connects alice through the browser and creates exactly one report', async () => {
     const args = { title: 'Quarterly TPS', body: 'All cover sheets attached.' };
-    const elicited = await elicitConnection(stack, alice, 'reports_create', args);
+    const elicited = await elicitConnection(stack, tokens.alice, 'reports_create', args);
     const link = new URL(elicited.url);
     expect(link.origin).toBe(stack.brokerUrl);
     expect(link.pathname).toMatch(/^\/connect\/[\w-]{43}$/);
@@ -34,14 +24,14 @@ describe('the URL-mode connect flow over MRTR', () => {
     expect(done.text).toContain('Report Service is connected');
     expect(done.text).not.toMatch(/eyJ[\w-]+\.eyJ/);
 
-    const accepted = await retryConnection(stack, alice, 'reports_create', args, elicited.requestState, 'accept');
+    const accepted = await retryConnection(stack, tokens.alice, 'reports_create', args, elicited.requestState, 'accept');
     expect(accepted.json.result).toMatchObject({ resultType: 'complete', structuredContent: { status: 'created', report: { title: 'Quarterly TPS' } } });
     const reportId = (accepted.json.result?.['structuredContent'] as { report: { id: string } }).report.id;
 
-    const again = await retryConnection(stack, alice, 'reports_create', args, elicited.requestState, 'accept');
+    const again = await retryConnection(stack, tokens.alice, 'reports_create', args, elicited.requestState, 'accept');
     expect((again.json.result?.['structuredContent'] as { report: { id: string } }).report.id).toBe(reportId);
 
-    const listed = await callTool(stack, alice, 'reports_list', {}, {}, {});
+    const listed = await callTool(stack, tokens.alice, 'reports_list', {}, {}, {});
     const reports = (listed.json.result?.['structuredContent'] as { reports: { id: string; title: string }[] }).reports;
     expect(reports.filter((r) => r.title === 'Quarterly TPS')).toHaveLength(1);
 

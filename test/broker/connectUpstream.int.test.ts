@@ -1,5 +1,5 @@
 import nock from 'nock';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { createKeyring } from '../../src/crypto/keyring.js';
 import { createSecretBox } from '../../src/crypto/secretBox.js';
 import { createProviderClient } from '../../src/oauth/providerClient.js';
@@ -7,11 +7,10 @@ import { parseProviders } from '../../src/providers/providerConfig.js';
 import { createFetch } from '../../src/shared/httpClient.js';
 import { Secret } from '../../src/shared/secret.js';
 import { digestOf, randomToken } from '../../src/shared/tokens.js';
-import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 import { consentAndAuthorize, elicitConnection, openConnectLink } from '../support/connectFlow.js';
 import { mintAccessToken, reportsTokenEndpoint, tokenResponse, type AccessTokenClaims } from '../support/forgedTokens.js';
-import { tokenFor } from '../support/mcpWire.js';
 import { createTestBrowser, type BrowserResponse, type TestBrowser } from '../support/testBrowser.js';
+import { useBrokerStack } from '../support/useBrokerStack.js';
 
 // Faults between the broker and the provider: a wrong
 // PKCE verifier, a mixed-up `iss`, a token for another audience, a token
@@ -27,20 +26,12 @@ interface Flow {
 const ALICE_AT_REPORTS = 'rs-user-alice';
 
 describe('connect flow faults at the provider', () => {
-  let stack: BrokerStack;
-  let alice: string;
+  const { stack, tokens } = useBrokerStack({ retryWaitMs: 200 }, { users: ['alice'] });
 
-  beforeAll(async () => {
-    stack = await startBrokerStack({ retryWaitMs: 200 });
-    alice = await tokenFor(stack, 'alice');
-  });
   afterEach(async () => {
     nock.cleanAll();
     await stack.db.pool.query('DELETE FROM secrets');
     await stack.db.pool.query('DELETE FROM connections');
-  });
-  afterAll(async () => {
-    await stack?.close();
   });
 
   const query = async (sql: string, params: unknown[] = []) => (await stack.db.pool.query(sql, params)).rows;
@@ -49,7 +40,7 @@ describe('connect flow faults at the provider', () => {
   const pendingTransaction = async (flow: Flow) => (await query('SELECT state_digest, code_verifier_sealed, key_id, nonce FROM oauth_transactions WHERE navigation_id = $1', [flow.id]))[0];
 
   async function elicit(title: string): Promise<Flow> {
-    const elicited = await elicitConnection(stack, alice, 'reports_create', { title, body: `${title}: body` });
+    const elicited = await elicitConnection(stack, tokens.alice, 'reports_create', { title, body: `${title}: body` });
     const [row] = await query('SELECT id FROM elicitation_navigations WHERE handle_digest = $1', [digestOf(new URL(elicited.url).pathname.split('/').pop()!)]);
     return { url: elicited.url, id: row.id };
   }

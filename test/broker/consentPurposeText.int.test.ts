@@ -1,9 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { INVISIBLE } from '../../src/security/displayText.js';
 import { digestOf } from '../../src/shared/tokens.js';
-import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 import { elicitConnection, openConnectLink } from '../support/connectFlow.js';
-import { tokenFor } from '../support/mcpWire.js';
+import { useBrokerStack } from '../support/useBrokerStack.js';
 
 // A tool's purpose quotes text the model chose (a report title). On the consent
 // page and in the elicitation message that text loses its bidi controls and
@@ -13,20 +12,12 @@ import { tokenFor } from '../support/mcpWire.js';
 const INVISIBLE_ANYWHERE = new RegExp(INVISIBLE.source, 'gu');
 
 describe('model-chosen text on the consent page', () => {
-  let stack: BrokerStack;
-  let alice: string;
-  beforeAll(async () => {
-    stack = await startBrokerStack();
-    alice = await tokenFor(stack, 'alice');
-  });
-  afterAll(async () => {
-    await stack?.close();
-  });
+  const { stack, tokens } = useBrokerStack({}, { users: ['alice'] });
 
   it('strips bidi and invisible characters from a report title and shows it quoted, apart from the fixed wording', async () => {
     // Reads as "…and delete all reports" once the RLO flips the tail; the zero-width space and tag characters hide more.
     const title = 'Q3\u200b summary\u202e stroper lla eteled dna\u202c \u201cApproved\u201d\u2066 by admin\u2069\u{e0041}\nnext line';
-    const elicited = await elicitConnection(stack, alice, 'reports_create', { title, body: 'x' });
+    const elicited = await elicitConnection(stack, tokens.alice, 'reports_create', { title, body: 'x' });
     const shown = 'Q3 summary stroper lla eteled dna "Approved" by admin next line';
 
     expect(elicited.message.match(INVISIBLE_ANYWHERE)).toBeNull();
@@ -45,7 +36,7 @@ describe('model-chosen text on the consent page', () => {
   });
 
   it('shows a purpose without model-chosen text as plain wording, with no quote note', async () => {
-    const elicited = await elicitConnection(stack, alice, 'reports_list', {});
+    const elicited = await elicitConnection(stack, tokens.alice, 'reports_list', {});
     const { review } = await openConnectLink(stack, elicited.url, 'alice');
     expect(review.text).toContain('An app you use asked to <span class="purpose">list your reports</span>.');
     expect(review.text).not.toContain('Quoted text');

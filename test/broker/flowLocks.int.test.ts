@@ -1,31 +1,19 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DEV_PASSWORD } from '../../src/dev/devUsers.js';
-import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 import { elicitConnection, openConnectLink } from '../support/connectFlow.js';
-import { tokenFor } from '../support/mcpWire.js';
 import type { BrowserResponse } from '../support/testBrowser.js';
+import { useBrokerStack } from '../support/useBrokerStack.js';
 
 // Transactions that lock flows and write the ledger, meeting: each test holds
 // one back with a lock of its own until the other is queued where it would
 // deadlock, then lets go. Postgres aborted one of them before the fixes.
 describe('flow locks and the ledger', () => {
-  let stack: BrokerStack;
-  let alice: string;
-  let bob: string;
-
-  beforeAll(async () => {
-    stack = await startBrokerStack();
-    alice = await tokenFor(stack, 'alice');
-    bob = await tokenFor(stack, 'bob');
-  });
-  afterAll(async () => {
-    await stack?.close();
-  });
+  const { stack, tokens } = useBrokerStack({}, { users: ['alice', 'bob'] });
 
   // Two links of one user for one provider, both at the provider's Allow page: each verifying
   // transaction locked its own flow, then waited for the other's to settle it as a sibling.
   it('two callbacks of one user at once do not deadlock: one connects, the other is told it was completed meanwhile', async () => {
-    const links = [await elicitConnection(stack, alice, 'reports_create', { title: 'deadlock one', body: '' }), await elicitConnection(stack, alice, 'reports_list', {})];
+    const links = [await elicitConnection(stack, tokens.alice, 'reports_create', { title: 'deadlock one', body: '' }), await elicitConnection(stack, tokens.alice, 'reports_list', {})];
     // Each browser up to the Report Service's Allow page.
     const allowPages = await Promise.all(
       links.map(async (link) => {
@@ -66,7 +54,7 @@ describe('flow locks and the ledger', () => {
   // key, a share lock on its flow: a refusal for a flow whose callback held it FOR UPDATE waited for
   // the callback, holding the chain lock the callback needed next.
   it("another user opening a link while its callback verifies it does not deadlock: the view is refused and recorded, the callback connects", async () => {
-    const link = await elicitConnection(stack, bob, 'reports_create', { title: 'refused during the callback', body: '' });
+    const link = await elicitConnection(stack, tokens.bob, 'reports_create', { title: 'refused during the callback', body: '' });
     const mallory = await openConnectLink(stack, link.url, 'mallory');
     expect(mallory.review.status).toBe(403);
     const run = await openConnectLink(stack, link.url, 'bob');

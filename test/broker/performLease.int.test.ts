@@ -1,32 +1,23 @@
 import nock from 'nock';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
+import { afterEach, describe, expect, it } from 'vitest';
 import { consentAndAuthorize, elicitConnection, openConnectLink, retryConnection } from '../support/connectFlow.js';
-import { tokenFor } from '../support/mcpWire.js';
+import { useBrokerStack } from '../support/useBrokerStack.js';
 
 // One performer at a time for an accepted operation whose outcome is unknown.
 describe('the perform lease of an operation receipt', () => {
-  let stack: BrokerStack;
-  let alice: string;
+  const { stack, tokens } = useBrokerStack({ retryWaitMs: 4_000 }, { users: ['alice'] });
 
-  beforeAll(async () => {
-    stack = await startBrokerStack({ retryWaitMs: 4_000 });
-    alice = await tokenFor(stack, 'alice');
-  });
   afterEach(() => {
     nock.cleanAll();
-  });
-  afterAll(async () => {
-    await stack?.close();
   });
 
   /** An accepted operation whose business call's answer was lost: its receipt is pending. */
   async function pendingOperation(args: { title: string; body: string }) {
     await stack.db.pool.query("DELETE FROM secrets WHERE subject_sub = 'alice'");
-    const elicited = await elicitConnection(stack, alice, 'reports_create', args);
+    const elicited = await elicitConnection(stack, tokens.alice, 'reports_create', args);
     await consentAndAuthorize(stack, await openConnectLink(stack, elicited.url, 'alice'), 'alice');
     nock(stack.dev.reports.issuer, { allowUnmocked: true }).post('/api/reports').replyWithError({ code: 'ECONNRESET', message: 'socket hang up' });
-    const lost = await retryConnection(stack, alice, 'reports_create', args, elicited.requestState, 'accept');
+    const lost = await retryConnection(stack, tokens.alice, 'reports_create', args, elicited.requestState, 'accept');
     expect(lost.json.result).toMatchObject({ isError: true });
     const receipt = (await stack.db.pool.query<{ id: string }>("SELECT r.id FROM operation_receipts r JOIN elicitation_navigations n ON n.id = r.navigation_id WHERE n.purpose LIKE $1 AND r.outcome_status = 'pending'", [`%${args.title}%`])).rows[0]!;
     return { ...elicited, receiptId: receipt.id };
@@ -52,7 +43,7 @@ describe('the perform lease of an operation receipt', () => {
     const op = await pendingOperation(args);
     const keys = slowReportService(600);
 
-    const retries = [stack.brokerUrl, stack.brokerUrl, stack.secondUrl, stack.secondUrl, stack.brokerUrl].map((base) => retryConnection(stack, alice, 'reports_create', args, op.requestState, 'accept', base));
+    const retries = [stack.brokerUrl, stack.brokerUrl, stack.secondUrl, stack.secondUrl, stack.brokerUrl].map((base) => retryConnection(stack, tokens.alice, 'reports_create', args, op.requestState, 'accept', base));
     const sweep = stack.reconcile(0, 10);
     const answers = await Promise.all(retries);
     await sweep;
@@ -71,7 +62,7 @@ describe('the perform lease of an operation receipt', () => {
     // Someone else holds the lease (another instance, mid-call) for longer than the retry may wait.
     await stack.db.pool.query("UPDATE operation_receipts SET perform_lease_owner = gen_random_uuid(), perform_lease_until = now() + interval '1 minute' WHERE id = $1", [op.receiptId]);
     const keys = slowReportService(0);
-    const answer = await retryConnection(stack, alice, 'reports_create', args, op.requestState, 'accept');
+    const answer = await retryConnection(stack, tokens.alice, 'reports_create', args, op.requestState, 'accept');
     expect(answer.json.result).toMatchObject({ isError: true });
     expect(JSON.stringify(answer.json.result)).toContain('being performed by another request');
     expect(keys).toEqual([]);
@@ -80,7 +71,7 @@ describe('the perform lease of an operation receipt', () => {
 
     // The holder died: once its lease runs out the next retry performs it, with the same key.
     await stack.db.pool.query("UPDATE operation_receipts SET perform_lease_until = now() - interval '1 second' WHERE id = $1", [op.receiptId]);
-    const after = await retryConnection(stack, alice, 'reports_create', args, op.requestState, 'accept');
+    const after = await retryConnection(stack, tokens.alice, 'reports_create', args, op.requestState, 'accept');
     expect(after.json.result).toMatchObject({ structuredContent: { status: 'created' } });
     expect(keys).toEqual([op.receiptId]);
   });

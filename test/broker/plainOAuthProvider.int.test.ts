@@ -13,11 +13,11 @@ import { systemClock } from '../../src/shared/clock.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { Secret } from '../../src/shared/secret.js';
 import { digestOf, randomToken } from '../../src/shared/tokens.js';
-import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 import { consentAndAuthorize, elicitConnection, openConnectLink } from '../support/connectFlow.js';
 import { tokenFor } from '../support/mcpWire.js';
 import { plainProviderEntry, startPlainOAuthServer, type PlainOAuthServer } from '../support/plainOAuthServer.js';
 import { createTestBrowser, type BrowserResponse } from '../support/testBrowser.js';
+import { useBrokerStack } from '../support/useBrokerStack.js';
 
 // A plain OAuth 2.0 provider beside the built-in OIDC Report Service: a real
 // oidc-provider asked for no `openid` scope, with opaque access tokens and
@@ -30,18 +30,17 @@ interface Flow {
 }
 
 describe('a plain OAuth 2.0 provider, and one callback path per provider', () => {
-  let stack: BrokerStack;
   let plain: PlainOAuthServer;
   let deps: BrokerDeps;
+  const { stack } = useBrokerStack({
+    retryWaitMs: 200,
+    extraProviders: async ({ brokerUrl, tls }) => {
+      plain = await startPlainOAuthServer({ tls, redirectUri: `${brokerUrl}/oauth/callback/plain` });
+      return [plainProviderEntry(plain)];
+    },
+  });
 
   beforeAll(async () => {
-    stack = await startBrokerStack({
-      retryWaitMs: 200,
-      extraProviders: async ({ brokerUrl, tls }) => {
-        plain = await startPlainOAuthServer({ tls, redirectUri: `${brokerUrl}/oauth/callback/plain` });
-        return [plainProviderEntry(plain)];
-      },
-    });
     // The broker's own use case starts the flow (no tool uses this provider): the same keys and database as the stack.
     const [provider] = parseProviders([plainProviderEntry(plain)], { allowLoopback: true });
     const logger = createLogger({ level: 'silent' });
@@ -66,7 +65,6 @@ describe('a plain OAuth 2.0 provider, and one callback path per provider', () =>
     await stack.db.pool.query('DELETE FROM connections');
   });
   afterAll(async () => {
-    await stack?.close();
     await plain?.close();
   });
 

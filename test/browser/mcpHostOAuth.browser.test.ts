@@ -6,11 +6,11 @@ import { decodeJwt } from 'jose';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEV_PASSWORD } from '../../src/dev/devUsers.js';
-import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 import { launchChromium } from '../support/chromium.js';
 import { listenHttps, type HttpsTestServer } from '../support/httpsTestServer.js';
 import { InMemoryHostOAuth, listenLoopbackCallback } from '../support/mcpHostOAuth.js';
 import { listToolsThrough, startBridge } from '../support/mcpRemoteBridge.js';
+import { useBrokerStack } from '../support/useBrokerStack.js';
 
 // An MCP host that does its own OAuth (the official SDK client's OAuthClientProvider,
 // as desktop hosts and bridges do) against the broker and the development identity
@@ -22,16 +22,14 @@ import { listToolsThrough, startBridge } from '../support/mcpRemoteBridge.js';
 const NOTES_TOOLS = ['notes_create', 'notes_delete', 'notes_list', 'notes_workspaces'];
 
 describe('an MCP host that does its own OAuth', () => {
-  let stack: BrokerStack;
+  const { stack } = useBrokerStack();
   let browser: Browser;
 
   beforeAll(async () => {
-    stack = await startBrokerStack();
     browser = await launchChromium(stack.tls.certPem);
   });
   afterAll(async () => {
     await browser?.close();
-    await stack?.close();
   });
 
   /**

@@ -6,9 +6,9 @@ import type { NavigationState } from '../../src/broker/navigationStates.js';
 import { insertNavigation } from '../../src/broker/navigationRepo.js';
 import { DEV_PASSWORD } from '../../src/dev/devUsers.js';
 import { appendEntries } from '../../src/ledger/ledgerRepo.js';
-import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 import { launchChromium } from '../support/chromium.js';
 import { navigationFixture } from '../support/navigationFixture.js';
+import { useBrokerStack } from '../support/useBrokerStack.js';
 
 // The operator pages in Chromium: the real CSP (no script, no inline style:
 // the charts are SVG styled from app.css), sign-in as `ops` from a deep link,
@@ -17,13 +17,12 @@ const SHOTS = fileURLToPath(new URL('../../test-results/ops/', import.meta.url))
 const MINUTE = 60_000;
 
 describe('operator pages in Chromium', () => {
-  let stack: BrokerStack;
+  const { stack } = useBrokerStack();
   let browser: Browser;
   const open = navigationFixture('USER_REVIEW', { subject: { iss: 'https://idp.test', sub: 'dave' } });
 
   beforeAll(async () => {
     await mkdir(SHOTS, { recursive: true });
-    stack = await startBrokerStack();
     browser = await launchChromium(stack.tls.certPem);
     // Some history for the charts: flows in several states and lineages over the last days, with
     // completion → verified latencies from 1 s to 3 min.
@@ -43,7 +42,6 @@ describe('operator pages in Chromium', () => {
   });
   afterAll(async () => {
     await browser?.close();
-    await stack?.close();
   });
 
   function watch(page: Page): string[] {

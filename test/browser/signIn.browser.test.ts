@@ -1,22 +1,20 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEV_PASSWORD } from '../../src/dev/devUsers.js';
-import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 import { launchChromium } from '../support/chromium.js';
+import { useBrokerStack } from '../support/useBrokerStack.js';
 
 // The sign-in pages in a real browser: CSP (form-action applies to the
 // redirects after a form POST), cookies across three origins, SameSite=Lax.
 describe('sign-in in Chromium', () => {
-  let stack: BrokerStack;
+  const { stack } = useBrokerStack();
   let browser: Browser;
 
   beforeAll(async () => {
-    stack = await startBrokerStack();
     browser = await launchChromium(stack.tls.certPem);
   });
   afterAll(async () => {
     await browser?.close();
-    await stack?.close();
   });
 
   it('signs alice in and out, with no page blocked by its security policy', async () => {

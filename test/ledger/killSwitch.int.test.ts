@@ -1,20 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { DEV_PASSWORD } from '../../src/dev/devUsers.js';
 import { operatorCli } from '../support/operatorCli.js';
-import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 import { elicitConnection, openConnectLink, URL_CAPS } from '../support/connectFlow.js';
 import { callTool, tokenFor } from '../support/mcpWire.js';
+import { useBrokerStack } from '../support/useBrokerStack.js';
 
 describe('the kill switch (broker ledger pause-connections)', () => {
-  let stack: BrokerStack;
+  const { stack } = useBrokerStack();
   let cli: Awaited<ReturnType<typeof operatorCli>>;
 
   beforeAll(async () => {
-    stack = await startBrokerStack();
     cli = await operatorCli(stack);
-  });
-  afterAll(async () => {
-    await stack?.close();
   });
 
   it('stops new connect links, revokes pending authorizations, leaves flows at the provider as they are, and keeps queries working', async () => {

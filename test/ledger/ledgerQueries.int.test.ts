@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { findFlowDetail, findFlows, findReconcileFindings, findStuckFlows } from '../../src/ledger/ledgerQueriesRepo.js';
 import { operatorCli } from '../support/operatorCli.js';
 import { navigationFixture } from '../support/navigationFixture.js';
@@ -7,20 +7,18 @@ import { advance } from '../../src/broker/advance.js';
 import { insertNavigation } from '../../src/broker/navigationRepo.js';
 import { insertReceiptOnce } from '../../src/broker/receiptRepo.js';
 import { withTransaction } from '../../src/db/transaction.js';
-import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 import { consentAndAuthorize, elicitConnection, openConnectLink, retryConnection } from '../support/connectFlow.js';
-import { tokenFor } from '../support/mcpWire.js';
+import { useBrokerStack } from '../support/useBrokerStack.js';
 
 describe('ledger queries on real flows', () => {
-  let stack: BrokerStack;
+  const { stack, tokens } = useBrokerStack({ retryWaitMs: 100 }, { users: ['alice', 'bob', 'mallory'] });
   const ids: Record<string, string> = {};
 
   const idOf = async (title: string) =>
     (await stack.db.pool.query<{ id: string }>('SELECT id FROM elicitation_navigations WHERE purpose LIKE $1', [`%${title}%`])).rows[0]!.id;
 
   beforeAll(async () => {
-    stack = await startBrokerStack({ retryWaitMs: 100 });
-    const [alice, bob, mallory] = await Promise.all([tokenFor(stack, 'alice'), tokenFor(stack, 'bob'), tokenFor(stack, 'mallory')]);
+    const { alice, bob, mallory } = tokens;
     // alice: accepted. bob: verified, never retried. mallory: never opened.
     const a = { title: 'Accepted flow', body: '' };
     const ea = await elicitConnection(stack, alice, 'reports_create', a);
@@ -32,9 +30,6 @@ describe('ledger queries on real flows', () => {
     ids['accepted'] = await idOf('Accepted flow');
     ids['verified'] = await idOf('Verified, never accepted');
     ids['open'] = await idOf('Never opened');
-  });
-  afterAll(async () => {
-    await stack?.close();
   });
 
   it('lists flows with filters', async () => {

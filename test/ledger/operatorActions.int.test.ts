@@ -1,44 +1,41 @@
 import nock from 'nock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyChain } from '../../src/ledger/ledgerRepo.js';
-import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 import { consentAndAuthorize, elicitConnection, openConnectLink, retryConnection } from '../support/connectFlow.js';
 import { mintAccessToken } from '../support/forgedTokens.js';
-import { callTool, tokenFor } from '../support/mcpWire.js';
+import { callTool } from '../support/mcpWire.js';
 import { operatorCli } from '../support/operatorCli.js';
+import { useBrokerStack } from '../support/useBrokerStack.js';
 
 type Cli = Awaited<ReturnType<typeof operatorCli>>;
 
 describe('operators on the command line (broker ledger …)', () => {
-  let stack: BrokerStack;
+  const { stack, tokens } = useBrokerStack({ retryWaitMs: 200 }, { users: ['alice'] });
   let ops: Cli;
-  let alice: string;
 
   const one = async <T>(sql: string, params: unknown[] = []) => (await stack.db.pool.query(sql, params)).rows[0] as T;
   const eventsOf = async (id: string) =>
     (await stack.db.pool.query<{ event: string; actor: string; to_status: string }>('SELECT event, actor, to_status FROM navigation_events WHERE navigation_id = $1 ORDER BY chain_seq', [id])).rows;
   const reportsTitled = async (title: string) => {
-    const listed = await callTool(stack, alice, 'reports_list', {}, {}, {});
+    const listed = await callTool(stack, tokens.alice, 'reports_list', {}, {}, {});
     return (listed.json.result?.['structuredContent'] as { reports: { id: string; title: string }[] }).reports.filter((r) => r.title === title);
   };
   const connectAlice = async (args: { title: string; body: string }) => {
     await stack.db.pool.query("DELETE FROM secrets WHERE subject_sub = 'alice'");
-    const elicited = await elicitConnection(stack, alice, 'reports_create', args);
+    const elicited = await elicitConnection(stack, tokens.alice, 'reports_create', args);
     await consentAndAuthorize(stack, await openConnectLink(stack, elicited.url, 'alice'), 'alice');
     return elicited;
   };
 
   beforeAll(async () => {
-    stack = await startBrokerStack({ retryWaitMs: 200 });
-    [ops, alice] = await Promise.all([operatorCli(stack), tokenFor(stack, 'alice')]);
+    ops = await operatorCli(stack);
   });
   afterAll(async () => {
     nock.cleanAll();
-    await stack?.close();
   });
 
   it('refuses a non-operator on every command, changes nothing, and records each refusal', async () => {
-    const elicited = await elicitConnection(stack, alice, 'reports_create', { title: 'Refusal target', body: '' });
+    const elicited = await elicitConnection(stack, tokens.alice, 'reports_create', { title: 'Refusal target', body: '' });
     const flow = await one<{ id: string; status: string }>("SELECT id, status FROM elicitation_navigations WHERE purpose LIKE '%Refusal target%'");
     expect(elicited.url).toContain('/connect/');
     const asAlice = await operatorCli(stack, 'alice');
@@ -76,7 +73,7 @@ describe('operators on the command line (broker ledger …)', () => {
   });
 
   it('marks a flow nobody will finish as terminal, with the operator and the reason in the ledger', async () => {
-    await elicitConnection(stack, alice, 'reports_create', { title: 'Abandoned', body: '' });
+    await elicitConnection(stack, tokens.alice, 'reports_create', { title: 'Abandoned', body: '' });
     const flow = await one<{ id: string }>("SELECT id FROM elicitation_navigations WHERE purpose LIKE '%Abandoned%'");
     expect((await ops('close', flow.id)).code).toBe(2);
     const closed = await ops('close', flow.id, '--reason', 'user left the company');
@@ -92,7 +89,7 @@ describe('operators on the command line (broker ledger …)', () => {
   it('re-issues the link of a stuck flow in its lineage; the host retry of the original call follows it and is accepted once', async () => {
     const args = { title: 'Re-issued', body: 'r' };
     await stack.db.pool.query("DELETE FROM secrets WHERE subject_sub = 'alice'");
-    const elicited = await elicitConnection(stack, alice, 'reports_create', args);
+    const elicited = await elicitConnection(stack, tokens.alice, 'reports_create', args);
     const old = await one<{ id: string }>("SELECT id FROM elicitation_navigations WHERE purpose LIKE '%Re-issued%'");
     // Nobody opened the link and the sweep has not run yet: the flow is stuck past its expiry.
     await stack.db.pool.query("UPDATE elicitation_navigations SET expires_at = created_at + interval '1 millisecond' WHERE id = $1", [old.id]);
@@ -107,7 +104,7 @@ describe('operators on the command line (broker ledger …)', () => {
     // The CLI seals the new link's handle with the deployment's keys, as the server does: an identical
     // call from the host while the flow is open is given this same link again, not a new flow.
     expect(await one('SELECT handle_sealed IS NOT NULL AS sealed FROM elicitation_navigations WHERE id = $1', [freshId])).toEqual({ sealed: true });
-    expect((await elicitConnection(stack, alice, 'reports_create', args)).url).toBe(connectUrl);
+    expect((await elicitConnection(stack, tokens.alice, 'reports_create', args)).url).toBe(connectUrl);
     expect((await eventsOf(old.id)).slice(-2)).toEqual([
       { event: 'operator_close', actor: 'cli:ops', to_status: 'EXPIRED' },
       { event: 'operator_reissued', actor: 'cli:ops', to_status: 'EXPIRED' },
@@ -115,9 +112,9 @@ describe('operators on the command line (broker ledger …)', () => {
     // The old link is dead; the new one works for alice.
     expect((await openConnectLink(stack, elicited.url, 'alice')).review.status).toBe(410);
     await consentAndAuthorize(stack, await openConnectLink(stack, connectUrl, 'alice'), 'alice');
-    const done = await retryConnection(stack, alice, 'reports_create', args, elicited.requestState, 'accept');
+    const done = await retryConnection(stack, tokens.alice, 'reports_create', args, elicited.requestState, 'accept');
     expect(done.json.result).toMatchObject({ resultType: 'complete', structuredContent: { status: 'created', report: { title: 'Re-issued' } } });
-    const twice = await retryConnection(stack, alice, 'reports_create', args, elicited.requestState, 'accept');
+    const twice = await retryConnection(stack, tokens.alice, 'reports_create', args, elicited.requestState, 'accept');
     expect(twice.json.result).toMatchObject({ structuredContent: { report: { title: 'Re-issued' } } });
     expect(await reportsTitled('Re-issued')).toHaveLength(1);
     expect(await one('SELECT status FROM elicitation_navigations WHERE id = $1', [freshId])).toEqual({ status: 'MRTR_RETRY_ACCEPTED' });
@@ -131,7 +128,7 @@ describe('operators on the command line (broker ledger …)', () => {
     const elicited = await connectAlice(args);
     // The business call never reaches the Report Service (the process died, the connection was refused).
     const down = nock(stack.dev.reports.issuer, { allowUnmocked: true }).post('/api/reports').replyWithError({ code: 'ECONNREFUSED', message: 'connect ECONNREFUSED' });
-    const failed = await retryConnection(stack, alice, 'reports_create', args, elicited.requestState, 'accept');
+    const failed = await retryConnection(stack, tokens.alice, 'reports_create', args, elicited.requestState, 'accept');
     expect(down.isDone()).toBe(true);
     expect(failed.json.result).toMatchObject({ isError: true });
     const receipt = await one<{ id: string; navigation_id: string }>("SELECT id, navigation_id FROM operation_receipts WHERE outcome_status = 'pending'");
@@ -151,7 +148,7 @@ describe('operators on the command line (broker ledger …)', () => {
       ['outcome_redriven', 'system:reconcile'],
     ]);
     // The host's retry answers the recorded outcome; nothing is created again, and a second re-drive is refused.
-    const retried = await retryConnection(stack, alice, 'reports_create', args, elicited.requestState, 'accept');
+    const retried = await retryConnection(stack, tokens.alice, 'reports_create', args, elicited.requestState, 'accept');
     expect(retried.json.result).toMatchObject({ structuredContent: { status: 'created', report: { title: args.title } } });
     expect(await reportsTitled(args.title)).toHaveLength(1);
     const again = await ops('redrive', receipt.id, '--reason', 'once more');
@@ -163,7 +160,7 @@ describe('operators on the command line (broker ledger …)', () => {
     const args = { title: 'Answer lost', body: 'y' };
     const elicited = await connectAlice(args);
     nock(stack.dev.reports.issuer, { allowUnmocked: true }).post('/api/reports').replyWithError({ code: 'ECONNRESET', message: 'socket hang up' });
-    await retryConnection(stack, alice, 'reports_create', args, elicited.requestState, 'accept');
+    await retryConnection(stack, tokens.alice, 'reports_create', args, elicited.requestState, 'accept');
     const receipt = await one<{ id: string }>("SELECT id FROM operation_receipts WHERE outcome_status = 'pending'");
     // The Report Service had in fact created it under the receipt's idempotency key.
     const upstream = await stack.fetch(`${stack.dev.reports.apiUrl}/reports`, {

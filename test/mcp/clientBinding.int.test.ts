@@ -1,22 +1,21 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { decodeJwt } from 'jose';
 import { DEV_TOKEN_REDIRECT_URI, fetchDevToken } from '../../src/cli/devToken.js';
 import { DEV_PASSWORD } from '../../src/dev/devUsers.js';
-import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 import { consentAndAuthorize, elicitConnection, openConnectLink, retryConnection } from '../support/connectFlow.js';
 import { reportsAt } from '../support/forgedTokens.js';
 import { closeLegacy, connectLegacy, expectUrlElicitation, type Created } from '../support/legacySdkClient.js';
 import { tokenFor } from '../support/mcpWire.js';
+import { useBrokerStack } from '../support/useBrokerStack.js';
 
 // A flow belongs to the MCP client (client_id / azp of the principal's token)
 // that started it: a second client of the same user cannot finish it.
 describe('flows bound to the MCP client that started them', () => {
-  let stack: BrokerStack;
+  const { stack } = useBrokerStack({ legacyUrlElicitation: 'error', legacyWaitMs: 2_000, retryWaitMs: 300 });
   let viaDevToken: string;
   let viaOtherClient: string;
 
   beforeAll(async () => {
-    stack = await startBrokerStack({ legacyUrlElicitation: 'error', legacyWaitMs: 2_000, retryWaitMs: 300 });
     // A second public client of the same identity provider (RFC 7591 registration on the development server).
     const registered = await stack.fetch(new URL('/reg', stack.dev.idp.issuer), {
       method: 'POST',
@@ -31,9 +30,6 @@ describe('flows bound to the MCP client that started them', () => {
     ]);
     expect(decodeJwt(viaOtherClient).sub).toBe(decodeJwt(viaDevToken).sub);
     expect(decodeJwt(viaOtherClient)['client_id']).toBe(clientId);
-  });
-  afterAll(async () => {
-    await stack?.close();
   });
 
   const query = async (sql: string, params: unknown[] = []) => (await stack.db.pool.query(sql, params)).rows;

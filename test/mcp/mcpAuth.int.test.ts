@@ -1,11 +1,11 @@
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
 import nock from 'nock';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createBearerVerifier } from '../../src/mcp/mcpAuth.js';
 import { systemClock } from '../../src/shared/clock.js';
 import { createFetch } from '../../src/shared/httpClient.js';
-import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 import { mcpPost, meta } from '../support/mcpWire.js';
+import { useBrokerStack } from '../support/useBrokerStack.js';
 
 // An MCP token issuer outside the development stack, played by nock, so each
 // test decides what its discovery document and key set say, and can prove
@@ -48,15 +48,8 @@ function mint({ audience, typ = 'at+jwt', claims = { client_id: 'host-app' } }: 
 }
 
 describe("the MCP bearer's key set comes only from a checked URL", () => {
-  let stack: BrokerStack;
+  const { stack } = useBrokerStack({ mcpIssuer: ISSUER });
   const listTools = { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: meta() } };
-
-  beforeAll(async () => {
-    stack = await startBrokerStack({ mcpIssuer: ISSUER });
-  });
-  afterAll(async () => {
-    await stack?.close();
-  });
 
   /** POST /mcp with a token that is valid in every respect but where its keys come from. */
   async function callWithValidToken() {

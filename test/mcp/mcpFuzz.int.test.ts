@@ -1,9 +1,8 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fetchDevToken } from '../../src/cli/devToken.js';
-import { DEV_PASSWORD, devUsers } from '../../src/dev/devUsers.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { devUsers } from '../../src/dev/devUsers.js';
 import { canonicalFileUri, isWithin } from '../../src/notes/workspaceUri.js';
-import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
+import { useBrokerStack } from '../support/useBrokerStack.js';
 
 // Property-based fuzzing of POST /mcp with fast-check, over real HTTPS against
 // the real broker, with alice's real bearer token. Each run
@@ -537,8 +536,8 @@ function violations(request: FuzzRequest, response: WireResponse, selfOrigin: st
 // ---------------------------------------------------------------- the tests
 
 describe('POST /mcp under property-based fuzzing', () => {
-  let stack: BrokerStack;
-  let token: string;
+  // The fuzzer opens 2025-11-25 sessions it never ends; the session caps have their own tests.
+  const { stack, tokens } = useBrokerStack({ legacyLimits: { maxSessions: 1_000_000, maxSessionsPerPrincipal: 1_000_000 } }, { users: ['alice'] });
   let selfOrigin: string;
   /** A genuine requestState for notes_delete {alice, "TPS report"} (three candidates). */
   let realState: string;
@@ -590,7 +589,7 @@ describe('POST /mcp under property-based fuzzing', () => {
 
   function batchArb(bodies: fc.Arbitrary<Body>): fc.Arbitrary<FuzzRequest[]> {
     return fc.array(
-      fc.tuple(bodies, planArb).map(([body, plan]) => materialize(body, plan, { token, selfOrigin })),
+      fc.tuple(bodies, planArb).map(([body, plan]) => materialize(body, plan, { token: tokens.alice, selfOrigin })),
       { minLength: 1, maxLength: 8, size: 'medium' },
     );
   }
@@ -605,13 +604,10 @@ describe('POST /mcp under property-based fuzzing', () => {
   }
 
   beforeAll(async () => {
-    // The fuzzer opens 2025-11-25 sessions it never ends; the session caps have their own tests.
-    stack = await startBrokerStack({ legacyLimits: { maxSessions: 1_000_000, maxSessionsPerPrincipal: 1_000_000 } });
     selfOrigin = stack.brokerUrl;
-    token = await fetchDevToken({ issuer: stack.dev.idp.issuer, resource: stack.mcpResourceUrl, login: 'alice', password: DEV_PASSWORD, fetch: stack.fetch });
     const first = await stack.fetch(`${stack.brokerUrl}/mcp`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json', 'mcp-protocol-version': VERSION, 'mcp-method': 'tools/call', 'mcp-name': 'notes_delete', authorization: `Bearer ${token}` },
+      headers: { 'content-type': 'application/json', accept: 'application/json', 'mcp-protocol-version': VERSION, 'mcp-method': 'tools/call', 'mcp-name': 'notes_delete', authorization: `Bearer ${tokens.alice}` },
       body: JSON.stringify({
         jsonrpc: '2.0',
         id: 'setup',
@@ -625,9 +621,6 @@ describe('POST /mcp under property-based fuzzing', () => {
     rows = await counts();
     // The development seed: one workspace grant per demo user.
     expect(rows).toEqual({ notes: 4, nonces: 0, grants: devUsers.length });
-  });
-  afterAll(async () => {
-    await stack?.close();
   });
 
   it('answers any JSON value as a body with a JSON-RPC response or an HTTP error, never a 5xx', async () => {
@@ -656,7 +649,7 @@ describe('POST /mcp under property-based fuzzing', () => {
     const logMark = stack.logs.length;
     const response = await stack.fetch(`${stack.brokerUrl}/mcp`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json', 'mcp-protocol-version': VERSION, 'mcp-method': 'tools/call', 'mcp-name': name, authorization: `Bearer ${token}` },
+      headers: { 'content-type': 'application/json', accept: 'application/json', 'mcp-protocol-version': VERSION, 'mcp-method': 'tools/call', 'mcp-name': name, authorization: `Bearer ${tokens.alice}` },
       body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name, arguments: args, _meta: { 'io.modelcontextprotocol/protocolVersion': VERSION, 'io.modelcontextprotocol/clientCapabilities': FORM } } }),
     });
     return { status: response.status, reply: (await response.json()) as Record<string, unknown>, errorLog: errorLogLines(logMark) };
@@ -688,7 +681,7 @@ describe('POST /mcp under property-based fuzzing', () => {
   it('still answers a valid tools/list after the fuzzing and holds the same rows', async () => {
     const response = await stack.fetch(`${stack.brokerUrl}/mcp`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': VERSION, 'mcp-method': 'tools/list', authorization: `Bearer ${token}` },
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': VERSION, 'mcp-method': 'tools/list', authorization: `Bearer ${tokens.alice}` },
       body: JSON.stringify({ jsonrpc: '2.0', id: 'after', method: 'tools/list', params: { _meta: { 'io.modelcontextprotocol/protocolVersion': VERSION, 'io.modelcontextprotocol/clientCapabilities': {} } } }),
     });
     expect(response.status).toBe(200);

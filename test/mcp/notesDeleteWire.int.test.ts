@@ -1,24 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
-import { FORM, mcpPost, meta, tokenFor } from '../support/mcpWire.js';
+import { describe, expect, it } from 'vitest';
+import { FORM, mcpPost, meta } from '../support/mcpWire.js';
+import { useBrokerStack } from '../support/useBrokerStack.js';
 
 // notes_delete's contract over the real wire, one test per checkpoint: discovery, the MRTR form and its
 // sealed state, containment, a decline, two instances racing one confirmation, and the version errors.
 describe('notes_delete over the 2026-07-28 wire', () => {
-  let stack: BrokerStack;
-  let alice: string;
+  const { stack, tokens } = useBrokerStack({}, { users: ['alice'] });
   const ws = 'file:///work/notes/alice';
   const args = { workspaceUri: ws, title: 'TPS report (Q2)' };
 
-  beforeAll(async () => {
-    stack = await startBrokerStack();
-    alice = await tokenFor(stack, 'alice');
-  });
-  afterAll(async () => {
-    await stack?.close();
-  });
-
-  const post = (body: unknown, headers: Record<string, string> = {}) => mcpPost(stack, body, { token: alice, headers });
+  const post = (body: unknown, headers: Record<string, string> = {}) => mcpPost(stack, body, { token: tokens.alice, headers });
   const call = (id: number, extra: Record<string, unknown> = {}, a: object = args, capabilities: object = FORM) =>
     post({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'notes_delete', arguments: a, ...extra, _meta: meta(capabilities) } });
   const exists = async (id: string) => (await stack.db.pool.query('SELECT 1 FROM notes WHERE id = $1', [id])).rowCount === 1;
@@ -82,7 +73,7 @@ describe('notes_delete over the 2026-07-28 wire', () => {
       method: 'tools/call',
       params: { name: 'notes_delete', arguments: a, requestState: first.json.result?.['requestState'], inputResponses: { delete_choice: { action: 'accept', content: { note_id: 'note_a1ce00000001', confirm: true } } }, _meta: meta(FORM) },
     });
-    const [one, two] = await Promise.all([mcpPost(stack, body(11), { token: alice }), mcpPost(stack, body(12), { token: alice, baseUrl: stack.secondUrl })]);
+    const [one, two] = await Promise.all([mcpPost(stack, body(11), { token: tokens.alice }), mcpPost(stack, body(12), { token: tokens.alice, baseUrl: stack.secondUrl })]);
     const deleted = [one, two].filter((r) => (r.json.result?.['structuredContent'] as { status?: string }).status === 'deleted');
     expect(deleted).toHaveLength(1);
     expect(await exists('note_a1ce00000001')).toBe(false);

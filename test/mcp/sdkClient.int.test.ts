@@ -1,9 +1,7 @@
 import { Client, ProtocolError, StreamableHTTPClientTransport, type ElicitRequestFormParams, type ElicitResult, type FetchLike } from '@modelcontextprotocol/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fetchDevToken } from '../../src/cli/devToken.js';
-import { DEV_PASSWORD } from '../../src/dev/devUsers.js';
+import { describe, expect, it } from 'vitest';
 import { createFetch } from '../../src/shared/httpClient.js';
-import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
+import { useBrokerStack } from '../support/useBrokerStack.js';
 
 // The real SDK v2 client (`@modelcontextprotocol/client`, 2026-07-28 over
 // Streamable HTTP) against the real broker over HTTPS. The
@@ -24,16 +22,7 @@ interface Exchange {
 }
 
 describe('the MCP SDK v2 client', () => {
-  let stack: BrokerStack;
-  let token: string;
-
-  beforeAll(async () => {
-    stack = await startBrokerStack();
-    token = await fetchDevToken({ issuer: stack.dev.idp.issuer, resource: stack.mcpResourceUrl, login: 'alice', password: DEV_PASSWORD, fetch: stack.fetch });
-  });
-  afterAll(async () => {
-    await stack?.close();
-  });
+  const { stack, tokens } = useBrokerStack({}, { users: ['alice'] });
 
   /**
    * A connected client that trusts the stack's CA (a custom `fetch`), sends the
@@ -73,7 +62,7 @@ describe('the MCP SDK v2 client', () => {
     }
     const transport = new StreamableHTTPClientTransport(new URL(`${stack.brokerUrl}/mcp`), {
       fetch: recording,
-      requestInit: { headers: { Authorization: `Bearer ${token}` } },
+      requestInit: { headers: { Authorization: `Bearer ${tokens.alice}` } },
     });
     const errors: Error[] = [];
     client.onerror = (err) => errors.push(err);

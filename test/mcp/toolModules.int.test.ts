@@ -1,14 +1,14 @@
 import { UrlElicitationRequiredError } from '@modelcontextprotocol/client';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { loadToolModules, ToolModuleError, toolScopeProblems } from '../../src/mcp/tools/toolModules.js';
 import { tools } from '../../src/mcp/tools/registry.js';
 import type { ConnectionTool } from '../../src/mcp/defineConnectionTool.js';
-import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 import { consentAndAuthorize, elicitConnection, openConnectLink, retryConnection } from '../support/connectFlow.js';
 import { reportsAt } from '../support/forgedTokens.js';
 import { closeLegacy, connectLegacy, internalErrors, until } from '../support/legacySdkClient.js';
-import { callTool, tokenFor } from '../support/mcpWire.js';
+import { callTool } from '../support/mcpWire.js';
 import type { BrowserResponse } from '../support/testBrowser.js';
+import { useBrokerStack } from '../support/useBrokerStack.js';
 
 // A connection tool loaded from an operator's module (TOOL_MODULES), defined
 // once with defineConnectionTool, on every era and lineage: MRTR, nested, -32042.
@@ -45,39 +45,30 @@ async function countTool(): Promise<ConnectionTool[]> {
 }
 
 describe('a tool from a module on 2026-07-28 and on the nested 2025-11-25 lineage', () => {
-  let stack: BrokerStack;
-  let alice: string;
-  let bob: string;
+  const { stack, tokens } = useBrokerStack(async () => ({ extraTools: await countTool(), legacyWaitMs: 15_000 }), { users: ['alice', 'bob'] });
 
-  beforeAll(async () => {
-    stack = await startBrokerStack({ extraTools: await countTool(), legacyWaitMs: 15_000 });
-    [alice, bob] = await Promise.all([tokenFor(stack, 'alice'), tokenFor(stack, 'bob')]);
-  });
   afterEach(() => {
     expect(internalErrors(stack), 'the broker logged no internal error').toEqual([]);
-  });
-  afterAll(async () => {
-    await stack?.close();
   });
   const receipts = async (sub: string) =>
     (await stack.db.pool.query("SELECT n.tool, r.lineage, r.outcome_status FROM operation_receipts r JOIN elicitation_navigations n ON n.id = r.navigation_id WHERE n.subject_sub = $1", [sub])).rows;
 
   it('asks to connect through MRTR, then answers the retry once the user connected', async () => {
-    const elicited = await elicitConnection(stack, alice, 'reports_count', ARGS);
+    const elicited = await elicitConnection(stack, tokens.alice, 'reports_count', ARGS);
     expect(elicited.message).toContain('count your reports');
     await consentAndAuthorize(stack, await openConnectLink(stack, elicited.url, 'alice'), 'alice');
-    const accepted = await retryConnection(stack, alice, 'reports_count', ARGS, elicited.requestState, 'accept');
+    const accepted = await retryConnection(stack, tokens.alice, 'reports_count', ARGS, elicited.requestState, 'accept');
     const expected = (await reportsAt(stack, 'rs-user-alice')).length;
     expect(accepted.json.result).toMatchObject({ resultType: 'complete', structuredContent: { count: expected } });
     expect(await receipts('alice')).toEqual([{ tool: 'reports_count', lineage: 'mrtr', outcome_status: 'succeeded' }]);
     // Connected now: a direct call, no elicitation.
-    const direct = await callTool(stack, alice, 'reports_count', ARGS, {}, {});
+    const direct = await callTool(stack, tokens.alice, 'reports_count', ARGS, {}, {});
     expect(direct.json.result).toMatchObject({ resultType: 'complete', structuredContent: { count: expected } });
   });
 
   it('connects through the nested elicitation with the official 2025-11-25 SDK client', async () => {
     let browser: Promise<BrowserResponse> | undefined;
-    const legacy = await connectLegacy(stack, bob, {
+    const legacy = await connectLegacy(stack, tokens.bob, {
       url: (params) => {
         browser = openConnectLink(stack, params.url, 'bob').then((run) => consentAndAuthorize(stack, run, 'bob'));
         return { action: 'accept' };
@@ -101,19 +92,10 @@ describe('a tool from a module on 2026-07-28 and on the nested 2025-11-25 lineag
 });
 
 describe('a tool from a module on the -32042 2025-11-25 lineage', () => {
-  let stack: BrokerStack;
-  let alice: string;
-
-  beforeAll(async () => {
-    stack = await startBrokerStack({ extraTools: await countTool(), legacyUrlElicitation: 'error', legacyWaitMs: 2_000 });
-    alice = await tokenFor(stack, 'alice');
-  });
-  afterAll(async () => {
-    await stack?.close();
-  });
+  const { stack, tokens } = useBrokerStack(async () => ({ extraTools: await countTool(), legacyUrlElicitation: 'error', legacyWaitMs: 2_000 }), { users: ['alice'] });
 
   it('answers -32042, then the retry after the browser completes, with the official SDK client', async () => {
-    const legacy = await connectLegacy(stack, alice, {});
+    const legacy = await connectLegacy(stack, tokens.alice, {});
     try {
       const failure = await legacy.client.callTool({ name: 'reports_count', arguments: ARGS }).then(
         () => undefined,

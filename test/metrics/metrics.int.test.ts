@@ -1,31 +1,22 @@
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { sweepOnce } from '../../src/broker/sweeps.js';
 import { createPool } from '../../src/db/pool.js';
 import { createMetrics, type Metrics } from '../../src/metrics/metrics.js';
 import { systemClock } from '../../src/shared/clock.js';
 import { createLogger } from '../../src/shared/logger.js';
-import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 import { consentAndAuthorize, elicitConnection, openConnectLink, retryConnection } from '../support/connectFlow.js';
-import { mcpPost, meta, tokenFor } from '../support/mcpWire.js';
+import { mcpPost, meta } from '../support/mcpWire.js';
 import { familyLines, sampleValue } from '../support/metricsText.js';
+import { useBrokerStack } from '../support/useBrokerStack.js';
 
 const logger = createLogger({ level: 'silent' });
 const TOKEN = randomBytes(32).toString('base64url');
 const LEDGER_FAMILIES = ['broker_flow_transitions_total', 'broker_completion_to_verified_seconds'];
 
 describe('GET /metrics', () => {
-  let stack: BrokerStack;
   let metrics: Metrics;
-  let alice: string;
-
-  beforeAll(async () => {
-    stack = await startBrokerStack({ metrics: (pool) => (metrics = createMetrics({ pool, logger, gateCacheMs: 0 })), metricsToken: TOKEN });
-    alice = await tokenFor(stack, 'alice');
-  });
-  afterAll(async () => {
-    await stack?.close();
-  });
+  const { stack, tokens } = useBrokerStack({ metrics: (pool) => (metrics = createMetrics({ pool, logger, gateCacheMs: 0 })), metricsToken: TOKEN }, { users: ['alice'] });
 
   async function scrape(baseUrl = stack.brokerUrl): Promise<string> {
     const response = await stack.fetch(`${baseUrl}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } });
@@ -50,7 +41,7 @@ describe('GET /metrics', () => {
   });
 
   it('counts requests by route template, method and status, /mcp included', async () => {
-    const listed = await mcpPost(stack, { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: meta() } }, { token: alice });
+    const listed = await mcpPost(stack, { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: meta() } }, { token: tokens.alice });
     expect(listed.status).toBe(200);
     expect((await mcpPost(stack, { jsonrpc: '2.0', id: 2, method: 'tools/list', params: { _meta: meta() } })).status).toBe(401);
     expect((await stack.fetch(`${stack.brokerUrl}/healthz`)).status).toBe(200);
@@ -69,10 +60,10 @@ describe('GET /metrics', () => {
     expect(sampleValue(before, 'broker_completion_to_verified_seconds_count')).toBe(0);
 
     const args = { title: 'Metrics TPS', body: 'Cover sheet attached.' };
-    const elicited = await elicitConnection(stack, alice, 'reports_create', args);
+    const elicited = await elicitConnection(stack, tokens.alice, 'reports_create', args);
     const done = await consentAndAuthorize(stack, await openConnectLink(stack, elicited.url, 'alice'), 'alice');
     expect(done.text).toContain('Report Service is connected');
-    const accepted = await retryConnection(stack, alice, 'reports_create', args, elicited.requestState, 'accept');
+    const accepted = await retryConnection(stack, tokens.alice, 'reports_create', args, elicited.requestState, 'accept');
     expect(accepted.json.result).toMatchObject({ resultType: 'complete' });
 
     const text = await scrape();

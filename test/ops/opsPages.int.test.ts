@@ -1,16 +1,16 @@
 import nock from 'nock';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { insertNavigation } from '../../src/broker/navigationRepo.js';
 import type { NavigationRecord } from '../../src/broker/navigationRecord.js';
 import { DEV_PASSWORD } from '../../src/dev/devUsers.js';
 import type { Fetch } from '../../src/shared/httpClient.js';
 import { digestOf, randomToken } from '../../src/shared/tokens.js';
-import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 import { consentAndAuthorize, elicitConnection, openConnectLink, retryConnection, type Elicited } from '../support/connectFlow.js';
 import { mintAccessToken, reportsAt, reportsTokenEndpoint, tokenResponse } from '../support/forgedTokens.js';
 import { tokenFor } from '../support/mcpWire.js';
 import { navigationFixture } from '../support/navigationFixture.js';
 import { createTestBrowser, type BrowserResponse, type TestBrowser } from '../support/testBrowser.js';
+import { useBrokerStack } from '../support/useBrokerStack.js';
 
 // The operator pages (dashboard, flows, recovery, approvals) over real HTTPS, with real
 // OIDC sign-in at the development identity provider: `ops` has the operator
@@ -22,7 +22,7 @@ const HOUR = 3_600_000;
 const ago = (ms: number) => new Date(Date.now() - ms);
 
 describe('operator pages', () => {
-  let stack: BrokerStack;
+  const { stack } = useBrokerStack({ highRiskTools: ['reports_create'], retryWaitMs: 300 });
   let ops: TestBrowser;
   let aliceWeb: TestBrowser;
   /** Every page the operator's browser received (redirects included), for the canary check. */
@@ -63,7 +63,6 @@ describe('operator pages', () => {
     (await stack.db.pool.query('SELECT id FROM elicitation_navigations WHERE handle_digest = $1', [digestOf(new URL(elicited.url).pathname.split('/').pop()!)])).rows[0].id as string;
 
   beforeAll(async () => {
-    stack = await startBrokerStack({ highRiskTools: ['reports_create'], retryWaitMs: 300 });
     const recording: Fetch = async (input, init) => {
       const response = await stack.fetch(input, init);
       opsPages.push(await response.clone().text());
@@ -75,9 +74,6 @@ describe('operator pages', () => {
   });
   afterEach(() => {
     nock.cleanAll();
-  });
-  afterAll(async () => {
-    await stack?.close();
   });
 
   it('sends a signed-out browser to sign in, and refuses its POSTs', async () => {

@@ -1,30 +1,22 @@
 import nock from 'nock';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { forgetConnection } from '../../src/secrets/forgetConnection.js';
 import { systemClock } from '../../src/shared/clock.js';
-import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 import { consentAndAuthorize, elicitConnection, openConnectLink, retryConnection, URL_CAPS } from '../support/connectFlow.js';
 import { connectThroughList, expectNoTokenIn, FORGOTTEN, forgottenEvents, killStoredToken, secretsBox } from '../support/deadToken.js';
 import { reportsAt } from '../support/forgedTokens.js';
 import { internalErrors } from '../support/legacySdkClient.js';
-import { callTool, tokenFor } from '../support/mcpWire.js';
+import { callTool } from '../support/mcpWire.js';
+import { useBrokerStack } from '../support/useBrokerStack.js';
 
 // A provider's 401 to a stored token: the broker forgets that connection and the
 // user is asked to connect again; no operation is ever done twice.
 describe('an upstream 401 on the 2026-07-28 path and in the reconcile sweep', () => {
-  let stack: BrokerStack;
-  let alice: string;
+  const { stack, tokens } = useBrokerStack({}, { users: ['alice'] });
 
-  beforeAll(async () => {
-    stack = await startBrokerStack();
-    alice = await tokenFor(stack, 'alice');
-  });
   afterEach(() => {
     nock.cleanAll();
     expect(internalErrors(stack), 'the broker logged no internal error').toEqual([]);
-  });
-  afterAll(async () => {
-    await stack?.close();
   });
 
   const query = async (sql: string, params: unknown[] = []) => (await stack.db.pool.query(sql, params)).rows;
@@ -37,7 +29,7 @@ describe('an upstream 401 on the 2026-07-28 path and in the reconcile sweep', ()
   /** alice, not connected, calls reports_create and completes its link in the browser; the host has not retried yet. */
   async function connectedFor(args: { title: string; body: string }) {
     await stack.db.pool.query("DELETE FROM secrets WHERE subject_sub = 'alice'");
-    const elicited = await elicitConnection(stack, alice, 'reports_create', args);
+    const elicited = await elicitConnection(stack, tokens.alice, 'reports_create', args);
     await consentAndAuthorize(stack, await openConnectLink(stack, elicited.url, 'alice'), 'alice');
     return { requestState: elicited.requestState, flow: (await flowOf(args.title))[0]! };
   }
@@ -45,17 +37,17 @@ describe('an upstream 401 on the 2026-07-28 path and in the reconcile sweep', ()
   /** The reconnect a refused call asks for: a fresh call elicits a new link, the browser completes it, the retry is accepted. */
   async function reconnectAndCreate(args: { title: string; body: string }) {
     const { requestState } = await connectedFor(args);
-    const created = await retryConnection(stack, alice, 'reports_create', args, requestState, 'accept');
+    const created = await retryConnection(stack, tokens.alice, 'reports_create', args, requestState, 'accept');
     expect(created.json.result).toMatchObject({ resultType: 'complete', structuredContent: { status: 'created', report: { title: args.title } } });
     return created;
   }
 
   it('a direct call whose stored token gets a 401 forgets it (ledger) and asks to connect, as for a user never connected; the retry creates the report once', async () => {
     const args = { title: 'Dead token direct', body: 'b' };
-    await connectThroughList(stack, alice, 'alice');
+    await connectThroughList(stack, tokens.alice, 'alice');
     const killed = await killStoredToken(stack, 'alice');
 
-    const asked = await callTool(stack, alice, 'reports_create', args, {}, URL_CAPS);
+    const asked = await callTool(stack, tokens.alice, 'reports_create', args, {}, URL_CAPS);
     expect(asked.json.result).toMatchObject({ resultType: 'input_required', requestState: expect.any(String), inputRequests: { connect: { method: 'elicitation/create', params: { mode: 'url' } } } });
     expect(await aliceSecrets()).toBe(0);
     expect(await forgottenEvents(stack, killed.navigationId)).toEqual([FORGOTTEN]);
@@ -65,9 +57,9 @@ describe('an upstream 401 on the 2026-07-28 path and in the reconcile sweep', ()
     const { requestState, inputRequests } = asked.json.result as { requestState: string; inputRequests: { connect: { params: { url: string } } } };
     const url = inputRequests.connect.params.url;
     await consentAndAuthorize(stack, await openConnectLink(stack, url, 'alice'), 'alice');
-    const created = await retryConnection(stack, alice, 'reports_create', args, requestState, 'accept');
+    const created = await retryConnection(stack, tokens.alice, 'reports_create', args, requestState, 'accept');
     expect(created.json.result).toMatchObject({ resultType: 'complete', structuredContent: { status: 'created' } });
-    const again = await retryConnection(stack, alice, 'reports_create', args, requestState, 'accept');
+    const again = await retryConnection(stack, tokens.alice, 'reports_create', args, requestState, 'accept');
     expect(again.json.result?.['structuredContent']).toEqual(created.json.result?.['structuredContent']);
     expect(await titled(args.title)).toHaveLength(1);
     expect(await receiptOf(flow!)).toMatchObject({ outcome_status: 'succeeded' });
@@ -75,13 +67,13 @@ describe('an upstream 401 on the 2026-07-28 path and in the reconcile sweep', ()
   });
 
   it('two calls refused at once forget the connection once and both ask to connect', async () => {
-    await connectThroughList(stack, alice, 'alice');
+    await connectThroughList(stack, tokens.alice, 'alice');
     const killed = await killStoredToken(stack, 'alice');
     // The second instance's flow is its own operation: its callback URL is not registered at the
     // Report Service, so a later connect must not reuse it.
     const answers = await Promise.all([
-      callTool(stack, alice, 'reports_list', {}, {}, URL_CAPS),
-      callTool(stack, alice, 'reports_create', { title: 'Refused at once', body: 'b' }, {}, URL_CAPS, { baseUrl: stack.secondUrl }),
+      callTool(stack, tokens.alice, 'reports_list', {}, {}, URL_CAPS),
+      callTool(stack, tokens.alice, 'reports_create', { title: 'Refused at once', body: 'b' }, {}, URL_CAPS, { baseUrl: stack.secondUrl }),
     ]);
     for (const answer of answers) expect(answer.json.result).toMatchObject({ resultType: 'input_required' });
     expect(await forgottenEvents(stack, killed.navigationId)).toEqual([FORGOTTEN]);
@@ -89,7 +81,7 @@ describe('an upstream 401 on the 2026-07-28 path and in the reconcile sweep', ()
   });
 
   it('forgets only the token that was refused: a connection stored meanwhile is kept', async () => {
-    await connectThroughList(stack, alice, 'alice');
+    await connectThroughList(stack, tokens.alice, 'alice');
     const deps = { pool: stack.db.pool, box: secretsBox(stack), clock: systemClock };
     const { iss } = (await query("SELECT subject_iss AS iss FROM secrets WHERE subject_sub = 'alice' LIMIT 1"))[0] as { iss: string };
     const killed = await killStoredToken(stack, 'alice');
@@ -112,7 +104,7 @@ describe('an upstream 401 on the 2026-07-28 path and in the reconcile sweep', ()
     const { requestState, flow } = await connectedFor(args);
     const killed = await lose();
 
-    const refused = await retryConnection(stack, alice, 'reports_create', args, requestState, 'accept');
+    const refused = await retryConnection(stack, tokens.alice, 'reports_create', args, requestState, 'accept');
     expect(refused.json.result).toMatchObject({ resultType: 'complete', isError: true, structuredContent: { ...REFUSED, ...outcome } });
     expect((refused.json.result!['content'] as { text: string }[])[0]!.text).toMatch(/was not done.*Call the tool again, as a new call, to connect again/);
     expect(await receiptOf(flow)).toEqual({ outcome_status: 'failed', outcome });
@@ -121,7 +113,7 @@ describe('an upstream 401 on the 2026-07-28 path and in the reconcile sweep', ()
 
     await reconnectAndCreate(args);
     // The refused operation's own retry, now that a new token exists, reads its record.
-    const late = await retryConnection(stack, alice, 'reports_create', args, requestState, 'accept');
+    const late = await retryConnection(stack, tokens.alice, 'reports_create', args, requestState, 'accept');
     expect(late.json.result).toMatchObject({ isError: true, structuredContent: { ...REFUSED, ...outcome } });
     expect(await stack.reconcile(0, 10)).toEqual({ redriven: 0, waiting: 0 });
     expect(await titled(args.title)).toHaveLength(1);
@@ -132,7 +124,7 @@ describe('an upstream 401 on the 2026-07-28 path and in the reconcile sweep', ()
     const args = { title: 'Re-driven into a 401', body: 'b' };
     const { requestState, flow } = await connectedFor(args);
     nock(stack.dev.reports.issuer, { allowUnmocked: true }).post('/api/reports').replyWithError({ code: 'ECONNRESET', message: 'socket hang up' });
-    const lost = await retryConnection(stack, alice, 'reports_create', args, requestState, 'accept');
+    const lost = await retryConnection(stack, tokens.alice, 'reports_create', args, requestState, 'accept');
     expect(lost.json.result).toMatchObject({ isError: true });
     expect(await receiptOf(flow)).toMatchObject({ outcome_status: 'pending' });
     const killed = await killStoredToken(stack, 'alice');
@@ -142,7 +134,7 @@ describe('an upstream 401 on the 2026-07-28 path and in the reconcile sweep', ()
     expect(await aliceSecrets()).toBe(0);
     expect(await forgottenEvents(stack, flow)).toEqual([FORGOTTEN]);
 
-    const told = await retryConnection(stack, alice, 'reports_create', args, requestState, 'accept');
+    const told = await retryConnection(stack, tokens.alice, 'reports_create', args, requestState, 'accept');
     expect(told.json.result).toMatchObject({ isError: true, structuredContent: REFUSED });
     await reconnectAndCreate(args);
     expect(await stack.reconcile(0, 10)).toEqual({ redriven: 0, waiting: 0 });

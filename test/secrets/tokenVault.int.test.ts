@@ -1,39 +1,33 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createKeyring } from '../../src/crypto/keyring.js';
 import { createSecretBox } from '../../src/crypto/secretBox.js';
 import { Secret } from '../../src/shared/secret.js';
-import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 import { consentAndAuthorize, elicitConnection, openConnectLink, retryConnection, URL_CAPS } from '../support/connectFlow.js';
 import { callTool, tokenFor } from '../support/mcpWire.js';
+import { useBrokerStack } from '../support/useBrokerStack.js';
 
 describe('stored Report Service tokens', () => {
-  let stack: BrokerStack;
-  let alice: string;
+  const { stack, tokens } = useBrokerStack({}, { users: ['alice'] });
 
   beforeAll(async () => {
-    stack = await startBrokerStack();
-    alice = await tokenFor(stack, 'alice');
     const args = { title: 'Setup', body: 'connect once' };
-    const elicited = await elicitConnection(stack, alice, 'reports_create', args);
+    const elicited = await elicitConnection(stack, tokens.alice, 'reports_create', args);
     await consentAndAuthorize(stack, await openConnectLink(stack, elicited.url, 'alice'), 'alice');
-    await retryConnection(stack, alice, 'reports_create', args, elicited.requestState, 'accept');
-  });
-  afterAll(async () => {
-    await stack?.close();
+    await retryConnection(stack, tokens.alice, 'reports_create', args, elicited.requestState, 'accept');
   });
 
   const versions = async () =>
     Object.fromEntries((await stack.db.pool.query<{ kind: string; row_version: number }>("SELECT kind, row_version FROM secrets WHERE subject_sub = 'alice'")).rows.map((r) => [r.kind, r.row_version]));
 
   it('uses the stored connection directly once connected: no link, no requestState', async () => {
-    const listed = await callTool(stack, alice, 'reports_list', {}, {}, {});
+    const listed = await callTool(stack, tokens.alice, 'reports_list', {}, {}, {});
     expect(listed.json.result).toMatchObject({ resultType: 'complete', structuredContent: { reports: [expect.objectContaining({ title: 'Setup' })] } });
   });
 
   it('refreshes an expired access token once, even for two calls at the same time', async () => {
     const before = await versions();
     await stack.db.pool.query("UPDATE secrets SET expires_at = now() - interval '1 minute' WHERE subject_sub = 'alice' AND kind = 'access_token'");
-    const [a, b] = await Promise.all([callTool(stack, alice, 'reports_list', {}, {}, {}), callTool(stack, alice, 'reports_list', {}, {}, {}, { baseUrl: stack.secondUrl })]);
+    const [a, b] = await Promise.all([callTool(stack, tokens.alice, 'reports_list', {}, {}, {}), callTool(stack, tokens.alice, 'reports_list', {}, {}, {}, { baseUrl: stack.secondUrl })]);
     for (const answer of [a, b]) expect(answer.json.result).toMatchObject({ resultType: 'complete' });
     const after = await versions();
     expect(after['access_token']).toBe(before['access_token']! + 1);
@@ -56,7 +50,7 @@ describe('stored Report Service tokens', () => {
     expect(revoked.status).toBe(200);
     await stack.db.pool.query("UPDATE secrets SET expires_at = now() - interval '1 minute' WHERE subject_sub = 'alice' AND kind = 'access_token'");
 
-    const answer = await callTool(stack, alice, 'reports_list', {}, {}, URL_CAPS);
+    const answer = await callTool(stack, tokens.alice, 'reports_list', {}, {}, URL_CAPS);
     expect(answer.json.result).toMatchObject({ resultType: 'input_required', inputRequests: { connect: { params: { mode: 'url' } } } });
     expect((await stack.db.pool.query("SELECT count(*)::int AS n FROM secrets WHERE subject_sub = 'alice'")).rows[0].n).toBe(0);
   });

@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { randomToken } from '../../src/shared/tokens.js';
-import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 import { elicitConnection } from '../support/connectFlow.js';
-import { callTool, mcpPost, meta, tokenFor } from '../support/mcpWire.js';
+import { callTool, mcpPost, meta } from '../support/mcpWire.js';
+import { useBrokerStack } from '../support/useBrokerStack.js';
 
 // What the broker's info, warn and error lines may carry: codes, ids, tools
 // and route templates. Personal data (note titles, workspace URIs, report
@@ -16,23 +16,14 @@ interface Line {
 }
 
 describe('log lines carry codes and route templates, never personal data or connect handles', () => {
-  let stack: BrokerStack;
-  let alice: string;
+  const { stack, tokens } = useBrokerStack({}, { users: ['alice'] });
   const ALICE_WS = 'file:///work/notes/alice';
-
-  beforeAll(async () => {
-    stack = await startBrokerStack();
-    alice = await tokenFor(stack, 'alice');
-  });
-  afterAll(async () => {
-    await stack?.close();
-  });
 
   const linesSince = (from: number): Line[] => stack.logs.slice(from).map((l) => JSON.parse(l) as Line).filter((l) => l.level >= 30);
 
   it('logs the JSON-RPC code of a refused MCP request under rpcCode', async () => {
     const from = stack.logs.length;
-    const refused = await mcpPost(stack, { jsonrpc: '2.0', id: 7, method: 'no/such-method', params: { _meta: meta() } }, { token: alice });
+    const refused = await mcpPost(stack, { jsonrpc: '2.0', id: 7, method: 'no/such-method', params: { _meta: meta() } }, { token: tokens.alice });
     expect(refused.json.error?.code).toBe(-32601);
     const line = linesSince(from).find((l) => l.msg === 'MCP request refused');
     expect(line).toMatchObject({ rpcCode: -32601 });
@@ -45,12 +36,12 @@ describe('log lines carry codes and route templates, never personal data or conn
     const missing = `CANARY-MISSING-${randomToken()}`;
     const otherWorkspace = `file:///work/notes/CANARY-WS-${randomToken()}`;
 
-    const created = await callTool(stack, alice, 'notes_create', { workspaceUri: ALICE_WS, title, body: 'CANARY-BODY' });
+    const created = await callTool(stack, tokens.alice, 'notes_create', { workspaceUri: ALICE_WS, title, body: 'CANARY-BODY' });
     expect(created.json.result).toMatchObject({ resultType: 'complete' });
     expect(created.json.result?.['isError']).not.toBe(true);
-    const notFound = await callTool(stack, alice, 'notes_delete', { workspaceUri: ALICE_WS, title: missing });
+    const notFound = await callTool(stack, tokens.alice, 'notes_delete', { workspaceUri: ALICE_WS, title: missing });
     expect(notFound.text).toContain(missing);
-    const forbidden = await callTool(stack, alice, 'notes_list', { workspaceUri: otherWorkspace });
+    const forbidden = await callTool(stack, tokens.alice, 'notes_list', { workspaceUri: otherWorkspace });
     expect(forbidden.text).toContain('CANARY-WS-');
 
     const lines = linesSince(from);
@@ -64,7 +55,7 @@ describe('log lines carry codes and route templates, never personal data or conn
 
   it('logs the route template, not the connect handle, when a connect page fails', async () => {
     const reportTitle = `CANARY-REPORT-${randomToken()}`;
-    const elicited = await elicitConnection(stack, alice, 'reports_create', { title: reportTitle, body: 'x' });
+    const elicited = await elicitConnection(stack, tokens.alice, 'reports_create', { title: reportTitle, body: 'x' });
     const handle = new URL(elicited.url).pathname.split('/').pop()!;
     const from = stack.logs.length;
     // A real internal failure on the page: the navigations table is gone for a moment.

@@ -1,19 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
+import { describe, expect, it } from 'vitest';
 import { mcpPost, tokenFor } from '../support/mcpWire.js';
+import { useBrokerStack } from '../support/useBrokerStack.js';
 
 // Errors raised by the HTTP stack itself (router, send, raw-body) describe the
 // request: they keep their 4xx status through toHttp, with a fixed message,
 // no stack trace, nothing quoted from the request and no error log line.
 
 describe('errors of the HTTP stack keep their client status', () => {
-  let stack: BrokerStack;
-  beforeAll(async () => {
-    stack = await startBrokerStack();
-  });
-  afterAll(async () => {
-    await stack?.close();
-  });
+  const { stack } = useBrokerStack();
 
   const errorLines = () => stack.logs.filter((line) => (JSON.parse(line) as { level: number }).level >= 50);
 

@@ -1,7 +1,8 @@
 import { connect } from 'node:tls';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { BrokerStack } from '../support/brokerStack.js';
 import { tokenFor } from '../support/mcpWire.js';
+import { useBrokerStack } from '../support/useBrokerStack.js';
 
 // An oversized body is refused at once, and the connection is closed after
 // the 413 instead of being read off: a client that declares a huge body and
@@ -74,17 +75,13 @@ function expectRefusedAndClosed(exchange: Exchange, status: number, declared?: n
 }
 
 describe('oversized request bodies are refused at once and the connection is closed', () => {
-  let stack: BrokerStack;
+  const { stack } = useBrokerStack();
   let host: string;
   const handle = 'A'.repeat(43);
   const form = { 'Content-Type': 'application/x-www-form-urlencoded' };
 
   beforeAll(async () => {
-    stack = await startBrokerStack();
     host = new URL(stack.brokerUrl).host;
-  });
-  afterAll(async () => {
-    await stack?.close();
   });
 
   it('answers 413 and closes at once when the consent form declares a Content-Length over its limit', async () => {

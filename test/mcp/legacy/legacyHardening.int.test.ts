@@ -1,34 +1,25 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { DEV_PASSWORD } from '../../../src/dev/devUsers.js';
-import { startBrokerStack, type BrokerStack } from '../../support/brokerStack.js';
 import { consentAndAuthorize, openConnectLink } from '../../support/connectFlow.js';
 import { reportsAt } from '../../support/forgedTokens.js';
 import { closeLegacy, connectLegacy, expectUrlElicitation, internalErrors, until, type Created, type LegacyClient } from '../../support/legacySdkClient.js';
-import { tokenFor } from '../../support/mcpWire.js';
 import { operatorCli } from '../../support/operatorCli.js';
+import { useBrokerStack } from '../../support/useBrokerStack.js';
 
 // Exactly once and approvals on the 2025-11-25 wire, with the official SDK client.
 
 describe('the -32042 lineage when the user connects through another link of the same provider', () => {
-  let stack: BrokerStack;
-  let alice: string;
+  const { stack, tokens } = useBrokerStack({ legacyUrlElicitation: 'error', legacyWaitMs: 2_000, retryWaitMs: 300 }, { users: ['alice'] });
 
-  beforeAll(async () => {
-    stack = await startBrokerStack({ legacyUrlElicitation: 'error', legacyWaitMs: 2_000, retryWaitMs: 300 });
-    alice = await tokenFor(stack, 'alice');
-  });
   afterEach(() => {
     expect(internalErrors(stack), 'the broker logged no internal error').toEqual([]);
-  });
-  afterAll(async () => {
-    await stack?.close();
   });
 
   const query = async (sql: string, params: unknown[] = []) => (await stack.db.pool.query(sql, params)).rows;
 
   it('does a -32042 operation once when its link and a sibling link of the same provider are both finished (no second report)', async () => {
     const args = { title: 'Sibling links', body: 'two links, one report' };
-    const legacy = await connectLegacy(stack, alice, {});
+    const legacy = await connectLegacy(stack, tokens.alice, {});
     try {
       // Link B for the operation; link C for another tool of the same provider.
       const b = (await expectUrlElicitation(legacy, 'reports_create', args)).elicitations[0]!;
@@ -73,7 +64,7 @@ describe('the -32042 lineage when the user connects through another link of the 
 
   it('settles, rather than performs beside, a flow still open for the operation when a connection already exists', async () => {
     const args = { title: 'Open beside a connection', body: 'raced' };
-    const legacy = await connectLegacy(stack, alice, {});
+    const legacy = await connectLegacy(stack, tokens.alice, {});
     try {
       // alice is connected (previous test). B is started while she is not, and her connection comes
       // back without B being settled: the window between a callback's commit and a new flow's insert.
@@ -105,19 +96,10 @@ describe('the -32042 lineage when the user connects through another link of the 
 });
 
 describe('the approval queue on the 2025-11-25 wire for a user who is already connected', () => {
-  let stack: BrokerStack;
-  let bob: string;
-  let opsToken: string;
+  const { stack, tokens } = useBrokerStack({ legacyUrlElicitation: 'error', legacyWaitMs: 2_000, retryWaitMs: 300, highRiskTools: ['reports_create'] }, { users: ['bob', 'ops'] });
 
-  beforeAll(async () => {
-    stack = await startBrokerStack({ legacyUrlElicitation: 'error', legacyWaitMs: 2_000, retryWaitMs: 300, highRiskTools: ['reports_create'] });
-    [bob, opsToken] = await Promise.all([tokenFor(stack, 'bob'), tokenFor(stack, 'ops')]);
-  });
   afterEach(() => {
     expect(internalErrors(stack), 'the broker logged no internal error').toEqual([]);
-  });
-  afterAll(async () => {
-    await stack?.close();
   });
 
   const query = async (sql: string, params: unknown[] = []) => (await stack.db.pool.query(sql, params)).rows;
@@ -131,7 +113,7 @@ describe('the approval queue on the 2025-11-25 wire for a user who is already co
 
   it('holds a connected user\'s direct high-risk call, and every repeat of it, until an operator approves; then does it once', async () => {
     const args = { title: 'Connected high-risk', body: 'direct' };
-    const legacy = await connectLegacy(stack, bob, {});
+    const legacy = await connectLegacy(stack, tokens.bob, {});
     try {
       await connect(legacy, 'bob');
       const held = await legacy.client.callTool({ name: 'reports_create', arguments: args });
@@ -164,7 +146,7 @@ describe('the approval queue on the 2025-11-25 wire for a user who is already co
 
   it('never runs a connected user\'s high-risk call repeated after an operator rejected it', async () => {
     const args = { title: 'Rejected high-risk', body: 'no' };
-    const legacy = await connectLegacy(stack, bob, {});
+    const legacy = await connectLegacy(stack, tokens.bob, {});
     try {
       const held = await legacy.client.callTool({ name: 'reports_create', arguments: args });
       expect(held.isError).toBe(true);
@@ -185,7 +167,7 @@ describe('the approval queue on the 2025-11-25 wire for a user who is already co
 
   it('refuses an operator\'s approval of their own operation, and records nothing', async () => {
     const args = { title: 'Own high-risk', body: 'ops asks' };
-    const legacy = await connectLegacy(stack, opsToken, {});
+    const legacy = await connectLegacy(stack, tokens.ops, {});
     try {
       await connect(legacy, 'ops');
       const held = await legacy.client.callTool({ name: 'reports_create', arguments: args });

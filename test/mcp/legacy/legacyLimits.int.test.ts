@@ -1,12 +1,12 @@
 import { Client, StreamableHTTPClientTransport, UrlElicitationRequiredError } from '@modelcontextprotocol/client';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { advance } from '../../../src/broker/advance.js';
 import { findNavigationById } from '../../../src/broker/navigationRepo.js';
 import { withTransaction } from '../../../src/db/transaction.js';
 import { createFetch } from '../../../src/shared/httpClient.js';
-import { startBrokerStack, type BrokerStack } from '../../support/brokerStack.js';
+import type { BrokerStack } from '../../support/brokerStack.js';
 import { exchange, type Exchange } from '../../support/legacyExchange.js';
-import { tokenFor } from '../../support/mcpWire.js';
+import { useBrokerStack } from '../../support/useBrokerStack.js';
 
 // Legacy (2025-11-25) sessions and their streams used to be unbounded: any number of sessions per
 // principal and in all, kept for an hour after their last use, streams without heartbeat or end,
@@ -62,26 +62,14 @@ async function rawSession(stack: BrokerStack, token: string): Promise<{ session:
 }
 
 describe('legacy session limits', () => {
-  let stack: BrokerStack;
-  let alice: string;
-  let bob: string;
+  const { stack, tokens } = useBrokerStack({ legacyUrlElicitation: 'error', legacyLimits: { maxSessions: 3, maxSessionsPerPrincipal: 2, watchersPerSession: 2 } }, { users: ['alice', 'bob'] });
   const open: Opened[] = [];
 
-  beforeAll(async () => {
-    stack = await startBrokerStack({
-      legacyUrlElicitation: 'error',
-      legacyLimits: { maxSessions: 3, maxSessionsPerPrincipal: 2, watchersPerSession: 2 },
-    });
-    [alice, bob] = await Promise.all([tokenFor(stack, 'alice'), tokenFor(stack, 'bob')]);
-  });
   afterEach(async () => {
     for (const o of open.splice(0)) {
       await o.transport.terminateSession().catch(() => undefined);
       await o.client.close();
     }
-  });
-  afterAll(async () => {
-    await stack?.close();
   });
 
   const opened = async (token: string) => {
@@ -91,32 +79,32 @@ describe('legacy session limits', () => {
   };
 
   it('refuses a principal a session past its cap with a clear error, and opens one again after DELETE', async () => {
-    const first = await opened(alice);
-    await opened(alice);
-    const refused = await connect(stack, alice).then(
+    const first = await opened(tokens.alice);
+    await opened(tokens.alice);
+    const refused = await connect(stack, tokens.alice).then(
       () => undefined,
       (err: unknown) => err as Error,
     );
-    const raw = await exchange(stack, 'POST', { accept: 'application/json, text/event-stream', authorization: `Bearer ${alice}` }, rpc('initialize', { protocolVersion: LEGACY, capabilities: CAPS, clientInfo: { name: 'raw', version: '1' } }));
+    const raw = await exchange(stack, 'POST', { accept: 'application/json, text/event-stream', authorization: `Bearer ${tokens.alice}` }, rpc('initialize', { protocolVersion: LEGACY, capabilities: CAPS, clientInfo: { name: 'raw', version: '1' } }));
     await raw.ended;
     expect([raw.status, raw.headers['retry-after'], raw.headers['mcp-session-id']]).toEqual([429, '60', undefined]);
     expect(raw.messages[0]?.error?.code).toBe(-32600);
     expect(refused?.message).toContain('You have 2 open sessions, the most allowed: end one (HTTP DELETE with its Mcp-Session-Id)');
     // Another principal is not held back by alice's sessions.
-    await opened(bob);
+    await opened(tokens.bob);
 
     await first.transport.terminateSession();
     await first.client.close();
     open.splice(open.indexOf(first), 1);
-    const again = await opened(alice);
+    const again = await opened(tokens.alice);
     expect((await again.client.listTools()).tools.length).toBeGreaterThan(0);
   });
 
   it('refuses a session past the instance-wide cap', async () => {
-    await opened(alice);
-    await opened(alice);
-    await opened(bob);
-    const refused = await connect(stack, bob).then(
+    await opened(tokens.alice);
+    await opened(tokens.alice);
+    await opened(tokens.bob);
+    const refused = await connect(stack, tokens.bob).then(
       () => undefined,
       (err: unknown) => err as Error,
     );
@@ -124,7 +112,7 @@ describe('legacy session limits', () => {
   });
 
   it('keeps at most two -32042 completion watchers per session: the oldest stops', async () => {
-    const legacy = await opened(alice);
+    const legacy = await opened(tokens.alice);
     const ids: string[] = [];
     for (const title of ['Watch A', 'Watch B', 'Watch C']) {
       const err = await legacy.client.callTool({ name: 'reports_create', arguments: { title, body: 'x' } }).then(
@@ -154,19 +142,10 @@ describe('legacy session limits', () => {
 });
 
 describe('legacy SSE streams', () => {
-  let stack: BrokerStack;
-  let alice: string;
-
-  beforeAll(async () => {
-    stack = await startBrokerStack({ legacyLimits: { heartbeatMs: 100, streamMaxMs: 1_500 } });
-    alice = await tokenFor(stack, 'alice');
-  });
-  afterAll(async () => {
-    await stack?.close();
-  });
+  const { stack, tokens } = useBrokerStack({ legacyLimits: { heartbeatMs: 100, streamMaxMs: 1_500 } }, { users: ['alice'] });
 
   it('sends a heartbeat comment on an open GET stream, and ends the stream at its maximum lifetime while the session lives on', async () => {
-    const { headers } = await rawSession(stack, alice);
+    const { headers } = await rawSession(stack, tokens.alice);
     const started = Date.now();
     const stream: Exchange = await exchange(stack, 'GET', headers);
     expect(stream.status).toBe(200);
@@ -183,19 +162,10 @@ describe('legacy SSE streams', () => {
 });
 
 describe('idle legacy sessions', () => {
-  let stack: BrokerStack;
-  let alice: string;
-
-  beforeAll(async () => {
-    stack = await startBrokerStack({ legacyUrlElicitation: 'nested', legacyWaitMs: 30_000, legacyLimits: { idleMs: 500 } });
-    alice = await tokenFor(stack, 'alice');
-  });
-  afterAll(async () => {
-    await stack?.close();
-  });
+  const { stack, tokens } = useBrokerStack({ legacyUrlElicitation: 'nested', legacyWaitMs: 30_000, legacyLimits: { idleMs: 500 } }, { users: ['alice'] });
 
   it('ends a session idle past its limit: its GET stream ends, a call waiting on the client is answered, and the id is unknown', async () => {
-    const { headers } = await rawSession(stack, alice);
+    const { headers } = await rawSession(stack, tokens.alice);
     const stream = await exchange(stack, 'GET', headers);
     const call = await exchange(stack, 'POST', headers, rpc('tools/call', { name: 'reports_create', arguments: { title: 'Idle', body: 'x' } }));
     const ask = await call.next((m) => m.method === 'elicitation/create');

@@ -10,12 +10,12 @@ import { createLogger } from '../../../src/shared/logger.js';
 import { Secret } from '../../../src/shared/secret.js';
 import { randomToken } from '../../../src/shared/tokens.js';
 import { createRender } from '../../../src/web/render.js';
-import { startBrokerStack, type BrokerStack } from '../../support/brokerStack.js';
+import type { BrokerStack } from '../../support/brokerStack.js';
 import { consentAndAuthorize, openConnectLink } from '../../support/connectFlow.js';
 import { reportsAt } from '../../support/forgedTokens.js';
 import { exchange as rawExchange, type Exchange, type JsonRpc } from '../../support/legacyExchange.js';
-import { tokenFor } from '../../support/mcpWire.js';
 import { createTestBrowser, type TestBrowser } from '../../support/testBrowser.js';
+import { useBrokerStack } from '../../support/useBrokerStack.js';
 
 // Lineage faults on the 2025-11-25 adapter, on raw HTTP: retries
 // while a nested call is in flight, repeated -32042 retries, completion
@@ -132,13 +132,10 @@ function ledger(stack: BrokerStack) {
 }
 
 describe('legacy lineage faults: nested (LEGACY_URL_ELICITATION=nested)', () => {
-  let stack: BrokerStack;
-  let alice: string;
+  const { stack, tokens } = useBrokerStack({ legacyWaitMs: WAIT_MS }, { users: ['alice'] });
   let db: ReturnType<typeof ledger>;
 
   beforeAll(async () => {
-    stack = await startBrokerStack({ legacyWaitMs: WAIT_MS });
-    alice = await tokenFor(stack, 'alice');
     db = ledger(stack);
   });
   afterEach(async () => {
@@ -146,14 +143,11 @@ describe('legacy lineage faults: nested (LEGACY_URL_ELICITATION=nested)', () => 
     // Each test connects alice from scratch.
     await stack.db.pool.query('DELETE FROM secrets');
   });
-  afterAll(async () => {
-    await stack?.close();
-  });
 
   it('does not let a retry sent while the nested call waits for the user cause a second effect', async () => {
     const args = { title: 'Nested, retried early', body: 'b' };
     const mark = await db.mark();
-    const session = await initialize(stack, alice);
+    const session = await initialize(stack, tokens.alice);
     const original = await session.start('tools/call', { name: 'reports_create', arguments: args });
     const asked = await original.next(isElicitation);
     await session.send({ id: asked.id, result: { action: 'accept' } });
@@ -182,7 +176,7 @@ describe('legacy lineage faults: nested (LEGACY_URL_ELICITATION=nested)', () => 
   it('does not let a retry sent after the browser completed, while the nested call still waits for the host, create a second report', async () => {
     const args = { title: 'Nested, retried after the browser', body: 'b' };
     const mark = await db.mark();
-    const session = await initialize(stack, alice);
+    const session = await initialize(stack, tokens.alice);
     const original = await session.start('tools/call', { name: 'reports_create', arguments: args });
     const asked = await original.next(isElicitation);
     // The user finishes in the browser before the host has answered the elicitation.
@@ -210,7 +204,7 @@ describe('legacy lineage faults: nested (LEGACY_URL_ELICITATION=nested)', () => 
   it('advances nothing on an elicitation/complete notification posted by the client', async () => {
     const args = { title: 'Forged completion', body: 'b' };
     const mark = await db.mark();
-    const session = await initialize(stack, alice);
+    const session = await initialize(stack, tokens.alice);
     const original = await session.start('tools/call', { name: 'reports_create', arguments: args });
     const asked = await original.next(isElicitation);
     const navigationId = elicitationIdOf(asked);
@@ -236,7 +230,7 @@ describe('legacy lineage faults: nested (LEGACY_URL_ELICITATION=nested)', () => 
   it('advances nothing on a callback that arrives before consent, and the nested call does not continue', async () => {
     const args = { title: 'Callback before consent', body: 'b' };
     const mark = await db.mark();
-    const session = await initialize(stack, alice);
+    const session = await initialize(stack, tokens.alice);
     const original = await session.start('tools/call', { name: 'reports_create', arguments: args });
     const asked = await original.next(isElicitation);
     const navigationId = elicitationIdOf(asked);
@@ -261,7 +255,7 @@ describe('legacy lineage faults: nested (LEGACY_URL_ELICITATION=nested)', () => 
   it('sends no notification to, and accepts nothing for, a nested call whose session was ended while it waited', async () => {
     const args = { title: 'Ended session, nested', body: 'b' };
     const mark = await db.mark();
-    const session = await initialize(stack, alice);
+    const session = await initialize(stack, tokens.alice);
     const original = await session.start('tools/call', { name: 'reports_create', arguments: args });
     const asked = await original.next(isElicitation);
     const navigationId = elicitationIdOf(asked);
@@ -287,7 +281,7 @@ describe('legacy lineage faults: nested (LEGACY_URL_ELICITATION=nested)', () => 
   it('lets a nested operation whose call gave up be finished by calling again after connecting, once', async () => {
     const args = { title: 'Nested, gave up, recovered', body: 'b' };
     const mark = await db.mark();
-    const session = await initialize(stack, alice);
+    const session = await initialize(stack, tokens.alice);
     const original = await session.start('tools/call', { name: 'reports_create', arguments: args });
     const asked = await original.next(isElicitation);
     await session.send({ id: asked.id, result: { action: 'accept' } });
@@ -318,8 +312,8 @@ describe('legacy lineage faults: nested (LEGACY_URL_ELICITATION=nested)', () => 
     it('leaves at most one receipt per navigation and one report when a nested request and a -32042 retry race for the same operation', async () => {
       const args = { title: 'Nested versus -32042', body: 'b' };
       const mark = await db.mark();
-      const nested = await initialize(stack, alice);
-      const viaError = await initialize(stack, alice, errorInstance.url);
+      const nested = await initialize(stack, tokens.alice);
+      const viaError = await initialize(stack, tokens.alice, errorInstance.url);
 
       // Instance 1 asks on the call's stream; the host accepts.
       const original = await nested.start('tools/call', { name: 'reports_create', arguments: args });
@@ -349,21 +343,15 @@ describe('legacy lineage faults: nested (LEGACY_URL_ELICITATION=nested)', () => 
 });
 
 describe('legacy lineage faults: -32042 (LEGACY_URL_ELICITATION=error)', () => {
-  let stack: BrokerStack;
-  let alice: string;
+  const { stack, tokens } = useBrokerStack({ legacyUrlElicitation: 'error', legacyWaitMs: WAIT_MS }, { users: ['alice'] });
   let db: ReturnType<typeof ledger>;
 
   beforeAll(async () => {
-    stack = await startBrokerStack({ legacyUrlElicitation: 'error', legacyWaitMs: WAIT_MS });
-    alice = await tokenFor(stack, 'alice');
     db = ledger(stack);
   });
   afterEach(async () => {
     expect(internalErrors(stack), 'the broker logged no internal error').toEqual([]);
     await stack.db.pool.query('DELETE FROM secrets');
-  });
-  afterAll(async () => {
-    await stack?.close();
   });
 
   async function required(session: Session, args: object): Promise<{ elicitationId: string; url: string }> {
@@ -376,8 +364,8 @@ describe('legacy lineage faults: -32042 (LEGACY_URL_ELICITATION=error)', () => {
   it('creates one report when the -32042 flow is retried twice, including two retries racing on two instances', async () => {
     const args = { title: 'Retried twice', body: 'b' };
     const mark = await db.mark();
-    const one = await initialize(stack, alice);
-    const two = await initialize(stack, alice, stack.secondUrl);
+    const one = await initialize(stack, tokens.alice);
+    const two = await initialize(stack, tokens.alice, stack.secondUrl);
     const { elicitationId, url } = await required(one, args);
     await completeInBrowser(stack, url);
 
@@ -396,7 +384,7 @@ describe('legacy lineage faults: -32042 (LEGACY_URL_ELICITATION=error)', () => {
   it('sends the completion notification once, and not again for a replayed callback', async () => {
     const args = { title: 'Duplicate completion', body: 'b' };
     const mark = await db.mark();
-    const session = await initialize(stack, alice);
+    const session = await initialize(stack, tokens.alice);
     const stream = await session.listen();
     expect(stream.status).toBe(200);
     const { elicitationId, url } = await required(session, args);
@@ -425,7 +413,7 @@ describe('legacy lineage faults: -32042 (LEGACY_URL_ELICITATION=error)', () => {
   it('does not make a -32042 retry eligible on an elicitation/complete notification posted by the client', async () => {
     const args = { title: 'Forged completion, -32042', body: 'b' };
     const mark = await db.mark();
-    const session = await initialize(stack, alice);
+    const session = await initialize(stack, tokens.alice);
     const { elicitationId } = await required(session, args);
     const before = await db.events(elicitationId);
 
@@ -442,13 +430,13 @@ describe('legacy lineage faults: -32042 (LEGACY_URL_ELICITATION=error)', () => {
   it('sends no notification to an ended session, which cannot be used, and accepts the retry from a new session once', async () => {
     const args = { title: 'Ended session, -32042', body: 'b' };
     const mark = await db.mark();
-    const old = await initialize(stack, alice);
+    const old = await initialize(stack, tokens.alice);
     const oldStream = await old.listen();
     const { elicitationId, url } = await required(old, args);
     expect(await old.end()).toBe(204);
     await Promise.race([oldStream.ended, sleep(2_000)]);
 
-    const fresh = await initialize(stack, alice);
+    const fresh = await initialize(stack, tokens.alice);
     const freshStream = await fresh.listen();
     await completeInBrowser(stack, url);
     await sleep(300);

@@ -1,12 +1,11 @@
 import { UrlElicitationRequiredError } from '@modelcontextprotocol/client';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startBrokerStack, type BrokerStack } from '../../support/brokerStack.js';
+import { afterEach, describe, expect, it } from 'vitest';
 import { consentAndAuthorize, openConnectLink } from '../../support/connectFlow.js';
 import { reportsAt } from '../../support/forgedTokens.js';
 import { closeLegacy as close, connectLegacy, internalErrors, LEGACY, toolCalls, until, type Created } from '../../support/legacySdkClient.js';
-import { tokenFor } from '../../support/mcpWire.js';
 import { operatorCli } from '../../support/operatorCli.js';
 import type { BrowserResponse } from '../../support/testBrowser.js';
+import { useBrokerStack } from '../../support/useBrokerStack.js';
 
 // The official SDK client at 2025-11-25 (test/support/legacySdkClient.ts) against the legacy adapter.
 
@@ -16,19 +15,11 @@ const LUNCH = { id: 'note_a1ce00000004', title: 'Lunch ideas' };
 const DRAFT = { id: 'note_a1ce00000003', title: 'TPS report draft' };
 
 describe('the official SDK client at 2025-11-25, nested lineage', () => {
-  let stack: BrokerStack;
-  let alice: string;
+  const { stack, tokens } = useBrokerStack({ legacyWaitMs: 15_000 }, { users: ['alice'] });
 
-  beforeAll(async () => {
-    stack = await startBrokerStack({ legacyWaitMs: 15_000 });
-    alice = await tokenFor(stack, 'alice');
-  });
   afterEach(async () => {
     expect(internalErrors(stack), 'the broker logged no internal error').toEqual([]);
     await stack.db.pool.query('DELETE FROM secrets');
-  });
-  afterAll(async () => {
-    await stack?.close();
   });
 
   const query = async (sql: string, params: unknown[] = []) => (await stack.db.pool.query(sql, params)).rows;
@@ -36,7 +27,7 @@ describe('the official SDK client at 2025-11-25, nested lineage', () => {
   const nonceOutcomes = async () => (await query("SELECT outcome FROM mrtr_nonces WHERE principal_sub = 'alice' ORDER BY claimed_at")).map((r) => r.outcome as string);
 
   it('negotiates 2025-11-25 through initialize and keeps the session on every request', async () => {
-    const legacy = await connectLegacy(stack, alice, {});
+    const legacy = await connectLegacy(stack, tokens.alice, {});
     try {
       expect(legacy.client.getNegotiatedProtocolVersion()).toBe(LEGACY);
       expect(legacy.client.getServerVersion()).toMatchObject({ name: 'connect-broker' });
@@ -62,7 +53,7 @@ describe('the official SDK client at 2025-11-25, nested lineage', () => {
   it('creates exactly one report through the nested URL elicitation: accept, browser, complete notification, original answer', async () => {
     const args = { title: 'Legacy nested TPS', body: 'Cover sheet attached.' };
     let browser: Promise<BrowserResponse> | undefined;
-    const legacy = await connectLegacy(stack, alice, {
+    const legacy = await connectLegacy(stack, tokens.alice, {
       url: (params) => {
         // The host consents and opens the link; the user completes it in the browser meanwhile.
         browser = openConnectLink(stack, params.url, 'alice').then((run) => consentAndAuthorize(stack, run, 'alice'));
@@ -107,7 +98,7 @@ describe('the official SDK client at 2025-11-25, nested lineage', () => {
   });
 
   it('deletes a note the user confirmed in the nested form elicitation', async () => {
-    const legacy = await connectLegacy(stack, alice, {
+    const legacy = await connectLegacy(stack, tokens.alice, {
       form: (params) => {
         const noteId = (params.requestedSchema.properties['note_id'] as { enum?: string[] }).enum?.[0] ?? '';
         return { action: 'accept', content: { note_id: noteId, confirm: true } };
@@ -131,7 +122,7 @@ describe('the official SDK client at 2025-11-25, nested lineage', () => {
   });
 
   it('leaves the note in place when the user declines the nested form', async () => {
-    const legacy = await connectLegacy(stack, alice, { form: () => ({ action: 'decline' }) });
+    const legacy = await connectLegacy(stack, tokens.alice, { form: () => ({ action: 'decline' }) });
     try {
       const before = await nonceOutcomes();
       const result = await legacy.client.callTool({ name: 'notes_delete', arguments: { workspaceUri: WORKSPACE, title: LUNCH.title } });
@@ -147,7 +138,7 @@ describe('the official SDK client at 2025-11-25, nested lineage', () => {
   });
 
   it('leaves the note in place and claims no nonce when the user cancels the nested form', async () => {
-    const legacy = await connectLegacy(stack, alice, { form: () => ({ action: 'cancel' }) });
+    const legacy = await connectLegacy(stack, tokens.alice, { form: () => ({ action: 'cancel' }) });
     try {
       const before = await nonceOutcomes();
       const result = await legacy.client.callTool({ name: 'notes_delete', arguments: { workspaceUri: WORKSPACE, title: DRAFT.title } });
@@ -164,25 +155,17 @@ describe('the official SDK client at 2025-11-25, nested lineage', () => {
 });
 
 describe('the official SDK client at 2025-11-25, -32042 lineage', () => {
-  let stack: BrokerStack;
-  let alice: string;
+  const { stack, tokens } = useBrokerStack({ legacyUrlElicitation: 'error', legacyWaitMs: 2_000 }, { users: ['alice'] });
 
-  beforeAll(async () => {
-    stack = await startBrokerStack({ legacyUrlElicitation: 'error', legacyWaitMs: 2_000 });
-    alice = await tokenFor(stack, 'alice');
-  });
   afterEach(() => {
     expect(internalErrors(stack), 'the broker logged no internal error').toEqual([]);
-  });
-  afterAll(async () => {
-    await stack?.close();
   });
 
   const query = async (sql: string, params: unknown[] = []) => (await stack.db.pool.query(sql, params)).rows;
 
   it('surfaces -32042 as UrlElicitationRequiredError, then accepts one retry after the browser completes and answers a second from the record', async () => {
     const args = { title: 'Legacy -32042 TPS', body: 'Retried once.' };
-    const legacy = await connectLegacy(stack, alice, {});
+    const legacy = await connectLegacy(stack, tokens.alice, {});
     try {
       const failure = await legacy.client.callTool({ name: 'reports_create', arguments: args }).then(
         () => undefined,
@@ -229,20 +212,11 @@ describe('the official SDK client at 2025-11-25, -32042 lineage', () => {
 });
 
 describe('the official SDK client at 2025-11-25, -32042 lineage, link re-issued by an operator', () => {
-  let stack: BrokerStack;
-  let bob: string;
-
-  beforeAll(async () => {
-    stack = await startBrokerStack({ legacyUrlElicitation: 'error', legacyWaitMs: 2_000, retryWaitMs: 300 });
-    bob = await tokenFor(stack, 'bob');
-  });
-  afterAll(async () => {
-    await stack?.close();
-  });
+  const { stack, tokens } = useBrokerStack({ legacyUrlElicitation: 'error', legacyWaitMs: 2_000, retryWaitMs: 300 }, { users: ['bob'] });
 
   it('accepts the identical retry once through the re-issued flow, in the same lineage', async () => {
     const args = { title: 'Legacy re-issued', body: 'lost link' };
-    const legacy = await connectLegacy(stack, bob, {});
+    const legacy = await connectLegacy(stack, tokens.bob, {});
     try {
       const failure = (await legacy.client.callTool({ name: 'reports_create', arguments: args }).catch((err: unknown) => err)) as UrlElicitationRequiredError;
       const { elicitationId } = failure.elicitations[0]!;
@@ -269,23 +243,15 @@ describe('the official SDK client at 2025-11-25, -32042 lineage, link re-issued 
 });
 
 describe('the official SDK client at 2025-11-25, -32042 lineage, high-risk tool (approval queue)', () => {
-  let stack: BrokerStack;
-  let alice: string;
+  const { stack, tokens } = useBrokerStack({ legacyUrlElicitation: 'error', legacyWaitMs: 2_000, retryWaitMs: 300, highRiskTools: ['reports_create'] }, { users: ['alice'] });
 
-  beforeAll(async () => {
-    stack = await startBrokerStack({ legacyUrlElicitation: 'error', legacyWaitMs: 2_000, retryWaitMs: 300, highRiskTools: ['reports_create'] });
-    alice = await tokenFor(stack, 'alice');
-  });
   afterEach(() => {
     expect(internalErrors(stack), 'the broker logged no internal error').toEqual([]);
-  });
-  afterAll(async () => {
-    await stack?.close();
   });
 
   it('answers the retry with a clear pending error until an operator approves, then does it once', async () => {
     const args = { title: 'Legacy high-risk', body: 'needs approval' };
-    const legacy = await connectLegacy(stack, alice, {});
+    const legacy = await connectLegacy(stack, tokens.alice, {});
     try {
       const failure = (await legacy.client.callTool({ name: 'reports_create', arguments: args }).catch((err: unknown) => err)) as UrlElicitationRequiredError;
       expect(failure).toBeInstanceOf(UrlElicitationRequiredError);

@@ -1,30 +1,22 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startBrokerStack, type BrokerStack } from '../../support/brokerStack.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { BrokerStack } from '../../support/brokerStack.js';
 import { consentAndAuthorize, openConnectLink } from '../../support/connectFlow.js';
 import { connectThroughList, expectNoTokenIn, FORGOTTEN, forgottenEvents, killStoredToken } from '../../support/deadToken.js';
 import { reportsAt } from '../../support/forgedTokens.js';
 import { closeLegacy, connectLegacy, expectUrlElicitation, internalErrors, toolCalls, until, type Created } from '../../support/legacySdkClient.js';
-import { tokenFor } from '../../support/mcpWire.js';
 import type { BrowserResponse } from '../../support/testBrowser.js';
+import { useBrokerStack } from '../../support/useBrokerStack.js';
 
 // An upstream 401 on the 2025-11-25 wire, with the official SDK client: the
 // connection is forgotten and the user asked again, in the lineage's own way.
 
 function suite(lineage: 'nested' | 'error', body: (ctx: { stack: () => BrokerStack; alice: () => string }) => void) {
   describe(`an upstream 401 on a 2025-11-25 session, ${lineage === 'nested' ? 'nested' : '-32042'} lineage`, () => {
-    let stack: BrokerStack;
-    let alice: string;
-    beforeAll(async () => {
-      stack = await startBrokerStack({ legacyUrlElicitation: lineage, legacyWaitMs: 10_000 });
-      alice = await tokenFor(stack, 'alice');
-    });
+    const { stack, tokens } = useBrokerStack({ legacyUrlElicitation: lineage, legacyWaitMs: 10_000 }, { users: ['alice'] });
     afterEach(() => {
       expect(internalErrors(stack), 'the broker logged no internal error').toEqual([]);
     });
-    afterAll(async () => {
-      await stack?.close();
-    });
-    body({ stack: () => stack, alice: () => alice });
+    body({ stack: () => stack, alice: () => tokens.alice });
   });
 }
 

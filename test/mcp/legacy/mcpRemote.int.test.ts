@@ -3,10 +3,10 @@ import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBrokerStack, type BrokerStack } from '../../support/brokerStack.js';
+import type { BrokerStack } from '../../support/brokerStack.js';
 import { listenHttps, type HttpsTestServer } from '../../support/httpsTestServer.js';
 import { listToolsThrough, startBridge } from '../../support/mcpRemoteBridge.js';
-import { tokenFor } from '../../support/mcpWire.js';
+import { useBrokerStack } from '../../support/useBrokerStack.js';
 
 // mcp-remote (test/support/mcpRemoteBridge.ts) with a bearer token against the 2025-11-25 adapter.
 // It opens two sessions per start (a probe and the bridged one), each with a GET stream, and
@@ -49,31 +49,25 @@ async function listenTap(stack: BrokerStack): Promise<Tap> {
 }
 
 describe('mcp-remote as the host bridge', () => {
-  let stack: BrokerStack;
+  const { stack, tokens } = useBrokerStack({ legacyLimits: { maxSessionsPerPrincipal: 2 } }, { users: ['alice', 'bob', 'mallory'] });
   // One principal per test: a session a bridge left without its stream ever opening is not made room from.
-  let alice: string;
-  let bob: string;
-  let mallory: string;
   let configDir: string;
 
   beforeAll(async () => {
     // Two sessions per principal: one start of the bridge fills a principal's cap.
-    stack = await startBrokerStack({ legacyLimits: { maxSessionsPerPrincipal: 2 } });
-    [alice, bob, mallory] = await Promise.all([tokenFor(stack, 'alice'), tokenFor(stack, 'bob'), tokenFor(stack, 'mallory')]);
     configDir = await mkdtemp(join(tmpdir(), 'mcp-remote-'));
   });
   afterAll(async () => {
-    await stack?.close();
     if (configDir) await rm(configDir, { recursive: true, force: true });
   });
 
   it('bridges initialize and tools/list over stdio to the 2025-11-25 adapter with a bearer token', async () => {
-    const bridge = startBridge(stack, { token: alice, configDir });
+    const bridge = startBridge(stack, { token: tokens.alice, configDir });
     try {
       const [initialized, listed] = await listToolsThrough(bridge);
       expect(initialized.result?.protocolVersion).toBe('2025-11-25');
       expect(listed.result?.tools?.map((t) => t.name)).toEqual(expect.arrayContaining(NOTES_TOOLS));
-      expect(bridge.stderr()).not.toContain(alice);
+      expect(bridge.stderr()).not.toContain(tokens.alice);
     } finally {
       await bridge.quit();
     }
@@ -84,7 +78,7 @@ describe('mcp-remote as the host bridge', () => {
     try {
       // Each start fills bob's cap with two sessions and their streams, then quits as a host does.
       for (let start = 1; start <= 3; start++) {
-        const bridge = startBridge(stack, { token: bob, configDir, url: `${tap.server.origin}/mcp` });
+        const bridge = startBridge(stack, { token: tokens.bob, configDir, url: `${tap.server.origin}/mcp` });
         try {
           const [initialized, listed] = await listToolsThrough(bridge);
           expect(initialized.error).toBeUndefined();
@@ -100,10 +94,10 @@ describe('mcp-remote as the host bridge', () => {
   });
 
   it('still holds a user to the cap while the sessions are in use: a second bridge beside a running one is refused', async () => {
-    const running = startBridge(stack, { token: mallory, configDir });
+    const running = startBridge(stack, { token: tokens.mallory, configDir });
     try {
       await listToolsThrough(running);
-      const second = startBridge(stack, { token: mallory, configDir });
+      const second = startBridge(stack, { token: tokens.mallory, configDir });
       const refused = await listToolsThrough(second).then(
         () => undefined,
         (err: unknown) => err as Error,

@@ -1,24 +1,15 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { sweepOnce } from '../../../src/broker/sweeps.js';
 import { createLogger } from '../../../src/shared/logger.js';
-import { startBrokerStack, type BrokerStack } from '../../support/brokerStack.js';
-import { callTool, tokenFor } from '../../support/mcpWire.js';
+import { callTool } from '../../support/mcpWire.js';
+import { useBrokerStack } from '../../support/useBrokerStack.js';
 
 const ALICE_WS = 'file:///work/notes/alice';
 
 describe('notes_delete through MRTR form elicitation', () => {
-  let stack: BrokerStack;
-  let alice: string;
-  let bob: string;
   const clock = { offsetMs: 0, now: () => new Date(Date.now() + clock.offsetMs) };
+  const { stack, tokens } = useBrokerStack({ clock }, { users: ['alice', 'bob'] });
 
-  beforeAll(async () => {
-    stack = await startBrokerStack({ clock });
-    [alice, bob] = await Promise.all([tokenFor(stack, 'alice'), tokenFor(stack, 'bob')]);
-  });
-  afterAll(async () => {
-    await stack?.close();
-  });
   beforeEach(() => {
     clock.offsetMs = 0;
   });
@@ -27,18 +18,18 @@ describe('notes_delete through MRTR form elicitation', () => {
   /** A fresh note in alice's workspace with a unique title. */
   async function aliceNote(prefix = 'Delete me'): Promise<{ id: string; title: string }> {
     const title = `${prefix} ${++counter} ${Math.random().toString(36).slice(2, 8)}`;
-    const created = await callTool(stack, alice, 'notes_create', { workspaceUri: ALICE_WS, title, body: 'x' });
+    const created = await callTool(stack, tokens.alice, 'notes_create', { workspaceUri: ALICE_WS, title, body: 'x' });
     const id = (created.json.result?.['structuredContent'] as { note: { id: string } }).note.id;
     return { id, title };
   }
 
-  async function ask(title: string, token = alice) {
+  async function ask(title: string, token = tokens.alice) {
     const response = await callTool(stack, token, 'notes_delete', { workspaceUri: ALICE_WS, title });
     expect(response.json.result?.['resultType']).toBe('input_required');
     return response.json.result as { requestState: string; inputRequests: { delete_choice: { params: { requestedSchema: { properties: { note_id: { enum: string[] } } } } } } };
   }
 
-  const retry = (title: string, requestState: string, reply: unknown, token = alice, baseUrl?: string) =>
+  const retry = (title: string, requestState: string, reply: unknown, token = tokens.alice, baseUrl?: string) =>
     callTool(stack, token, 'notes_delete', { workspaceUri: ALICE_WS, title }, { requestState, inputResponses: reply === undefined ? {} : { delete_choice: reply } }, undefined, baseUrl ? { baseUrl } : {});
 
   const exists = async (id: string) => (await stack.db.pool.query('SELECT 1 FROM notes WHERE id = $1', [id])).rowCount === 1;
@@ -70,8 +61,8 @@ describe('notes_delete through MRTR form elicitation', () => {
     const form = await ask(note.title);
     const before = await nonces();
     const answers = await Promise.all([
-      retry(note.title, form.requestState, accept(note.id), alice, stack.brokerUrl),
-      retry(note.title, form.requestState, accept(note.id), alice, stack.secondUrl),
+      retry(note.title, form.requestState, accept(note.id), tokens.alice, stack.brokerUrl),
+      retry(note.title, form.requestState, accept(note.id), tokens.alice, stack.secondUrl),
     ]);
     const statuses = answers.map((a) => (a.json.result?.['structuredContent'] as { status?: string; error?: string }).status ?? (a.json.result?.['structuredContent'] as { error: string }).error).sort();
     expect(statuses).toEqual(['conflict', 'deleted']);
@@ -174,7 +165,7 @@ describe('notes_delete through MRTR form elicitation', () => {
     const note = await aliceNote();
     const form = await ask(note.title);
     await stack.db.pool.query(`INSERT INTO workspace_grants (principal_iss, principal_sub, workspace_uri) VALUES ($1, 'bob', $2) ON CONFLICT DO NOTHING`, [stack.dev.idp.issuer, 'file:///work/notes/bob']);
-    const refused = await retry(note.title, form.requestState, accept(note.id), bob);
+    const refused = await retry(note.title, form.requestState, accept(note.id), tokens.bob);
     expect(refused.json.error).toMatchObject({ code: -32602, message: expect.stringContaining('another caller') });
     expect(await exists(note.id)).toBe(true);
   });
@@ -213,7 +204,7 @@ describe('notes_delete through MRTR form elicitation', () => {
   });
 
   it('answers a title that matches nothing with a hint naming the titles there', async () => {
-    const response = await callTool(stack, alice, 'notes_delete', { workspaceUri: ALICE_WS, title: 'no such note at all' });
+    const response = await callTool(stack, tokens.alice, 'notes_delete', { workspaceUri: ALICE_WS, title: 'no such note at all' });
     expect(response.json.result).toMatchObject({ isError: true, structuredContent: { error: 'not_found', message: expect.stringContaining('Titles there') } });
   });
 });
