@@ -43,7 +43,8 @@ export interface Tool<D> {
  * protocol errors (a bad requestState) pass through as JSON-RPC errors.
  */
 export function defineTool<S extends z.ZodObject, D>(spec: ToolSpec<S, D>): Tool<D> {
-  const inputSchema = z.toJSONSchema(spec.inputSchema, { target: 'draft-2020-12' });
+  // The input side: a field with a default is one the host may leave out, so it is not listed as required.
+  const inputSchema = z.toJSONSchema(spec.inputSchema, { target: 'draft-2020-12', io: 'input' });
   delete inputSchema.$schema;
   const descriptor = {
     name: spec.name,

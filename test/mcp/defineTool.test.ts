@@ -58,3 +58,16 @@ describe('defineTool', () => {
     await expect(failing(error).call({}, ctx, undefined)).rejects.toBe(error);
   });
 });
+
+describe('the input schema a tool lists', () => {
+  it('describes what a host may send: a field with a default is optional, a field without one required', () => {
+    const tool = defineTool({
+      name: 'list_things',
+      title: 'List things',
+      description: 'Lists things.',
+      inputSchema: z.strictObject({ query: z.string().max(10), limit: z.number().int().min(1).max(50).default(20) }),
+      handler: async () => completeResult('ok'),
+    });
+    expect(tool.descriptor.inputSchema).toMatchObject({ type: 'object', required: ['query'], additionalProperties: false, properties: { limit: { default: 20 } } });
+  });
+});
