@@ -1,4 +1,4 @@
-import { Client, StreamableHTTPClientTransport, UnauthorizedError, type FetchLike } from '@modelcontextprotocol/client';
+import { UnauthorizedError, type FetchLike } from '@modelcontextprotocol/client';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +10,7 @@ import { launchChromium } from '../support/chromium.js';
 import { listenHttps, type HttpsTestServer } from '../support/httpsTestServer.js';
 import { InMemoryHostOAuth, listenLoopbackCallback } from '../support/mcpHostOAuth.js';
 import { listToolsThrough, startBridge } from '../support/mcpRemoteBridge.js';
+import { sdkClient } from '../support/sdkClient.js';
 import { useBrokerStack } from '../support/useBrokerStack.js';
 
 // An MCP host that does its own OAuth (the official SDK client's OAuthClientProvider,
@@ -55,12 +56,6 @@ describe('an MCP host that does its own OAuth', () => {
     return { problems, blocked };
   }
 
-  function newClient(host: InMemoryHostOAuth, fetch: FetchLike): { client: Client; transport: StreamableHTTPClientTransport } {
-    const client = new Client({ name: 'example-mcp-host', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
-    const transport = new StreamableHTTPClientTransport(new URL(stack.mcpResourceUrl), { authProvider: host, fetch });
-    return { client, transport };
-  }
-
   /** The host starts with nothing, the user signs in as alice in Chromium, the host lists the tools. */
   async function connectAsHost(options: { clientMetadataUrl?: (redirectUrl: string) => string } = {}) {
     const callback = await listenLoopbackCallback();
@@ -82,7 +77,7 @@ describe('an MCP host that does its own OAuth', () => {
       },
     });
     try {
-      const first = newClient(host, fetch);
+      const first = sdkClient(stack, host, { era: '2026-07-28', fetch });
       const attempt = first.client.connect(first.transport).then(() => first.client.listTools());
       await expect(attempt).rejects.toBeInstanceOf(UnauthorizedError);
       await first.client.close();
@@ -100,7 +95,7 @@ describe('an MCP host that does its own OAuth', () => {
       expect(params.get('iss')).toBe(stack.dev.idp.issuer);
       await first.transport.finishAuth(params);
 
-      const second = newClient(host, fetch);
+      const second = sdkClient(stack, host, { era: '2026-07-28', fetch });
       await second.client.connect(second.transport);
       const { tools } = await second.client.listTools();
       await second.client.close();

@@ -1,6 +1,6 @@
-import { Client, ProtocolError, StreamableHTTPClientTransport, type ElicitRequestFormParams, type ElicitResult, type FetchLike } from '@modelcontextprotocol/client';
+import { ProtocolError, type ElicitRequestFormParams, type ElicitResult } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
-import { createFetch } from '../../src/shared/httpClient.js';
+import { connectSdkClient, toolCalls } from '../support/sdkClient.js';
 import { useBrokerStack } from '../support/useBrokerStack.js';
 
 // The real SDK v2 client (`@modelcontextprotocol/client`, 2026-07-28 over
@@ -13,60 +13,12 @@ const WORKSPACE = 'file:///work/notes/alice';
 const Q2 = { id: 'note_a1ce00000002', title: 'TPS report (Q2)' };
 const LUNCH = { id: 'note_a1ce00000004', title: 'Lunch ideas' };
 
-interface Exchange {
-  method: string;
-  headers: Record<string, string>;
-  body: Record<string, unknown> | undefined;
-  status: number;
-  response: Record<string, unknown> | undefined;
-}
-
 describe('the MCP SDK v2 client', () => {
   const { stack, tokens } = useBrokerStack({}, { users: ['alice'] });
 
-  /**
-   * A connected client that trusts the stack's CA (a custom `fetch`), sends the
-   * bearer token through `requestInit.headers` and pins 2026-07-28. With an
-   * `answer` it declares form elicitation and answers every form with it;
-   * without one it declares no capability. Every exchange on the wire is recorded.
-   */
-  async function connect(
-    answer: ((params: ElicitRequestFormParams) => ElicitResult) | undefined,
-  ): Promise<{ client: Client; wire: Exchange[]; asked: ElicitRequestFormParams[]; errors: Error[] }> {
-    const caFetch = createFetch({ extraCaPems: [stack.tls.caPem] });
-    const wire: Exchange[] = [];
-    const recording: FetchLike = async (url, init) => {
-      const response = await caFetch(url, init);
-      const text = await response.clone().text();
-      const sse = /^data: (.*)$/m.exec(text)?.[1];
-      wire.push({
-        method: init?.method ?? 'GET',
-        headers: Object.fromEntries(new Headers(init?.headers).entries()),
-        body: typeof init?.body === 'string' ? (JSON.parse(init.body) as Record<string, unknown>) : undefined,
-        status: response.status,
-        response: text ? (JSON.parse(sse ?? text) as Record<string, unknown>) : undefined,
-      });
-      return response;
-    };
-    const client = new Client(
-      { name: 'sdk-client-int-test', version: '1.0.0' },
-      { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: answer ? { elicitation: { form: {} } } : {} },
-    );
-    const asked: ElicitRequestFormParams[] = [];
-    if (answer) {
-      client.setRequestHandler('elicitation/create', async (request) => {
-        const params = request.params as ElicitRequestFormParams;
-        asked.push(params);
-        return answer(params);
-      });
-    }
-    const transport = new StreamableHTTPClientTransport(new URL(`${stack.brokerUrl}/mcp`), {
-      fetch: recording,
-      requestInit: { headers: { Authorization: `Bearer ${tokens.alice}` } },
-    });
-    const errors: Error[] = [];
-    client.onerror = (err) => errors.push(err);
-    await client.connect(transport);
+  /** alice's 2026-07-28 client: with an `answer` it declares form elicitation and answers every form with it; without one it declares no capability. */
+  async function connect(answer: ((params: ElicitRequestFormParams) => ElicitResult) | undefined) {
+    const { client, sent: wire, formAsks: asked, errors } = await connectSdkClient(stack, tokens.alice, { era: '2026-07-28', ...(answer ? { form: answer } : {}) });
     return { client, wire, asked, errors };
   }
 
@@ -74,8 +26,6 @@ describe('the MCP SDK v2 client', () => {
     const { rowCount } = await stack.db.pool.query('SELECT 1 FROM notes WHERE id = $1', [id]);
     return rowCount === 1;
   }
-
-  const toolCalls = (wire: Exchange[]) => wire.filter((e) => e.body?.['method'] === 'tools/call');
 
   it('connects at 2026-07-28 and lists the notes tools', async () => {
     const { client, wire, errors } = await connect(() => ({ action: 'cancel' }));

@@ -1,11 +1,11 @@
-import { Client, StreamableHTTPClientTransport, UrlElicitationRequiredError } from '@modelcontextprotocol/client';
+import { UrlElicitationRequiredError } from '@modelcontextprotocol/client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { advance } from '../../../src/broker/advance.js';
 import { findNavigationById } from '../../../src/broker/navigationRepo.js';
 import { withTransaction } from '../../../src/db/transaction.js';
-import { createFetch } from '../../../src/shared/httpClient.js';
 import type { BrokerStack } from '../../support/brokerStack.js';
 import { exchange, type Exchange } from '../../support/legacyExchange.js';
+import { closeLegacy, connectLegacy, type LegacyClient } from '../../support/legacySdkClient.js';
 import { useBrokerStack } from '../../support/useBrokerStack.js';
 
 // Legacy (2025-11-25) sessions and their streams used to be unbounded: any number of sessions per
@@ -14,27 +14,6 @@ import { useBrokerStack } from '../../support/useBrokerStack.js';
 
 const LEGACY = '2025-11-25';
 const CAPS = { elicitation: { form: {}, url: {} } };
-
-interface Opened {
-  client: Client;
-  transport: StreamableHTTPClientTransport;
-  completed: string[];
-}
-
-/** The official SDK client in its legacy mode, offering and accepting only 2025-11-25. */
-async function connect(stack: BrokerStack, token: string): Promise<Opened> {
-  const client = new Client({ name: 'legacy-limits-test', version: '1.0.0' }, { versionNegotiation: { mode: 'legacy' }, supportedProtocolVersions: [LEGACY], capabilities: CAPS });
-  const completed: string[] = [];
-  client.setNotificationHandler('notifications/elicitation/complete', (n) => {
-    completed.push(n.params.elicitationId);
-  });
-  const transport = new StreamableHTTPClientTransport(new URL(`${stack.brokerUrl}/mcp`), {
-    fetch: createFetch({ extraCaPems: [stack.tls.caPem], timeoutMs: 60_000 }),
-    requestInit: { headers: { Authorization: `Bearer ${token}` } },
-  });
-  await client.connect(transport);
-  return { client, transport, completed };
-}
 
 async function until<T>(what: string, probe: () => T | undefined | false, timeoutMs = 10_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -63,17 +42,14 @@ async function rawSession(stack: BrokerStack, token: string): Promise<{ session:
 
 describe('legacy session limits', () => {
   const { stack, tokens } = useBrokerStack({ legacyUrlElicitation: 'error', legacyLimits: { maxSessions: 3, maxSessionsPerPrincipal: 2, watchersPerSession: 2 } }, { users: ['alice', 'bob'] });
-  const open: Opened[] = [];
+  const open: LegacyClient[] = [];
 
   afterEach(async () => {
-    for (const o of open.splice(0)) {
-      await o.transport.terminateSession().catch(() => undefined);
-      await o.client.close();
-    }
+    for (const o of open.splice(0)) await closeLegacy(o);
   });
 
   const opened = async (token: string) => {
-    const o = await connect(stack, token);
+    const o = await connectLegacy(stack, token, {});
     open.push(o);
     return o;
   };
@@ -81,7 +57,7 @@ describe('legacy session limits', () => {
   it('refuses a principal a session past its cap with a clear error, and opens one again after DELETE', async () => {
     const first = await opened(tokens.alice);
     await opened(tokens.alice);
-    const refused = await connect(stack, tokens.alice).then(
+    const refused = await connectLegacy(stack, tokens.alice, {}).then(
       () => undefined,
       (err: unknown) => err as Error,
     );
@@ -104,7 +80,7 @@ describe('legacy session limits', () => {
     await opened(tokens.alice);
     await opened(tokens.alice);
     await opened(tokens.bob);
-    const refused = await connect(stack, tokens.bob).then(
+    const refused = await connectLegacy(stack, tokens.bob, {}).then(
       () => undefined,
       (err: unknown) => err as Error,
     );

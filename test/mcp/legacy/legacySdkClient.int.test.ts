@@ -2,8 +2,9 @@ import { UrlElicitationRequiredError } from '@modelcontextprotocol/client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { consentAndAuthorize, openConnectLink } from '../../support/connectFlow.js';
 import { reportsAt } from '../../support/forgedTokens.js';
-import { closeLegacy as close, connectLegacy, internalErrors, LEGACY, toolCalls, until, type Created } from '../../support/legacySdkClient.js';
+import { closeLegacy as close, connectLegacy, internalErrors, LEGACY, until, type Created } from '../../support/legacySdkClient.js';
 import { operatorCli } from '../../support/operatorCli.js';
+import { toolCalls } from '../../support/sdkClient.js';
 import type { BrowserResponse } from '../../support/testBrowser.js';
 import { useBrokerStack } from '../../support/useBrokerStack.js';
 

@@ -3,7 +3,8 @@ import type { BrokerStack } from '../../support/brokerStack.js';
 import { consentAndAuthorize, openConnectLink } from '../../support/connectFlow.js';
 import { connectThroughList, expectNoTokenIn, FORGOTTEN, forgottenEvents, killStoredToken } from '../../support/deadToken.js';
 import { reportsAt } from '../../support/forgedTokens.js';
-import { closeLegacy, connectLegacy, expectUrlElicitation, internalErrors, toolCalls, until, type Created } from '../../support/legacySdkClient.js';
+import { closeLegacy, connectLegacy, expectUrlElicitation, internalErrors, until, type Created } from '../../support/legacySdkClient.js';
+import { toolCalls } from '../../support/sdkClient.js';
 import type { BrowserResponse } from '../../support/testBrowser.js';
 import { useBrokerStack } from '../../support/useBrokerStack.js';
 
