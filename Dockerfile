@@ -17,6 +17,8 @@ COPY bin ./bin
 COPY migrations ./migrations
 COPY views ./views
 COPY public ./public
+# The development tools file (config/dev-tools.yaml), for the compose file's development stack.
+COPY config ./config
 USER node
 EXPOSE 8443
 CMD ["node", "dist/main.js"]

@@ -66,7 +66,7 @@ describe('the input schema a tool lists', () => {
       title: 'List things',
       description: 'Lists things.',
       inputSchema: z.strictObject({ query: z.string().max(10), limit: z.number().int().min(1).max(50).default(20) }),
-      handler: async () => completeResult('ok'),
+      handler: async () => completeResult('ok', {}),
     });
     expect(tool.descriptor.inputSchema).toMatchObject({ type: 'object', required: ['query'], additionalProperties: false, properties: { limit: { default: 20 } } });
   });

