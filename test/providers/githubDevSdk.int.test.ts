@@ -3,9 +3,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startBrokerStack, type BrokerStack, type BrokerStackOptions } from '../support/brokerStack.js';
 import { consentAndAuthorize, GITHUB_FORMS, openConnectLink } from '../support/connectFlow.js';
 import { devGithubIssues, devGithubToken } from '../support/devGithubReader.js';
-import { closeLegacy, connectLegacy, expectUrlElicitation, internalErrors, toolCalls, until } from '../support/legacySdkClient.js';
+import { closeLegacy, connectLegacy, expectUrlElicitation, internalErrors, until } from '../support/legacySdkClient.js';
 import { mcpPost, tokenFor } from '../support/mcpWire.js';
-import { connectMrtr, type MrtrSent } from '../support/mrtrSdkClient.js';
+import { connectSdkClient, toolCalls, type Sent } from '../support/sdkClient.js';
 import type { BrowserResponse } from '../support/testBrowser.js';
 
 // github_create_issue through the GitHub-like development provider (the `github`
@@ -59,24 +59,23 @@ describe('github_create_issue with the official SDK client at 2026-07-28 (MRTR)'
   // A short wait per retry, so the user is still in the browser when the host retries.
   const at = withStack({ retryWaitMs: 300 });
 
-  const resultOf = (leg: MrtrSent | undefined) => leg?.response?.['result'] as { resultType?: string; requestState?: string; inputRequests?: Record<string, unknown> } | undefined;
-  const isStateOnly = (leg: MrtrSent) => resultOf(leg)?.resultType === 'input_required' && resultOf(leg)?.inputRequests === undefined;
+  const resultOf = (leg: Sent | undefined) => leg?.response?.['result'] as { resultType?: string; requestState?: string; inputRequests?: Record<string, unknown> } | undefined;
+  const isStateOnly = (leg: Sent) => resultOf(leg)?.resultType === 'input_required' && resultOf(leg)?.inputRequests === undefined;
 
   it('connects through the GitHub-like pages while the SDK retries, and opens one issue however often the host retries', async () => {
     const { stack, alice } = at;
     const args = { repository: REPOSITORY, title: 'MRTR SDK issue', body: 'Opened through the 2026-07-28 retry.' };
     let browser: Promise<BrowserResponse> | undefined;
-    const mrtr = await connectMrtr(
-      stack,
-      alice,
-      (params) => {
+    const mrtr = await connectSdkClient(stack, alice, {
+      era: '2026-07-28',
+      url: (params) => {
         // The host accepts at once and opens the link; the user finishes only after the broker
         // has answered one retry with "still waiting", so the SDK has retried on its own.
         browser = until('a state-only input_required', () => mrtr.sent.find(isStateOnly)).then(() => connectInBrowser(stack, params.url));
         return { action: 'accept' };
       },
-      { maxRounds: 50 },
-    );
+      maxRounds: 50,
+    });
     try {
       const result = await mrtr.client.callTool({ name: TOOL, arguments: args });
       expectDonePage(stack, await browser!);
@@ -89,7 +88,7 @@ describe('github_create_issue with the official SDK client at 2026-07-28 (MRTR)'
 
       // On the wire: the link; the accepting retry; state-only waits, each retried with the state it
       // got; the issue. Every leg has its own id.
-      const legs = toolCalls(mrtr.sent) as MrtrSent[];
+      const legs = toolCalls(mrtr.sent) as Sent[];
       const [first, accepting] = legs;
       const last = legs.at(-1)!;
       expect(legs.length).toBeGreaterThanOrEqual(3);

@@ -42,7 +42,6 @@ export async function closeLegacy(legacy: LegacyClient): Promise<void> {
 }
 
 // Defined with the recording it reads; test/providers/githubDevSdk.int.test.ts imports it from here.
-export { toolCalls } from './sdkClient.js';
 export type Created = { status: string; report: { id: string; title: string } };
 
 /** A tools/call the broker must answer with -32042: the SDK's UrlElicitationRequiredError, anything else fails the test. */
