@@ -37,7 +37,7 @@ export function compileDeclaredTool(entry: DeclaredEntry, input: TranslatedInput
     // "none": an unknown outcome waits for an operator's re-drive.
     replayable: request.idempotencyHeader !== undefined,
     async perform({ input: args, fetch, idempotencyKey, connection }) {
-      const built = buildRequest(entry.name, request, args as Record<string, unknown>, idempotencyKey);
+      const built = buildRequest(entry.name, request, args as Record<string, unknown>, idempotencyKey, connection);
       const answer = await fetch(built.path, built.init);
       const json = await readAnswer(answer, { provider: connection.displayName, tool: entry.name, maxBytes: response.maxBytes, json: response.fields.length > 0 });
       return { status: answer.status, fields: pickFields(response, json) };

@@ -25,11 +25,17 @@ export const DeclaredEntrySchema = z.strictObject({
   request: z.strictObject({
     method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']),
     path: template.min(1),
-    query: z.record(z.string(), template).optional(),
+    // A list sends the parameter once per item (Gmail's metadataHeaders=From&metadataHeaders=Subject).
+    query: z.record(z.string(), z.union([template, z.array(template).min(1).max(20)])).optional(),
     headers: z.record(z.string(), template).optional(),
     body: z
-      .strictObject({ json: z.json().optional(), form: z.record(z.string(), template).optional() })
-      .refine((body) => ('json' in body) !== ('form' in body), 'must be {"json": …} or {"form": {…}}')
+      .strictObject({
+        json: z.json().optional(),
+        form: z.record(z.string(), template).optional(),
+        // GraphQL over HTTP: the document is literal text (its braces are not templates); variables is a JSON template.
+        graphql: z.strictObject({ query: z.string().trim().min(1).max(20_000), variables: z.record(z.string(), z.json()).optional() }).optional(),
+      })
+      .refine((body) => ['json', 'form', 'graphql'].filter((kind) => kind in body).length === 1, 'must be {"json": …}, {"form": {…}} or {"graphql": {"query": …, "variables": {…}}}')
       .optional(),
   }),
   idempotency: z.discriminatedUnion('mode', [z.strictObject({ mode: z.literal('header'), header: z.string().min(1).max(100) }), z.strictObject({ mode: z.literal('none') })]).optional(),

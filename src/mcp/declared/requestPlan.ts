@@ -5,7 +5,9 @@ import { hasControl, type Use } from './valueRules.js';
 
 // A declared tool's request, checked once at load: the path is a template
 // relative to the API base (never a URL), every template parses, no header
-// is one the broker owns. requestBuild.ts fills it in per call.
+// is one the broker owns. requestBuild.ts fills it in per call. Only the path
+// may name connection metadata (`{connection.cloudId}`): a fact of the
+// connection that places the call below the base, as an argument would.
 
 /** A JSON body with template strings: `"{name}"` stands for the typed value, other strings interpolate. */
 export type JsonTemplate = { template: Template } | { literal: unknown } | { array: JsonTemplate[] } | { object: [string, JsonTemplate][] };
@@ -41,7 +43,7 @@ export function planRequest(entry: Pick<DeclaredEntry, 'request' | 'idempotency'
   const problems: string[] = [];
   const uses = new Map<string, Set<Use>>();
   const parse = (source: string, at: string, use: Use): Template | undefined => {
-    const parsed = parseTemplate(source);
+    const parsed = parseTemplate(source, { connection: use === 'path' });
     if ('problem' in parsed) {
       problems.push(`${at}: ${parsed.problem}`);
       return undefined;
@@ -55,7 +57,7 @@ export function planRequest(entry: Pick<DeclaredEntry, 'request' | 'idempotency'
   else if (/[?#\\\s]/.test(request.path) || hasControl(request.path)) problems.push('request.path: must not contain "?", "#", "\\", spaces or control characters (query parameters go in request.query)');
   else if (path) {
     try {
-      requestUrl(SAMPLE_BASE, expandTemplate(path, () => 'x'));
+      requestUrl(SAMPLE_BASE, expandTemplate(path, () => 'x', () => 'x'));
     } catch (err) {
       if (!(err instanceof ConnectionFetchRefusedError)) throw err;
       problems.push(`request.path: ${err.message.replace(/^the file: /, '')}`);
@@ -63,10 +65,13 @@ export function planRequest(entry: Pick<DeclaredEntry, 'request' | 'idempotency'
   }
 
   const query: [string, Template][] = [];
-  for (const [name, source] of Object.entries(request.query ?? {})) {
+  for (const [name, value] of Object.entries(request.query ?? {})) {
     if (!QUERY_NAME.test(name)) problems.push(`request.query.${name}: is not a plain query parameter name`);
-    const template = parse(source, `request.query.${name}`, 'query');
-    if (template) query.push([name, template]);
+    const sources: [string, string][] = typeof value === 'string' ? [[value, `request.query.${name}`]] : value.map((source, i): [string, string] => [source, `request.query.${name}.${i}`]);
+    for (const [source, at] of sources) {
+      const template = parse(source, at, 'query');
+      if (template) query.push([name, template]);
+    }
   }
   const headers: [string, Template][] = [];
   for (const [name, source] of Object.entries(request.headers ?? {})) {
@@ -86,6 +91,12 @@ export function planRequest(entry: Pick<DeclaredEntry, 'request' | 'idempotency'
       if (template) form.push([name, template]);
     }
     body = { form };
+  } else if (request.body?.graphql) {
+    // The body GraphQL over HTTP POSTs as application/json: {"query": document, "variables": {…}}.
+    const { query: document, variables } = request.body.graphql;
+    const members: [string, JsonTemplate][] = [['query', { literal: document }]];
+    if (variables) members.push(['variables', jsonTemplate(variables, 'request.body.graphql.variables', (source, at) => parse(source, at, 'body'))]);
+    body = { json: { object: members } };
   } else if (request.body && 'json' in request.body) {
     body = { json: jsonTemplate(request.body.json, 'request.body.json', (source, at) => parse(source, at, 'body')) };
   }

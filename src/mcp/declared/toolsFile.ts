@@ -4,7 +4,7 @@ import { scopeProblem } from '../tools/toolModules.js';
 import { compileDeclaredTool, type DeclaredTool } from './compileDeclaredTool.js';
 import { DeclaredEntrySchema } from './declaredEntry.js';
 import { translateInputSchema } from './inputSchema.js';
-import { planRequest } from './requestPlan.js';
+import { planRequest, type RequestPlan } from './requestPlan.js';
 import { planResponse } from './responsePlan.js';
 import { checkForUses } from './valueRules.js';
 
@@ -19,9 +19,17 @@ export class ToolsFileError extends Error {
   }
 }
 
+/** A configured provider (as start-up configures it), as declared tools are checked against it. */
+export interface ToolsProvider {
+  id: string;
+  /** The scopes its entry asks for. */
+  scopes: readonly string[];
+  /** The connection metadata its connections record (its metadata call's fields): what `{connection.<field>}` may name. */
+  connectionFields?: readonly string[] | undefined;
+}
+
 export interface ToolsFileContext {
-  /** The configured providers (as start-up configures them) and the scopes each entry asks for. */
-  providers: readonly { id: string; scopes: readonly string[] }[];
+  providers: readonly ToolsProvider[];
   /** Tools served already (built in, TOOL_MODULES), and where each comes from: a declared name must differ. */
   taken: readonly { name: string; source: string }[];
 }
@@ -76,6 +84,7 @@ function checkEntry(raw: unknown, context: ToolsFileContext): { tool: DeclaredTo
   const problems = [...request.problems, ...input.problems, ...response.problems];
 
   problems.push(...providerProblems(entry, context));
+  if (request.plan) problems.push(...connectionFieldProblems(request.plan, entry.provider, context));
 
   if (request.plan && input.input) {
     for (const [variable, where] of uses) {
@@ -88,6 +97,16 @@ function checkEntry(raw: unknown, context: ToolsFileContext): { tool: DeclaredTo
   }
   if (problems.length > 0 || !request.plan || !input.input || !response.plan) return { problems };
   return { tool: compileDeclaredTool(entry, input.input, request.plan, response.plan) };
+}
+
+/** A `{connection.<field>}` in the path must be a field the provider's connections record (its entry's metadata call). */
+function connectionFieldProblems(plan: RequestPlan, providerId: string, context: ToolsFileContext): string[] {
+  const provider = context.providers.find((p) => p.id === providerId);
+  if (!provider) return [];
+  const recorded = provider.connectionFields ?? [];
+  return plan.path.connectionFields
+    .filter((field) => !recorded.includes(field))
+    .map((field) => `request.path: {connection.${field}} is not recorded for connections to ${providerId} (its entry records ${recorded.join(', ') || 'no connection metadata'})`);
 }
 
 /** The provider must be configured, and ask for the tool's scopes (toolScopeProblems' rule). */

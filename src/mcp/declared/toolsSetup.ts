@@ -2,28 +2,29 @@ import { DEV_PROVIDER_SCOPES, DEV_TOOLS_FILE } from '../../dev/devDefaults.js';
 import type { Tool } from '../defineTool.js';
 import type { McpToolDeps } from '../tools/registry.js';
 import type { DeclaredTool } from './compileDeclaredTool.js';
-import { loadToolsFile } from './toolsFile.js';
+import { loadToolsFile, type ToolsProvider } from './toolsFile.js';
 
 // Which declared tools start-up serves, read the same way by src/main.ts and
 // `broker tools`: TOOLS_FILE, or in development without it the embedded
 // default on the GitHub-like development provider.
 
-type ProviderScopes = { id: string; scopes: readonly string[] };
+/** What a configured provider (providers/providerConfig.ts) says that declared tools are checked against. */
+type ProviderFacts = { id: string; scopes: readonly string[]; metadataCall?: { fields: Readonly<Record<string, string>> } | undefined };
 
 export interface DeclaredToolsOptions {
   /** TOOLS_FILE. */
   toolsFile: string | undefined;
   dev: boolean;
   /** The providers PROVIDERS_FILE configures. */
-  fileProviders: readonly ProviderScopes[];
+  fileProviders: readonly ProviderFacts[];
   builtIn: readonly Tool<McpToolDeps>[];
   modules: readonly Tool<McpToolDeps>[];
 }
 
 /** The configured providers: the file's and, in development, those npm start adds (an entry of the same id in the file replaces one). */
-export function providersForTools(fileProviders: readonly ProviderScopes[], dev: boolean): ProviderScopes[] {
+export function providersForTools(fileProviders: readonly ProviderFacts[], dev: boolean): ToolsProvider[] {
   const added = dev ? Object.entries(DEV_PROVIDER_SCOPES).filter(([id]) => !fileProviders.some((p) => p.id === id)) : [];
-  return [...fileProviders, ...added.map(([id, scopes]) => ({ id, scopes }))];
+  return [...fileProviders.map((p) => ({ id: p.id, scopes: p.scopes, connectionFields: Object.keys(p.metadataCall?.fields ?? {}) })), ...added.map(([id, scopes]) => ({ id, scopes }))];
 }
 
 /**

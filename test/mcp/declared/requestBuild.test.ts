@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidInputError } from '../../../src/errors/appError.js';
+import { AppError, InvalidInputError } from '../../../src/errors/appError.js';
 import { requestUrl } from '../../../src/mcp/connectionFetch.js';
 import type { DeclaredEntry } from '../../../src/mcp/declared/declaredEntry.js';
 import { translateInputSchema } from '../../../src/mcp/declared/inputSchema.js';
@@ -127,11 +127,66 @@ describe('query, headers and bodies', () => {
     expect(body({ title: 'T', who: 'alice' })).toEqual({ title: 'T', fixed: [1, 'two', {}], meta: null });
   });
 
+  it('sends a query parameter written as a list once per item, in order', () => {
+    const get = plan({ method: 'GET', path: '/messages/{id}', query: { format: 'metadata', metadataHeaders: ['From', 'Subject', '{extra}'] } });
+    expect(build({ id: 'm1', extra: 'X-Tag' }, get.plan).path).toBe('/messages/m1?format=metadata&metadataHeaders=From&metadataHeaders=Subject&metadataHeaders=X-Tag');
+    expect(build({ id: 'm1' }, get.plan).path).toBe('/messages/m1?format=metadata&metadataHeaders=From&metadataHeaders=Subject');
+    expect(get.uses.get('extra')).toEqual(new Set(['query']));
+  });
+
+  it('posts a GraphQL body: the document as written (braces and all), the variables a JSON template', () => {
+    const document = 'query Mine($first: Int!) { viewer { assignedIssues(first: $first) { nodes { id } } } }';
+    const graphql = plan({ method: 'POST', path: '/graphql', body: { graphql: { query: document, variables: { first: '{limit}', team: '{team}' } } } }, { mode: 'none' });
+    const built = build({ limit: 5 }, graphql.plan);
+    expect(built.init.headers).toEqual({ 'content-type': 'application/json' });
+    expect(JSON.parse(built.init.body!)).toEqual({ query: document, variables: { first: 5 } });
+    const bare = plan({ method: 'POST', path: '/graphql', body: { graphql: { query: '{ teams { nodes { id } } }' } } }, { mode: 'none' });
+    expect(JSON.parse(build({}, bare.plan).init.body!)).toEqual({ query: '{ teams { nodes { id } } }' });
+  });
+
   it('fills a form body, dropping absent fields', () => {
     const form = plan({ method: 'POST', path: '/chat.postMessage', body: { form: { channel: '{channel}', text: '{text}', thread_ts: '{thread}' } } }, { mode: 'none' });
     const built = build({ channel: 'C1', text: 'a&b=c d' }, form.plan);
     expect(built.init.headers).toEqual({ 'content-type': 'application/x-www-form-urlencoded' });
     expect(built.init.body).toBe('channel=C1&text=a%26b%3Dc+d');
+  });
+});
+
+describe('connection metadata in the path', () => {
+  const site = plan({ method: 'GET', path: '/ex/jira/{connection.cloudId}/rest/api/3/issue/{key}' });
+  const jira = (metadata: Record<string, string>) => buildRequest('jira_get_issue', site.plan, { key: 'ENG-1' }, KEY, { displayName: 'Atlassian', metadata });
+
+  it('fills {connection.<field>} from what the connection recorded, percent-encoded as a path segment', () => {
+    expect(site.plan.path.connectionFields).toEqual(['cloudId']);
+    expect(site.uses.has('connection')).toBe(false);
+    expect(jira({ cloudId: '11223344-a1b2-3b33-c444-def123456789', siteUrl: 'https://acme.atlassian.net' }).path).toBe('/ex/jira/11223344-a1b2-3b33-c444-def123456789/rest/api/3/issue/ENG-1');
+    expect(jira({ cloudId: 'a b' }).path).toBe('/ex/jira/a%20b/rest/api/3/issue/ENG-1');
+  });
+
+  it.each([
+    ['not recorded', {}, "jira_get_issue needs the Atlassian connection's cloudId, which is not recorded for this connection. Nothing was sent; connecting Atlassian again records it anew."],
+    ['inherited, not its own', Object.create({ cloudId: 'x' }) as Record<string, string>, "jira_get_issue needs the Atlassian connection's cloudId, which is not recorded for this connection. Nothing was sent; connecting Atlassian again records it anew."],
+    ['another segment', { cloudId: '../admin' }, 'jira_get_issue needs the Atlassian connection\'s cloudId, which must not contain "/" or "\\" (one path segment). Nothing was sent; connecting Atlassian again records it anew.'],
+    ['already encoded', { cloudId: '%2e%2e' }, "jira_get_issue needs the Atlassian connection's cloudId, which must not contain percent-encoded characters (%xx). Nothing was sent; connecting Atlassian again records it anew."],
+  ])('refuses a field that is %s, before anything is sent', (_what, metadata, message) => {
+    let thrown: unknown;
+    try {
+      jira(metadata);
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toBeInstanceOf(AppError);
+    expect(thrown).toMatchObject({ code: 'upstream_auth_failed', expose: true, message });
+  });
+
+  it.each([
+    ['the query', { method: 'GET', path: '/x', query: { site: '{connection.cloudId}' } }, 'request.query.site: {connection.cloudId}: connection metadata may be used only in request.path'],
+    ['a header', { method: 'GET', path: '/x', headers: { 'X-Site': '{connection.cloudId}' } }, 'request.headers.X-Site: {connection.cloudId}: connection metadata may be used only in request.path'],
+    ['a JSON body', { method: 'PUT', path: '/x', body: { json: { site: '{connection.cloudId}' } } }, 'request.body.json.site: {connection.cloudId}: connection metadata may be used only in request.path'],
+    ['a form body', { method: 'PUT', path: '/x', body: { form: { site: '{connection.cloudId}' } } }, 'request.body.form.site: {connection.cloudId}: connection metadata may be used only in request.path'],
+    ['a dotted field', { method: 'GET', path: '/x/{connection.team.id}' }, 'request.path: {connection.team.id}: a connection field name must match ^[A-Za-z][A-Za-z0-9]{0,63}$'],
+  ] as [string, DeclaredEntry['request'], string][])('refuses connection metadata in %s at load', (_where, request, problem) => {
+    expect(planRequest({ request, idempotency: { mode: 'none' } }).problems).toEqual([problem]);
   });
 });
 
