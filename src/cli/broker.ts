@@ -8,6 +8,7 @@ import { fetchDevToken } from './devToken.js';
 import { LedgerCommandError, ledgerCommand } from './ledgerCommand.js';
 import { ProvidersCommandError, providersCommand } from './providersCommand.js';
 import { ToolsCommandError, toolsCommand } from './toolsCommand.js';
+import { toolsImport } from './toolsImport.js';
 
 const usage = `Usage: broker <command> [options]
 
@@ -26,6 +27,9 @@ Commands:
                             (built in, module, file).
   tools check [--json]      Validates TOOLS_FILE against the configured providers; exit 1 on any
                             problem (every one listed).
+  tools import <openapi file> --provider <id> --operation <operationId>… | --tag <tag>…
+                            TOOLS_FILE entries (YAML) for the chosen operations of an OpenAPI 3.0
+                            or 3.1 description; without a choice, lists its operations.
   help                      Show this help.
 `;
 
@@ -62,6 +66,7 @@ async function main(argv: string[]): Promise<number> {
     if (command === 'dev-token') await devToken(rest);
     else if (command === 'ledger') return await ledgerCommand(rest, loadConfig(), (line) => process.stdout.write(`${line}\n`), (line) => process.stderr.write(`${line}\n`));
     else if (command === 'providers') return await providersCommand(rest, loadConfig(), (line) => process.stdout.write(`${line}\n`), (line) => process.stderr.write(`${line}\n`));
+    else if (command === 'tools' && rest[0] === 'import') return await toolsImport(rest.slice(1), (text) => process.stdout.write(text), (line) => process.stderr.write(`${line}\n`));
     else if (command === 'tools') return await toolsCommand(rest, loadConfig(), (line) => process.stdout.write(`${line}\n`), (line) => process.stderr.write(`${line}\n`));
     else if (command === undefined || command === 'help' || command === '--help') process.stdout.write(usage);
     else throw new UsageError(`Unknown command: ${command}\n\n${usage}`);

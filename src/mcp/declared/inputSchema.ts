@@ -161,7 +161,8 @@ function arraySchema(json: Record<string, unknown>, path: string, problems: stri
   return isCount(minItems, MAX_ITEMS) ? z.array(item).min(minItems).max(maxItems) : z.array(item).max(maxItems);
 }
 
-function compiles(pattern: string): boolean {
+/** Whether `pattern` is one the restricted schema takes: ECMA-262 in unicode mode, at most 1000 characters. */
+export function compiles(pattern: string): boolean {
   try {
     new RegExp(pattern, 'u');
     return pattern.length <= 1_000;
