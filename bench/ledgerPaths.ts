@@ -1,4 +1,4 @@
-import type { Lineage } from '../src/broker/navigationRecord.js';
+import type { Lineage } from '../src/broker/navigationStates.js';
 import { nextState, type NavigationEvent, type NavigationState } from '../src/broker/navigationStates.js';
 
 // The paths the ledger bench seeds: each one a real walk through the

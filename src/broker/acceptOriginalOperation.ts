@@ -6,7 +6,7 @@ import { ConflictError, ForbiddenError, NotFoundError } from '../errors/appError
 import { advance } from './advance.js';
 import { isApproved } from './approvals.js';
 import type { BrokerDeps } from './brokerDeps.js';
-import type { Lineage } from './navigationRecord.js';
+import type { Lineage } from './navigationStates.js';
 import { lockNavigation } from './navigationRepo.js';
 import { acceptEvents, State } from './navigationStates.js';
 import { findReceiptById, findReceiptByKey, insertReceiptOnce, recordOutcome, releasePerformLease, takePerformLease, type OperationReceipt } from './receiptRepo.js';

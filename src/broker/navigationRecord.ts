@@ -1,9 +1,6 @@
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
-import type { NavigationState } from './navigationStates.js';
-
-export const lineages = ['mrtr', 'nested', 'error_retry'] as const;
-export type Lineage = (typeof lineages)[number];
+import type { Lineage, NavigationState } from './navigationStates.js';
 
 /** Where the browser may be sent and come back (kept with the record, checked at every hop). */
 export const RedirectPolicySchema = z.strictObject({

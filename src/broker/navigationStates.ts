@@ -1,5 +1,8 @@
 import { InvalidTransitionError } from '../errors/appError.js';
-import type { Lineage } from './navigationRecord.js';
+
+/** The three ways a host's call reaches its acceptance: 2026-07-28 MRTR retry, 2025-11-25 nested elicitation, 2025-11-25 -32042 retry. */
+export const lineages = ['mrtr', 'nested', 'error_retry'] as const;
+export type Lineage = (typeof lineages)[number];
 
 // The navigation state machine (docs/architecture.md) as data, with the
 // migrations' CHECK on elicitation_navigations.status holding the same states.

@@ -6,7 +6,7 @@ import { runConnectionTool, type ConnectionCall } from './connectionTool.js';
 import { defineTool, errorResult, parseArguments, type Tool, type ToolSpec } from './defineTool.js';
 import type { ToolCallResult } from './protocol.js';
 import { argumentsDigest } from './requestState.js';
-import type { McpToolDeps } from './tools/registry.js';
+import type { McpToolDeps } from './toolDeps.js';
 
 export interface ConnectionToolSpec<S extends z.ZodObject> {
   name: string;

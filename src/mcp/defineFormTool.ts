@@ -5,7 +5,7 @@ import { defineTool, parseArguments, type Tool, type ToolContext, type ToolSpec 
 import { ElicitResultSchema } from './elicitationForms.js';
 import type { ElicitFormRequest, ToolCallResult } from './protocol.js';
 import { openPresentedState, type StateBinding } from './requestState.js';
-import type { McpToolDeps } from './tools/registry.js';
+import type { McpToolDeps } from './toolDeps.js';
 
 export type ElicitReply = z.output<typeof ElicitResultSchema>;
 

@@ -4,7 +4,7 @@ import { redrive } from '../broker/redrive.js';
 import { parseInput } from '../web/parse.js';
 import type { Notice } from './flowActions.js';
 import { IdParams, operatorForm, pageModel, readAct } from './opsForms.js';
-import type { OpsRoutesDeps } from './opsRoutes.js';
+import type { OpsRoutesDeps } from './opsDeps.js';
 
 /**
  * POST /ops/flows/:id/{close,reissue,redrive}: the recovery actions, each

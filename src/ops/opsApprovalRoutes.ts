@@ -4,7 +4,7 @@ import { findApprovals } from '../broker/approvalRepo.js';
 import { decideApproval } from '../broker/approvals.js';
 import { parseInput } from '../web/parse.js';
 import { operatorForm, pageModel, readAct } from './opsForms.js';
-import type { OpsRoutesDeps } from './opsRoutes.js';
+import type { OpsRoutesDeps } from './opsDeps.js';
 
 const QueueQuery = z.strictObject({ status: z.preprocess((v) => (v === '' ? undefined : v), z.enum(['pending', 'approved', 'rejected']).optional()) });
 const DecisionParams = z.strictObject({ id: z.uuid(), decision: z.enum(['approve', 'reject']) });

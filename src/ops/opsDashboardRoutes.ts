@@ -10,7 +10,7 @@ import { parseInput } from '../web/parse.js';
 import { columnChart, dailySeries, fillBuckets, LATENCY_BOUNDS_SECONDS, latencyLabels, rowChart, seriesStart } from './charts.js';
 import { countFlowsByState, countFlowsPerDay, findCompletionLatencyHistogram } from './dashboardRepo.js';
 import { operatorForm, pageModel, readAct } from './opsForms.js';
-import type { OpsRoutesDeps } from './opsRoutes.js';
+import type { OpsRoutesDeps } from './opsDeps.js';
 
 const DAYS = 30;
 /** The latency histogram covers this many of the newest verifications (a bounded read at any ledger size). */

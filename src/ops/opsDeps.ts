@@ -1,6 +1,8 @@
 import type { BrokerDeps } from '../broker/brokerDeps.js';
 import type { RedriveDeps } from '../broker/redrive.js';
 import type { GateFiguresReader } from '../metrics/gateMetrics.js';
+import type { Render } from '../web/render.js';
+import type { OperatorGuardDeps } from './operatorGuard.js';
 
 /** What the operator pages need: the broker's use cases and the re-drive of unknown outcomes. */
 export interface OpsDeps {
@@ -8,4 +10,10 @@ export interface OpsDeps {
   redrive: RedriveDeps;
   /** The process's cached gate figures (shared with /metrics). */
   gateFigures: GateFiguresReader;
+}
+
+/** What the /ops routers are built from (opsRoutes.ts and each of its sub-routers). */
+export interface OpsRoutesDeps extends OperatorGuardDeps {
+  render: Render;
+  ops: OpsDeps;
 }

@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { findApprovalByNavigation } from '../broker/approvalRepo.js';
-import { lineages } from '../broker/navigationRecord.js';
+import { lineages } from '../broker/navigationStates.js';
 import { findReissueOf } from '../broker/navigationRepo.js';
 import { navigationStates } from '../broker/navigationStates.js';
 import { NotFoundError } from '../errors/appError.js';
@@ -11,7 +11,7 @@ import { parseInput } from '../web/parse.js';
 import { findReissuedFrom } from './dashboardRepo.js';
 import { flowActions, NOTICES, notices } from './flowActions.js';
 import { IdParams, pageModel } from './opsForms.js';
-import type { OpsRoutesDeps } from './opsRoutes.js';
+import type { OpsRoutesDeps } from './opsDeps.js';
 
 // A blank form field means "no filter".
 const optional = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (v === '' ? undefined : v), schema.optional());

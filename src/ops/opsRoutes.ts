@@ -1,16 +1,10 @@
 import { Router } from 'express';
-import type { Render } from '../web/render.js';
-import { requireOperator, type OperatorGuardDeps } from './operatorGuard.js';
+import { requireOperator } from './operatorGuard.js';
 import { opsActionRoutes } from './opsActionRoutes.js';
 import { opsApprovalRoutes } from './opsApprovalRoutes.js';
 import { opsDashboardRoutes } from './opsDashboardRoutes.js';
-import type { OpsDeps } from './opsDeps.js';
+import type { OpsRoutesDeps } from './opsDeps.js';
 import { opsFlowRoutes } from './opsFlowRoutes.js';
-
-export interface OpsRoutesDeps extends OperatorGuardDeps {
-  render: Render;
-  ops: OpsDeps;
-}
 
 /**
  * /ops/…: operator pages, every one behind requireOperator.

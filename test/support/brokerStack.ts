@@ -21,7 +21,7 @@ import { loadOrCreateLocalTls, type TlsMaterial } from '../../src/tls/localCa.js
 import { parseProviders } from '../../src/providers/providerConfig.js';
 import { ANONYMOUS_PRINCIPAL, createBrokerServer, type BrokerServer } from '../../src/server.js';
 import type { Tool } from '../../src/mcp/defineTool.js';
-import type { McpToolDeps } from '../../src/mcp/tools/registry.js';
+import type { McpToolDeps } from '../../src/mcp/toolDeps.js';
 import type { RateLimit } from '../../src/web/middleware/rateLimit.js';
 import { createRender } from '../../src/web/render.js';
 import { createTestDb, type TestDb } from './testDb.js';

@@ -20,7 +20,7 @@ import { isFormTool, type FormTool } from '../defineFormTool.js';
 import { errorResult, type Tool, type ToolContext } from '../defineTool.js';
 import { ElicitResultSchema } from '../elicitationForms.js';
 import { elicitationModes, type CallToolResult, type ToolCallResult } from '../protocol.js';
-import type { McpToolDeps } from '../tools/registry.js';
+import type { McpToolDeps } from '../toolDeps.js';
 import type { RequestChannel } from './requestChannel.js';
 import type { LegacySession } from './legacySessions.js';
 import { findSameOperation } from './errorRetryLineage.js';

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { BodySchema, TitleSchema } from '../../notes/note.js';
 import { createNote } from '../../notes/notes.js';
 import { completeResult, defineTool } from '../defineTool.js';
-import type { McpToolDeps } from './registry.js';
+import type { McpToolDeps } from '../toolDeps.js';
 
 export const notesCreate = defineTool({
   name: 'notes_create',

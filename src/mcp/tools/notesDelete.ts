@@ -7,7 +7,7 @@ import { defineFormTool, type FormClaim } from '../defineFormTool.js';
 import { completeResult } from '../defineTool.js';
 import { deleteConfirmationContent, deleteConfirmationForm } from '../elicitationForms.js';
 import { argumentsDigest } from '../requestState.js';
-import type { McpToolDeps } from './registry.js';
+import type { McpToolDeps } from '../toolDeps.js';
 
 /**
  * Deletion always asks the user: nothing is deleted before the user's answer

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { listNotes } from '../../notes/notes.js';
 import { completeResult, defineTool } from '../defineTool.js';
-import type { McpToolDeps } from './registry.js';
+import type { McpToolDeps } from '../toolDeps.js';
 
 export const notesList = defineTool({
   name: 'notes_list',

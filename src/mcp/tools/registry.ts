@@ -1,9 +1,9 @@
-import type { Pool } from '../../db/pool.js';
-import type { Fetch } from '../../shared/httpClient.js';
-import type { ConnectionCall, ConnectionToolDeps } from '../connectionTool.js';
+import type { ConnectionCall } from '../connectionTool.js';
 import { isConnectionTool } from '../defineConnectionTool.js';
 import type { Tool } from '../defineTool.js';
-import type { RequestStateCodec } from '../requestState.js';
+import type { McpToolDeps } from '../toolDeps.js';
+
+export type { McpToolDeps } from '../toolDeps.js';
 import { githubCreateIssue } from './githubCreateIssue.js';
 import { githubListIssues } from './githubListIssues.js';
 import { notesCreate } from './notesCreate.js';
@@ -12,15 +12,6 @@ import { notesList } from './notesList.js';
 import { notesWorkspaces } from './notesWorkspaces.js';
 import { reportsCreate } from './reportsCreate.js';
 import { reportsList } from './reportsList.js';
-
-/** What tool handlers get: plain values and functions, no singletons. */
-export interface McpToolDeps {
-  pool: Pool;
-  requestState: RequestStateCodec;
-  connection: ConnectionToolDeps;
-  /** For third-party APIs (verifies TLS; nock-visible in tests). */
-  fetch: Fetch;
-}
 
 /** The table of built-in tools, by name. */
 export const tools: readonly Tool<McpToolDeps>[] = [githubCreateIssue, githubListIssues, notesCreate, notesDelete, notesList, notesWorkspaces, reportsCreate, reportsList];

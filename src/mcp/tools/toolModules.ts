@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { isConnectionTool, type ConnectionTool } from '../defineConnectionTool.js';
 import type { Tool } from '../defineTool.js';
-import type { McpToolDeps } from './registry.js';
+import type { McpToolDeps } from '../toolDeps.js';
 
 export class ToolModuleError extends Error {
   override name = 'ToolModuleError';
