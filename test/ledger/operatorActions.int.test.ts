@@ -34,7 +34,8 @@ describe('operators on the command line (broker ledger …)', () => {
     nock.cleanAll();
   });
 
-  it('refuses a non-operator on every command, changes nothing, and records each refusal', async () => {
+  // Fourteen CLI processes, seven at a time: on two loaded cores their start-up alone nears the default bound.
+  it('refuses a non-operator on every command, changes nothing, and records each refusal', { timeout: 90_000 }, async () => {
     const elicited = await elicitConnection(stack, tokens.alice, 'reports_create', { title: 'Refusal target', body: '' });
     const flow = await one<{ id: string; status: string }>("SELECT id, status FROM elicitation_navigations WHERE purpose LIKE '%Refusal target%'");
     expect(elicited.url).toContain('/connect/');
