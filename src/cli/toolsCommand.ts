@@ -22,7 +22,8 @@ const usage = `Usage: broker tools <command> [--json]
 Reads the tools as start-up does: the built-in ones its providers serve, TOOL_MODULES, and TOOLS_FILE
 (in development without TOOLS_FILE, the embedded config/dev-tools.yaml). No network access.
 
-  list    Each tool: name, provider, scopes, and where it comes from (built in, module, file).
+  list    Each tool: name, provider, scopes, and where it comes from (built in, module, file, or a
+          starter tool the file enables by name).
   check   Validates TOOLS_FILE against the configured providers; exit 1 on any problem (every one listed).
 `;
 
@@ -30,7 +31,7 @@ interface ToolRow {
   name: string;
   provider: string | undefined;
   scopes: readonly string[];
-  source: 'built in' | 'module' | 'file';
+  source: 'built in' | 'module' | 'file' | 'starter';
 }
 
 /** `broker tools …`: returns the process exit code. Notes go to `note` (stderr), so --json output stays JSON. */
@@ -55,7 +56,7 @@ export async function toolsCommand(args: string[], config: Readonly<Config>, out
   const rows = [
     ...builtInToolsFor(providersForTools(fileProviders, dev)).map((t) => row(t, 'built in')),
     ...modules.map((t) => row(t, 'module')),
-    ...declared.map((t) => row(t, 'file')),
+    ...declared.map((t) => row(t, t.source)),
   ];
   if (values.json) out(JSON.stringify(rows));
   else out(formatTable(['name', 'provider', 'scopes', 'source'], rows.map((r) => [r.name, r.provider ?? '-', r.scopes.join(' ') || '-', r.source])));

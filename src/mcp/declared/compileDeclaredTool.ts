@@ -10,7 +10,8 @@ import { pickFields, renderText, type Picked, type ResponsePlan } from './respon
 
 /** A tool compiled from a TOOLS_FILE entry: a connection tool like any other, with what the file said about it. */
 export interface DeclaredTool extends ConnectionTool {
-  source: 'file';
+  /** `file`: written in TOOLS_FILE; `starter`: a starter tool (config/starter-tools/) the file enabled by name. */
+  source: 'file' | 'starter';
   /** Its verified operations wait for an operator (as HIGH_RISK_TOOLS). */
   highRisk: boolean;
   /** `header`: the operation's idempotency key (its receipt id) is sent in `idempotencyHeader`; `none`: the provider gets no key. */
@@ -24,7 +25,7 @@ export interface DeclaredTool extends ConnectionTool {
  * and ledger as a TypeScript tool. The outcome kept with the receipt is the
  * HTTP status and the picked fields, never the whole answer.
  */
-export function compileDeclaredTool(entry: DeclaredEntry, input: TranslatedInput, request: RequestPlan, response: ResponsePlan): DeclaredTool {
+export function compileDeclaredTool(entry: DeclaredEntry, input: TranslatedInput, request: RequestPlan, response: ResponsePlan, source: DeclaredTool['source'] = 'file'): DeclaredTool {
   const tool = defineConnectionTool({
     name: entry.name,
     title: entry.title,
@@ -47,7 +48,7 @@ export function compileDeclaredTool(entry: DeclaredEntry, input: TranslatedInput
       return completeResult(renderText(response, entry.title, fields), fields);
     },
   });
-  return { ...tool, source: 'file', highRisk: entry.highRisk, idempotency: request.idempotencyHeader ? 'header' : 'none', idempotencyHeader: request.idempotencyHeader };
+  return { ...tool, source, highRisk: entry.highRisk, idempotency: request.idempotencyHeader ? 'header' : 'none', idempotencyHeader: request.idempotencyHeader };
 }
 
 type Annotations = NonNullable<ToolSpec<TranslatedInput['schema'], McpToolDeps>['annotations']>;

@@ -6,6 +6,8 @@ import { DeclaredEntrySchema } from './declaredEntry.js';
 import { translateInputSchema } from './inputSchema.js';
 import { planRequest, type RequestPlan } from './requestPlan.js';
 import { planResponse } from './responsePlan.js';
+import { isStarterRef, resolveStarter, starterRefName, type StarterTool } from './starterRef.js';
+import { readStarterTools } from './starterTools.js';
 import { checkForUses } from './valueRules.js';
 
 export class ToolsFileError extends Error {
@@ -24,6 +26,8 @@ export interface ToolsProvider {
   id: string;
   /** The scopes its entry asks for. */
   scopes: readonly string[];
+  /** The catalog entry it is built from (none for a custom entry): where a starter tool is bound. */
+  catalog?: string | undefined;
   /** The connection metadata its connections record (its metadata call's fields): what `{connection.<field>}` may name. */
   connectionFields?: readonly string[] | undefined;
 }
@@ -32,26 +36,33 @@ export interface ToolsFileContext {
   providers: readonly ToolsProvider[];
   /** Tools served already (built in, TOOL_MODULES), and where each comes from: a declared name must differ. */
   taken: readonly { name: string; source: string }[];
+  /** The starter tools an entry may name (config/starter-tools/; loadToolsFile reads them when an entry names one). */
+  starters?: ReadonlyMap<string, StarterTool>;
 }
 
 /** TOOLS_FILE (YAML or JSON, read as PROVIDERS_FILE is), checked and compiled; throws ToolsFileError listing every problem. */
 export async function loadToolsFile(path: string, context: ToolsFileContext): Promise<DeclaredTool[]> {
   const entries = await readListFile(path, { variable: 'TOOLS_FILE', items: 'tools', error: (message, cause) => new ToolsFileError(message, [message], { cause }) });
-  return declareTools(entries, context, `TOOLS_FILE ${path}`);
+  if (context.starters || !entries.some(isStarterRef)) return declareTools(entries, context, `TOOLS_FILE ${path}`);
+  const { starters, problems } = await readStarterTools();
+  if (problems.length > 0) throw new ToolsFileError(`The starter tools cannot be read:\n${problems.map((p) => `  - ${p}`).join('\n')}`, problems);
+  return declareTools(entries, { ...context, starters }, `TOOLS_FILE ${path}`);
 }
 
 /**
  * Checks every entry (its fields, schema, templates and answer; the provider
  * and scopes against `context`; names unique and not taken) and compiles them
  * all, or throws ToolsFileError with every problem, each as `[index] (name)
- * field: problem`.
+ * field: problem`. An entry that names a starter tool is that tool bound to
+ * its provider (starterRef.ts), then checked as the others.
  */
 export function declareTools(entries: readonly unknown[], context: ToolsFileContext, label: string): DeclaredTool[] {
   const problems: string[] = [];
   const tools: DeclaredTool[] = [];
   const seen = new Set<string>();
   for (const [index, raw] of entries.entries()) {
-    const name = typeof (raw as { name?: unknown } | null)?.name === 'string' ? (raw as { name: string }).name : undefined;
+    const starter = isStarterRef(raw);
+    const name = starter ? starterRefName(raw) : typeof (raw as { name?: unknown } | null)?.name === 'string' ? (raw as { name: string }).name : undefined;
     const report = (list: readonly string[]) => problems.push(...list.map((p) => `[${index}]${name === undefined ? '' : ` (${name})`} ${p}`));
     if (name !== undefined) {
       if (seen.has(name)) report([`name: ${name} is declared twice`]);
@@ -59,7 +70,8 @@ export function declareTools(entries: readonly unknown[], context: ToolsFileCont
       if (taken) report([`name: ${name} is already a ${taken.source} tool`]);
       seen.add(name);
     }
-    const checked = checkEntry(raw, context);
+    const resolved = starter ? resolveStarter(raw, context.starters ?? new Map(), context.providers) : { entry: raw };
+    const checked = 'problems' in resolved ? resolved : checkEntry(resolved.entry, context, starter ? 'starter' : 'file');
     if ('problems' in checked) report(checked.problems);
     else tools.push(checked.tool);
   }
@@ -67,7 +79,7 @@ export function declareTools(entries: readonly unknown[], context: ToolsFileCont
   return tools;
 }
 
-function checkEntry(raw: unknown, context: ToolsFileContext): { tool: DeclaredTool } | { problems: string[] } {
+function checkEntry(raw: unknown, context: ToolsFileContext, source: DeclaredTool['source']): { tool: DeclaredTool } | { problems: string[] } {
   const parsed = DeclaredEntrySchema.safeParse(raw);
   if (!parsed.success) {
     // The schema and the provider are checked apart from the other fields, so their problems are listed too.
@@ -96,7 +108,7 @@ function checkEntry(raw: unknown, context: ToolsFileContext): { tool: DeclaredTo
     }
   }
   if (problems.length > 0 || !request.plan || !input.input || !response.plan) return { problems };
-  return { tool: compileDeclaredTool(entry, input.input, request.plan, response.plan) };
+  return { tool: compileDeclaredTool(entry, input.input, request.plan, response.plan, source) };
 }
 
 /** A `{connection.<field>}` in the path must be a field the provider's connections record (its entry's metadata call). */

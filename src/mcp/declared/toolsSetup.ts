@@ -9,7 +9,11 @@ import { loadToolsFile, type ToolsProvider } from './toolsFile.js';
 // default on the GitHub-like development provider.
 
 /** What a configured provider (providers/providerConfig.ts) says that declared tools are checked against. */
-type ProviderFacts = { id: string; scopes: readonly string[]; metadataCall?: { fields: Readonly<Record<string, string>> } | undefined };
+type ProviderFacts = { id: string; scopes: readonly string[]; catalog?: string | undefined; metadataCall?: { fields: Readonly<Record<string, string>> } | undefined };
+
+// devStack.ts builds the development `github` provider from the github catalog entry
+// (GitHub Enterprise Server's layout), so starter tools for GitHub bind to it.
+const DEV_PROVIDER_CATALOG: Readonly<Record<string, string>> = { github: 'github' };
 
 export interface DeclaredToolsOptions {
   /** TOOLS_FILE. */
@@ -24,7 +28,10 @@ export interface DeclaredToolsOptions {
 /** The configured providers: the file's and, in development, those npm start adds (an entry of the same id in the file replaces one). */
 export function providersForTools(fileProviders: readonly ProviderFacts[], dev: boolean): ToolsProvider[] {
   const added = dev ? Object.entries(DEV_PROVIDER_SCOPES).filter(([id]) => !fileProviders.some((p) => p.id === id)) : [];
-  return [...fileProviders.map((p) => ({ id: p.id, scopes: p.scopes, connectionFields: Object.keys(p.metadataCall?.fields ?? {}) })), ...added.map(([id, scopes]) => ({ id, scopes }))];
+  return [
+    ...fileProviders.map((p) => ({ id: p.id, scopes: p.scopes, catalog: p.catalog, connectionFields: Object.keys(p.metadataCall?.fields ?? {}) })),
+    ...added.map(([id, scopes]) => ({ id, scopes, catalog: DEV_PROVIDER_CATALOG[id] })),
+  ];
 }
 
 /**

@@ -100,7 +100,7 @@ describe('a TOOLS_FILE', () => {
 
   it('takes {connection.<field>} in a path only where the provider\'s connections record that field', () => {
     const siteIssue = { ...getIssue, name: 'jira_get_issue', provider: 'jira', scopes: ['read:jira-work'], request: { method: 'GET', path: '/ex/jira/{connection.cloudId}/rest/api/3/issue/{number}' } };
-    const context = { ...CONTEXT, providers: [...CONTEXT.providers, { id: 'jira', scopes: ['read:jira-work'], connectionFields: ['cloudId', 'siteUrl'] }] };
+    const context = { ...CONTEXT, providers: [...CONTEXT.providers, { id: 'jira', scopes: ['read:jira-work'], catalog: 'atlassian', connectionFields: ['cloudId', 'siteUrl'] }] };
     expect(declareTools([siteIssue], context, 'x')[0]).toMatchObject({ name: 'jira_get_issue', provider: 'jira' });
     expect(problemsOf([{ ...siteIssue, provider: 'github', scopes: ['repo'] }, { ...siteIssue, name: 'in_text', response: { fields: { title: 'title' }, text: '{connection.cloudId}: {title}' } }])).toEqual([
       '[0] (jira_get_issue) request.path: {connection.cloudId} is not recorded for connections to github (its entry records no connection metadata)',
