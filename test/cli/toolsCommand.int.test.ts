@@ -65,6 +65,38 @@ describe('broker tools list', () => {
   });
 });
 
+describe('broker tools with starter tools', () => {
+  it('lists a starter a TOOLS_FILE enables with its source, bound to the development GitHub-like provider', async () => {
+    const file = await toolsFile('starters.yaml', [{ starter: 'github_list_repos' }, { starter: 'github_get_issue', name: 'gh_read_issue' }, countReports]);
+    const run = await tools(['list', '--json'], { TOOLS_FILE: file });
+    expect(run.code).toBe(0);
+    const rows = JSON.parse(run.stdout) as { name: string; source: string }[];
+    expect(rows.filter((r) => r.source !== 'built in')).toEqual([
+      { name: 'github_list_repos', provider: 'github', scopes: ['repo'], source: 'starter' },
+      { name: 'gh_read_issue', provider: 'github', scopes: ['repo'], source: 'starter' },
+      { name: 'reports_count_declared', provider: 'reports', scopes: ['reports:read'], source: 'file' },
+    ]);
+    const table = await tools(['list'], { TOOLS_FILE: file });
+    expect(table.stdout.split('\n').map((line) => line.split(/\s{2,}/))).toContainEqual(['github_list_repos', 'github', 'repo', 'starter']);
+  });
+
+  it('check binds a starter to an operator\'s provider of that catalog entry, and exits 1 naming the starters it cannot serve', async () => {
+    const providers = join(dir, 'providers-starters.yaml');
+    await writeFile(providers, stringify([{ id: 'slack-work', catalog: 'slack', clientId: '2141029472.1', clientSecret: 'secret', scopes: ['search:read'] }]));
+    const ok = await tools(['check'], { TOOLS_FILE: await toolsFile('slack.yaml', [{ starter: 'slack_search_messages' }]), PROVIDERS_FILE: providers });
+    expect(ok.stdout).toBe(`ok: ${join(dir, 'slack.yaml')} declares 1 tool(s): slack_search_messages\n`);
+    const file = await toolsFile('bad-starters.yaml', [{ starter: 'slack_search' }, { starter: 'jira_search_issues' }, { starter: 'slack_post_message' }]);
+    const run = await tools(['check'], { TOOLS_FILE: file, PROVIDERS_FILE: providers });
+    expect(run.code).toBe(1);
+    expect(run.output).toContain(`broker: TOOLS_FILE ${file} declares tools that cannot be served:
+  - [0] (slack_search) starter: "slack_search" is not a starter tool (starters: `);
+    expect(run.output).toContain(`
+  - [1] (jira_search_issues) starter: jira_search_issues is written for the atlassian catalog entry, and no configured provider is built from it (add a PROVIDERS_FILE entry with catalog: atlassian)
+  - [2] (slack_post_message) scopes: slack_post_message needs the scopes chat:write of slack-work, which its provider entry does not ask for
+`);
+  });
+});
+
 describe('broker tools check', () => {
   it('says ok for a valid file', async () => {
     const run = await tools(['check'], { TOOLS_FILE: await toolsFile('ok.yaml', [countReports]) });

@@ -69,6 +69,18 @@ describe('start-up with a TOOLS_FILE', () => {
     expect(existsSync(join(dir, 'data', 'tls'))).toBe(false);
   });
 
+  it('refuses to start naming a starter tool that does not exist and one whose catalog entry no configured provider uses', async () => {
+    const file = join(dir, 'starters.yaml');
+    await writeFile(file, '- starter: github_list_repos\n- starter: github_list_repositories\n- starter: notion_create_page\n');
+    const { broker } = await start({ TOOLS_FILE: file });
+    expect((await broker.exited).code).toBe(78);
+    const output = broker.output();
+    expect(output).toContain(`broker: TOOLS_FILE ${file} declares tools that cannot be served:\n  - [1] (github_list_repositories) starter: "github_list_repositories" is not a starter tool (starters: `);
+    expect(output).toContain('  - [2] (notion_create_page) starter: notion_create_page is written for the notion catalog entry, and no configured provider is built from it (add a PROVIDERS_FILE entry with catalog: notion)\n');
+    expect(output).not.toContain('[0]');
+    expect(existsSync(join(dir, 'data', 'postgres'))).toBe(false);
+  });
+
   it('names the line of a YAML file that does not parse', async () => {
     const file = join(dir, 'tools.yaml');
     await writeFile(file, '- name: a\n  title: A\n  title: B\n');
