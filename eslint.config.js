@@ -51,6 +51,8 @@ const noStateLiterals = {
 
 export default tseslint.config(
   { ignores: ['node_modules/', 'dist/', '.data/', 'coverage/', 'scratch/'] },
+  // Tool configuration that must be CommonJS (.dependency-cruiser.cjs).
+  { files: ['**/*.cjs'], languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } } },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

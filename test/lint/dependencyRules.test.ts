@@ -1,0 +1,47 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+// The dependency rules of .dependency-cruiser.cjs, as `npm run lint` runs them: a planted cycle,
+// also through a type-only import, fails; the repository's own src/ passes.
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const run = promisify(execFile);
+
+async function depcruise(target: string): Promise<{ code: number; output: string }> {
+  try {
+    const { stdout } = await run(join(root, 'node_modules/.bin/depcruise'), [target, '--config', '.dependency-cruiser.cjs', '--output-type', 'err'], { cwd: root });
+    return { code: 0, output: stdout };
+  } catch (err) {
+    const failed = err as { code: number; stdout: string };
+    return { code: failed.code, output: failed.stdout };
+  }
+}
+
+describe('the dependency rules', () => {
+  let planted: string;
+  beforeAll(async () => {
+    planted = await mkdtemp(join(root, 'test/lint/planted-'));
+    await writeFile(join(planted, 'registry.ts'), "import { tool } from './tool.js';\nexport interface Deps { pool: string }\nexport const tools = [tool];\n");
+    // Only a type comes back, and it still closes the cycle.
+    await writeFile(join(planted, 'tool.ts'), "import type { Deps } from './registry.js';\nexport const tool = (deps: Deps) => deps.pool;\n");
+  });
+  afterAll(async () => {
+    await rm(planted, { recursive: true, force: true });
+  });
+
+  it('refuses an import cycle, also through a type-only import', async () => {
+    const result = await depcruise(planted);
+    expect(result.code).not.toBe(0);
+    expect(result.output).toMatch(/no-circular: .*registry\.ts/);
+  });
+
+  it('finds no cycle in src/', async () => {
+    const result = await depcruise('src');
+    expect(result.output).toContain('no dependency violations found');
+    expect(result.code).toBe(0);
+  }, 60_000);
+});
