@@ -94,7 +94,16 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     // An operator's own `github` entry (a real GitHub OAuth App) takes the place of the development one.
     const ownGithub = providerEntries.some((entry) => (entry as { id?: unknown } | null)?.id === 'github');
     providerEntries.unshift(reportServiceProvider(stack, secrets), ...(stack.github && !ownGithub ? [githubDevProvider(stack.github)] : []));
-    devFacts = { reportsIssuer: stack.reports.issuer, reportsApiUrl: stack.reports.apiUrl, githubOrigin: ownGithub ? undefined : stack.github?.origin, caFile: resolve(config.dataDir, 'tls', 'ca.pem'), networkHost: config.dev.allowNetwork ? config.http.host : undefined };
+    const { DEV_PASSWORD, devUsers } = await import('./dev/devUsers.js');
+    devFacts = {
+      reportsIssuer: stack.reports.issuer,
+      reportsApiUrl: stack.reports.apiUrl,
+      githubOrigin: ownGithub ? undefined : stack.github?.origin,
+      caFile: resolve(config.dataDir, 'tls', 'ca.pem'),
+      networkHost: config.dev.allowNetwork ? config.http.host : undefined,
+      users: devUsers.map((u) => (u.roles.length > 0 ? `${u.login} (${u.roles.join(', ')})` : u.login)),
+      password: DEV_PASSWORD,
+    };
   }
   if (!issuer || !clientSecret) throw new ConfigError(['OIDC_ISSUER and OIDC_CLIENT_SECRET are required']);
 

@@ -1,5 +1,5 @@
 import { withTransaction } from '../db/transaction.js';
-import { performOrForget, type StoredAccess } from '../secrets/forgetConnection.js';
+import { performOrForget, type StoredAccess } from './forgetConnection.js';
 import { accessTokenFor, type TokenVaultDeps } from '../secrets/tokenVault.js';
 import { argumentsAad, PerformInProgressError, runAcceptedOperation, type BusinessOutcome } from './acceptOriginalOperation.js';
 import { recordWithoutMoving } from './advance.js';

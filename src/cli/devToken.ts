@@ -1,9 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { DEV_TOKEN_CLIENT_ID, DEV_TOKEN_REDIRECT_URI } from '../dev/devTokenClient.js';
 import type { Fetch } from '../shared/httpClient.js';
-
-export const DEV_TOKEN_CLIENT_ID = 'broker-dev-token';
-// A loopback redirect (RFC 8252 §7.3) that nothing listens on: we read the code from the Location header.
-export const DEV_TOKEN_REDIRECT_URI = 'http://127.0.0.1/dev-token/callback';
 
 export interface DevTokenRequest {
   issuer: string;

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { join } from 'node:path';
-import { DEV_TOKEN_CLIENT_ID, DEV_TOKEN_REDIRECT_URI } from '../cli/devToken.js';
+import { DEV_TOKEN_CLIENT_ID, DEV_TOKEN_REDIRECT_URI } from './devTokenClient.js';
 import { listenHttps, type RunningServer, type TlsPair } from '../runtime/httpsServer.js';
 import type { Fetch } from '../shared/httpClient.js';
 import type { Logger } from '../shared/logger.js';

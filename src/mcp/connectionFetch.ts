@@ -1,5 +1,5 @@
 import { AppError, UnavailableError } from '../errors/appError.js';
-import { UpstreamUnauthorizedError } from '../secrets/forgetConnection.js';
+import { UpstreamUnauthorizedError } from '../broker/forgetConnection.js';
 import { memberAt } from '../oauth/conformers/responseFields.js';
 import { API_USER_AGENT } from '../oauth/upstreamAccount.js';
 import type { Fetch } from '../shared/httpClient.js';

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import { connectionFetch, type ConnectionFetch, type ConnectionInfo } from './connectionFetch.js';
 import { ProviderRefusedError } from '../providers/providerRefusal.js';
-import type { StoredAccess } from '../secrets/forgetConnection.js';
+import type { StoredAccess } from '../broker/forgetConnection.js';
 import { runConnectionTool, type ConnectionCall } from './connectionTool.js';
 import { defineTool, errorResult, parseArguments, type Tool, type ToolSpec } from './defineTool.js';
 import type { ToolCallResult } from './protocol.js';

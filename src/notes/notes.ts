@@ -3,7 +3,7 @@ import type { Principal } from '../auth/principal.js';
 import type { Pool, Queryable } from '../db/pool.js';
 import { withTransaction } from '../db/transaction.js';
 import { ConflictError, ForbiddenError, NotFoundError } from '../errors/appError.js';
-import { claimNonce } from '../mcp/mrtrNonceRepo.js';
+import { claimNonce } from './mrtrNonceRepo.js';
 import { digestOf } from '../shared/tokens.js';
 import type { Note } from './note.js';
 import { deleteNote, findGrantedWorkspaces, findNotesByIds, findNotesByTitle, findNotesWithin, insertNote, lockNote } from './notesRepo.js';

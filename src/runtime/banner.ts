@@ -1,5 +1,3 @@
-import { DEV_PASSWORD, devUsers } from '../dev/devUsers.js';
-
 export interface BannerFacts {
   publicUrl: URL;
   mcpResourceUrl: string;
@@ -8,7 +6,16 @@ export interface BannerFacts {
   /** MCP_ALLOW_ANONYMOUS is on: said loudly. */
   anonymousMcp: boolean;
   /** networkHost: DEV_ALLOW_NETWORK=true let the development servers listen on this non-loopback host. */
-  dev?: { reportsIssuer: string; reportsApiUrl: string; githubOrigin: string | undefined; caFile: string; networkHost: string | undefined };
+  dev?: {
+    reportsIssuer: string;
+    reportsApiUrl: string;
+    githubOrigin: string | undefined;
+    caFile: string;
+    networkHost: string | undefined;
+    /** The demo users as shown (`ops (operator)`), and their one password. */
+    users: readonly string[];
+    password: string;
+  };
 }
 
 /** What `npm start` prints once everything listens: every URL served, and the demo users. */
@@ -34,7 +41,7 @@ export function banner(facts: BannerFacts): string {
       ...(facts.dev.githubOrigin ? [`  GitHub-like provider       ${facts.dev.githubOrigin}  (plain OAuth 2.0; the github catalog entry, host ${new URL(facts.dev.githubOrigin).host})`] : []),
       `  Development CA             ${facts.dev.caFile}  (trust it, or accept the warning once per port)`,
       '',
-      `Demo users: ${devUsers.map((u) => (u.roles.length > 0 ? `${u.login} (${u.roles.join(', ')})` : u.login)).join(', ')}. Development password for all: ${DEV_PASSWORD}`,
+      `Demo users: ${facts.dev.users.join(', ')}. Development password for all: ${facts.dev.password}`,
       'MCP access token:  npm run broker -- dev-token --user alice',
       'Operator CLI:      export BROKER_OPERATOR_TOKEN=$(npm run -s broker -- dev-token --user ops); npm run broker -- ledger flows',
     );

@@ -7,7 +7,7 @@ import { NONCE_GRACE_MS } from '../../src/broker/sweepRepo.js';
 import { sweepOnce } from '../../src/broker/sweeps.js';
 import { withTransaction } from '../../src/db/transaction.js';
 import { findEntries } from '../../src/ledger/ledgerRepo.js';
-import { claimNonce } from '../../src/mcp/mrtrNonceRepo.js';
+import { claimNonce } from '../../src/notes/mrtrNonceRepo.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { navigationFixture } from '../support/navigationFixture.js';
 import { createTestDb, type TestDb } from '../support/testDb.js';

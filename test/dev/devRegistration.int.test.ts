@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEV_TOKEN_CLIENT_ID } from '../../src/cli/devToken.js';
+import { DEV_TOKEN_CLIENT_ID } from '../../src/dev/devTokenClient.js';
 import { loadOrCreateDevSecrets } from '../../src/dev/devSecrets.js';
 import { startLocalDevStack, type DevStack } from '../../src/dev/devStack.js';
 import { createFetch, type Fetch } from '../../src/shared/httpClient.js';

@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { decodeJwt } from 'jose';
-import { DEV_TOKEN_REDIRECT_URI, fetchDevToken } from '../../src/cli/devToken.js';
+import { fetchDevToken } from '../../src/cli/devToken.js';
+import { DEV_TOKEN_REDIRECT_URI } from '../../src/dev/devTokenClient.js';
 import { DEV_PASSWORD } from '../../src/dev/devUsers.js';
 import { consentAndAuthorize, elicitConnection, openConnectLink, retryConnection } from '../support/connectFlow.js';
 import { reportsAt } from '../support/forgedTokens.js';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { connectionFetch, ConnectionFetchRefusedError, type ConnectionFetch } from '../../src/mcp/connectionFetch.js';
-import { UpstreamUnauthorizedError } from '../../src/secrets/forgetConnection.js';
+import { UpstreamUnauthorizedError } from '../../src/broker/forgetConnection.js';
 import { createFetch } from '../../src/shared/httpClient.js';
 import { loadOrCreateLocalTls } from '../../src/tls/localCa.js';
 import { listenHttps, type HttpsTestServer } from '../support/httpsTestServer.js';

@@ -5,7 +5,7 @@ import { connectionFetch } from '../../src/mcp/connectionFetch.js';
 import { defineConnectionTool } from '../../src/mcp/defineConnectionTool.js';
 import { completeResult } from '../../src/mcp/defineTool.js';
 import { slack as slackCatalogEntry } from '../../src/providers/catalog/slack.js';
-import { UpstreamUnauthorizedError } from '../../src/secrets/forgetConnection.js';
+import { UpstreamUnauthorizedError } from '../../src/broker/forgetConnection.js';
 import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 import { elicitConnection, retryConnection, URL_CAPS } from '../support/connectFlow.js';
 import { startSlackEmulator, type SlackEmulator } from '../support/emulators/slack.js';

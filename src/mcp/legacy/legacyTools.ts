@@ -11,7 +11,7 @@ import { settleConnectedFlow } from '../../broker/settleOpenFlows.js';
 import { findReusableNavigation, startNavigation } from '../../broker/startNavigation.js';
 import { InvalidInputError } from '../../errors/appError.js';
 import { invalidParams, McpProtocolError, toToolError, urlElicitationRequired } from '../../errors/toMcp.js';
-import { performOrForget, reconnectReasonOf } from '../../secrets/forgetConnection.js';
+import { performOrForget, reconnectReasonOf } from '../../broker/forgetConnection.js';
 import { accessTokenFor } from '../../secrets/tokenVault.js';
 import type { Logger } from '../../shared/logger.js';
 import { navigationRequest, runAccepted, type ConnectionCall } from '../connectionTool.js';

@@ -1,13 +1,13 @@
 import type { Principal } from '../auth/principal.js';
-import type { BusinessOutcome } from '../broker/acceptOriginalOperation.js';
-import { recordWithoutMoving } from '../broker/advance.js';
-import { findNavigationById } from '../broker/navigationRepo.js';
+import type { BusinessOutcome } from './acceptOriginalOperation.js';
+import { recordWithoutMoving } from './advance.js';
+import { findNavigationById } from './navigationRepo.js';
 import { withTransaction } from '../db/transaction.js';
 import { UpstreamAuthError } from '../errors/appError.js';
 import { equalInConstantTime } from '../shared/tokens.js';
-import { findConnection, type ConnectionRecord } from './connectionsRepo.js';
-import { deleteSecrets, findSecrets } from './secretsRepo.js';
-import { openSecret, type TokenVaultDeps } from './tokenVault.js';
+import { findConnection, type ConnectionRecord } from '../secrets/connectionsRepo.js';
+import { deleteSecrets, findSecrets } from '../secrets/secretsRepo.js';
+import { openSecret, type TokenVaultDeps } from '../secrets/tokenVault.js';
 
 /**
  * The provider answered 401 to a call made with a stored access token

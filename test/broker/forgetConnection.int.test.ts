@@ -1,6 +1,6 @@
 import nock from 'nock';
 import { afterEach, describe, expect, it } from 'vitest';
-import { forgetConnection } from '../../src/secrets/forgetConnection.js';
+import { forgetConnection } from '../../src/broker/forgetConnection.js';
 import { systemClock } from '../../src/shared/clock.js';
 import { consentAndAuthorize, elicitConnection, openConnectLink, retryConnection, URL_CAPS } from '../support/connectFlow.js';
 import { connectThroughList, expectNoTokenIn, FORGOTTEN, forgottenEvents, killStoredToken, secretsBox } from '../support/deadToken.js';
