@@ -4,15 +4,19 @@ import { DEV_PASSWORD } from '../src/dev/devUsers.js';
 import { createLogger } from '../src/shared/logger.js';
 import { readBenchEnv } from './benchEnv.js';
 import { runLoad } from './load.js';
+import { measureDeclaredTools, prepareDeclaredTools } from './declaredBench.js';
+import { formatDeclaredReport } from './declaredReport.js';
 import { formatReport, type Measurement, type ServerName } from './report.js';
 import { sampleCheck } from './sampleCheck.js';
 import { startBenchStack } from './stack.js';
-import { CASES } from './wire.js';
+import { CASES, DECLARED_CASES } from './wire.js';
 
 // npm run bench:mcp — the broker against an SDK v2 createMcpHandler peer doing
-// the same work (issue: tools/list ≥ 3×, tools/call notes_list ≥ 2×, broker
-// p99 < 20 ms at 16 connections). A measurement, not a test: a MISS still
-// exits 0; a failed request exits 1.
+// the same work (targets: tools/list ≥ 3×, tools/call notes_list ≥ 2×, broker
+// p99 < 20 ms at 16 connections); then a tool declared in a TOOLS_FILE beside
+// the same call written with defineConnectionTool (the declared one at most
+// 10 % slower). A measurement, not a test: a MISS still exits 0; a failed
+// request exits 1.
 
 const CONNECTIONS = 16;
 
@@ -63,9 +67,22 @@ async function main(): Promise<number> {
       }
     }
     console.log(`\n${formatReport(measurements, CONNECTIONS, env.measureSeconds)}`);
+
+    console.log('\nserving github_issue_declared (bench/mcpBenchTools.yaml) and github_issue_coded (defineConnectionTool) on the GitHub-like provider; connecting alice…');
+    await prepareDeclaredTools(stack, token);
+    const declaredCheck = await sampleCheck(stack.fetch, [targets[0]!], token, DECLARED_CASES);
+    if (declaredCheck.failures.length > 0) {
+      console.error(`sample requests failed, the declared tools not measured:\n${declaredCheck.failures.map((f) => `  ${f}`).join('\n')}`);
+      return 1;
+    }
+    const job = { url: stack.brokerMcpUrl, token, caPem: stack.caPem, connections: CONNECTIONS, warmupMs: env.warmupSeconds * 1000, durationMs: env.measureSeconds * 1000 };
+    const declared = await measureDeclaredTools(job, (line) => console.log(`measured ${line}`));
+    console.log(`\n${formatDeclaredReport(declared, CONNECTIONS, env.measureSeconds)}`);
+
     // Servers, Postgres and the load generator share this machine; a busy machine shows in p99 first.
     console.log(`\n${availableParallelism()} CPUs; load average over 1/5/15 min after the run: ${loadavg().map((l) => l.toFixed(2)).join(' / ')}`);
-    return measurements.some((m) => m.result.errors > 0) ? 1 : 0;
+    const failed = [...measurements.map((m) => m.result), ...declared.coded, ...declared.declared].some((r) => r.errors > 0);
+    return failed ? 1 : 0;
   } finally {
     await stack.close();
   }

@@ -1,5 +1,5 @@
 import type { LoadResult } from './load.js';
-import type { CaseName } from './wire.js';
+import type { CaseName, PeerCaseName } from './wire.js';
 
 export type ServerName = 'broker' | 'peer';
 
@@ -10,7 +10,7 @@ export interface Measurement {
 }
 
 // The issue's targets: broker req/s over the peer's, and the broker's p99 at 16 connections.
-const RATIO_TARGET: Record<CaseName, number> = { 'tools/list': 3, 'tools/call notes_list': 2 };
+const RATIO_TARGET: Record<PeerCaseName, number> = { 'tools/list': 3, 'tools/call notes_list': 2 };
 const P99_TARGET_MS = 20;
 
 /** The figures as text: one table row per measurement, then the ratios and verdicts per case. */
@@ -26,12 +26,9 @@ export function formatReport(measurements: readonly Measurement[], connections: 
     String(r.requests),
     String(r.errors),
   ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]?.length ?? 0)));
-  const line = (cells: string[]) => cells.map((c, i) => (i < 2 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('  ');
-  const out = [`${connections} connections, ${seconds} s measured per row after a warm-up`, '', line(header), line(widths.map((w) => '-'.repeat(w)))];
-  out.push(...rows.map(line), '');
+  const out = [`${connections} connections, ${seconds} s measured per row after a warm-up`, '', ...formatColumns(header, rows), ''];
 
-  for (const caseName of Object.keys(RATIO_TARGET) as CaseName[]) {
+  for (const caseName of Object.keys(RATIO_TARGET) as PeerCaseName[]) {
     const broker = measurements.find((m) => m.caseName === caseName && m.server === 'broker')?.result;
     const peer = measurements.find((m) => m.caseName === caseName && m.server === 'peer')?.result;
     if (!broker || !peer) continue;
@@ -45,6 +42,13 @@ export function formatReport(measurements: readonly Measurement[], connections: 
   const failed = measurements.filter((m) => m.result.errors > 0);
   for (const m of failed) out.push('', `${m.caseName} on ${m.server}: ${m.result.errors} failed requests`, ...m.result.errorSamples.map((s) => `  ${s}`));
   return out.join('\n');
+}
+
+/** A header, a rule and the rows: the first two columns (names) left-aligned, the figures right-aligned. */
+export function formatColumns(header: readonly string[], rows: readonly (readonly string[])[]): string[] {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]?.length ?? 0)));
+  const line = (cells: readonly string[]) => cells.map((c, i) => (i < 2 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('  ');
+  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)];
 }
 
 function verdict(ok: boolean): string {

@@ -1,5 +1,5 @@
 import type { Fetch } from '../src/shared/httpClient.js';
-import { CASES, messageOf, problemWith, requestFor } from './wire.js';
+import { CASES, messageOf, problemWith, requestFor, type CaseName } from './wire.js';
 
 export interface Target {
   name: string;
@@ -13,12 +13,12 @@ const SAMPLES = 3;
  * (over verified TLS); the bench does not measure when any fails. Differences
  * between the servers' tools/list answers are reported as notes.
  */
-export async function sampleCheck(fetch: Fetch, targets: readonly Target[], token: string): Promise<{ failures: string[]; notes: string[] }> {
+export async function sampleCheck(fetch: Fetch, targets: readonly Target[], token: string, cases: readonly CaseName[] = CASES): Promise<{ failures: string[]; notes: string[] }> {
   const problems: string[] = [];
   const notes: string[] = [];
   const toolSets = new Map<string, string>();
   for (const target of targets) {
-    for (const caseName of CASES) {
+    for (const caseName of cases) {
       for (let i = 0; i < SAMPLES; i++) {
         const { headers, body } = requestFor(caseName, token);
         const response = await fetch(target.url, { method: 'POST', headers, body });

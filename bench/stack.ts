@@ -5,12 +5,12 @@ import type { RequestListener } from 'node:http';
 import { readMigrations } from '../src/db/migrate.js';
 import { seedDevelopmentData } from '../src/dev/devSeed.js';
 import { loadOrCreateDevSecrets } from '../src/dev/devSecrets.js';
-import { reportServiceProvider, startLocalDevStack } from '../src/dev/devStack.js';
+import { githubDevProvider, reportServiceProvider, startLocalDevStack } from '../src/dev/devStack.js';
 import { resourceMetadataUrl } from '../src/mcp/protectedResourceRoutes.js';
 import { createOidcClient } from '../src/oauth/oauthClient.js';
 import { parseProviders } from '../src/providers/providerConfig.js';
 import { listenHttps, type RunningServer } from '../src/runtime/httpsServer.js';
-import { createBrokerServer } from '../src/server.js';
+import { createBrokerServer, type ServerDeps } from '../src/server.js';
 import { systemClock } from '../src/shared/clock.js';
 import { createFetch, type Fetch } from '../src/shared/httpClient.js';
 import type { Logger } from '../src/shared/logger.js';
@@ -20,7 +20,10 @@ import { createRender } from '../src/web/render.js';
 import { openBenchDb } from './benchDb.js';
 import { createPeerListener } from './peerServer.js';
 
+type ExtraTools = NonNullable<ServerDeps['extraTools']>;
+
 export interface BenchStack {
+  brokerUrl: string;
   /** POST targets: the broker's and the peer's MCP endpoints. */
   brokerMcpUrl: string;
   peerMcpUrl: string;
@@ -28,6 +31,12 @@ export interface BenchStack {
   caPem: string;
   /** A fetch that trusts the stack's CA (TLS verified). */
   fetch: Fetch;
+  /**
+   * Puts a broker that also has the GitHub-like development provider, and
+   * serves `tools` beside the built-in ones, in place of the first (which has
+   * only the Report Service, as the peer's tool set mirrors), at the same URL.
+   */
+  serveGithubTools(tools: ExtraTools): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -35,8 +44,9 @@ type Closer = () => Promise<unknown>;
 
 /**
  * The broker as main.ts assembles it (the wiring of test/support/brokerStack.ts,
- * which needs vitest), the development identity provider, a migrated and seeded
- * schema, and the SDK peer on the same TLS certificate, database and issuer.
+ * which needs vitest), the development identity provider and GitHub-like
+ * provider, a migrated and seeded schema, and the SDK peer on the same TLS
+ * certificate, database and issuer.
  */
 export async function startBenchStack(options: { databaseUrl: Secret | undefined; logger: Logger }): Promise<BenchStack> {
   const { logger } = options;
@@ -63,35 +73,47 @@ export async function startBenchStack(options: { databaseUrl: Secret | undefined
     const broker = await listen(closers, listenHttps(tls, (req, res) => brokerHandler(req, res), '127.0.0.1', 0, 'broker'));
     const brokerUrl = `https://127.0.0.1:${broker.port}`;
     const mcpResourceUrl = `${brokerUrl}/mcp`;
-    const dev = await startLocalDevStack({ tls, fetch, secrets, render, logger, brokerUrl });
+    const dev = await startLocalDevStack({ tls, fetch, secrets, render, logger, brokerUrl, github: true });
     closers.push(() => dev.close(0));
     const brokerPool = db.newPool();
     await seedDevelopmentData(brokerPool, dev.idp.issuer);
-    const brokerServer = createBrokerServer({
-      pool: brokerPool,
-      logger,
-      clock: systemClock,
-      render,
-      oidc: createOidcClient({ issuer: dev.idp.issuer, clientId: dev.idp.brokerClientId, clientSecret: new Secret(secrets.brokerIdpClientSecret), fetch, allowLoopback: true }),
-      migrations: await readMigrations(),
-      publicUrl: new URL(brokerUrl),
-      mcpResourceUrl,
-      sessionTtlSeconds: 3600,
-      issuer: dev.idp.issuer,
-      fetch,
-      secretKeys: secrets.secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) })),
-      mcpScope: 'mcp',
-      anonymousPrincipal: undefined,
-      version: 'bench',
-      providers: parseProviders([reportServiceProvider(dev, secrets)], { allowLoopback: true }),
-      allowLoopback: true,
-      // The configuration defaults (src/config/config.ts).
-      navigationTtlSeconds: 900,
-      retryWaitMs: 10_000,
-      legacy: { urlElicitation: 'nested', waitMs: 60_000, retryWindowMs: 600_000 },
-    });
+    const migrations = await readMigrations();
+    const brokerFor = (providers: Record<string, unknown>[], extraTools: ExtraTools = []) =>
+      createBrokerServer({
+        pool: brokerPool,
+        logger,
+        clock: systemClock,
+        render,
+        oidc: createOidcClient({ issuer: dev.idp.issuer, clientId: dev.idp.brokerClientId, clientSecret: new Secret(secrets.brokerIdpClientSecret), fetch, allowLoopback: true }),
+        migrations,
+        publicUrl: new URL(brokerUrl),
+        mcpResourceUrl,
+        sessionTtlSeconds: 3600,
+        issuer: dev.idp.issuer,
+        fetch,
+        secretKeys: secrets.secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) })),
+        mcpScope: 'mcp',
+        anonymousPrincipal: undefined,
+        version: 'bench',
+        providers: parseProviders(providers, { allowLoopback: true }),
+        allowLoopback: true,
+        // The configuration defaults (src/config/config.ts).
+        navigationTtlSeconds: 900,
+        retryWaitMs: 10_000,
+        legacy: { urlElicitation: 'nested', waitMs: 60_000, retryWindowMs: 600_000 },
+        extraTools,
+      });
+    // One broker at a time behind the one listener: the next keeps its URL, so the same tokens'
+    // audience and the same callback URL registered at the GitHub-like provider.
+    let brokerServer = brokerFor([reportServiceProvider(dev, secrets)]);
     closers.push(() => brokerServer.close());
     brokerHandler = brokerServer.listener;
+    const serveGithubTools = async (tools: ExtraTools) => {
+      const previous = brokerServer;
+      brokerServer = brokerFor([reportServiceProvider(dev, secrets), githubDevProvider(dev.github!)], tools);
+      brokerHandler = brokerServer.listener;
+      await previous.close();
+    };
 
     const peer = createPeerListener({
       pool: db.newPool(),
@@ -105,11 +127,13 @@ export async function startBenchStack(options: { databaseUrl: Secret | undefined
     const peerServer = await listen(closers, listenHttps(tls, peer.listener, '127.0.0.1', 0, 'sdk peer'));
 
     return {
+      brokerUrl,
       brokerMcpUrl: mcpResourceUrl,
       peerMcpUrl: `https://127.0.0.1:${peerServer.port}/mcp`,
       issuer: dev.idp.issuer,
       caPem: tls.caPem,
       fetch,
+      serveGithubTools,
       close,
     };
   } catch (err) {

@@ -1,8 +1,15 @@
 // The MCP 2026-07-28 requests the bench sends, and the check every response
 // must pass. Used by the sample check and by the load generator.
 
-export type CaseName = 'tools/list' | 'tools/call notes_list';
-export const CASES: readonly CaseName[] = ['tools/list', 'tools/call notes_list'];
+/** The broker against the SDK peer. */
+export const CASES = ['tools/list', 'tools/call notes_list'] as const;
+export type PeerCaseName = (typeof CASES)[number];
+/** On the broker only: a TOOLS_FILE tool and the same call written with defineConnectionTool (bench/benchIssueTool.ts). */
+export const DECLARED_CASES = ['tools/call github_issue_coded', 'tools/call github_issue_declared'] as const;
+export type CaseName = PeerCaseName | (typeof DECLARED_CASES)[number];
+
+/** The issue the declared cases read: the first one opened in alice/demo at a fresh GitHub-like provider. */
+export const BENCH_ISSUE = { owner: 'alice', repo: 'demo', number: 1 } as const;
 
 export const WORKSPACE = 'file:///work/notes/alice';
 const VERSION = '2026-07-28';
@@ -23,9 +30,10 @@ export function requestFor(name: CaseName, token: string): WireRequest {
   if (name === 'tools/list') {
     return { headers: { ...headers, 'mcp-method': 'tools/list' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: META } }) };
   }
+  const [tool, args] = name === 'tools/call notes_list' ? ['notes_list', { workspaceUri: WORKSPACE }] : [name.slice('tools/call '.length), BENCH_ISSUE];
   return {
-    headers: { ...headers, 'mcp-method': 'tools/call', 'mcp-name': 'notes_list' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'notes_list', arguments: { workspaceUri: WORKSPACE }, _meta: META } }),
+    headers: { ...headers, 'mcp-method': 'tools/call', 'mcp-name': tool },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: tool, arguments: args, _meta: META } }),
   };
 }
 
@@ -56,6 +64,10 @@ export function problemWith(name: CaseName, status: number, contentType: string,
     return Array.isArray(tools) && tools.some((t: Json) => t['name'] === 'notes_list') ? undefined : 'tools/list result without notes_list';
   }
   if (result['isError'] === true) return `tool error: ${JSON.stringify(result['content']).slice(0, 160)}`;
+  if (name !== 'tools/call notes_list') {
+    const issue = result['structuredContent'] as Json | undefined;
+    return issue?.['number'] === BENCH_ISSUE.number && typeof issue['title'] === 'string' ? undefined : `${name} returned no issue: ${JSON.stringify(result).slice(0, 160)}`;
+  }
   const notes = (result['structuredContent'] as Json | undefined)?.['notes'];
   return Array.isArray(notes) && notes.length > 0 ? undefined : 'notes_list returned no notes';
 }

@@ -32,7 +32,7 @@ export interface BrowserRun {
 }
 
 /** Opens the connect link as `login`, signing in to the broker on the way; stops on the review page. */
-export async function openConnectLink(stack: BrokerStack, url: string, login: string, browser: TestBrowser = createTestBrowser({ fetch: stack.fetch })): Promise<BrowserRun> {
+export async function openConnectLink(stack: Pick<BrokerStack, 'brokerUrl' | 'fetch'>, url: string, login: string, browser: TestBrowser = createTestBrowser({ fetch: stack.fetch })): Promise<BrowserRun> {
   const first = await browser.get(url);
   if (!first.text.includes('Sign in to connect')) return { browser, review: first };
   const signInForm = await browser.get(new URL(/href="(\/login\?[^"]+)"/.exec(first.text)![1]!.replace(/&amp;/g, '&'), stack.brokerUrl).href);
@@ -50,7 +50,7 @@ export const GITHUB_FORMS = { allow: '/authorize', deny: '/deny' };
  * provider (the Report Service unless `forms` says otherwise), Allow there;
  * returns the final page (our done page, or wherever a refusal stopped it).
  */
-export async function consentAndAuthorize(stack: BrokerStack, run: BrowserRun, login: string, decision: 'Allow' | 'Deny' = 'Allow', forms = REPORTS_FORMS): Promise<BrowserResponse> {
+export async function consentAndAuthorize(stack: Pick<BrokerStack, 'brokerUrl' | 'fetch'>, run: BrowserRun, login: string, decision: 'Allow' | 'Deny' = 'Allow', forms = REPORTS_FORMS): Promise<BrowserResponse> {
   const providerLogin = await run.browser.submitForm(run.review, {}, { form: '/connect/' });
   const consentPage = providerLogin.text.includes('name="password"') ? await run.browser.submitForm(providerLogin, { login, password: DEV_PASSWORD }) : providerLogin;
   return run.browser.submitForm(consentPage, {}, { form: decision === 'Allow' ? forms.allow : forms.deny });
