@@ -2,7 +2,7 @@ import type { CallToolResult, McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { Principal } from '../src/auth/principal.js';
 import type { Pool } from '../src/db/pool.js';
-import { toToolError } from '../src/errors/toMcp.js';
+import { toToolError } from '../src/mcp/toMcp.js';
 import { BodySchema, TitleSchema } from '../src/notes/note.js';
 import { createNote, listNotes, listWorkspaces } from '../src/notes/notes.js';
 
@@ -115,7 +115,7 @@ function complete(text: string, structuredContent: Record<string, unknown>): Cal
   return { content: [{ type: 'text', text }], structuredContent };
 }
 
-// The broker's error mapping (errors/toMcp.ts), so a failing call looks the same from both servers.
+// The broker's error mapping (mcp/toMcp.ts), so a failing call looks the same from both servers.
 async function guarded(run: () => Promise<CallToolResult>): Promise<CallToolResult> {
   try {
     return await run();

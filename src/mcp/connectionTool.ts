@@ -10,7 +10,7 @@ import { findReceiptByNavigation, type OperationReceipt } from '../broker/receip
 import { settleConnectedFlow } from '../broker/settleOpenFlows.js';
 import { findOpenFlowFor, findReusableNavigation, startNavigation, type NavigationRequest } from '../broker/startNavigation.js';
 import { InvalidInputError } from '../errors/appError.js';
-import { invalidParams, missingRequiredClientCapability } from '../errors/toMcp.js';
+import { invalidParams, missingRequiredClientCapability } from './toMcp.js';
 import { performOrForget, reconnectOutcome, reconnectReasonOf, type StoredAccess } from '../broker/forgetConnection.js';
 import { accessTokenFor, type TokenVaultDeps } from '../secrets/tokenVault.js';
 import { completeResult, errorResult, type ToolContext } from './defineTool.js';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { InvalidInputError } from '../errors/appError.js';
-import { McpProtocolError, toToolError } from '../errors/toMcp.js';
+import { McpProtocolError, toToolError } from './toMcp.js';
 import type { Logger } from '../shared/logger.js';
 import type { CallToolResult, ClientCapabilities, ToolCallResult } from './protocol.js';
 
@@ -39,7 +39,7 @@ export interface Tool<D> {
 
 /**
  * The one try/catch around tools: arguments are parsed before
- * the handler runs; AppErrors become `isError` results through errors/toMcp.ts;
+ * the handler runs; AppErrors become `isError` results through mcp/toMcp.ts;
  * protocol errors (a bad requestState) pass through as JSON-RPC errors.
  */
 export function defineTool<S extends z.ZodObject, D>(spec: ToolSpec<S, D>): Tool<D> {

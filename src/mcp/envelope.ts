@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { headerMismatch, invalidMeta, invalidRequest, McpProtocolError, methodNotFound, unsupportedProtocolVersion } from '../errors/toMcp.js';
+import { headerMismatch, invalidMeta, invalidRequest, McpProtocolError, methodNotFound, unsupportedProtocolVersion } from './toMcp.js';
 import { LEGACY_VERSION, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, MODERN_VERSION, SUPPORTED_VERSIONS, type ClientCapabilities, type RequestId } from './protocol.js';
 
 export type Envelope =

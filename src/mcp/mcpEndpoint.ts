@@ -12,7 +12,7 @@ import {
   payloadTooLarge,
   unavailable,
   unsupportedMediaType,
-} from '../errors/toMcp.js';
+} from './toMcp.js';
 import type { Logger } from '../shared/logger.js';
 import { mustCloseConnection, readBody } from '../web/requestBody.js';
 import { EnvelopeError, readEnvelope } from './envelope.js';
@@ -142,7 +142,7 @@ function challenge(deps: McpEndpointDeps, res: ServerResponse, err: AppError): v
   return sendRaw(res, 401, JSON.stringify({ error: 'invalid_token', error_description: err.message }));
 }
 
-// The status is the error's own (errors/toMcp.ts).
+// The status is the error's own (mcp/toMcp.ts).
 function sendError(res: ServerResponse, id: RequestId | null, err: McpProtocolError): void {
   sendRaw(res, err.httpStatus, errorMessage(id, err));
 }

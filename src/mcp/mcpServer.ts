@@ -1,4 +1,4 @@
-import { invalidParams, methodNotFound, missingRequiredClientCapability, toJsonRpcError } from '../errors/toMcp.js';
+import { invalidParams, methodNotFound, missingRequiredClientCapability, toJsonRpcError } from './toMcp.js';
 import type { Logger } from '../shared/logger.js';
 import type { Tool, ToolContext } from './defineTool.js';
 import type { Envelope } from './envelope.js';

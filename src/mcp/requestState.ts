@@ -3,7 +3,7 @@ import { EncryptJWT, errors, jwtDecrypt } from 'jose';
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import type { Keyring } from '../crypto/keyring.js';
-import { invalidParams } from '../errors/toMcp.js';
+import { invalidParams } from './toMcp.js';
 import type { Clock } from '../shared/clock.js';
 
 // MRTR requestState (MCP 2026-07-28 MRTR, Server Requirements): an attacker-controlled string, so it is

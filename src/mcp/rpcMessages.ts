@@ -1,4 +1,4 @@
-import type { McpProtocolError } from '../errors/toMcp.js';
+import type { McpProtocolError } from './toMcp.js';
 import type { RequestId } from './protocol.js';
 
 // The JSON-RPC 2.0 messages the broker writes (both eras), as JSON text, and

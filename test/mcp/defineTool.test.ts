@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { NotFoundError } from '../../src/errors/appError.js';
-import { invalidParams } from '../../src/errors/toMcp.js';
+import { invalidParams } from '../../src/mcp/toMcp.js';
 import { completeResult, defineTool, errorResult, type ToolContext } from '../../src/mcp/defineTool.js';
 import { createLogger } from '../../src/shared/logger.js';
 

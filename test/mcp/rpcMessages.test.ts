@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { invalidParams, missingRequiredClientCapability, sessionEnded } from '../../src/errors/toMcp.js';
+import { invalidParams, missingRequiredClientCapability, sessionEnded } from '../../src/mcp/toMcp.js';
 import { errorMember, errorMessage, notificationMessage, requestMessage, resultMessage, sseMessage } from '../../src/mcp/rpcMessages.js';
 
 describe('JSON-RPC messages', () => {

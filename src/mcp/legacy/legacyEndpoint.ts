@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Principal } from '../../auth/principal.js';
 import { findNavigationById } from '../../broker/navigationRepo.js';
 import { State } from '../../broker/navigationStates.js';
-import { invalidRequest, McpProtocolError, methodNotFound, tooManySessions, unknownSession } from '../../errors/toMcp.js';
+import { invalidRequest, McpProtocolError, methodNotFound, tooManySessions, unknownSession } from '../toMcp.js';
 import type { Logger } from '../../shared/logger.js';
 import type { ToolContext } from '../defineTool.js';
 import type { ClientCapabilities, RequestId } from '../protocol.js';
@@ -42,7 +42,7 @@ function sendJson(res: ServerResponse, status: number, text: string, headers: Re
   res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text), ...headers }).end(text);
 }
 
-/** A refusal of the session layer, with its own status (errors/toMcp.ts). */
+/** A refusal of the session layer, with its own status (mcp/toMcp.ts). */
 function refuse(res: ServerResponse, id: RequestId | null, err: McpProtocolError, headers: Record<string, string> = {}): void {
   sendJson(res, err.httpStatus, errorMessage(id, err), headers);
 }

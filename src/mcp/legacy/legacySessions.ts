@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { Principal } from '../../auth/principal.js';
-import { sessionEnded } from '../../errors/toMcp.js';
+import { sessionEnded } from '../toMcp.js';
 import type { ClientCapabilities, RequestId } from '../protocol.js';
 import { errorMember } from '../rpcMessages.js';
 

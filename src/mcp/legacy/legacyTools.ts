@@ -10,7 +10,7 @@ import { findReceiptByNavigation } from '../../broker/receiptRepo.js';
 import { settleConnectedFlow } from '../../broker/settleOpenFlows.js';
 import { findReusableNavigation, startNavigation } from '../../broker/startNavigation.js';
 import { InvalidInputError } from '../../errors/appError.js';
-import { invalidParams, McpProtocolError, toToolError, urlElicitationRequired } from '../../errors/toMcp.js';
+import { invalidParams, McpProtocolError, toToolError, urlElicitationRequired } from '../toMcp.js';
 import { performOrForget, reconnectReasonOf } from '../../broker/forgetConnection.js';
 import { accessTokenFor } from '../../secrets/tokenVault.js';
 import type { Logger } from '../../shared/logger.js';

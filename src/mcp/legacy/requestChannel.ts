@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { sessionEnded } from '../../errors/toMcp.js';
+import { sessionEnded } from '../toMcp.js';
 import type { RequestId } from '../protocol.js';
 import { errorMessage, notificationMessage, requestMessage, sseMessage } from '../rpcMessages.js';
 import type { LegacySession } from './legacySessions.js';

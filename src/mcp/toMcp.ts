@@ -1,5 +1,5 @@
-import { SUPPORTED_VERSIONS, type ClientCapabilities } from '../mcp/protocol.js';
-import { toAppError, type AppErrorCode } from './appError.js';
+import { SUPPORTED_VERSIONS, type ClientCapabilities } from './protocol.js';
+import { toAppError, type AppErrorCode } from '../errors/appError.js';
 
 // The ONLY mapping from errors to MCP, as one table: each
 // protocol error the broker sends, its JSON-RPC code and the HTTP status it

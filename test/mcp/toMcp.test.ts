@@ -26,7 +26,7 @@ import {
   unsupportedProtocolVersion,
   urlElicitationRequired,
   type RpcErrorKind,
-} from '../../src/errors/toMcp.js';
+} from '../../src/mcp/toMcp.js';
 
 const elicitation = { mode: 'url' as const, elicitationId: 'nav-1', url: 'https://broker.example/connect/x', message: 'Connect Reports' };
 
