@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { AppError } from '../src/errors/appError.js';
 import { completeResult } from '../src/mcp/defineTool.js';
 import { defineConnectionTool } from '../src/mcp/defineConnectionTool.js';
-import { GITHUB_PROVIDER } from '../src/providers/githubApi.js';
+import { GITHUB_PROVIDER } from '../src/mcp/tools/githubApi.js';
 import { providerRefusal } from '../src/providers/providerRefusal.js';
 import { plainText } from '../src/security/displayText.js';
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { createIssue, GITHUB_PROVIDER, REPOSITORY, type Issue } from '../../providers/githubApi.js';
+import { createIssue, GITHUB_PROVIDER, REPOSITORY, type Issue } from './githubApi.js';
 import { quoteForeign } from '../../security/displayText.js';
 import { defineConnectionTool } from '../defineConnectionTool.js';
 import { completeResult } from '../defineTool.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { GITHUB_PROVIDER, listMyIssues, type Issue } from '../../providers/githubApi.js';
+import { GITHUB_PROVIDER, listMyIssues, type Issue } from './githubApi.js';
 import { defineConnectionTool } from '../defineConnectionTool.js';
 import { completeResult } from '../defineTool.js';
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { createReport, REPORTS_PROVIDER } from '../../providers/reportsApi.js';
+import { createReport, REPORTS_PROVIDER } from './reportsApi.js';
 import { quoteForeign } from '../../security/displayText.js';
 import { defineConnectionTool } from '../defineConnectionTool.js';
 import { completeResult } from '../defineTool.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { listReports, REPORTS_PROVIDER } from '../../providers/reportsApi.js';
+import { listReports, REPORTS_PROVIDER } from './reportsApi.js';
 import { defineConnectionTool } from '../defineConnectionTool.js';
 import { completeResult } from '../defineTool.js';
 

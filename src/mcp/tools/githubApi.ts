@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { AppError } from '../errors/appError.js';
-import type { ConnectionFetch } from '../mcp/connectionFetch.js';
-import { plainText } from '../security/displayText.js';
-import { providerRefusal } from './providerRefusal.js';
+import { AppError } from '../../errors/appError.js';
+import type { ConnectionFetch } from '../connectionFetch.js';
+import { plainText } from '../../security/displayText.js';
+import { providerRefusal } from '../../providers/providerRefusal.js';
 
 // The slice of GitHub's REST API (2022-11-28) the built-in GitHub tools use,
 // as a client: the only code that knows these paths and shapes. Answers are

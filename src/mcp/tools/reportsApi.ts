@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { AppError, UnavailableError } from '../errors/appError.js';
-import type { ConnectionFetch } from '../mcp/connectionFetch.js';
+import { AppError, UnavailableError } from '../../errors/appError.js';
+import type { ConnectionFetch } from '../connectionFetch.js';
 
 // The demo Report Service's API as a client: the only code that knows its
 // paths and shapes. Responses are parsed at this edge. The fetch is bound to
