@@ -15,7 +15,7 @@ const noInsecureRequests = {
 // One source for navigation states: outside the state machine's module, code names a
 // state through its exports (State.EXPIRED, openStates, …) and SQL takes states as parameters, so no
 // list typed elsewhere can miss a state the table gains. The names are read from the module itself.
-export const navigationStatesModule = 'src/broker/navigationStates.ts';
+export const navigationStatesModule = 'src/flow/navigationStates.ts';
 
 /** The `navigationStates` array of the module, as written there. */
 function readNavigationStates() {
@@ -34,7 +34,7 @@ const noStateLiterals = {
     type: 'problem',
     schema: [],
     messages: {
-      stateLiteral: '{{state}} is a navigation state: name it through src/broker/navigationStates.ts (State.{{state}}, or a derived set such as openStates) and pass it to SQL as a parameter.',
+      stateLiteral: '{{state}} is a navigation state: name it through src/flow/navigationStates.ts (State.{{state}}, or a derived set such as openStates) and pass it to SQL as a parameter.',
     },
   },
   create(context) {

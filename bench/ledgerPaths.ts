@@ -1,5 +1,5 @@
-import type { Lineage } from '../src/broker/navigationStates.js';
-import { nextState, type NavigationEvent, type NavigationState } from '../src/broker/navigationStates.js';
+import type { Lineage } from '../src/flow/navigationStates.js';
+import { nextState, type NavigationEvent, type NavigationState } from '../src/flow/navigationStates.js';
 
 // The paths the ledger bench seeds: each one a real walk through the
 // transition table (nextState() checks every step), grouped as the broker

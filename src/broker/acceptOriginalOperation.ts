@@ -6,9 +6,9 @@ import { ConflictError, ForbiddenError, NotFoundError } from '../errors/appError
 import { advance } from './advance.js';
 import { isApproved } from './approvals.js';
 import type { BrokerDeps } from './brokerDeps.js';
-import type { Lineage } from './navigationStates.js';
+import type { Lineage } from '../flow/navigationStates.js';
 import { lockNavigation } from './navigationRepo.js';
-import { acceptEvents, State } from './navigationStates.js';
+import { acceptEvents, State } from '../flow/navigationStates.js';
 import { findReceiptById, findReceiptByKey, insertReceiptOnce, recordOutcome, releasePerformLease, takePerformLease, type OperationReceipt } from './receiptRepo.js';
 
 export interface OriginalOperation {

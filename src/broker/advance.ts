@@ -2,9 +2,9 @@ import { ConflictError } from '../errors/appError.js';
 import type { Pool, Queryable } from '../db/pool.js';
 import { withTransaction } from '../db/transaction.js';
 import { appendEntries, appendEntry, countEntries, type LedgerEntry } from '../ledger/ledgerRepo.js';
-import type { NavigationRecord } from './navigationRecord.js';
+import type { NavigationRecord } from '../flow/navigationRecord.js';
 import { compareAndSetStatus, lockNavigation } from './navigationRepo.js';
-import { canTransition, nextState, type NavigationEvent } from './navigationStates.js';
+import { canTransition, nextState, type NavigationEvent } from '../flow/navigationStates.js';
 
 export interface Actor {
   actor: string;

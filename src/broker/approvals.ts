@@ -6,9 +6,9 @@ import { recordOperatorAction } from '../ledger/operatorRepo.js';
 import { advance, recordWithoutMoving } from './advance.js';
 import { decideApprovalRow, findApprovalByNavigation, insertApprovalOnce, lockApproval, type Approval } from './approvalRepo.js';
 import type { BrokerDeps } from './brokerDeps.js';
-import type { NavigationRecord } from './navigationRecord.js';
+import type { NavigationRecord } from '../flow/navigationRecord.js';
 import { findNavigationById, lockNavigation } from './navigationRepo.js';
-import { State } from './navigationStates.js';
+import { State } from '../flow/navigationStates.js';
 
 // The approval queue: a manual queue takes high-risk confirmations. A verified
 // operation of a high-risk tool or provider is held before

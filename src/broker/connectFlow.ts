@@ -9,9 +9,9 @@ import { digestOf } from '../shared/tokens.js';
 import { advance, recordRefusal } from './advance.js';
 import type { BrokerDeps } from './brokerDeps.js';
 import { recordConsent } from './consentRepo.js';
-import type { NavigationRecord } from './navigationRecord.js';
+import type { NavigationRecord } from '../flow/navigationRecord.js';
 import { findNavigationByHandle, lockNavigation } from './navigationRepo.js';
-import { consentableStates, declinedStates, State, verifiedStates } from './navigationStates.js';
+import { consentableStates, declinedStates, State, verifiedStates } from '../flow/navigationStates.js';
 
 const PENDING_TTL_MS = 10 * 60 * 1000;
 

@@ -1,7 +1,7 @@
 import type { Sealed } from '../crypto/secretBox.js';
 import type { Queryable } from '../db/pool.js';
-import { fromRow, type NavigationRecord, type NavigationRow } from './navigationRecord.js';
-import { expirableStates, openStates, type NavigationState } from './navigationStates.js';
+import { fromRow, type NavigationRecord, type NavigationRow } from '../flow/navigationRecord.js';
+import { expirableStates, openStates, type NavigationState } from '../flow/navigationStates.js';
 
 const COLUMNS = `id, record_version, server_id, subject_iss, subject_sub, client_id, request_digest, tool, target_scheme,
   target_host, redirect_policy, purpose, provider, handle_digest, state_nonce_digest, session_generation, lineage,

@@ -8,9 +8,9 @@ import { storeTokens } from '../secrets/tokenVault.js';
 import { digestOf } from '../shared/tokens.js';
 import { advance, recordRefusal, type REFUSAL_EVENTS } from './advance.js';
 import type { BrokerDeps } from './brokerDeps.js';
-import type { NavigationRecord } from './navigationRecord.js';
+import type { NavigationRecord } from '../flow/navigationRecord.js';
 import { findNavigationById, lockNavigation, lockOpenNavigationsFor } from './navigationRepo.js';
-import { State } from './navigationStates.js';
+import { State } from '../flow/navigationStates.js';
 import { settleSiblingFlows } from './settleOpenFlows.js';
 
 /**

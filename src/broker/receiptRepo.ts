@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/pool.js';
 import type { Sealed } from '../crypto/secretBox.js';
-import type { Lineage } from './navigationStates.js';
+import type { Lineage } from '../flow/navigationStates.js';
 
 export interface OperationReceipt {
   id: string;

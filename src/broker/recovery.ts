@@ -4,9 +4,9 @@ import type { Principal } from '../auth/principal.js';
 import { recordOperatorAction } from '../ledger/operatorRepo.js';
 import { advance, recordWithoutMoving } from './advance.js';
 import type { BrokerDeps } from './brokerDeps.js';
-import type { NavigationRecord } from './navigationRecord.js';
+import type { NavigationRecord } from '../flow/navigationRecord.js';
 import { findNavigationById, findReissueOf, lockNavigation } from './navigationRepo.js';
-import { canTransition, openStates, State } from './navigationStates.js';
+import { canTransition, openStates, State } from '../flow/navigationStates.js';
 import { findReceiptById, findReceiptByNavigation, findSealedArguments, markRedriveDue, type OperationReceipt } from './receiptRepo.js';
 import { startNavigation } from './startNavigation.js';
 

@@ -6,7 +6,7 @@ import { recordWithoutMoving } from './advance.js';
 import type { BrokerDeps } from './brokerDeps.js';
 import { findNavigationById } from './navigationRepo.js';
 import { latestEventOf } from '../ledger/ledgerRepo.js';
-import type { NavigationRecord } from './navigationRecord.js';
+import type { NavigationRecord } from '../flow/navigationRecord.js';
 import { findSealedArguments, holdRedrive, leaseDueReceipts, type OperationReceipt } from './receiptRepo.js';
 
 /** An operation rebuilt from its tool name and kept arguments (the MCP tools supply these). */

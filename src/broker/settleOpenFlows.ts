@@ -3,9 +3,9 @@ import type { Queryable } from '../db/pool.js';
 import { withTransaction } from '../db/transaction.js';
 import { advance, type Actor } from './advance.js';
 import type { BrokerDeps } from './brokerDeps.js';
-import type { NavigationRecord } from './navigationRecord.js';
+import type { NavigationRecord } from '../flow/navigationRecord.js';
 import { lockNavigation, lockOpenNavigationsFor } from './navigationRepo.js';
-import { canTransition } from './navigationStates.js';
+import { canTransition } from '../flow/navigationStates.js';
 
 const EVENT = 'connection_present';
 

@@ -8,9 +8,9 @@ import { checkUrl } from '../security/urlPolicy.js';
 import { digestOf, randomToken } from '../shared/tokens.js';
 import { advance, recordWithoutMoving } from './advance.js';
 import { callbackPathFor, DONE_PATH, type BrokerDeps } from './brokerDeps.js';
-import type { NavigationRecord } from './navigationRecord.js';
+import type { NavigationRecord } from '../flow/navigationRecord.js';
 import { countNavigationsSince, countOpenNavigations, findLatestForOperation, findSealedHandle, insertNavigation, lockPrincipalQuota } from './navigationRepo.js';
-import { openStates, State, type Lineage } from './navigationStates.js';
+import { openStates, State, type Lineage } from '../flow/navigationStates.js';
 
 export interface NavigationRequest {
   principal: Principal;

@@ -7,7 +7,7 @@ import { AGE_HINT, parseAge } from '../ledger/flowAge.js';
 import { evaluateGates } from '../ledger/gates.js';
 import { findFlowDetail, findFlows, findGateFigures, findReconcileFindings, findStuckFlows } from '../ledger/ledgerQueriesRepo.js';
 import { verifyChain } from '../ledger/ledgerRepo.js';
-import { lineages, navigationStates, State } from '../broker/navigationStates.js';
+import { lineages, navigationStates, State } from '../flow/navigationStates.js';
 import { formatTable } from './table.js';
 import { actionCommands, ActionError, runAction, type ActionCommand } from './ledgerActions.js';
 import { authenticateOperator, OperatorAuthError } from './operatorAuth.js';

@@ -1,4 +1,4 @@
-import { completableStates, completionEvents, openStates, State, verifiedStates } from '../broker/navigationStates.js';
+import { completableStates, completionEvents, openStates, State, verifiedStates } from '../flow/navigationStates.js';
 import type { Queryable } from '../db/pool.js';
 
 // Read-only questions operators ask of the ledger. SELECT only.

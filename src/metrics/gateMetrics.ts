@@ -1,5 +1,5 @@
 import { Gauge, type Registry } from 'prom-client';
-import { State } from '../broker/navigationStates.js';
+import { State } from '../flow/navigationStates.js';
 import type { Queryable } from '../db/pool.js';
 import { evaluateGates } from '../ledger/gates.js';
 import { findGateFigures, type GateFigures } from '../ledger/ledgerQueriesRepo.js';

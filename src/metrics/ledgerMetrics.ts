@@ -1,5 +1,5 @@
 import { Counter, Histogram, type Registry } from 'prom-client';
-import { State } from '../broker/navigationStates.js';
+import { State } from '../flow/navigationStates.js';
 import type { Queryable } from '../db/pool.js';
 import type { Logger } from '../shared/logger.js';
 import { countTransitions, findCompletionLatencyBuckets, findLedgerHead, type LatencyBucket } from './ledgerMetricsRepo.js';

@@ -1,4 +1,4 @@
-import { State } from '../broker/navigationStates.js';
+import { State } from '../flow/navigationStates.js';
 import type { Queryable } from '../db/pool.js';
 
 // Read-only aggregates for the operator dashboard. SELECT

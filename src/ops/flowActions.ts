@@ -1,4 +1,4 @@
-import { canTransition, navigationStates, openStates, transitions, type NavigationState } from '../broker/navigationStates.js';
+import { canTransition, navigationStates, openStates, transitions, type NavigationState } from '../flow/navigationStates.js';
 
 // Which recovery actions a flow's page offers. The use cases
 // in broker/recovery.ts decide for real; this only hides forms that would be

@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { findApprovals } from '../broker/approvalRepo.js';
-import { navigationStates, openStates, verifiedStates, type NavigationState } from '../broker/navigationStates.js';
+import { navigationStates, openStates, verifiedStates, type NavigationState } from '../flow/navigationStates.js';
 import { evaluateGates } from '../ledger/gates.js';
 import { pauseConnections, resumeConnections } from '../ledger/killSwitch.js';
 import { findStuckFlows } from '../ledger/ledgerQueriesRepo.js';

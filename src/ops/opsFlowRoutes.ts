@@ -1,9 +1,9 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { findApprovalByNavigation } from '../broker/approvalRepo.js';
-import { lineages } from '../broker/navigationStates.js';
+import { lineages } from '../flow/navigationStates.js';
 import { findReissueOf } from '../broker/navigationRepo.js';
-import { navigationStates } from '../broker/navigationStates.js';
+import { navigationStates } from '../flow/navigationStates.js';
 import { NotFoundError } from '../errors/appError.js';
 import { AGE_HINT, parseAge } from '../ledger/flowAge.js';
 import { findFlowDetail, findFlows, findReconcileFindings, findStuckFlows, type FlowFilters, type FlowRow } from '../ledger/ledgerQueriesRepo.js';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { advance } from '../../src/broker/advance.js';
 import { findNavigationById, insertNavigation } from '../../src/broker/navigationRepo.js';
-import { navigationStates, transitions, type NavigationState } from '../../src/broker/navigationStates.js';
+import { navigationStates, transitions, type NavigationState } from '../../src/flow/navigationStates.js';
 import { withTransaction } from '../../src/db/transaction.js';
 import { ConflictError } from '../../src/errors/appError.js';
 import { findEntries } from '../../src/ledger/ledgerRepo.js';

@@ -15,7 +15,7 @@ import {
   terminalStates,
   transitions,
   verifiedStates,
-} from '../../src/broker/navigationStates.js';
+} from '../../src/flow/navigationStates.js';
 
 describe('navigation state machine', () => {
   const allowed = new Map(transitions.map((t) => [`${t.from}|${t.event}`, t.to]));

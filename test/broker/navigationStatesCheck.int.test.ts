@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { completableStates, completionEvents, navigationStates, openStates } from '../../src/broker/navigationStates.js';
+import { completableStates, completionEvents, navigationStates, openStates } from '../../src/flow/navigationStates.js';
 import { createTestDb, type TestDb } from '../support/testDb.js';
 
 // The states live twice: in the transition table and in the migrations' CHECK

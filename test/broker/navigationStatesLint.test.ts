@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ESLint } from 'eslint';
 import { describe, expect, it } from 'vitest';
-import { navigationStates } from '../../src/broker/navigationStates.js';
+import { navigationStates } from '../../src/flow/navigationStates.js';
 
 // The repository's own ESLint configuration, run through ESLint's Node API: a state spelled as a
 // literal in src/ fails `npm run lint`, except in the state machine's module.
@@ -44,7 +44,7 @@ describe('the lint rule that keeps navigation states in their module', { timeout
   });
 
   it('lets the state machine module itself name the states', async () => {
-    const [result] = await eslint.lintFiles([join(root, 'src/broker/navigationStates.ts')]);
+    const [result] = await eslint.lintFiles([join(root, 'src/flow/navigationStates.ts')]);
     expect(result!.messages).toEqual([]);
   });
 

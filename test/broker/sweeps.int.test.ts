@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { advance } from '../../src/broker/advance.js';
 import { findNavigationById, insertNavigation } from '../../src/broker/navigationRepo.js';
-import { canTransition, navigationStates, type NavigationState } from '../../src/broker/navigationStates.js';
+import { canTransition, navigationStates, type NavigationState } from '../../src/flow/navigationStates.js';
 import { NONCE_GRACE_MS } from '../../src/broker/sweepRepo.js';
 import { sweepOnce } from '../../src/broker/sweeps.js';
 import { withTransaction } from '../../src/db/transaction.js';

@@ -2,7 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { NavigationState } from '../../src/broker/navigationStates.js';
+import type { NavigationState } from '../../src/flow/navigationStates.js';
 import { insertNavigation } from '../../src/broker/navigationRepo.js';
 import { DEV_PASSWORD } from '../../src/dev/devUsers.js';
 import { appendEntries } from '../../src/ledger/ledgerRepo.js';

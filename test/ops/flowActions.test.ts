@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { canTransition, navigationStates, openStates } from '../../src/broker/navigationStates.js';
+import { canTransition, navigationStates, openStates } from '../../src/flow/navigationStates.js';
 import { flowActions } from '../../src/ops/flowActions.js';
 
 const now = new Date('2026-03-02T12:00:00Z');

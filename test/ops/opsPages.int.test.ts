@@ -1,7 +1,7 @@
 import nock from 'nock';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { insertNavigation } from '../../src/broker/navigationRepo.js';
-import type { NavigationRecord } from '../../src/broker/navigationRecord.js';
+import type { NavigationRecord } from '../../src/flow/navigationRecord.js';
 import { DEV_PASSWORD } from '../../src/dev/devUsers.js';
 import type { Fetch } from '../../src/shared/httpClient.js';
 import { digestOf, randomToken } from '../../src/shared/tokens.js';

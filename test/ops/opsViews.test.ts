@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { navigationStates } from '../../src/broker/navigationStates.js';
+import { navigationStates } from '../../src/flow/navigationStates.js';
 import { columnChart, rowChart } from '../../src/ops/charts.js';
 import { flowActions, NOTICES } from '../../src/ops/flowActions.js';
 import { createRender } from '../../src/web/render.js';

@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { NavigationRecord } from '../../src/broker/navigationRecord.js';
-import type { NavigationState } from '../../src/broker/navigationStates.js';
+import type { NavigationRecord } from '../../src/flow/navigationRecord.js';
+import type { NavigationState } from '../../src/flow/navigationStates.js';
 
 /** A navigation record for repository-level tests: alice, the Report Service, expiring in ten minutes. */
 export function navigationFixture(status: NavigationState = 'CREATED', overrides: Partial<NavigationRecord> = {}): NavigationRecord {

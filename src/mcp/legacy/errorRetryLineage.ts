@@ -1,7 +1,7 @@
 import type { BrokerDeps } from '../../broker/brokerDeps.js';
-import type { NavigationRecord } from '../../broker/navigationRecord.js';
+import type { NavigationRecord } from '../../flow/navigationRecord.js';
 import { findLatestForOperation } from '../../broker/navigationRepo.js';
-import { acceptedStates, openStates, verifiedStates } from '../../broker/navigationStates.js';
+import { acceptedStates, openStates, verifiedStates } from '../../flow/navigationStates.js';
 import { sameClient, type ConnectionCall } from '../connectionTool.js';
 import type { ToolContext } from '../defineTool.js';
 

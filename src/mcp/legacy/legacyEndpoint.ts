@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Principal } from '../../auth/principal.js';
 import { findNavigationById } from '../../broker/navigationRepo.js';
-import { State } from '../../broker/navigationStates.js';
+import { State } from '../../flow/navigationStates.js';
 import { invalidRequest, McpProtocolError, methodNotFound, tooManySessions, unknownSession } from '../toMcp.js';
 import type { Logger } from '../../shared/logger.js';
 import type { ToolContext } from '../defineTool.js';
