@@ -1,5 +1,6 @@
 // Dependencies point one way: no import cycle anywhere in src/, type-only imports included
-// (they tie modules together for the reader and the type checker as much as runtime imports do).
+// (they tie modules together for the reader and the type checker as much as runtime imports do),
+// and folders that once imported each other now import in one direction only.
 // Run by `npm run lint`; test/lint/dependencyRules.test.ts plants a cycle to show it fails.
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -11,6 +12,27 @@ module.exports = {
       from: {},
       to: { circular: true },
     },
+    // Folders point one way (the pairs that once went both ways). Paths match anywhere in the
+    // path, so the rules' own test can plant a `src/` tree elsewhere.
+    ...[
+      ['auth', 'web', 'sign-in logic under the routes that serve it'],
+      ['errors', 'mcp', 'errors/ holds AppError and the HTTP table; each wire maps errors itself'],
+      ['flow', 'broker', 'the flow aggregate under the use cases that move it'],
+      ['ledger', 'broker', 'the ledger records flows; the broker writes to it'],
+      ['secrets', 'broker', 'the vault under the flows that fill it'],
+      ['providers', 'oauth', 'provider facts (catalog, conformers) under the OAuth client that uses them'],
+      ['providers', 'mcp', 'providers know nothing of the MCP wire'],
+      ['notes', 'mcp', 'a domain does not import a transport'],
+      ['flow', 'mcp', 'a domain does not import a transport'],
+      ['dev', 'cli', 'the CLI uses the development servers, not the other way'],
+      ['runtime', 'dev', 'the runtime is told about development servers, it does not load them'],
+    ].map(([from, to, why]) => ({
+      name: `${from}-not-${to}`,
+      severity: 'error',
+      comment: `${from}/ may not import ${to}/: ${why}.`,
+      from: { path: `(^|/)src/${from}/` },
+      to: { path: `(^|/)src/${to}/` },
+    })),
   ],
   options: {
     tsPreCompilationDeps: true,

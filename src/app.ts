@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import express, { type Express } from 'express';
-import { authRoutes, DEFAULT_LOGIN_RATE_LIMIT } from './auth/authRoutes.js';
+import { authRoutes, DEFAULT_LOGIN_RATE_LIMIT } from './web/authRoutes.js';
 import type { BrokerDeps } from './broker/brokerDeps.js';
 import { connectRoutes } from './broker/connectRoutes.js';
 import type { MigrationFile } from './db/migrate.js';

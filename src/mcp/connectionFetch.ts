@@ -1,6 +1,6 @@
 import { AppError, UnavailableError } from '../errors/appError.js';
 import { UpstreamUnauthorizedError } from '../broker/forgetConnection.js';
-import { memberAt } from '../oauth/conformers/responseFields.js';
+import { memberAt } from '../providers/conformers/responseFields.js';
 import { API_USER_AGENT } from '../oauth/upstreamAccount.js';
 import type { Fetch } from '../shared/httpClient.js';
 

@@ -3,7 +3,7 @@ import { UnavailableError } from '../errors/appError.js';
 import { checkUrl, UrlPolicyError, type UrlPolicy } from '../security/urlPolicy.js';
 import { strictFetch, type Fetch } from '../shared/httpClient.js';
 import type { Secret } from '../shared/secret.js';
-import type { Conformer, TokenExtras } from './conformers/conformer.js';
+import type { Conformer, TokenExtras } from '../providers/conformers/conformer.js';
 import { oauthErrorHandler } from './oauthErrors.js';
 import { singleFlight } from '../shared/singleFlight.js';
 

@@ -5,7 +5,7 @@ import { ACCESS_TOKEN_ALGORITHMS, ACCESS_TOKEN_REQUIRED_CLAIMS } from '../securi
 import { checkUrl } from '../security/urlPolicy.js';
 import { strictFetch, type Fetch } from '../shared/httpClient.js';
 import { singleFlight } from '../shared/singleFlight.js';
-import { conformerFor } from './conformers/registry.js';
+import { conformerFor } from '../providers/conformers/registry.js';
 import { connectProviderServer, MAX_AUTH_RESPONSE_BYTES, type AuthorizationChecks, type OAuthServer, type ServerTokens } from './oauthClient.js';
 import { tokenAnswerPaths, upstreamConnectionOf, type UpstreamConnection } from './upstreamAccount.js';
 

@@ -2,7 +2,7 @@ import { UpstreamAuthError } from '../errors/appError.js';
 import type { Provider } from '../providers/providerConfig.js';
 import { checkUrl, UrlPolicyError } from '../security/urlPolicy.js';
 import { strictFetch, type Fetch } from '../shared/httpClient.js';
-import { isObject, memberAt } from './conformers/responseFields.js';
+import { isObject, memberAt } from '../providers/conformers/responseFields.js';
 import type { ServerTokens } from './oauthClient.js';
 
 /** What the broker learns about a connection when it is made (kept in `connections`, never a token). */

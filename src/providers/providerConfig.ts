@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { ConformerName } from '../oauth/conformers/registry.js';
+import type { ConformerName } from './conformers/registry.js';
 import { checkUrl, UrlPolicyError } from '../security/urlPolicy.js';
 import { Secret } from '../shared/secret.js';
 import { catalog } from './catalog/catalog.js';

@@ -1,5 +1,5 @@
 import { InvalidInputError, UnavailableError, type AppError } from '../errors/appError.js';
-import { isObject } from '../oauth/conformers/responseFields.js';
+import { isObject } from './conformers/responseFields.js';
 import { plainText } from '../security/displayText.js';
 
 const MAX_MESSAGE = 200;

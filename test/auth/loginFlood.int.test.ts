@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_LOGIN_RATE_LIMIT } from '../../src/auth/authRoutes.js';
+import { DEFAULT_LOGIN_RATE_LIMIT } from '../../src/web/authRoutes.js';
 import { DEV_PASSWORD } from '../../src/dev/devUsers.js';
 import { createTestBrowser } from '../support/testBrowser.js';
 import { useBrokerStack } from '../support/useBrokerStack.js';

@@ -1,4 +1,4 @@
-import { memberAt } from '../../oauth/conformers/responseFields.js';
+import { memberAt } from '../../providers/conformers/responseFields.js';
 import { plainText } from '../../security/displayText.js';
 import type { DeclaredEntry } from './declaredEntry.js';
 import { DEFAULT_MAX_BYTES } from './declaredEntry.js';
@@ -70,7 +70,7 @@ function pick(value: unknown, segments: readonly string[]): Picked | undefined {
     .filter((item): item is string | number | boolean | null => item !== undefined);
 }
 
-// Own members only, as a token answer is read (oauth/conformers/responseFields.ts).
+// Own members only, as a token answer is read (providers/conformers/responseFields.ts).
 const walk = (value: unknown, segments: readonly string[]): unknown => (segments.length === 0 ? value : memberAt(value, segments.join('.')));
 
 function scalar(value: unknown): string | number | boolean | null | undefined {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 // The catalog only names a token-response conformer; the one table of them is the registry.
-import { conformerNames } from '../../oauth/conformers/registry.js';
+import { conformerNames } from '../conformers/registry.js';
 
 // A catalog entry says how one provider speaks OAuth: what the broker needs
 // to run the authorization code flow against it and call its API. It is

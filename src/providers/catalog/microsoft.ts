@@ -14,7 +14,7 @@ import type { CatalogEntryInput } from './catalogEntry.js';
 //   lists AADSTS901002 "The 'resource' request parameter isn't supported").
 // - With `openid` among the scopes the token answer adds an ID token issued by
 //   the user's tenant, which this entry cannot check: the `microsoft`
-//   conformer drops it (src/oauth/conformers/microsoft.ts).
+//   conformer drops it (src/providers/conformers/microsoft.ts).
 // - Kept `oauth2`, not `oidc`: the `common` issuer is tenant-templated, so its
 //   discovery document cannot be checked against one issuer. Graph tokens are
 //   not for the client to verify, so they are treated as opaque.

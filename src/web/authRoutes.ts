@@ -1,13 +1,13 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { ForbiddenError } from '../errors/appError.js';
-import { isValidCsrf, requireSameOrigin } from '../web/middleware/csrf.js';
-import { rateLimitByAddress, type RateLimit } from '../web/middleware/rateLimit.js';
-import { parseInput } from '../web/parse.js';
-import { formBody } from '../web/requestBody.js';
-import { readLoginCookie, writeLoginCookie } from './loginCookie.js';
-import { clearSessionCookie, readSessionCookie, writeSessionCookie } from './sessionCookie.js';
-import { beginSignIn, completeSignIn, LOGIN_TTL_MS, signOut, type SignInDeps } from './signIn.js';
+import { isValidCsrf, requireSameOrigin } from './middleware/csrf.js';
+import { rateLimitByAddress, type RateLimit } from './middleware/rateLimit.js';
+import { parseInput } from './parse.js';
+import { formBody } from './requestBody.js';
+import { readLoginCookie, writeLoginCookie } from '../auth/loginCookie.js';
+import { clearSessionCookie, readSessionCookie, writeSessionCookie } from '../auth/sessionCookie.js';
+import { beginSignIn, completeSignIn, LOGIN_TTL_MS, signOut, type SignInDeps } from '../auth/signIn.js';
 
 // A local path only: "/x", never "//host" or "/\host" (open-redirect guard).
 const localPath = z

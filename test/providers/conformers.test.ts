@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { ConformedTokenResponse, RawTokenResponse } from '../../src/oauth/conformers/conformer.js';
-import { conformerFor, conformerNames, isConformerName, type ConformerName } from '../../src/oauth/conformers/registry.js';
+import type { ConformedTokenResponse, RawTokenResponse } from '../../src/providers/conformers/conformer.js';
+import { conformerFor, conformerNames, isConformerName, type ConformerName } from '../../src/providers/conformers/registry.js';
 
 // Token-response conformers, on fixtures written from each provider's own
 // documentation (values invented, shapes as documented; the page is cited
