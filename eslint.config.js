@@ -19,11 +19,21 @@ export const navigationStatesModule = 'src/flow/navigationStates.ts';
 
 /** The `navigationStates` array of the module, as written there. */
 function readNavigationStates() {
-  const { ast } = tseslint.parser.parseForESLint(readFileSync(new URL(navigationStatesModule, import.meta.url), 'utf8'), { sourceType: 'module' });
+  const { ast } = tseslint.parser.parseForESLint(
+    readFileSync(new URL(navigationStatesModule, import.meta.url), 'utf8'),
+    { sourceType: 'module' },
+  );
   for (const statement of ast.body) {
-    const declarator = statement.type === 'ExportNamedDeclaration' ? statement.declaration?.declarations?.find((d) => d.id.name === 'navigationStates') : undefined;
+    const declarator =
+      statement.type === 'ExportNamedDeclaration'
+        ? statement.declaration?.declarations?.find((d) => d.id.name === 'navigationStates')
+        : undefined;
     const list = declarator?.init?.type === 'TSAsExpression' ? declarator.init.expression : declarator?.init;
-    if (list?.type === 'ArrayExpression' && list.elements.every((e) => e?.type === 'Literal' && typeof e.value === 'string')) return list.elements.map((e) => e.value);
+    if (
+      list?.type === 'ArrayExpression' &&
+      list.elements.every((e) => e?.type === 'Literal' && typeof e.value === 'string')
+    )
+      return list.elements.map((e) => e.value);
   }
   throw new Error(`eslint.config.js: no navigationStates array of string literals in ${navigationStatesModule}`);
 }
@@ -34,12 +44,14 @@ const noStateLiterals = {
     type: 'problem',
     schema: [],
     messages: {
-      stateLiteral: '{{state}} is a navigation state: name it through src/flow/navigationStates.ts (State.{{state}}, or a derived set such as openStates) and pass it to SQL as a parameter.',
+      stateLiteral:
+        '{{state}} is a navigation state: name it through src/flow/navigationStates.ts (State.{{state}}, or a derived set such as openStates) and pass it to SQL as a parameter.',
     },
   },
   create(context) {
     const check = (node, text) => {
-      for (const state of new Set(Array.from(text.matchAll(statePattern), (m) => m[1]))) context.report({ node, messageId: 'stateLiteral', data: { state } });
+      for (const state of new Set(Array.from(text.matchAll(statePattern), (m) => m[1])))
+        context.report({ node, messageId: 'stateLiteral', data: { state } });
     };
     return {
       Literal: (node) => typeof node.value === 'string' && check(node, node.value),
@@ -48,11 +60,13 @@ const noStateLiterals = {
   },
 };
 
-
 export default tseslint.config(
   { ignores: ['node_modules/', 'dist/', '.data/', 'coverage/', 'scratch/'] },
   // Tool configuration that must be CommonJS (.dependency-cruiser.cjs).
-  { files: ['**/*.cjs'], languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } } },
+  {
+    files: ['**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } },
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -67,7 +81,10 @@ export default tseslint.config(
         {
           paths: [
             { name: 'pg', message: 'SQL lives in src/db/ and *Repo.ts modules.' },
-            { name: 'openid-client', message: 'Only src/oauth/oauthClient.ts and oauthErrors.ts import openid-client.' },
+            {
+              name: 'openid-client',
+              message: 'Only src/oauth/oauthClient.ts and oauthErrors.ts import openid-client.',
+            },
           ],
         },
       ],
@@ -76,7 +93,10 @@ export default tseslint.config(
   {
     files: ['src/db/**/*.ts', 'src/**/*Repo.ts', 'test/**/*.ts', 'bench/**/*.ts'],
     rules: {
-      'no-restricted-imports': ['error', { paths: [{ name: 'openid-client', message: 'Only src/oauth/ imports openid-client.' }] }],
+      'no-restricted-imports': [
+        'error',
+        { paths: [{ name: 'openid-client', message: 'Only src/oauth/ imports openid-client.' }] },
+      ],
     },
   },
   {

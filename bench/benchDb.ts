@@ -20,7 +20,9 @@ const POOL_MAX = 10;
  * in an embedded Postgres cluster under `dir` (stopped at the end).
  */
 export async function openBenchDb(url: Secret | undefined, dir: string, logger: Logger): Promise<BenchDb> {
-  const embedded = url ? undefined : await startEmbeddedPostgres(join(dir, 'postgres'), logger.child({ component: 'postgres' }));
+  const embedded = url
+    ? undefined
+    : await startEmbeddedPostgres(join(dir, 'postgres'), logger.child({ component: 'postgres' }));
   const dbUrl = url ?? embedded?.url;
   if (!dbUrl) throw new Error('no database: set DATABASE_URL or let the bench start embedded Postgres');
   const schema = `bench_${randomBytes(6).toString('hex')}`;
@@ -42,7 +44,9 @@ export async function openBenchDb(url: Secret | undefined, dir: string, logger: 
     return {
       newPool,
       async close() {
-        await admin.query(`DROP SCHEMA ${schema} CASCADE`).catch((err: unknown) => logger.warn({ err }, 'could not drop the bench schema'));
+        await admin
+          .query(`DROP SCHEMA ${schema} CASCADE`)
+          .catch((err: unknown) => logger.warn({ err }, 'could not drop the bench schema'));
         await closeAll();
       },
     };

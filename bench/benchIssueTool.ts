@@ -28,8 +28,16 @@ export const githubIssueCoded = defineConnectionTool({
   provider: GITHUB_PROVIDER,
   scopes: ['repo'],
   input: z.strictObject({
-    owner: z.string().max(39).regex(/^[A-Za-z0-9][A-Za-z0-9-]{0,38}$/).describe('The account that owns the repository (alice)'),
-    repo: z.string().max(100).regex(/^[A-Za-z0-9._-]{1,100}$/).describe("The repository's name (demo)"),
+    owner: z
+      .string()
+      .max(39)
+      .regex(/^[A-Za-z0-9][A-Za-z0-9-]{0,38}$/)
+      .describe('The account that owns the repository (alice)'),
+    repo: z
+      .string()
+      .max(100)
+      .regex(/^[A-Za-z0-9._-]{1,100}$/)
+      .describe("The repository's name (demo)"),
     number: z.number().int().min(1).max(1_000_000_000).describe("The issue's number"),
   }),
   annotations: { readOnlyHint: true, openWorldHint: true },
@@ -37,7 +45,9 @@ export const githubIssueCoded = defineConnectionTool({
   replayable: false,
   async perform({ input, fetch }) {
     const what = `read ${input.owner}/${input.repo}#${input.number}`;
-    const response = await fetch(`/repos/${encodeURIComponent(input.owner)}/${encodeURIComponent(input.repo)}/issues/${input.number}`);
+    const response = await fetch(
+      `/repos/${encodeURIComponent(input.owner)}/${encodeURIComponent(input.repo)}/issues/${input.number}`,
+    );
     const json: unknown = await response.json().catch(() => undefined);
     if (response.status !== 200) throw providerRefusal('GitHub', response.status, json, what);
     const parsed = IssueSchema.safeParse(json);
@@ -45,7 +55,15 @@ export const githubIssueCoded = defineConnectionTool({
     const issue = parsed.data;
     // Foreign text: plain and bounded, as a declared tool's picked strings are.
     const text = (value: string) => plainText(value).slice(0, 2_000);
-    return { number: issue.number, title: text(issue.title), state: text(issue.state), author: text(issue.user.login), labels: issue.labels.map((l) => text(l.name)), comments: issue.comments, url: text(issue.html_url) };
+    return {
+      number: issue.number,
+      title: text(issue.title),
+      state: text(issue.state),
+      author: text(issue.user.login),
+      labels: issue.labels.map((l) => text(l.name)),
+      comments: issue.comments,
+      url: text(issue.html_url),
+    };
   },
   render(outcome) {
     const labels = (outcome['labels'] as string[] | undefined) ?? [];

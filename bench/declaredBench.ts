@@ -28,17 +28,45 @@ export interface DeclaredRuns {
  */
 export async function prepareDeclaredTools(stack: BenchStack, token: string): Promise<void> {
   const taken = [...builtInTools, githubIssueCoded].map((t) => ({ name: t.name, source: 'built-in' }));
-  const declared = await loadToolsFile(TOOLS_FILE, { providers: [{ id: 'github', scopes: DEV_PROVIDER_SCOPES.github }], taken });
+  const declared = await loadToolsFile(TOOLS_FILE, {
+    providers: [{ id: 'github', scopes: DEV_PROVIDER_SCOPES.github }],
+    taken,
+  });
   await stack.serveGithubTools([githubIssueCoded, ...declared]);
 
   const target = { brokerUrl: stack.brokerUrl, fetch: stack.fetch };
-  const asked = (await callTool(target, token, 'github_issue_declared', BENCH_ISSUE, {}, { elicitation: { url: {} } })) as { inputRequests?: { connect?: { params?: { url?: string } } } };
+  const asked = (await callTool(
+    target,
+    token,
+    'github_issue_declared',
+    BENCH_ISSUE,
+    {},
+    { elicitation: { url: {} } },
+  )) as { inputRequests?: { connect?: { params?: { url?: string } } } };
   const link = asked.inputRequests?.connect?.params?.url;
-  if (!link) throw new Error(`github_issue_declared did not ask alice to connect: ${JSON.stringify(asked).slice(0, 300)}`);
-  const done = await consentAndAuthorize(target, await openConnectLink(target, link, 'alice'), 'alice', 'Allow', GITHUB_FORMS);
-  if (!done.text.includes('is connected')) throw new Error(`connecting alice to the GitHub-like provider ended at ${done.url} (HTTP ${done.status})`);
-  const created = (await callTool(target, token, 'github_create_issue', { repository: `${BENCH_ISSUE.owner}/${BENCH_ISSUE.repo}`, title: 'bench:mcp reads this issue' }, {}, {})) as { structuredContent?: { issue?: { number?: number } } };
-  if (created.structuredContent?.issue?.number !== BENCH_ISSUE.number) throw new Error(`expected issue #${BENCH_ISSUE.number} in alice/demo, got ${JSON.stringify(created).slice(0, 300)}`);
+  if (!link)
+    throw new Error(`github_issue_declared did not ask alice to connect: ${JSON.stringify(asked).slice(0, 300)}`);
+  const done = await consentAndAuthorize(
+    target,
+    await openConnectLink(target, link, 'alice'),
+    'alice',
+    'Allow',
+    GITHUB_FORMS,
+  );
+  if (!done.text.includes('is connected'))
+    throw new Error(`connecting alice to the GitHub-like provider ended at ${done.url} (HTTP ${done.status})`);
+  const created = (await callTool(
+    target,
+    token,
+    'github_create_issue',
+    { repository: `${BENCH_ISSUE.owner}/${BENCH_ISSUE.repo}`, title: 'bench:mcp reads this issue' },
+    {},
+    {},
+  )) as { structuredContent?: { issue?: { number?: number } } };
+  if (created.structuredContent?.issue?.number !== BENCH_ISSUE.number)
+    throw new Error(
+      `expected issue #${BENCH_ISSUE.number} in alice/demo, got ${JSON.stringify(created).slice(0, 300)}`,
+    );
 }
 
 /** The windows' order (ABBA BAAB): a machine that gets busier or quieter during the run weighs on both alike. */
@@ -48,7 +76,10 @@ export const WINDOW_ORDER = [CODED, DECLARED, DECLARED, CODED, DECLARED, CODED, 
  * Each tool once unmeasured (its first calls open connections and warm the
  * code), then the windows of WINDOW_ORDER.
  */
-export async function measureDeclaredTools(job: Omit<LoadJob, 'caseName'>, progress: (line: string) => void): Promise<DeclaredRuns> {
+export async function measureDeclaredTools(
+  job: Omit<LoadJob, 'caseName'>,
+  progress: (line: string) => void,
+): Promise<DeclaredRuns> {
   for (const caseName of DECLARED_CASES) await runLoad({ ...job, caseName, durationMs: job.warmupMs });
   const runs: DeclaredRuns = { coded: [], declared: [] };
   for (const caseName of WINDOW_ORDER) {

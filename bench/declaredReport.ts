@@ -22,7 +22,8 @@ interface Combined {
 function combine(windows: readonly LoadResult[]): Combined {
   const calls = windows.reduce((sum, w) => sum + w.requests, 0);
   const seconds = windows.reduce((sum, w) => sum + w.seconds, 0);
-  const mean = (pick: (w: LoadResult) => number) => windows.reduce((sum, w) => sum + pick(w), 0) / Math.max(1, windows.length);
+  const mean = (pick: (w: LoadResult) => number) =>
+    windows.reduce((sum, w) => sum + pick(w), 0) / Math.max(1, windows.length);
   return {
     callsPerSecond: calls / seconds,
     p50Ms: mean((w) => w.p50Ms),
@@ -49,8 +50,20 @@ export function formatDeclaredReport(runs: DeclaredRuns, connections: number, se
   const coded = combine(runs.coded);
   const declared = combine(runs.declared);
   const header = ['tool', 'made with', 'calls/s', 'p50 ms', 'p99 ms', 'CPU µs/call', 'calls', 'errors'];
-  const row = (name: string, madeWith: string, c: Combined) => [name, madeWith, c.callsPerSecond.toFixed(0), c.p50Ms.toFixed(2), c.p99Ms.toFixed(2), c.cpuUsPerCall.toFixed(0), String(c.calls), String(c.errors)];
-  const rows = [row('github_issue_coded', 'defineConnectionTool', coded), row('github_issue_declared', 'TOOLS_FILE', declared)];
+  const row = (name: string, madeWith: string, c: Combined) => [
+    name,
+    madeWith,
+    c.callsPerSecond.toFixed(0),
+    c.p50Ms.toFixed(2),
+    c.p99Ms.toFixed(2),
+    c.cpuUsPerCall.toFixed(0),
+    String(c.calls),
+    String(c.errors),
+  ];
+  const rows = [
+    row('github_issue_coded', 'defineConnectionTool', coded),
+    row('github_issue_declared', 'TOOLS_FILE', declared),
+  ];
   // The time a declared call takes beyond the coded one, from throughput (closed loop: calls/s is 1 / time per call).
   const overhead = (coded.callsPerSecond / declared.callsPerSecond - 1) * 100;
   const cpuOverhead = (declared.cpuUsPerCall / coded.cpuUsPerCall - 1) * 100;

@@ -25,11 +25,17 @@ async function main(): Promise<boolean> {
   for (const serviceOf of [reportService, githubService]) runs.push(await runOnce(env, users, serviceOf));
   process.stdout.write(formatSideBySide(runs));
   const ok = runs.every((r) => r.verification.ok);
-  process.stdout.write(ok ? '\nOK: every flow of both runs did its operation exactly once\n' : '\nFAILED: see the run reports above\n');
+  process.stdout.write(
+    ok ? '\nOK: every flow of both runs did its operation exactly once\n' : '\nFAILED: see the run reports above\n',
+  );
   return ok;
 }
 
-async function runOnce(env: FlowEnv, users: readonly string[], serviceOf: (stack: FlowStack) => FlowService): Promise<FlowRun> {
+async function runOnce(
+  env: FlowEnv,
+  users: readonly string[],
+  serviceOf: (stack: FlowStack) => FlowService,
+): Promise<FlowRun> {
   process.stdout.write(`flow bench: starting Postgres, the development servers and the broker process…\n`);
   const stack = await startFlowStack(env);
   const interrupted = () => {
@@ -41,8 +47,16 @@ async function runOnce(env: FlowEnv, users: readonly string[], serviceOf: (stack
     const service = serviceOf(stack);
     const tokens = await fetchTokens(stack, users);
     const prefix = `flow-bench ${randomBytes(3).toString('hex')} #`;
-    process.stdout.write(`flow bench: ${service.name} (${service.tool}): ${env.flows} flows, ${env.concurrency} at a time…\n`);
-    const { results, wallMs, broker, benchLoopDelay } = await runFlows(stack, tokens, { service, flows: env.flows, concurrency: env.concurrency, users, prefix });
+    process.stdout.write(
+      `flow bench: ${service.name} (${service.tool}): ${env.flows} flows, ${env.concurrency} at a time…\n`,
+    );
+    const { results, wallMs, broker, benchLoopDelay } = await runFlows(stack, tokens, {
+      service,
+      flows: env.flows,
+      concurrency: env.concurrency,
+      users,
+      prefix,
+    });
     const verification = await verifyFlows({ pool: stack.pool, service, tokens }, results, prefix);
     const run: FlowRun = {
       service,

@@ -48,7 +48,9 @@ let pool: Pool | undefined;
 let broker: BrokerServer | undefined;
 
 process.on('message', (message: ToBroker) => {
-  handle(message).catch((err: unknown) => send({ type: 'failed', message: err instanceof Error ? (err.stack ?? err.message) : String(err) }));
+  handle(message).catch((err: unknown) =>
+    send({ type: 'failed', message: err instanceof Error ? (err.stack ?? err.message) : String(err) }),
+  );
 });
 // After a stop the bench disconnects; if it goes away without one, leave nothing behind either.
 let stopped = false;
@@ -75,13 +77,21 @@ async function handle(message: ToBroker): Promise<void> {
 async function assemble(config: BrokerChildConfig): Promise<BrokerServer> {
   const secrets = await loadOrCreateDevSecrets(dir!);
   const fetch = probe.fetch(createFetch({ extraCaPems: [tls.caPem] }));
-  pool = probe.pool(createPool({ url: new Secret(config.databaseUrl), poolMax: config.poolMax, schema: config.schema }, logger));
+  pool = probe.pool(
+    createPool({ url: new Secret(config.databaseUrl), poolMax: config.poolMax, schema: config.schema }, logger),
+  );
   return createBrokerServer({
     pool,
     logger,
     clock: systemClock,
     render: createRender({ cache: true }),
-    oidc: createOidcClient({ issuer: config.idpIssuer, clientId: config.idpClientId, clientSecret: new Secret(secrets.brokerIdpClientSecret), fetch, allowLoopback: true }),
+    oidc: createOidcClient({
+      issuer: config.idpIssuer,
+      clientId: config.idpClientId,
+      clientSecret: new Secret(secrets.brokerIdpClientSecret),
+      fetch,
+      allowLoopback: true,
+    }),
     migrations: await readMigrations(),
     publicUrl,
     mcpResourceUrl: new URL('/mcp', publicUrl).href,

@@ -46,7 +46,17 @@ const URL_ELICITATION = { elicitation: { url: {} } };
 export async function runFlow(ctx: FlowContext, index: number, login: string, title: string): Promise<FlowResult> {
   const started = performance.now();
   const { service } = ctx;
-  const result: FlowResult = { index, login, title, failure: undefined, callbackMs: undefined, retryMs: undefined, totalMs: 0, gateWaitMs: 0, madeId: undefined };
+  const result: FlowResult = {
+    index,
+    login,
+    title,
+    failure: undefined,
+    callbackMs: undefined,
+    retryMs: undefined,
+    totalMs: 0,
+    gateWaitMs: 0,
+    madeId: undefined,
+  };
   let step = 'elicit';
   try {
     const args = service.args(login, title, index);
@@ -58,13 +68,32 @@ export async function runFlow(ctx: FlowContext, index: number, login: string, ti
       return callTool(ctx, ctx.tokens.get(login)!, service.tool, args, {}, URL_ELICITATION, 'elicit');
     };
     const connected = await ctx.gates.holdThen(login, 'elicit', elicit, 'connected', async (elicited) => {
-      const asked = elicited as { resultType?: string; requestState?: string; inputRequests?: { connect?: { params?: { url?: string } } } };
+      const asked = elicited as {
+        resultType?: string;
+        requestState?: string;
+        inputRequests?: { connect?: { params?: { url?: string } } };
+      };
       const link = asked.inputRequests?.connect?.params?.url;
-      if (asked.resultType !== 'input_required' || !link || !asked.requestState) throw new Error(`expected a connect link, got ${JSON.stringify(asked).slice(0, 300)}`);
-      await connectInBrowser(ctx, createTestBrowser({ fetch: timed(ctx.fetch, result, `${ctx.brokerUrl}/oauth/callback/${service.provider}?`) }), link, login, (name) => (step = name));
+      if (asked.resultType !== 'input_required' || !link || !asked.requestState)
+        throw new Error(`expected a connect link, got ${JSON.stringify(asked).slice(0, 300)}`);
+      await connectInBrowser(
+        ctx,
+        createTestBrowser({ fetch: timed(ctx.fetch, result, `${ctx.brokerUrl}/oauth/callback/${service.provider}?`) }),
+        link,
+        login,
+        (name) => (step = name),
+      );
       step = 'retry';
       const retried = performance.now();
-      const answer = await callTool(ctx, ctx.tokens.get(login)!, service.tool, args, { requestState: asked.requestState, inputResponses: { connect: { action: 'accept' } } }, URL_ELICITATION, 'retry');
+      const answer = await callTool(
+        ctx,
+        ctx.tokens.get(login)!,
+        service.tool,
+        args,
+        { requestState: asked.requestState, inputResponses: { connect: { action: 'accept' } } },
+        URL_ELICITATION,
+        'retry',
+      );
       result.retryMs = performance.now() - retried;
       return answer as { resultType?: string; structuredContent?: { status?: string } };
     });
@@ -86,7 +115,13 @@ export async function runFlow(ctx: FlowContext, index: number, login: string, ti
  * The link in a fresh cookie jar, up to the done page, or to wherever it says that a sibling flow
  * of the user connected first and settled this one.
  */
-async function connectInBrowser(ctx: FlowContext, browser: TestBrowser, link: string, login: string, at: (step: string) => void): Promise<void> {
+async function connectInBrowser(
+  ctx: FlowContext,
+  browser: TestBrowser,
+  link: string,
+  login: string,
+  at: (step: string) => void,
+): Promise<void> {
   at('sign in to the broker');
   const first = expectPage(await browser.get(link), 'Sign in to connect');
   const signInHref = /href="(\/login\?[^"]+)"/.exec(first.text)?.[1]?.replace(/&amp;/g, '&');
@@ -96,7 +131,11 @@ async function connectInBrowser(ctx: FlowContext, browser: TestBrowser, link: st
   const review = await browser.submitForm(signInForm, { login, password: DEV_PASSWORD });
   if (settledMeanwhile(review)) return;
   at(`sign in at ${ctx.service.name}`);
-  const atProvider = await browser.submitForm(expectPage(review, `Continue to ${ctx.service.origin}`), {}, { form: '/connect/' });
+  const atProvider = await browser.submitForm(
+    expectPage(review, `Continue to ${ctx.service.origin}`),
+    {},
+    { form: '/connect/' },
+  );
   if (settledMeanwhile(atProvider)) return;
   at('allow and callback');
   const done = await ctx.service.authorize(browser, atProvider, login, settledMeanwhile);
@@ -127,5 +166,8 @@ function timed(fetch: Fetch, result: FlowResult, callbackPrefix: string): Fetch 
  * user returns to the app and the host's retry is accepted through this flow's own receipt.
  */
 function settledMeanwhile(page: BrowserResponse): boolean {
-  return (page.status === 200 && page.text.includes('Nothing to do here')) || (page.status === 409 && /already connected|completed meanwhile|not waiting for a response any more/.test(page.text));
+  return (
+    (page.status === 200 && page.text.includes('Nothing to do here')) ||
+    (page.status === 409 && /already connected|completed meanwhile|not waiting for a response any more/.test(page.text))
+  );
 }

@@ -13,17 +13,26 @@ export interface FlowEnv {
  * The flow bench's only reader of the environment: a development harness,
  * like test/, so it reads its variables directly instead of through loadConfig.
  */
-export function readFlowEnv(env: Readonly<Record<string, string | undefined>>, defaults: { flows: number; concurrency: number } = { flows: 200, concurrency: 20 }): FlowEnv {
+export function readFlowEnv(
+  env: Readonly<Record<string, string | undefined>>,
+  defaults: { flows: number; concurrency: number } = { flows: 200, concurrency: 20 },
+): FlowEnv {
   const flows = positiveInt(env, 'BENCH_FLOWS', defaults.flows, 100_000);
   const concurrency = positiveInt(env, 'BENCH_CONCURRENCY', defaults.concurrency, 1_000);
   const url = env['DATABASE_URL'];
   return { flows, concurrency: Math.min(concurrency, flows), databaseUrl: url ? new Secret(url) : undefined };
 }
 
-export function positiveInt(env: Readonly<Record<string, string | undefined>>, name: string, fallback: number, max: number): number {
+export function positiveInt(
+  env: Readonly<Record<string, string | undefined>>,
+  name: string,
+  fallback: number,
+  max: number,
+): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1 || value > max) throw new Error(`${name} must be a whole number from 1 to ${max}, got ${JSON.stringify(raw)}`);
+  if (!Number.isInteger(value) || value < 1 || value > max)
+    throw new Error(`${name} must be a whole number from 1 to ${max}, got ${JSON.stringify(raw)}`);
   return value;
 }

@@ -21,7 +21,13 @@ export interface UserGates {
    * meanwhile: the flows of one turn move on together, and no turn of the other kind comes between.
    * Resolves with next's result and the time spent waiting for both turns.
    */
-  holdThen<T, U>(login: string, firstMode: GateMode, first: () => Promise<T>, nextMode: GateMode, next: (value: T) => Promise<U>): Promise<{ value: U; waitedMs: number }>;
+  holdThen<T, U>(
+    login: string,
+    firstMode: GateMode,
+    first: () => Promise<T>,
+    nextMode: GateMode,
+    next: (value: T) => Promise<U>,
+  ): Promise<{ value: U; waitedMs: number }>;
 }
 
 interface Waiting {

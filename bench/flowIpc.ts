@@ -50,7 +50,8 @@ export interface RequestTimes {
   queryMs: number[];
 }
 
-export type ToBroker = { type: 'configure'; config: BrokerChildConfig } | { type: 'window' } | { type: 'stats' } | { type: 'stop' };
+export type ToBroker =
+  { type: 'configure'; config: BrokerChildConfig } | { type: 'window' } | { type: 'stats' } | { type: 'stop' };
 
 export type FromBroker =
   | { type: 'listening'; port: number }

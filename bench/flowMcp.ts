@@ -13,7 +13,15 @@ export interface McpTarget {
  * result and throws on anything else. `step` labels the request for the
  * broker process's query count (bench/flowBroker.ts).
  */
-export async function callTool(target: McpTarget, token: string, name: string, args: object, extra: Record<string, unknown>, capabilities: object, step?: string): Promise<Record<string, unknown>> {
+export async function callTool(
+  target: McpTarget,
+  token: string,
+  name: string,
+  args: object,
+  extra: Record<string, unknown>,
+  capabilities: object,
+  step?: string,
+): Promise<Record<string, unknown>> {
   const response = await target.fetch(`${target.brokerUrl}/mcp`, {
     method: 'POST',
     headers: {
@@ -29,7 +37,15 @@ export async function callTool(target: McpTarget, token: string, name: string, a
       jsonrpc: '2.0',
       id: 1,
       method: 'tools/call',
-      params: { name, arguments: args, ...extra, _meta: { 'io.modelcontextprotocol/protocolVersion': VERSION, 'io.modelcontextprotocol/clientCapabilities': capabilities } },
+      params: {
+        name,
+        arguments: args,
+        ...extra,
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': VERSION,
+          'io.modelcontextprotocol/clientCapabilities': capabilities,
+        },
+      },
     }),
   });
   const text = await response.text();
@@ -39,6 +55,7 @@ export async function callTool(target: McpTarget, token: string, name: string, a
   } catch {
     // reported below with the raw text
   }
-  if (response.status !== 200 || json.result === undefined) throw new Error(`${name} answered HTTP ${response.status}: ${text.slice(0, 300)}`);
+  if (response.status !== 200 || json.result === undefined)
+    throw new Error(`${name} answered HTTP ${response.status}: ${text.slice(0, 300)}`);
   return json.result;
 }

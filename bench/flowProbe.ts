@@ -144,5 +144,18 @@ function stepOf(req: IncomingMessage): string {
 
 function emptyStats(): BrokerStats {
   const rss = process.memoryUsage().rss;
-  return { queries: 0, queriesByStep: {}, serverErrors: 0, requests: {}, loopDelay: { p50: 0, p99: 0, max: 0 }, rssAtWindow: rss, rssPeak: rss, heapUsedPeak: 0, samples: 0, warnLogs: 0, errorLogs: 0, firstLogs: [] };
+  return {
+    queries: 0,
+    queriesByStep: {},
+    serverErrors: 0,
+    requests: {},
+    loopDelay: { p50: 0, p99: 0, max: 0 },
+    rssAtWindow: rss,
+    rssPeak: rss,
+    heapUsedPeak: 0,
+    samples: 0,
+    warnLogs: 0,
+    errorLogs: 0,
+    firstLogs: [],
+  };
 }

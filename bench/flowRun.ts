@@ -14,7 +14,16 @@ import type { FlowStack } from './flowStack.js';
 export async function fetchTokens(stack: FlowStack, logins: readonly string[]): Promise<Map<string, string>> {
   const tokens = new Map<string, string>();
   for (const login of logins) {
-    tokens.set(login, await fetchDevToken({ issuer: stack.dev.idp.issuer, resource: `${stack.brokerUrl}/mcp`, login, password: DEV_PASSWORD, fetch: stack.fetch }));
+    tokens.set(
+      login,
+      await fetchDevToken({
+        issuer: stack.dev.idp.issuer,
+        resource: `${stack.brokerUrl}/mcp`,
+        login,
+        password: DEV_PASSWORD,
+        fetch: stack.fetch,
+      }),
+    );
   }
   return tokens;
 }
@@ -48,7 +57,11 @@ export interface FlowsPlan {
  */
 const perUser = (plan: FlowsPlan) => Math.ceil(plan.concurrency / plan.users.length);
 
-export async function runFlows(stack: FlowStack, tokens: ReadonlyMap<string, string>, plan: FlowsPlan): Promise<FlowsRun> {
+export async function runFlows(
+  stack: FlowStack,
+  tokens: ReadonlyMap<string, string>,
+  plan: FlowsPlan,
+): Promise<FlowsRun> {
   const ctx: FlowContext = {
     brokerUrl: stack.brokerUrl,
     service: plan.service,
@@ -56,7 +69,10 @@ export async function runFlows(stack: FlowStack, tokens: ReadonlyMap<string, str
     tokens,
     gates: createUserGates(),
     forget: async (login) =>
-      void (await stack.pool.query('DELETE FROM secrets WHERE subject_iss = $1 AND subject_sub = $2 AND provider = $3', [stack.dev.idp.issuer, login, plan.service.provider])),
+      void (await stack.pool.query(
+        'DELETE FROM secrets WHERE subject_iss = $1 AND subject_sub = $2 AND provider = $3',
+        [stack.dev.idp.issuer, login, plan.service.provider],
+      )),
   };
   await stack.broker.openWindow();
   const loop = monitorEventLoopDelay({ resolution: LOOP_RESOLUTION_MS });

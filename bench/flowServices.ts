@@ -31,7 +31,12 @@ export interface FlowService {
    * From the provider's first page (after Continue on the review page) to wherever its last form
    * sends the browser; `settled` stops early at a broker page saying a sibling flow connected first.
    */
-  authorize(browser: TestBrowser, first: BrowserResponse, login: string, settled: (page: BrowserResponse) => boolean): Promise<BrowserResponse>;
+  authorize(
+    browser: TestBrowser,
+    first: BrowserResponse,
+    login: string,
+    settled: (page: BrowserResponse) => boolean,
+  ): Promise<BrowserResponse>;
   /** What a retry's structuredContent says was made. */
   madeBy(structured: unknown): Made | undefined;
   /** Where the receipt's outcome keeps the title (SQL, on operation_receipts r). */
@@ -62,8 +67,10 @@ export function reportService(stack: FlowStack): FlowService {
     async list(_login, mcpToken) {
       // Through the broker's reports_list, as the user.
       const result = await callTool(stack, mcpToken, 'reports_list', {}, {}, {});
-      const reports = (result['structuredContent'] as { reports?: { id: string; title: string }[] } | undefined)?.reports;
-      if (result['resultType'] !== 'complete' || !reports) throw new Error(`reports_list answered ${JSON.stringify(result).slice(0, 200)}`);
+      const reports = (result['structuredContent'] as { reports?: { id: string; title: string }[] } | undefined)
+        ?.reports;
+      if (result['resultType'] !== 'complete' || !reports)
+        throw new Error(`reports_list answered ${JSON.stringify(result).slice(0, 200)}`);
       return reports.map((r) => ({ id: r.id, title: r.title }));
     },
   };
@@ -77,7 +84,8 @@ export function reportService(stack: FlowStack): FlowService {
 export function githubService(stack: FlowStack): FlowService {
   const github: DevGithub = stack.dev.github!;
   const readers = new Map<string, Promise<string>>();
-  const readerOf = (login: string) => readers.get(login) ?? readers.set(login, devGithubToken(github, stack.fetch, login)).get(login)!;
+  const readerOf = (login: string) =>
+    readers.get(login) ?? readers.set(login, devGithubToken(github, stack.fetch, login)).get(login)!;
   return {
     provider: 'github',
     name: 'GitHub (development)',
@@ -91,18 +99,28 @@ export function githubService(stack: FlowStack): FlowService {
       return browser.submitForm(expectPage(next, 'Authorize Connect Broker'), {}, { form: GITHUB_FORMS.allow });
     },
     madeBy(structured) {
-      const issue = (structured as { status?: string; issue?: { number?: number; title?: string; repository?: string } } | undefined)?.issue;
-      return issue?.number !== undefined && issue.title !== undefined ? { id: `${issue.repository}#${issue.number}`, title: issue.title } : undefined;
+      const issue = (
+        structured as { status?: string; issue?: { number?: number; title?: string; repository?: string } } | undefined
+      )?.issue;
+      return issue?.number !== undefined && issue.title !== undefined
+        ? { id: `${issue.repository}#${issue.number}`, title: issue.title }
+        : undefined;
     },
     receiptTitleSql: "r.outcome->'issue'->>'title'",
     async list(login) {
       const repository = `${login}/demo`;
-      return (await devGithubIssues(github, stack.fetch, await readerOf(login), repository)).map((i) => ({ id: `${repository}#${i.number}`, title: i.title }));
+      return (await devGithubIssues(github, stack.fetch, await readerOf(login), repository)).map((i) => ({
+        id: `${repository}#${i.number}`,
+        title: i.title,
+      }));
     },
   };
 }
 
 export function expectPage(page: BrowserResponse, needle: string): BrowserResponse {
-  if (page.status !== 200 || !page.text.includes(needle)) throw new Error(`expected "${needle}" at ${page.url}, got HTTP ${page.status}: ${page.text.replace(/\s+/g, ' ').slice(0, 200)}`);
+  if (page.status !== 200 || !page.text.includes(needle))
+    throw new Error(
+      `expected "${needle}" at ${page.url}, got HTTP ${page.status}: ${page.text.replace(/\s+/g, ' ').slice(0, 200)}`,
+    );
   return page;
 }

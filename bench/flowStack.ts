@@ -57,7 +57,8 @@ export async function startFlowStack(env: FlowEnv, options: { quotas?: Partial<Q
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
-      for (const closer of closers.reverse()) await closer().catch((err: unknown) => process.stderr.write(`flow bench: cleanup failed: ${String(err)}\n`));
+      for (const closer of closers.reverse())
+        await closer().catch((err: unknown) => process.stderr.write(`flow bench: cleanup failed: ${String(err)}\n`));
     })());
   try {
     const dir = await mkdtemp(join(tmpdir(), 'flow-bench-'));
@@ -98,10 +99,32 @@ export async function startFlowStack(env: FlowEnv, options: { quotas?: Partial<Q
     const child = startBroker(dir);
     closers.push(() => child.stop());
     const brokerUrl = `https://127.0.0.1:${await child.listening}`;
-    const dev = await startLocalDevStack({ tls, fetch: createFetch({ extraCaPems: [tls.caPem] }), secrets, render: createRender({ cache: true }), logger, brokerUrl, github: true });
+    const dev = await startLocalDevStack({
+      tls,
+      fetch: createFetch({ extraCaPems: [tls.caPem] }),
+      secrets,
+      render: createRender({ cache: true }),
+      logger,
+      brokerUrl,
+      github: true,
+    });
     closers.push(() => dev.close(0));
     await seedDevelopmentData(pool, dev.idp.issuer);
-    await child.request({ type: 'configure', config: { databaseUrl: url.reveal(), schema, poolMax: POOL_MAX, idpIssuer: dev.idp.issuer, idpClientId: dev.idp.brokerClientId, providers: [reportServiceProvider(dev, secrets), githubDevProvider(dev.github!)], ...(options.quotas ? { quotas: options.quotas } : {}) } }, 'ready');
+    await child.request(
+      {
+        type: 'configure',
+        config: {
+          databaseUrl: url.reveal(),
+          schema,
+          poolMax: POOL_MAX,
+          idpIssuer: dev.idp.issuer,
+          idpClientId: dev.idp.brokerClientId,
+          providers: [reportServiceProvider(dev, secrets), githubDevProvider(dev.github!)],
+          ...(options.quotas ? { quotas: options.quotas } : {}),
+        },
+      },
+      'ready',
+    );
 
     return {
       brokerUrl,
@@ -113,7 +136,8 @@ export async function startFlowStack(env: FlowEnv, options: { quotas?: Partial<Q
       broker: {
         pid: child.pid,
         openWindow: async () => void (await child.request({ type: 'window' }, 'window-open')),
-        stats: async () => ((await child.request({ type: 'stats' }, 'stats')) as Extract<FromBroker, { type: 'stats' }>).stats,
+        stats: async () =>
+          ((await child.request({ type: 'stats' }, 'stats')) as Extract<FromBroker, { type: 'stats' }>).stats,
       },
       devErrors,
       close,
@@ -132,7 +156,11 @@ interface BrokerChild {
 }
 
 function startBroker(dir: string): BrokerChild {
-  const child: ChildProcess = fork(BROKER_ENTRY, [dir], { cwd: REPO_ROOT, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child: ChildProcess = fork(BROKER_ENTRY, [dir], {
+    cwd: REPO_ROOT,
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const next = (type: FromBroker['type']) =>
     new Promise<FromBroker>((resolve, reject) => {

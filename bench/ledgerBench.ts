@@ -32,7 +32,8 @@ const logger = createLogger({ level: 'warn', name: 'ledger-bench' }, process.std
 async function main(): Promise<number> {
   const { values } = parseArgs({ options: { sizes: { type: 'string', default: '100000,1000000' } } });
   const sizes = values.sizes.split(',').map((s) => Number(s.trim()));
-  if (sizes.some((n) => !Number.isInteger(n) || n < 1000 || n > 10_000_000)) throw new Error(`--sizes takes whole numbers from 1000 to 10000000, got ${values.sizes}`);
+  if (sizes.some((n) => !Number.isInteger(n) || n < 1000 || n > 10_000_000))
+    throw new Error(`--sizes takes whole numbers from 1000 to 10000000, got ${values.sizes}`);
   const env = readBenchEnv(process.env);
   const dir = env.databaseUrl ? undefined : await mkdtemp(join(tmpdir(), 'ledger-bench-'));
   // We may run as root while Postgres runs as `postgres`, which must traverse this folder.
@@ -42,12 +43,24 @@ async function main(): Promise<number> {
   const admin = createPool({ url, poolMax: 1 }, logger);
   let failed = false;
   try {
-    const server = await admin.query<{ v: string; sb: string; wm: string }>(`SELECT version() AS v, current_setting('shared_buffers') AS sb, current_setting('work_mem') AS wm`);
+    const server = await admin.query<{ v: string; sb: string; wm: string }>(
+      `SELECT version() AS v, current_setting('shared_buffers') AS sb, current_setting('work_mem') AS wm`,
+    );
     const s = server.rows[0]!;
-    console.log(`ledger bench: ${env.databaseUrl ? 'DATABASE_URL' : 'embedded Postgres'} — ${s.v.split(' on ')[0]}, shared_buffers ${s.sb}, work_mem ${s.wm}`);
-    console.log(`${availableParallelism()} CPUs; load average 1/5/15 min at start: ${loadavg().map((l) => l.toFixed(2)).join(' / ')}`);
+    console.log(
+      `ledger bench: ${env.databaseUrl ? 'DATABASE_URL' : 'embedded Postgres'} — ${s.v.split(' on ')[0]}, shared_buffers ${s.sb}, work_mem ${s.wm}`,
+    );
+    console.log(
+      `${availableParallelism()} CPUs; load average 1/5/15 min at start: ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' / ')}`,
+    );
     for (const n of sizes) failed = !(await benchSize(admin, url, n)) || failed;
-    console.log(`\nload average 1/5/15 min at the end: ${loadavg().map((l) => l.toFixed(2)).join(' / ')} (other work on this machine shows in the figures)`);
+    console.log(
+      `\nload average 1/5/15 min at the end: ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' / ')} (other work on this machine shows in the figures)`,
+    );
   } finally {
     await admin.end();
     await embedded?.stop();
@@ -67,18 +80,31 @@ async function benchSize(admin: Pool, url: Secret, n: number): Promise<boolean> 
     const now = new Date();
     const seeded = await seedLedger(pool, n, now);
     console.log(`seeded in ${(seeded.totalMs / 1000).toFixed(1)} s:`);
-    console.log(indent(formatTable(['step', 'rows', 's'], seeded.steps.map((s) => [s.name, s.rows.toLocaleString('en'), (s.ms / 1000).toFixed(1)]))));
+    console.log(
+      indent(
+        formatTable(
+          ['step', 'rows', 's'],
+          seeded.steps.map((s) => [s.name, s.rows.toLocaleString('en'), (s.ms / 1000).toFixed(1)]),
+        ),
+      ),
+    );
     console.log(`statuses: ${seeded.statuses.map((s) => `${s.status} ${s.n.toLocaleString('en')}`).join(', ')}`);
     console.log(
       'chain: navigation_events inserted with the chain trigger disabled; chain_seq/prev_hash/hash computed in the same INSERT by a running ' +
-        'aggregate over navigation_event_hash (the trigger\'s function), in id order; verifyChain below recomputes it, and the sweep appends through the trigger',
+        "aggregate over navigation_event_hash (the trigger's function), in id order; verifyChain below recomputes it, and the sweep appends through the trigger",
     );
     console.log(`sizes: ${await relationSizes(pool)}`);
-    console.log(`gates on the seeded data: ${evaluateGates(await findGateFigures(pool)).map((g) => `${g.gate} ${g.figure}`).join('; ')}`);
+    console.log(
+      `gates on the seeded data: ${evaluateGates(await findGateFigures(pool))
+        .map((g) => `${g.gate} ${g.figure}`)
+        .join('; ')}`,
+    );
     return await measure(pool, now);
   } finally {
     await pool.end();
-    await admin.query(`DROP SCHEMA ${schema} CASCADE`).catch((err: unknown) => logger.warn({ err }, 'could not drop the bench schema'));
+    await admin
+      .query(`DROP SCHEMA ${schema} CASCADE`)
+      .catch((err: unknown) => logger.warn({ err }, 'could not drop the bench schema'));
   }
 }
 
@@ -107,7 +133,11 @@ async function measure(pool: Pool, now: Date): Promise<boolean> {
   console.log(`\nqueries (pool of 4 like the CLI; median and max of the runs after a warm-up):`);
   console.log(indent(formatTable(['query', 'rows', 'runs', 'median ms', 'max ms'], rows)));
   console.log(`\n${sweep.summary}`);
-  console.log(`load average 1/5/15 min: ${loadavg().map((l) => l.toFixed(2)).join(' / ')}`);
+  console.log(
+    `load average 1/5/15 min: ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' / ')}`,
+  );
   return printPlanChecks(planned);
 }
 
@@ -133,8 +163,8 @@ async function measureSweep(pool: Pool): Promise<{ plan: Plan; summary: string }
   const total = full.reduce((sum, b) => sum + b.expired, 0);
   const summary =
     `sweep (sweepOnce, 1 s budget each, transactions of 10, one instance): ${total.toLocaleString('en')} overdue navigations expired in ${full.length} sweeps; ` +
-      `per sweep median ${median(full.map((b) => b.ms)).toFixed(1)} ms, max ${Math.max(...full.map((b) => b.ms)).toFixed(1)} ms ` +
-      `(${(full.reduce((s, b) => s + b.ms, 0) / total).toFixed(2)} ms per navigation); a sweep with nothing to do: ${empty.ms.toFixed(1)} ms`;
+    `per sweep median ${median(full.map((b) => b.ms)).toFixed(1)} ms, max ${Math.max(...full.map((b) => b.ms)).toFixed(1)} ms ` +
+    `(${(full.reduce((s, b) => s + b.ms, 0) / total).toFixed(2)} ms per navigation); a sweep with nothing to do: ${empty.ms.toFixed(1)} ms`;
   return { plan: plans[0]!, summary };
 }
 

@@ -1,5 +1,12 @@
 import type { Queryable } from '../src/db/pool.js';
-import { findFlowDetail, findFlows, findGateFigures, findReconcileFindings, findStuckFlows, type FlowFilters } from '../src/ledger/ledgerQueriesRepo.js';
+import {
+  findFlowDetail,
+  findFlows,
+  findGateFigures,
+  findReconcileFindings,
+  findStuckFlows,
+  type FlowFilters,
+} from '../src/ledger/ledgerQueriesRepo.js';
 import { verifyChain } from '../src/ledger/ledgerRepo.js';
 
 // What the ledger bench measures: the operators' questions with the
@@ -49,8 +56,16 @@ export function ledgerCases(inputs: CaseInputs): LedgerCase[] {
       },
     },
     { name: 'findStuckFlows', singleFlow: false, run: async (db) => (await findStuckFlows(db, now, LIMIT)).length },
-    { name: 'findReconcileFindings', singleFlow: false, run: async (db) => (await findReconcileFindings(db, now, GRACE_SECONDS)).length },
-    { name: 'findGateFigures', singleFlow: false, run: async (db) => (await findGateFigures(db)).completionToVerified.count },
+    {
+      name: 'findReconcileFindings',
+      singleFlow: false,
+      run: async (db) => (await findReconcileFindings(db, now, GRACE_SECONDS)).length,
+    },
+    {
+      name: 'findGateFigures',
+      singleFlow: false,
+      run: async (db) => (await findGateFigures(db)).completionToVerified.count,
+    },
   ];
 }
 

@@ -88,7 +88,8 @@ export function seedPaths(): SeedPath[] {
   const paths: SeedPath[] = [];
   for (const lineage of Object.keys(LINEAGE_SHARE) as Lineage[]) {
     const share = LINEAGE_SHARE[lineage];
-    const add = (name: string, kind: PathKind, weight: number, groups: Group[]) => paths.push({ name, kind, lineage, weight: weight * share, updates: groups.length, ...toSteps(groups) });
+    const add = (name: string, kind: PathKind, weight: number, groups: Group[]) =>
+      paths.push({ name, kind, lineage, weight: weight * share, updates: groups.length, ...toSteps(groups) });
     for (const [name, weight, groups] of donePaths(lineage)) add(name, 'done', weight, groups);
     for (const [name, weight, groups] of OPEN) {
       add(name, 'fresh', weight * FRESH_SHARE, groups);

@@ -20,7 +20,10 @@ export function explaining(db: Queryable, plans: Plan[]): Queryable {
   const query = async (text: string, params?: unknown[]) => {
     const slot = plans.length;
     plans.length += 1;
-    const explained = await db.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS, FORMAT TEXT) ${text}`, params);
+    const explained = await db.query<{ 'QUERY PLAN': string }>(
+      `EXPLAIN (ANALYZE, BUFFERS, FORMAT TEXT) ${text}`,
+      params,
+    );
     plans[slot] = parsePlan(text, explained.rows.map((r) => r['QUERY PLAN']).join('\n'));
     return db.query(text, params);
   };
@@ -30,11 +33,19 @@ export function explaining(db: Queryable, plans: Plan[]): Queryable {
 
 export function parsePlan(sql: string, text: string): Plan {
   // A parallel scan shows rows per process (loops): together they produced rows × loops.
-  const seqScans = [...text.matchAll(/(Parallel )?Seq Scan on (\w+)(?: \w+)?\s+\(cost=[^)]*\)\s+\(actual time=[\d.]+\.\.[\d.]+ rows=([\d.]+) loops=(\d+)/g)].map((m) => ({
+  const seqScans = [
+    ...text.matchAll(
+      /(Parallel )?Seq Scan on (\w+)(?: \w+)?\s+\(cost=[^)]*\)\s+\(actual time=[\d.]+\.\.[\d.]+ rows=([\d.]+) loops=(\d+)/g,
+    ),
+  ].map((m) => ({
     table: m[2]!,
     rows: Math.round(Number(m[3]) * (m[1] ? Number(m[4]) : 1)),
   }));
-  const indexes = [...new Set([...text.matchAll(/(?:Index (?:Only )?Scan(?: Backward)? using|Bitmap Index Scan on) (\w+)/g)].map((m) => m[1]!))];
+  const indexes = [
+    ...new Set(
+      [...text.matchAll(/(?:Index (?:Only )?Scan(?: Backward)? using|Bitmap Index Scan on) (\w+)/g)].map((m) => m[1]!),
+    ),
+  ];
   const ms = Number(/Execution Time: ([\d.]+) ms/.exec(text)?.[1] ?? NaN);
   return { sql: sql.replace(/\s+/g, ' ').trim(), text, seqScans, indexes, ms };
 }

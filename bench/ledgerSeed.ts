@@ -14,15 +14,37 @@ export const TTL_SECONDS = 900;
 
 // Provider shares, hosts and tools (each tool equally likely within its provider).
 const PROVIDERS: { provider: string; host: string; share: number; tools: string[] }[] = [
-  { provider: 'reports', host: 'reports.example.com', share: 0.6, tools: ['reports_create', 'reports_list', 'reports_delete'] },
-  { provider: 'calendar', host: 'calendar.example.com', share: 0.25, tools: ['calendar_create_event', 'calendar_list_events'] },
+  {
+    provider: 'reports',
+    host: 'reports.example.com',
+    share: 0.6,
+    tools: ['reports_create', 'reports_list', 'reports_delete'],
+  },
+  {
+    provider: 'calendar',
+    host: 'calendar.example.com',
+    share: 0.25,
+    tools: ['calendar_create_event', 'calendar_list_events'],
+  },
   { provider: 'drive', host: 'drive.example.com', share: 0.15, tools: ['drive_upload', 'drive_search', 'drive_share'] },
 ];
 /** Outcomes of accepted operations: still pending (outcome unknown), failed, else succeeded. */
 const PENDING_SHARE = 0.002;
 const FAILED_SHARE = 0.02;
 
-const EVENT_COLUMNS = ['id', 'navigation_id', 'from_status', 'to_status', 'event', 'actor', 'evidence', 'created_at', 'chain_seq', 'prev_hash', 'hash'];
+const EVENT_COLUMNS = [
+  'id',
+  'navigation_id',
+  'from_status',
+  'to_status',
+  'event',
+  'actor',
+  'evidence',
+  'created_at',
+  'chain_seq',
+  'prev_hash',
+  'hash',
+];
 
 export interface SeedReport {
   steps: { name: string; ms: number; rows: number }[];
@@ -53,16 +75,29 @@ export async function seedLedger(pool: Pool, n: number, now: Date): Promise<Seed
     } finally {
       await client.query('ALTER TABLE navigation_events ENABLE TRIGGER navigation_events_chain');
     }
-    await client.query(`SELECT setval(pg_get_serial_sequence('navigation_events', 'id'), (SELECT max(id) FROM navigation_events))`);
+    await client.query(
+      `SELECT setval(pg_get_serial_sequence('navigation_events', 'id'), (SELECT max(id) FROM navigation_events))`,
+    );
     await step('consent_receipts', INSERT_CONSENT);
     await step('operation_receipts', INSERT_RECEIPTS, [PENDING_SHARE, FAILED_SHARE]);
     await step('secrets', INSERT_SECRETS);
     await step('oauth_transactions', INSERT_OAUTH);
-    await client.query('DROP AGGREGATE bench_chain(navigation_events); DROP FUNCTION bench_chain_step(bytea, navigation_events)');
+    await client.query(
+      'DROP AGGREGATE bench_chain(navigation_events); DROP FUNCTION bench_chain_step(bytea, navigation_events)',
+    );
     // What autovacuum does to a table after a bulk load: statistics and the visibility map.
-    await step('VACUUM ANALYZE', 'VACUUM ANALYZE elicitation_navigations, navigation_events, consent_receipts, operation_receipts, secrets, oauth_transactions');
-    const statuses = await client.query<{ status: string; n: string }>('SELECT status, count(*) AS n FROM elicitation_navigations GROUP BY status ORDER BY count(*) DESC');
-    return { steps, totalMs: performance.now() - started, statuses: statuses.rows.map((r) => ({ status: r.status, n: Number(r.n) })) };
+    await step(
+      'VACUUM ANALYZE',
+      'VACUUM ANALYZE elicitation_navigations, navigation_events, consent_receipts, operation_receipts, secrets, oauth_transactions',
+    );
+    const statuses = await client.query<{ status: string; n: string }>(
+      'SELECT status, count(*) AS n FROM elicitation_navigations GROUP BY status ORDER BY count(*) DESC',
+    );
+    return {
+      steps,
+      totalMs: performance.now() - started,
+      statuses: statuses.rows.map((r) => ({ status: r.status, n: Number(r.n) })),
+    };
   } finally {
     await client.query('DISCARD ALL').catch(() => undefined);
     client.release();
@@ -75,7 +110,8 @@ async function checkEventColumns(client: PoolClient): Promise<void> {
     `SELECT attname AS name FROM pg_attribute WHERE attrelid = 'navigation_events'::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum`,
   );
   const found = rows.map((r) => r.name).join(', ');
-  if (found !== EVENT_COLUMNS.join(', ')) throw new Error(`navigation_events has columns (${found}); the ledger bench seeds (${EVENT_COLUMNS.join(', ')})`);
+  if (found !== EVENT_COLUMNS.join(', '))
+    throw new Error(`navigation_events has columns (${found}); the ledger bench seeds (${EVENT_COLUMNS.join(', ')})`);
 }
 
 async function createScratch(client: PoolClient, paths: SeedPath[]): Promise<void> {
@@ -103,7 +139,14 @@ async function createScratch(client: PoolClient, paths: SeedPath[]): Promise<voi
   await client.query(
     `CREATE TEMP TABLE seed_steps AS
        SELECT * FROM unnest($1::int[], $2::int[], $3::text[], $4::text[], $5::text[], $6::int[]) AS s(path, step, from_status, to_status, event, phase)`,
-    [flat.map((s) => s.path), flat.map((s) => s.step), flat.map((s) => s.from), flat.map((s) => s.to), flat.map((s) => s.event), flat.map((s) => s.phase)],
+    [
+      flat.map((s) => s.path),
+      flat.map((s) => s.step),
+      flat.map((s) => s.from),
+      flat.map((s) => s.to),
+      flat.map((s) => s.event),
+      flat.map((s) => s.phase),
+    ],
   );
   const bounds: number[] = [];
   let acc = 0;

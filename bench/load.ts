@@ -53,7 +53,10 @@ export function runLoad(job: LoadJob): Promise<LoadResult> {
     });
     child.once('error', reject);
     child.once('exit', (code) => {
-      if (!reply?.ok || !cpu) return reject(new Error(`load generator failed (exit ${code}): ${reply?.ok === false ? reply.error : 'no reply'}`));
+      if (!reply?.ok || !cpu)
+        return reject(
+          new Error(`load generator failed (exit ${code}): ${reply?.ok === false ? reply.error : 'no reply'}`),
+        );
       const { result } = reply;
       resolve({ ...result, serverCpuUsPerRequest: (cpu.user + cpu.system) / Math.max(1, result.requests) });
     });

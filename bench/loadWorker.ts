@@ -12,7 +12,10 @@ import { problemWith, requestFor } from './wire.js';
 async function run(job: LoadJob): Promise<GeneratorResult> {
   const url = new URL(job.url);
   const { headers, body } = requestFor(job.caseName, job.token);
-  const clients = Array.from({ length: job.connections }, () => new Client(url.origin, { pipelining: 1, connect: { ca: job.caPem, rejectUnauthorized: true } }));
+  const clients = Array.from(
+    { length: job.connections },
+    () => new Client(url.origin, { pipelining: 1, connect: { ca: job.caPem, rejectUnauthorized: true } }),
+  );
   const latency = createHistogram({ lowest: 1, highest: 60_000_000_000, figures: 3 });
   const errorCounts = new Map<string, number>();
   let recording = false;
@@ -68,6 +71,7 @@ async function run(job: LoadJob): Promise<GeneratorResult> {
 process.once('message', (job: LoadJob) => {
   run(job).then(
     (result) => process.send?.({ ok: true, result }, () => process.disconnect()),
-    (err: unknown) => process.send?.({ ok: false, error: String((err as Error).stack ?? err) }, () => process.disconnect()),
+    (err: unknown) =>
+      process.send?.({ ok: false, error: String((err as Error).stack ?? err) }, () => process.disconnect()),
   );
 });

@@ -25,7 +25,12 @@ import { formatLooper, formatLoopTable, type LoopRun } from './loopReport.js';
 const LOOPER = 'mallory';
 const VICTIM = 'alice';
 /** Quotas off: nothing a run of this length can reach. */
-const UNLIMITED: Quotas = { navigationsPerHour: 1e9, openPerProvider: 1e9, waitsPerPrincipal: 1e9, refusalsPerFlow: 1e9 };
+const UNLIMITED: Quotas = {
+  navigationsPerHour: 1e9,
+  openPerProvider: 1e9,
+  waitsPerPrincipal: 1e9,
+  refusalsPerFlow: 1e9,
+};
 
 interface Plan {
   name: string;
@@ -45,13 +50,22 @@ interface LoopEnv extends FlowEnv {
 }
 
 async function main(): Promise<boolean> {
-  const env: LoopEnv = { ...readFlowEnv(process.env, { flows: 100, concurrency: 10 }), toolLoops: positiveInt(process.env, 'BENCH_LOOP_TOOL', 4, 100), linkLoops: positiveInt(process.env, 'BENCH_LOOP_LINK', 2, 100) };
+  const env: LoopEnv = {
+    ...readFlowEnv(process.env, { flows: 100, concurrency: 10 }),
+    toolLoops: positiveInt(process.env, 'BENCH_LOOP_TOOL', 4, 100),
+    linkLoops: positiveInt(process.env, 'BENCH_LOOP_LINK', 2, 100),
+  };
   const users = devUsers.map((u) => u.login).filter((login) => login !== LOOPER);
   // Each run's normal users must stay inside the default quotas themselves (one more flow: the victim's link).
   const perUser = Math.ceil(env.flows / users.length) + 1;
-  if (perUser > DEFAULT_QUOTAS.navigationsPerHour) throw new Error(`BENCH_FLOWS=${env.flows} gives ${perUser} flows per user, more than the default quota of ${DEFAULT_QUOTAS.navigationsPerHour} an hour; use at most ${(DEFAULT_QUOTAS.navigationsPerHour - 1) * users.length}`);
+  if (perUser > DEFAULT_QUOTAS.navigationsPerHour)
+    throw new Error(
+      `BENCH_FLOWS=${env.flows} gives ${perUser} flows per user, more than the default quota of ${DEFAULT_QUOTAS.navigationsPerHour} an hour; use at most ${(DEFAULT_QUOTAS.navigationsPerHour - 1) * users.length}`,
+    );
   process.stdout.write(
-    `loop bench: ${env.flows} flows as ${users.join(', ')}, ${env.concurrency} at a time, three runs; looper ${LOOPER} with ${env.toolLoops} tool loops and ${env.linkLoops} link loops; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')} on this machine\n`,
+    `loop bench: ${env.flows} flows as ${users.join(', ')}, ${env.concurrency} at a time, three runs; looper ${LOOPER} with ${env.toolLoops} tool loops and ${env.linkLoops} link loops; load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')} on this machine\n`,
   );
   const runs: LoopRun[] = [];
   for (const plan of PLANS) {
@@ -61,7 +75,9 @@ async function main(): Promise<boolean> {
   }
   process.stdout.write(`\n${formatLoopTable(runs)}\n\n`);
   const ok = runs.every((r) => r.verification.ok);
-  process.stdout.write(ok ? 'OK: every normal flow of every run created its report exactly once\n' : 'FAILED: see the run reports above\n');
+  process.stdout.write(
+    ok ? 'OK: every normal flow of every run created its report exactly once\n' : 'FAILED: see the run reports above\n',
+  );
   return ok;
 }
 
@@ -79,21 +95,53 @@ async function runOnce(env: LoopEnv, users: readonly string[], plan: Plan): Prom
     const target = { brokerUrl: stack.brokerUrl, fetch: stack.fetch };
     let looper: Looper | undefined;
     if (plan.looper) {
-      const victim = await callTool(target, tokens.get(VICTIM)!, 'reports_create', { title: 'loop bench: the victim link', body: '' }, {}, { elicitation: { url: {} } });
-      const victimLink = (victim['inputRequests'] as { connect?: { params?: { url?: string } } } | undefined)?.connect?.params?.url;
+      const victim = await callTool(
+        target,
+        tokens.get(VICTIM)!,
+        'reports_create',
+        { title: 'loop bench: the victim link', body: '' },
+        {},
+        { elicitation: { url: {} } },
+      );
+      const victimLink = (victim['inputRequests'] as { connect?: { params?: { url?: string } } } | undefined)?.connect
+        ?.params?.url;
       if (!victimLink) throw new Error(`no connect link for ${VICTIM}: ${JSON.stringify(victim).slice(0, 300)}`);
-      looper = await prepareLooper(target, { login: LOOPER, token: tokens.get(LOOPER)!, toolLoops: env.toolLoops, linkLoops: env.linkLoops, victimLink });
+      looper = await prepareLooper(target, {
+        login: LOOPER,
+        token: tokens.get(LOOPER)!,
+        toolLoops: env.toolLoops,
+        linkLoops: env.linkLoops,
+        victimLink,
+      });
     }
     const before = await ledgerCounts(stack.pool, LOOPER);
     const prefix = `loop-bench ${randomBytes(3).toString('hex')} #`;
     const service = reportService(stack);
-    const flows = await runFlows(stack, normal, { service, flows: env.flows, concurrency: env.concurrency, users, prefix, onStart: () => looper?.start() });
+    const flows = await runFlows(stack, normal, {
+      service,
+      flows: env.flows,
+      concurrency: env.concurrency,
+      users,
+      prefix,
+      onStart: () => looper?.start(),
+    });
     const looperStats = await looper?.stop();
     const after = await ledgerCounts(stack.pool, LOOPER);
     const verification = await verifyFlows({ pool: stack.pool, service, tokens: normal }, flows.results, prefix);
     if (!verification.ok) {
       process.stdout.write(
-        formatRun({ service, flows: env.flows, concurrency: env.concurrency, users, ...flows, brokerPid: stack.broker.pid, poolMax: stack.poolMax, database: stack.database, verification, devErrors: stack.devErrors }),
+        formatRun({
+          service,
+          flows: env.flows,
+          concurrency: env.concurrency,
+          users,
+          ...flows,
+          brokerPid: stack.broker.pid,
+          poolMax: stack.poolMax,
+          database: stack.database,
+          verification,
+          devErrors: stack.devErrors,
+        }),
       );
     }
     return {
@@ -101,7 +149,11 @@ async function runOnce(env: LoopEnv, users: readonly string[], plan: Plan): Prom
       flows,
       verification,
       looper: looperStats,
-      looperRows: { flows: after.flowRows - before.flowRows, navigations: after.navigations - before.navigations, refusals: after.refusals - before.refusals },
+      looperRows: {
+        flows: after.flowRows - before.flowRows,
+        navigations: after.navigations - before.navigations,
+        refusals: after.refusals - before.refusals,
+      },
       allRows: after.all - before.all,
       load: loadavg()[0]!,
     };
@@ -112,7 +164,10 @@ async function runOnce(env: LoopEnv, users: readonly string[], plan: Plan): Prom
 }
 
 /** Ledger rows so far: all, those of the looper's own flows, and refusals of its browser on others' flows. */
-async function ledgerCounts(pool: Pool, login: string): Promise<{ all: number; flowRows: number; navigations: number; refusals: number }> {
+async function ledgerCounts(
+  pool: Pool,
+  login: string,
+): Promise<{ all: number; flowRows: number; navigations: number; refusals: number }> {
   const { rows } = await pool.query<{ all: number; flow_rows: number; navigations: number; refusals: number }>(
     `SELECT (SELECT count(*) FROM navigation_events)::int AS all,
             (SELECT count(*) FROM navigation_events e JOIN elicitation_navigations n ON n.id = e.navigation_id WHERE n.subject_sub = $1)::int AS flow_rows,

@@ -52,7 +52,16 @@ const URL_ELICITATION = { elicitation: { url: {} } };
  */
 export async function prepareLooper(target: LoopTarget, plan: LoopPlan): Promise<Looper> {
   const browser = plan.linkLoops > 0 ? await signIn(target, plan) : undefined;
-  const stats: LoopStats = { ms: 0, toolCalls: 0, linksGiven: 0, refused: 0, linkViews: 0, mismatches: 0, errors: 0, firstError: undefined };
+  const stats: LoopStats = {
+    ms: 0,
+    toolCalls: 0,
+    linksGiven: 0,
+    refused: 0,
+    linkViews: 0,
+    mismatches: 0,
+    errors: 0,
+    firstError: undefined,
+  };
   const failed = (message: string) => {
     stats.errors++;
     stats.firstError ??= message.slice(0, 300);
@@ -67,7 +76,15 @@ export async function prepareLooper(target: LoopTarget, plan: LoopPlan): Promise
       const n = serial++;
       stats.toolCalls++;
       try {
-        const result = await callTool(target, plan.token, 'reports_create', { title: `loop ${n}`, body: `Looping call ${n}.` }, {}, URL_ELICITATION, 'loop');
+        const result = await callTool(
+          target,
+          plan.token,
+          'reports_create',
+          { title: `loop ${n}`, body: `Looping call ${n}.` },
+          {},
+          URL_ELICITATION,
+          'loop',
+        );
         const error = (result['structuredContent'] as { error?: string } | undefined)?.error;
         if (result['resultType'] === 'input_required') stats.linksGiven++;
         else if (error === 'rate_limited') stats.refused++;
@@ -93,7 +110,10 @@ export async function prepareLooper(target: LoopTarget, plan: LoopPlan): Promise
   return {
     start() {
       started = performance.now();
-      loops = Promise.all([...Array.from({ length: plan.toolLoops }, toolLoop), ...Array.from({ length: plan.linkLoops }, linkLoop)]);
+      loops = Promise.all([
+        ...Array.from({ length: plan.toolLoops }, toolLoop),
+        ...Array.from({ length: plan.linkLoops }, linkLoop),
+      ]);
     },
     async stop() {
       stopped = true;
@@ -112,6 +132,7 @@ async function signIn(target: LoopTarget, plan: LoopPlan): Promise<TestBrowser> 
   if (!href) throw new Error(`no sign-in link on the victim's connect page (HTTP ${first.status})`);
   const form = await browser.get(new URL(href, target.brokerUrl).href);
   const landed = await browser.submitForm(form, { login: plan.login, password: DEV_PASSWORD });
-  if (landed.status !== 403) throw new Error(`signed in as ${plan.login}, the victim's link answered HTTP ${landed.status}`);
+  if (landed.status !== 403)
+    throw new Error(`signed in as ${plan.login}, the victim's link answered HTTP ${landed.status}`);
   return browser;
 }

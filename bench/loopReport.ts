@@ -47,7 +47,9 @@ export function formatLoopTable(runs: readonly LoopRun[]): string {
       `${ms(queries.p50)} / ${ms(queries.p99)}`,
       l ? `${perSecond(l.toolCalls, l.ms)} tool + ${perSecond(l.linkViews, l.ms)} link` : '—',
       l ? `${l.refused} of ${l.toolCalls}` : '—',
-      l ? `${run.looperRows.flows + run.looperRows.refusals} (${run.looperRows.navigations} flows, ${run.looperRows.refusals} refusals)` : '—',
+      l
+        ? `${run.looperRows.flows + run.looperRows.refusals} (${run.looperRows.navigations} flows, ${run.looperRows.refusals} refusals)`
+        : '—',
       String(run.allRows),
       run.load.toFixed(2),
     ];

@@ -37,7 +37,13 @@ async function main(): Promise<number> {
       'both servers verify the bearer with jose (same issuer, audience, algorithms) and remember verified tokens until they expire',
   );
   try {
-    const token = await fetchDevToken({ issuer: stack.issuer, resource: stack.brokerMcpUrl, login: 'alice', password: DEV_PASSWORD, fetch: stack.fetch });
+    const token = await fetchDevToken({
+      issuer: stack.issuer,
+      resource: stack.brokerMcpUrl,
+      login: 'alice',
+      password: DEV_PASSWORD,
+      fetch: stack.fetch,
+    });
     const targets: { name: ServerName; url: string }[] = [
       { name: 'broker', url: stack.brokerMcpUrl },
       { name: 'peer', url: stack.peerMcpUrl },
@@ -68,20 +74,37 @@ async function main(): Promise<number> {
     }
     console.log(`\n${formatReport(measurements, CONNECTIONS, env.measureSeconds)}`);
 
-    console.log('\nserving github_issue_declared (bench/mcpBenchTools.yaml) and github_issue_coded (defineConnectionTool) on the GitHub-like provider; connecting alice…');
+    console.log(
+      '\nserving github_issue_declared (bench/mcpBenchTools.yaml) and github_issue_coded (defineConnectionTool) on the GitHub-like provider; connecting alice…',
+    );
     await prepareDeclaredTools(stack, token);
     const declaredCheck = await sampleCheck(stack.fetch, [targets[0]!], token, DECLARED_CASES);
     if (declaredCheck.failures.length > 0) {
-      console.error(`sample requests failed, the declared tools not measured:\n${declaredCheck.failures.map((f) => `  ${f}`).join('\n')}`);
+      console.error(
+        `sample requests failed, the declared tools not measured:\n${declaredCheck.failures.map((f) => `  ${f}`).join('\n')}`,
+      );
       return 1;
     }
-    const job = { url: stack.brokerMcpUrl, token, caPem: stack.caPem, connections: CONNECTIONS, warmupMs: env.warmupSeconds * 1000, durationMs: env.measureSeconds * 1000 };
+    const job = {
+      url: stack.brokerMcpUrl,
+      token,
+      caPem: stack.caPem,
+      connections: CONNECTIONS,
+      warmupMs: env.warmupSeconds * 1000,
+      durationMs: env.measureSeconds * 1000,
+    };
     const declared = await measureDeclaredTools(job, (line) => console.log(`measured ${line}`));
     console.log(`\n${formatDeclaredReport(declared, CONNECTIONS, env.measureSeconds)}`);
 
     // Servers, Postgres and the load generator share this machine; a busy machine shows in p99 first.
-    console.log(`\n${availableParallelism()} CPUs; load average over 1/5/15 min after the run: ${loadavg().map((l) => l.toFixed(2)).join(' / ')}`);
-    const failed = [...measurements.map((m) => m.result), ...declared.coded, ...declared.declared].some((r) => r.errors > 0);
+    console.log(
+      `\n${availableParallelism()} CPUs; load average over 1/5/15 min after the run: ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' / ')}`,
+    );
+    const failed = [...measurements.map((m) => m.result), ...declared.coded, ...declared.declared].some(
+      (r) => r.errors > 0,
+    );
     return failed ? 1 : 0;
   } finally {
     await stack.close();

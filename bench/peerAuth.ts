@@ -40,7 +40,8 @@ export function createPeerVerifier(options: PeerVerifierOptions): OAuthTokenVeri
           requiredClaims: ['sub', 'exp'],
         }));
       } catch (err) {
-        if (err instanceof errors.JOSEError) throw new OAuthError(OAuthErrorCode.InvalidToken, 'The access token is not valid for this server.');
+        if (err instanceof errors.JOSEError)
+          throw new OAuthError(OAuthErrorCode.InvalidToken, 'The access token is not valid for this server.');
         throw err;
       }
       const principal: Principal = { iss: payload.iss ?? options.issuer, sub: payload.sub ?? '' };
@@ -62,12 +63,17 @@ export function createPeerVerifier(options: PeerVerifierOptions): OAuthTokenVeri
 /** The principal the verifier put into AuthInfo, or undefined for an unauthenticated request. */
 export function principalOf(info: AuthInfo | undefined): Principal | undefined {
   const value = info?.extra?.['principal'];
-  return typeof value === 'object' && value !== null && 'iss' in value && 'sub' in value ? (value as Principal) : undefined;
+  return typeof value === 'object' && value !== null && 'iss' in value && 'sub' in value
+    ? (value as Principal)
+    : undefined;
 }
 
 async function discoverJwks(options: PeerVerifierOptions): Promise<JWTVerifyGetKey> {
   const response = await options.fetch(new URL(`${options.issuer}/.well-known/openid-configuration`));
   const metadata = (await response.json()) as { issuer?: unknown; jwks_uri?: unknown };
-  if (!response.ok || metadata.issuer !== options.issuer || typeof metadata.jwks_uri !== 'string') throw new Error('peer: the issuer metadata could not be loaded');
-  return createRemoteJWKSet(new URL(metadata.jwks_uri), { [customFetch]: (url, init) => options.fetch(url, init as RequestInit) });
+  if (!response.ok || metadata.issuer !== options.issuer || typeof metadata.jwks_uri !== 'string')
+    throw new Error('peer: the issuer metadata could not be loaded');
+  return createRemoteJWKSet(new URL(metadata.jwks_uri), {
+    [customFetch]: (url, init) => options.fetch(url, init as RequestInit),
+  });
 }

@@ -1,6 +1,16 @@
 import type { RequestListener, ServerResponse } from 'node:http';
-import { hostHeaderValidation, originValidation, toNodeHandler, type NodeIncomingMessageLike } from '@modelcontextprotocol/node';
-import { bearerAuthChallengeResponse, createMcpHandler, McpServer, verifyBearerToken } from '@modelcontextprotocol/server';
+import {
+  hostHeaderValidation,
+  originValidation,
+  toNodeHandler,
+  type NodeIncomingMessageLike,
+} from '@modelcontextprotocol/node';
+import {
+  bearerAuthChallengeResponse,
+  createMcpHandler,
+  McpServer,
+  verifyBearerToken,
+} from '@modelcontextprotocol/server';
 import type { Pool } from '../src/db/pool.js';
 import type { Fetch } from '../src/shared/httpClient.js';
 import type { Logger } from '../src/shared/logger.js';
@@ -36,9 +46,13 @@ export function createPeerListener(deps: PeerDeps): { listener: RequestListener;
         { name: 'sdk-peer', version: 'bench' },
         {
           capabilities: { tools: {} },
-          instructions: 'Notes tools with an explicit workspaceUri; deletions are confirmed by the user in a form. Call notes_workspaces first.',
+          instructions:
+            'Notes tools with an explicit workspaceUri; deletions are confirmed by the user in a form. Call notes_workspaces first.',
           // The broker's cache hints (src/mcp/mcpServer.ts).
-          cacheHints: { 'tools/list': { ttlMs: 5 * 60 * 1000, cacheScope: 'public' }, 'server/discover': { ttlMs: 60 * 60 * 1000, cacheScope: 'public' } },
+          cacheHints: {
+            'tools/list': { ttlMs: 5 * 60 * 1000, cacheScope: 'public' },
+            'server/discover': { ttlMs: 60 * 60 * 1000, cacheScope: 'public' },
+          },
         },
       );
       registerPeerTools(server, { pool: deps.pool }, principal);
@@ -50,19 +64,26 @@ export function createPeerListener(deps: PeerDeps): { listener: RequestListener;
   const checkHost = hostHeaderValidation(['127.0.0.1']);
   const checkOrigin = originValidation(['127.0.0.1']);
   const verifier = createPeerVerifier({ issuer: deps.issuer, audience: deps.audience, fetch: deps.fetch });
-  const bearer = { verifier, requiredScopes: [SCOPE], resourceMetadataUrl: deps.resourceMetadataUrl, expectedResource: new URL(deps.audience) };
+  const bearer = {
+    verifier,
+    requiredScopes: [SCOPE],
+    resourceMetadataUrl: deps.resourceMetadataUrl,
+    expectedResource: new URL(deps.audience),
+  };
 
   const listener: RequestListener = (req, res) => {
     if (req.url?.split('?')[0] !== '/mcp') return void res.writeHead(404).end();
     if (!checkHost(req, res) || !checkOrigin(req, res)) return;
-    verifyBearerToken(req.headers.authorization, bearer).then(
-      // IncomingMessage types `method` as `string | undefined`, which the SDK's duck type rejects under exactOptionalPropertyTypes.
-      (auth) => serve(Object.assign(req, { auth }) as NodeIncomingMessageLike, res),
-      (err: unknown) => writeResponse(res, bearerAuthChallengeResponse(err, bearer)),
-    ).catch((err: unknown) => {
-      deps.logger.error({ err }, 'peer: request failed');
-      if (!res.headersSent) res.writeHead(500).end();
-    });
+    verifyBearerToken(req.headers.authorization, bearer)
+      .then(
+        // IncomingMessage types `method` as `string | undefined`, which the SDK's duck type rejects under exactOptionalPropertyTypes.
+        (auth) => serve(Object.assign(req, { auth }) as NodeIncomingMessageLike, res),
+        (err: unknown) => writeResponse(res, bearerAuthChallengeResponse(err, bearer)),
+      )
+      .catch((err: unknown) => {
+        deps.logger.error({ err }, 'peer: request failed');
+        if (!res.headersSent) res.writeHead(500).end();
+      });
   };
   return { listener, close: () => handler.close() };
 }

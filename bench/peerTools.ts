@@ -14,8 +14,15 @@ import { createNote, listNotes, listWorkspaces } from '../src/notes/notes.js';
 
 const workspaceUri = z.string().max(2048).describe('A file: URI from notes_workspaces');
 const schemas = {
-  create: z.strictObject({ workspaceUri, title: TitleSchema.describe('1 to 200 characters'), body: BodySchema.describe('Up to 20000 characters') }),
-  delete: z.strictObject({ workspaceUri, title: TitleSchema.describe('The title, or part of it, of the note to delete') }),
+  create: z.strictObject({
+    workspaceUri,
+    title: TitleSchema.describe('1 to 200 characters'),
+    body: BodySchema.describe('Up to 20000 characters'),
+  }),
+  delete: z.strictObject({
+    workspaceUri,
+    title: TitleSchema.describe('The title, or part of it, of the note to delete'),
+  }),
   list: z.strictObject({ workspaceUri }),
   workspaces: z.strictObject({}),
   reportsCreate: z.strictObject({ title: z.string().trim().min(1).max(200), body: z.string().max(10_000) }),
@@ -39,7 +46,9 @@ export function registerPeerTools(server: McpServer, deps: PeerToolDeps, princip
     (args) =>
       guarded(async () => {
         const note = await createNote(deps, principal, args.workspaceUri, args.title, args.body);
-        return complete(`Created ${note.id} "${note.title}" at ${note.noteUri}.`, { note: { id: note.id, title: note.title, uri: note.noteUri, createdAt: note.createdAt.toISOString() } });
+        return complete(`Created ${note.id} "${note.title}" at ${note.noteUri}.`, {
+          note: { id: note.id, title: note.title, uri: note.noteUri, createdAt: note.createdAt.toISOString() },
+        });
       }),
   );
   server.registerTool(
@@ -57,15 +66,25 @@ export function registerPeerTools(server: McpServer, deps: PeerToolDeps, princip
     'notes_list',
     {
       title: 'List notes',
-      description: 'Lists the notes in a workspace (oldest first, up to 200). workspaceUri must be one of notes_workspaces, or a folder inside one.',
+      description:
+        'Lists the notes in a workspace (oldest first, up to 200). workspaceUri must be one of notes_workspaces, or a folder inside one.',
       inputSchema: schemas.list,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     (args) =>
       guarded(async () => {
         const { workspace, notes } = await listNotes(deps, principal, args.workspaceUri);
-        const items = notes.map((n) => ({ id: n.id, title: n.title, uri: n.noteUri, createdAt: n.createdAt.toISOString(), body: n.body }));
-        const text = items.length > 0 ? items.map((n) => `${n.id}  ${n.title}  (${n.createdAt})`).join('\n') : `No notes in ${workspace}.`;
+        const items = notes.map((n) => ({
+          id: n.id,
+          title: n.title,
+          uri: n.noteUri,
+          createdAt: n.createdAt.toISOString(),
+          body: n.body,
+        }));
+        const text =
+          items.length > 0
+            ? items.map((n) => `${n.id}  ${n.title}  (${n.createdAt})`).join('\n')
+            : `No notes in ${workspace}.`;
         return complete(text, { workspaceUri: workspace, notes: items });
       }),
   );
@@ -73,14 +92,18 @@ export function registerPeerTools(server: McpServer, deps: PeerToolDeps, princip
     'notes_workspaces',
     {
       title: 'List note workspaces',
-      description: 'Lists the workspace URIs you may use with the other notes tools. Call this first; pass one of them as workspaceUri.',
+      description:
+        'Lists the workspace URIs you may use with the other notes tools. Call this first; pass one of them as workspaceUri.',
       inputSchema: schemas.workspaces,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     () =>
       guarded(async () => {
         const workspaces = await listWorkspaces(deps, principal);
-        return complete(workspaces.length > 0 ? `Your workspaces:\n${workspaces.join('\n')}` : 'You have no workspaces yet.', { workspaces });
+        return complete(
+          workspaces.length > 0 ? `Your workspaces:\n${workspaces.join('\n')}` : 'You have no workspaces yet.',
+          { workspaces },
+        );
       }),
   );
   server.registerTool(

@@ -26,7 +26,12 @@ export function formatReport(measurements: readonly Measurement[], connections: 
     String(r.requests),
     String(r.errors),
   ]);
-  const out = [`${connections} connections, ${seconds} s measured per row after a warm-up`, '', ...formatColumns(header, rows), ''];
+  const out = [
+    `${connections} connections, ${seconds} s measured per row after a warm-up`,
+    '',
+    ...formatColumns(header, rows),
+    '',
+  ];
 
   for (const caseName of Object.keys(RATIO_TARGET) as PeerCaseName[]) {
     const broker = measurements.find((m) => m.caseName === caseName && m.server === 'broker')?.result;
@@ -40,14 +45,20 @@ export function formatReport(measurements: readonly Measurement[], connections: 
     );
   }
   const failed = measurements.filter((m) => m.result.errors > 0);
-  for (const m of failed) out.push('', `${m.caseName} on ${m.server}: ${m.result.errors} failed requests`, ...m.result.errorSamples.map((s) => `  ${s}`));
+  for (const m of failed)
+    out.push(
+      '',
+      `${m.caseName} on ${m.server}: ${m.result.errors} failed requests`,
+      ...m.result.errorSamples.map((s) => `  ${s}`),
+    );
   return out.join('\n');
 }
 
 /** A header, a rule and the rows: the first two columns (names) left-aligned, the figures right-aligned. */
 export function formatColumns(header: readonly string[], rows: readonly (readonly string[])[]): string[] {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]?.length ?? 0)));
-  const line = (cells: readonly string[]) => cells.map((c, i) => (i < 2 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('  ');
+  const line = (cells: readonly string[]) =>
+    cells.map((c, i) => (i < 2 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('  ');
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)];
 }
 

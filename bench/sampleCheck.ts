@@ -13,7 +13,12 @@ const SAMPLES = 3;
  * (over verified TLS); the bench does not measure when any fails. Differences
  * between the servers' tools/list answers are reported as notes.
  */
-export async function sampleCheck(fetch: Fetch, targets: readonly Target[], token: string, cases: readonly CaseName[] = CASES): Promise<{ failures: string[]; notes: string[] }> {
+export async function sampleCheck(
+  fetch: Fetch,
+  targets: readonly Target[],
+  token: string,
+  cases: readonly CaseName[] = CASES,
+): Promise<{ failures: string[]; notes: string[] }> {
   const problems: string[] = [];
   const notes: string[] = [];
   const toolSets = new Map<string, string>();
@@ -26,12 +31,16 @@ export async function sampleCheck(fetch: Fetch, targets: readonly Target[], toke
         const text = await response.text();
         const problem = problemWith(caseName, response.status, contentType, text);
         if (problem) problems.push(`${target.name} ${caseName}: ${problem}`);
-        if (caseName === 'tools/list' && !problem) toolSets.set(target.name, describeTools(messageOf(contentType, text)));
+        if (caseName === 'tools/list' && !problem)
+          toolSets.set(target.name, describeTools(messageOf(contentType, text)));
       }
     }
   }
   const distinct = new Set(toolSets.values());
-  if (distinct.size > 1) notes.push(`the servers' tools differ (name, title, description, annotations, inputSchema):\n${[...toolSets].map(([name, tools]) => `  ${name}: ${tools}`).join('\n')}`);
+  if (distinct.size > 1)
+    notes.push(
+      `the servers' tools differ (name, title, description, annotations, inputSchema):\n${[...toolSets].map(([name, tools]) => `  ${name}: ${tools}`).join('\n')}`,
+    );
   return { failures: problems, notes };
 }
 
@@ -41,7 +50,13 @@ function describeTools(message: Record<string, unknown> | undefined): string {
   const tools = ((message?.['result'] as { tools?: Record<string, unknown>[] } | undefined)?.tools ?? [])
     .map((t) => {
       const { $schema: _dialect, ...inputSchema } = (t['inputSchema'] ?? {}) as Record<string, unknown>;
-      return { name: t['name'], title: t['title'], description: t['description'], annotations: t['annotations'], inputSchema };
+      return {
+        name: t['name'],
+        title: t['title'],
+        description: t['description'],
+        annotations: t['annotations'],
+        inputSchema,
+      };
     })
     .sort((a, b) => String(a.name).localeCompare(String(b.name)));
   return JSON.stringify(tools);

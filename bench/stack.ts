@@ -48,14 +48,18 @@ type Closer = () => Promise<unknown>;
  * provider, a migrated and seeded schema, and the SDK peer on the same TLS
  * certificate, database and issuer.
  */
-export async function startBenchStack(options: { databaseUrl: Secret | undefined; logger: Logger }): Promise<BenchStack> {
+export async function startBenchStack(options: {
+  databaseUrl: Secret | undefined;
+  logger: Logger;
+}): Promise<BenchStack> {
   const { logger } = options;
   const closers: Closer[] = [];
   let closing: Promise<void> | undefined;
   // Idempotent: the end of the run and a Ctrl-C may both ask.
   const close = () =>
     (closing ??= (async () => {
-      for (const closer of closers.reverse()) await closer().catch((err: unknown) => logger.warn({ err }, 'bench cleanup step failed'));
+      for (const closer of closers.reverse())
+        await closer().catch((err: unknown) => logger.warn({ err }, 'bench cleanup step failed'));
     })());
   try {
     const dir = await mkdtemp(join(tmpdir(), 'mcp-bench-'));
@@ -70,7 +74,10 @@ export async function startBenchStack(options: { databaseUrl: Secret | undefined
     closers.push(() => db.close());
 
     let brokerHandler: RequestListener = (_req, res) => res.writeHead(503).end();
-    const broker = await listen(closers, listenHttps(tls, (req, res) => brokerHandler(req, res), '127.0.0.1', 0, 'broker'));
+    const broker = await listen(
+      closers,
+      listenHttps(tls, (req, res) => brokerHandler(req, res), '127.0.0.1', 0, 'broker'),
+    );
     const brokerUrl = `https://127.0.0.1:${broker.port}`;
     const mcpResourceUrl = `${brokerUrl}/mcp`;
     const dev = await startLocalDevStack({ tls, fetch, secrets, render, logger, brokerUrl, github: true });
@@ -84,7 +91,13 @@ export async function startBenchStack(options: { databaseUrl: Secret | undefined
         logger,
         clock: systemClock,
         render,
-        oidc: createOidcClient({ issuer: dev.idp.issuer, clientId: dev.idp.brokerClientId, clientSecret: new Secret(secrets.brokerIdpClientSecret), fetch, allowLoopback: true }),
+        oidc: createOidcClient({
+          issuer: dev.idp.issuer,
+          clientId: dev.idp.brokerClientId,
+          clientSecret: new Secret(secrets.brokerIdpClientSecret),
+          fetch,
+          allowLoopback: true,
+        }),
         migrations,
         publicUrl: new URL(brokerUrl),
         mcpResourceUrl,

@@ -28,12 +28,23 @@ export function requestFor(name: CaseName, token: string): WireRequest {
     authorization: `Bearer ${token}`,
   };
   if (name === 'tools/list') {
-    return { headers: { ...headers, 'mcp-method': 'tools/list' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: META } }) };
+    return {
+      headers: { ...headers, 'mcp-method': 'tools/list' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: META } }),
+    };
   }
-  const [tool, args] = name === 'tools/call notes_list' ? ['notes_list', { workspaceUri: WORKSPACE }] : [name.slice('tools/call '.length), BENCH_ISSUE];
+  const [tool, args] =
+    name === 'tools/call notes_list'
+      ? ['notes_list', { workspaceUri: WORKSPACE }]
+      : [name.slice('tools/call '.length), BENCH_ISSUE];
   return {
     headers: { ...headers, 'mcp-method': 'tools/call', 'mcp-name': tool },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: tool, arguments: args, _meta: META } }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name: tool, arguments: args, _meta: META },
+    }),
   };
 }
 
@@ -43,7 +54,10 @@ type Json = Record<string, unknown>;
 export function messageOf(contentType: string, text: string): Json | undefined {
   try {
     if (!contentType.startsWith('text/event-stream')) return JSON.parse(text) as Json;
-    const data = text.split('\n').filter((line) => line.startsWith('data:')).pop();
+    const data = text
+      .split('\n')
+      .filter((line) => line.startsWith('data:'))
+      .pop();
     return data === undefined ? undefined : (JSON.parse(data.slice(5)) as Json);
   } catch {
     return undefined;
@@ -61,12 +75,16 @@ export function problemWith(name: CaseName, status: number, contentType: string,
   if (!result) return 'no result';
   if (name === 'tools/list') {
     const tools = result['tools'];
-    return Array.isArray(tools) && tools.some((t: Json) => t['name'] === 'notes_list') ? undefined : 'tools/list result without notes_list';
+    return Array.isArray(tools) && tools.some((t: Json) => t['name'] === 'notes_list')
+      ? undefined
+      : 'tools/list result without notes_list';
   }
   if (result['isError'] === true) return `tool error: ${JSON.stringify(result['content']).slice(0, 160)}`;
   if (name !== 'tools/call notes_list') {
     const issue = result['structuredContent'] as Json | undefined;
-    return issue?.['number'] === BENCH_ISSUE.number && typeof issue['title'] === 'string' ? undefined : `${name} returned no issue: ${JSON.stringify(result).slice(0, 160)}`;
+    return issue?.['number'] === BENCH_ISSUE.number && typeof issue['title'] === 'string'
+      ? undefined
+      : `${name} returned no issue: ${JSON.stringify(result).slice(0, 160)}`;
   }
   const notes = (result['structuredContent'] as Json | undefined)?.['notes'];
   return Array.isArray(notes) && notes.length > 0 ? undefined : 'notes_list returned no notes';

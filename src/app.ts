@@ -62,9 +62,17 @@ export function createApp(deps: AppDeps): Express {
   app.use(securityHeaders({ formActionOrigins: deps.formActionOrigins }));
   app.use(healthRoutes(deps));
   app.use(metricsRoutes({ metrics: deps.metrics, access: deps.metricsAccess }));
-  app.use(protectedResourceRoutes({ mcpResourceUrl: deps.mcpResourceUrl, issuer: deps.mcp.issuer, scope: deps.mcp.scope }));
+  app.use(
+    protectedResourceRoutes({ mcpResourceUrl: deps.mcpResourceUrl, issuer: deps.mcp.issuer, scope: deps.mcp.scope }),
+  );
   app.use('/static', express.static(publicDir, { index: false, fallthrough: false, maxAge: '1h' }));
-  app.use(authRoutes({ ...deps, callbackUrl: new URL('/auth/callback', deps.publicUrl).href, loginRateLimit: deps.loginRateLimit ?? DEFAULT_LOGIN_RATE_LIMIT }));
+  app.use(
+    authRoutes({
+      ...deps,
+      callbackUrl: new URL('/auth/callback', deps.publicUrl).href,
+      loginRateLimit: deps.loginRateLimit ?? DEFAULT_LOGIN_RATE_LIMIT,
+    }),
+  );
   app.use(connectRoutes({ broker: deps.broker, render: deps.render, sessionTtlSeconds: deps.sessionTtlSeconds }));
   app.use('/ops', opsRoutes(deps));
   app.use(webRoutes(deps));

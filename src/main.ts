@@ -39,7 +39,13 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
   // So are the operator's tool modules: a module that does not load, or a clashing name, stops it too.
   const modules = await loadToolModules(config.toolModules, tools);
   // And the declared tools (TOOLS_FILE, or the development default): every problem in the file stops it.
-  const declared = await loadDeclaredTools({ toolsFile: config.toolsFile, dev, fileProviders, builtIn: tools, modules });
+  const declared = await loadDeclaredTools({
+    toolsFile: config.toolsFile,
+    dev,
+    fileProviders,
+    builtIn: tools,
+    modules,
+  });
   const extraTools = [...modules, ...declared];
   const lock = await acquireRunLock(config.dataDir);
   closers.push({ name: 'run lock', close: lock.release });
@@ -51,7 +57,10 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
   let databaseUrl = config.db.url;
   let database = 'external Postgres (DATABASE_URL)';
   if (!databaseUrl) {
-    const embedded = await startEmbeddedPostgres(join(config.dataDir, 'postgres'), logger.child({ component: 'postgres' }));
+    const embedded = await startEmbeddedPostgres(
+      join(config.dataDir, 'postgres'),
+      logger.child({ component: 'postgres' }),
+    );
     closers.push({ name: 'embedded Postgres', close: embedded.stop });
     databaseUrl = embedded.url;
     database = `embedded Postgres, data in ${resolve(config.dataDir, 'postgres')}`;
@@ -67,7 +76,10 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
   let devFacts: BannerFacts['dev'];
   if (dev) {
     if (config.dev.allowNetwork) {
-      logger.warn({ host: config.http.host }, 'DEV_ALLOW_NETWORK=true: the development identity provider (known passwords, an operator user) listens beyond loopback; publish its ports to loopback only');
+      logger.warn(
+        { host: config.http.host },
+        'DEV_ALLOW_NETWORK=true: the development identity provider (known passwords, an operator user) listens beyond loopback; publish its ports to loopback only',
+      );
     }
     // Development servers (oidc-provider and friends) are loaded only in development.
     const { loadOrCreateDevSecrets } = await import('./dev/devSecrets.js');
@@ -93,7 +105,10 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     secretKeys ??= secrets.secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) }));
     // An operator's own `github` entry (a real GitHub OAuth App) takes the place of the development one.
     const ownGithub = providerEntries.some((entry) => (entry as { id?: unknown } | null)?.id === 'github');
-    providerEntries.unshift(reportServiceProvider(stack, secrets), ...(stack.github && !ownGithub ? [githubDevProvider(stack.github)] : []));
+    providerEntries.unshift(
+      reportServiceProvider(stack, secrets),
+      ...(stack.github && !ownGithub ? [githubDevProvider(stack.github)] : []),
+    );
     const { DEV_PASSWORD, devUsers } = await import('./dev/devUsers.js');
     devFacts = {
       reportsIssuer: stack.reports.issuer,
@@ -145,16 +160,37 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
   closers.push({ name: 'completion listener', close: broker.close });
   // A pending outcome older than a minute had its call cut short (crash, lost answer): re-driven by the sweep.
   const reconcile = (batch: number) => broker.reconcile(RECONCILE_GRACE_MS, batch);
-  const sweeper = startSweeper({ pool, clock: systemClock, logger, reconcile, onSweep: (r) => metrics.sweepSucceeded(r), onSweepFailed: () => metrics.sweepFailed() }, config.broker.sweepIntervalMs);
+  const sweeper = startSweeper(
+    {
+      pool,
+      clock: systemClock,
+      logger,
+      reconcile,
+      onSweep: (r) => metrics.sweepSucceeded(r),
+      onSweepFailed: () => metrics.sweepFailed(),
+    },
+    config.broker.sweepIntervalMs,
+  );
   closers.push({ name: 'sweeper', close: sweeper.stop });
   const server = await listenHttps(tls, broker.listener, config.http.host, config.http.port, 'broker');
   closers.push({ name: 'broker HTTPS server', close: () => server.close(config.http.shutdownGraceMs) });
 
   logger.info({ port: server.port, mode: config.mode }, 'broker listening');
   if (config.mcp.allowAnonymous) {
-    logger.warn('MCP_ALLOW_ANONYMOUS=true: MCP requests without a bearer token are served as an anonymous principal (development, loopback only)');
+    logger.warn(
+      'MCP_ALLOW_ANONYMOUS=true: MCP requests without a bearer token are served as an anonymous principal (development, loopback only)',
+    );
   }
-  process.stdout.write(banner({ publicUrl: config.http.publicUrl, mcpResourceUrl: config.http.mcpResourceUrl, anonymousMcp: config.mcp.allowAnonymous, issuer, database, ...(devFacts ? { dev: devFacts } : {}) }));
+  process.stdout.write(
+    banner({
+      publicUrl: config.http.publicUrl,
+      mcpResourceUrl: config.http.mcpResourceUrl,
+      anonymousMcp: config.mcp.allowAnonymous,
+      issuer,
+      database,
+      ...(devFacts ? { dev: devFacts } : {}),
+    }),
+  );
 }
 
 function packageVersion(): string {
@@ -165,7 +201,11 @@ function packageVersion(): string {
 async function readTls(config: Readonly<Config>): Promise<TlsMaterial> {
   const { certFile, keyFile, caFile } = config.tls;
   if (!certFile || !keyFile) throw new ConfigError(['TLS_CERT_FILE and TLS_KEY_FILE are required']);
-  const [certPem, keyPem, caPem] = await Promise.all([readFile(certFile, 'utf8'), readFile(keyFile, 'utf8'), caFile ? readFile(caFile, 'utf8') : '']);
+  const [certPem, keyPem, caPem] = await Promise.all([
+    readFile(certFile, 'utf8'),
+    readFile(keyFile, 'utf8'),
+    caFile ? readFile(caFile, 'utf8') : '',
+  ]);
   return { certPem, keyPem, caPem };
 }
 
@@ -196,17 +236,23 @@ function run(): void {
     stop(signal) {
       logger.info({ signal }, 'stopping: finishing in-flight requests');
       // A signal during start-up waits for it to settle, so everything it opened is closed.
-      stopping = startup.catch(() => undefined).then(() => shutdown(closers, logger)).then(() => {
-        logger.info('stopped');
-        process.exit(0);
-      });
+      stopping = startup
+        .catch(() => undefined)
+        .then(() => shutdown(closers, logger))
+        .then(() => {
+          logger.info('stopped');
+          process.exit(0);
+        });
     },
     force(signal) {
       logger.warn({ signal }, 'second signal: exiting now');
       process.exit(1);
     },
     repeated(signal) {
-      logger.debug({ signal }, 'the same stop signal again (from the terminal and a wrapper forwarding it): already stopping');
+      logger.debug(
+        { signal },
+        'the same stop signal again (from the terminal and a wrapper forwarding it): already stopping',
+      );
     },
   });
   process.on('SIGINT', onStopSignal);
@@ -215,7 +261,12 @@ function run(): void {
   startup = main(config, logger, closers);
   startup.catch(async (err: unknown) => {
     if (stopping) return;
-    const expected = err instanceof AlreadyRunningError || err instanceof ConfigError || err instanceof ProviderConfigError || err instanceof ToolModuleError || err instanceof ToolsFileError;
+    const expected =
+      err instanceof AlreadyRunningError ||
+      err instanceof ConfigError ||
+      err instanceof ProviderConfigError ||
+      err instanceof ToolModuleError ||
+      err instanceof ToolsFileError;
     if (expected) process.stderr.write(`broker: ${(err as Error).message}\n`);
     else logger.fatal({ err }, 'start-up failed');
     await shutdown(closers, logger);

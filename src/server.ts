@@ -27,7 +27,10 @@ import type { Provider } from './providers/providerConfig.js';
 import type { Fetch } from './shared/httpClient.js';
 import type { Secret } from './shared/secret.js';
 
-export interface ServerDeps extends Omit<AppDeps, 'logins' | 'mcp' | 'broker' | 'formActionOrigins' | 'metrics' | 'metricsAccess' | 'operators' | 'ops'> {
+export interface ServerDeps extends Omit<
+  AppDeps,
+  'logins' | 'mcp' | 'broker' | 'formActionOrigins' | 'metrics' | 'metricsAccess' | 'operators' | 'ops'
+> {
   /** Who is an operator; default: the `roles` claim holds `operator`. */
   operators?: OperatorPolicy;
   issuer: string;
@@ -75,18 +78,32 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
   const broker = buildBrokerDeps(deps);
   const { signal } = broker;
   const metrics = deps.metrics ?? createMetrics({ pool: deps.pool, logger: deps.logger, processMetrics: false });
-  const requestState = createRequestStateCodec({ keyring: createKeyring(deps.secretKeys, 'mrtr-request-state'), clock: deps.clock, ttlSeconds: REQUEST_STATE_TTL_SECONDS });
+  const requestState = createRequestStateCodec({
+    keyring: createKeyring(deps.secretKeys, 'mrtr-request-state'),
+    clock: deps.clock,
+    ttlSeconds: REQUEST_STATE_TTL_SECONDS,
+  });
   const toolDeps = {
     pool: deps.pool,
     requestState,
     fetch: deps.fetch,
-    connection: { broker, requestState, vault: { pool: deps.pool, box: broker.box, clock: deps.clock, providers: broker.providers } },
+    connection: {
+      broker,
+      requestState,
+      vault: { pool: deps.pool, box: broker.box, clock: deps.clock, providers: broker.providers },
+    },
   };
   // One list, by name, for tools/list, both eras and the re-drive.
-  const served = [...builtInToolsFor(deps.providers), ...(deps.extraTools ?? [])].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const served = [...builtInToolsFor(deps.providers), ...(deps.extraTools ?? [])].sort((a, b) =>
+    a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
+  );
   const scopeProblems = toolScopeProblems(served, deps.providers);
   if (scopeProblems.length > 0) throw new ToolModuleError(scopeProblems);
-  const redrive: RedriveDeps = { broker, vault: toolDeps.connection.vault, operationFor: (tool, args) => connectionCallFor(served, tool, args, toolDeps) };
+  const redrive: RedriveDeps = {
+    broker,
+    vault: toolDeps.connection.vault,
+    operationFor: (tool, args) => connectionCallFor(served, tool, args, toolDeps),
+  };
   const app = createApp({
     ...deps,
     logins: createLoginCookies(createSecretBox(createKeyring(deps.secretKeys, 'browser-login'))),

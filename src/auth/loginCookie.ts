@@ -23,7 +23,11 @@ export interface LoginCookies {
   /** The cookie value with this sign-in added (the oldest dropped past the limits). */
   add(current: string | undefined, state: string, login: LoginTransaction, now: Date): string;
   /** The sign-in for this state, if this browser started it and it is unexpired, and the cookie without it. */
-  take(current: string | undefined, state: string, now: Date): { login: LoginTransaction | undefined; rest: string | undefined };
+  take(
+    current: string | undefined,
+    state: string,
+    now: Date,
+  ): { login: LoginTransaction | undefined; rest: string | undefined };
 }
 
 const aad = (state: string, expiresAt: number) => `browser-login\n${digestOf(state).toString('hex')}\n${expiresAt}`;
@@ -44,8 +48,14 @@ export function createLoginCookies(box: SecretBox): LoginCookies {
   return {
     add(current, state, login, now) {
       const exp = Math.floor(login.expiresAt.getTime() / 1000);
-      const sealed = box.seal(JSON.stringify({ v: login.codeVerifier, n: login.nonce, r: login.returnTo }), aad(state, exp));
-      const entries = [...entriesOf(current, now).map((e) => e.raw), `${exp}.${sealed.keyId}.${sealed.ciphertext.toString('base64url')}`].slice(-MAX_ENTRIES);
+      const sealed = box.seal(
+        JSON.stringify({ v: login.codeVerifier, n: login.nonce, r: login.returnTo }),
+        aad(state, exp),
+      );
+      const entries = [
+        ...entriesOf(current, now).map((e) => e.raw),
+        `${exp}.${sealed.keyId}.${sealed.ciphertext.toString('base64url')}`,
+      ].slice(-MAX_ENTRIES);
       while (entries.length > 1 && entries.join('~').length > MAX_COOKIE_BYTES) entries.shift();
       return entries.join('~');
     },
@@ -54,14 +64,23 @@ export function createLoginCookies(box: SecretBox): LoginCookies {
       for (const [i, entry] of entries.entries()) {
         let plain: string;
         try {
-          plain = box.open({ keyId: entry.kid, ciphertext: Buffer.from(entry.body, 'base64url') }, aad(state, entry.exp));
+          plain = box.open(
+            { keyId: entry.kid, ciphertext: Buffer.from(entry.body, 'base64url') },
+            aad(state, entry.exp),
+          );
         } catch (err) {
           if (err instanceof SecretBoxError) continue; // another tab's sign-in, or not ours at all
           throw err;
         }
         const { v, n, r } = JSON.parse(plain) as { v: string; n: string; r: string };
-        const rest = entries.filter((_, j) => j !== i).map((e) => e.raw).join('~');
-        return { login: { codeVerifier: v, nonce: n, returnTo: r, expiresAt: new Date(entry.exp * 1000) }, rest: rest || undefined };
+        const rest = entries
+          .filter((_, j) => j !== i)
+          .map((e) => e.raw)
+          .join('~');
+        return {
+          login: { codeVerifier: v, nonce: n, returnTo: r, expiresAt: new Date(entry.exp * 1000) },
+          rest: rest || undefined,
+        };
       }
       return { login: undefined, rest: entries.map((e) => e.raw).join('~') || undefined };
     },
@@ -75,5 +94,14 @@ export function readLoginCookie(req: Request): string | undefined {
 
 /** Writes the cookie, or clears it when nothing is left. */
 export function writeLoginCookie(res: Response, value: string | undefined, maxAgeSeconds: number): void {
-  res.append('Set-Cookie', serialize(LOGIN_COOKIE, value ?? '', { httpOnly: true, secure: true, sameSite: 'lax', path: '/', maxAge: value ? maxAgeSeconds : 0 }));
+  res.append(
+    'Set-Cookie',
+    serialize(LOGIN_COOKIE, value ?? '', {
+      httpOnly: true,
+      secure: true,
+      sameSite: 'lax',
+      path: '/',
+      maxAge: value ? maxAgeSeconds : 0,
+    }),
+  );
 }

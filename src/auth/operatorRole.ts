@@ -13,9 +13,15 @@ export interface OperatorPolicy {
 export function hasOperatorRole(claims: Readonly<Record<string, unknown>>, policy: OperatorPolicy): boolean {
   let value: unknown = claims;
   for (const part of policy.roleClaim.split('.')) {
-    if (typeof value !== 'object' || value === null || Array.isArray(value) || !Object.hasOwn(value, part)) return false;
+    if (typeof value !== 'object' || value === null || Array.isArray(value) || !Object.hasOwn(value, part))
+      return false;
     value = (value as Record<string, unknown>)[part];
   }
-  const roles = typeof value === 'string' ? value.split(/[\s,]+/) : Array.isArray(value) ? value.filter((r): r is string => typeof r === 'string') : [];
+  const roles =
+    typeof value === 'string'
+      ? value.split(/[\s,]+/)
+      : Array.isArray(value)
+        ? value.filter((r): r is string => typeof r === 'string')
+        : [];
   return roles.includes(policy.role);
 }

@@ -14,10 +14,19 @@ export function readSessionCookie(req: Request): string | undefined {
 export function writeSessionCookie(res: Response, value: string, maxAgeSeconds: number): void {
   res.append(
     'Set-Cookie',
-    serialize(SESSION_COOKIE, value, { httpOnly: true, secure: true, sameSite: 'lax', path: '/', maxAge: maxAgeSeconds }),
+    serialize(SESSION_COOKIE, value, {
+      httpOnly: true,
+      secure: true,
+      sameSite: 'lax',
+      path: '/',
+      maxAge: maxAgeSeconds,
+    }),
   );
 }
 
 export function clearSessionCookie(res: Response): void {
-  res.append('Set-Cookie', serialize(SESSION_COOKIE, '', { httpOnly: true, secure: true, sameSite: 'lax', path: '/', maxAge: 0 }));
+  res.append(
+    'Set-Cookie',
+    serialize(SESSION_COOKIE, '', { httpOnly: true, secure: true, sameSite: 'lax', path: '/', maxAge: 0 }),
+  );
 }

@@ -28,7 +28,10 @@ export interface CurrentSession {
 }
 
 /** The browser's session for this cookie, if it is live. */
-export async function currentSession(deps: Pick<SignInDeps, 'pool' | 'clock'>, cookie: string | undefined): Promise<CurrentSession | undefined> {
+export async function currentSession(
+  deps: Pick<SignInDeps, 'pool' | 'clock'>,
+  cookie: string | undefined,
+): Promise<CurrentSession | undefined> {
   if (!cookie) return undefined;
   const session = await findActiveSession(deps.pool, digestOf(cookie), deps.clock.now());
   return session ? { cookie, session } : undefined;
@@ -39,11 +42,23 @@ export async function currentSession(deps: Pick<SignInDeps, 'pool' | 'clock'>, c
  * returned as the new value of the browser's sealed login cookie (see
  * loginCookie.ts), so only this browser can finish it.
  */
-export async function beginSignIn(deps: SignInDeps, loginCookie: string | undefined, returnTo: string): Promise<{ redirect: URL; loginCookie: string }> {
+export async function beginSignIn(
+  deps: SignInDeps,
+  loginCookie: string | undefined,
+  returnTo: string,
+): Promise<{ redirect: URL; loginCookie: string }> {
   const login = await deps.oidc.beginLogin({ redirectUri: deps.callbackUrl, scope: 'openid profile' });
   const now = deps.clock.now();
   const expiresAt = new Date(now.getTime() + LOGIN_TTL_MS);
-  return { redirect: login.url, loginCookie: deps.logins.add(loginCookie, login.state, { codeVerifier: login.codeVerifier, nonce: login.nonce, returnTo, expiresAt }, now) };
+  return {
+    redirect: login.url,
+    loginCookie: deps.logins.add(
+      loginCookie,
+      login.state,
+      { codeVerifier: login.codeVerifier, nonce: login.nonce, returnTo, expiresAt },
+      now,
+    ),
+  };
 }
 
 /**
@@ -61,9 +76,18 @@ export async function completeSignIn(
 ): Promise<{ newCookie: string; returnTo: string; loginCookie: string | undefined }> {
   const state = currentUrl.searchParams.get('state');
   const now = deps.clock.now();
-  const { login, rest } = state ? deps.logins.take(cookies.login, state, now) : { login: undefined, rest: cookies.login };
-  if (!state || !login) throw new InvalidInputError('This sign-in response was already used, has expired, or was started in another browser. Start again.');
-  const verified = await deps.oidc.completeLogin(currentUrl, deps.callbackUrl, { state, nonce: login.nonce, codeVerifier: login.codeVerifier });
+  const { login, rest } = state
+    ? deps.logins.take(cookies.login, state, now)
+    : { login: undefined, rest: cookies.login };
+  if (!state || !login)
+    throw new InvalidInputError(
+      'This sign-in response was already used, has expired, or was started in another browser. Start again.',
+    );
+  const verified = await deps.oidc.completeLogin(currentUrl, deps.callbackUrl, {
+    state,
+    nonce: login.nonce,
+    codeVerifier: login.codeVerifier,
+  });
   const newCookie = randomToken();
   await withTransaction(deps.pool, async (tx) => {
     if (cookies.session) await deleteSession(tx, digestOf(cookies.session));

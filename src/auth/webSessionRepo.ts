@@ -21,7 +21,8 @@ interface Row {
 function fromRow(row: Row): WebSession {
   return {
     idDigest: row.id_digest,
-    subject: row.subject_iss !== null && row.subject_sub !== null ? { iss: row.subject_iss, sub: row.subject_sub } : undefined,
+    subject:
+      row.subject_iss !== null && row.subject_sub !== null ? { iss: row.subject_iss, sub: row.subject_sub } : undefined,
     displayName: row.display_name ?? undefined,
     operator: row.operator,
     expiresAt: row.expires_at,
@@ -32,7 +33,15 @@ export async function insertSession(db: Queryable, session: WebSession, now: Dat
   await db.query(
     `INSERT INTO web_sessions (id_digest, subject_iss, subject_sub, display_name, operator, created_at, expires_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-    [session.idDigest, session.subject?.iss ?? null, session.subject?.sub ?? null, session.displayName ?? null, session.operator, now, session.expiresAt],
+    [
+      session.idDigest,
+      session.subject?.iss ?? null,
+      session.subject?.sub ?? null,
+      session.displayName ?? null,
+      session.operator,
+      now,
+      session.expiresAt,
+    ],
   );
 }
 

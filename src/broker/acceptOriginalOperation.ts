@@ -9,7 +9,15 @@ import type { BrokerDeps } from './brokerDeps.js';
 import type { Lineage } from '../flow/navigationStates.js';
 import { lockNavigation } from './navigationRepo.js';
 import { acceptEvents, State } from '../flow/navigationStates.js';
-import { findReceiptById, findReceiptByKey, insertReceiptOnce, recordOutcome, releasePerformLease, takePerformLease, type OperationReceipt } from './receiptRepo.js';
+import {
+  findReceiptById,
+  findReceiptByKey,
+  insertReceiptOnce,
+  recordOutcome,
+  releasePerformLease,
+  takePerformLease,
+  type OperationReceipt,
+} from './receiptRepo.js';
 
 export interface OriginalOperation {
   navigationId: string;
@@ -31,8 +39,12 @@ export interface OriginalOperation {
 export const argumentsAad = (operationKey: string): string => `operation-arguments\n${operationKey}`;
 
 /** The key that makes an acceptance unique across lineages and instances (UNIQUE in operation_receipts). */
-export function operationKey(op: Pick<OriginalOperation, 'principal' | 'tool' | 'requestDigest' | 'navigationId'>): string {
-  return createHash('sha256').update(JSON.stringify([op.principal.iss, op.principal.sub, op.tool, op.requestDigest, op.navigationId])).digest('hex');
+export function operationKey(
+  op: Pick<OriginalOperation, 'principal' | 'tool' | 'requestDigest' | 'navigationId'>,
+): string {
+  return createHash('sha256')
+    .update(JSON.stringify([op.principal.iss, op.principal.sub, op.tool, op.requestDigest, op.navigationId]))
+    .digest('hex');
 }
 
 /**
@@ -42,33 +54,51 @@ export function operationKey(op: Pick<OriginalOperation, 'principal' | 'tool' | 
  * key; the navigation moves to the lineage's accepted state with its ledger
  * entry. A second attempt, from any lineage or instance, finds the receipt.
  */
-export async function acceptOriginalOperation(deps: BrokerDeps, op: OriginalOperation): Promise<{ receipt: OperationReceipt; created: boolean }> {
+export async function acceptOriginalOperation(
+  deps: BrokerDeps,
+  op: OriginalOperation,
+): Promise<{ receipt: OperationReceipt; created: boolean }> {
   const key = operationKey(op);
   return withTransaction(deps.pool, async (tx) => {
     const navigation = await lockNavigation(tx, op.navigationId);
     if (!navigation) throw new NotFoundError('This connection flow is not known.');
-    if (!samePrincipal(navigation.subject, op.principal)) throw new ForbiddenError('This connection flow belongs to another user.');
-    if ((navigation.clientId ?? '') !== (op.clientId ?? '')) throw new ForbiddenError('This connection flow was started by another client of this user.');
-    if (navigation.tool !== op.tool || navigation.requestDigest !== op.requestDigest) throw new ConflictError('This connection flow was started for another operation.');
+    if (!samePrincipal(navigation.subject, op.principal))
+      throw new ForbiddenError('This connection flow belongs to another user.');
+    if ((navigation.clientId ?? '') !== (op.clientId ?? ''))
+      throw new ForbiddenError('This connection flow was started by another client of this user.');
+    if (navigation.tool !== op.tool || navigation.requestDigest !== op.requestDigest)
+      throw new ConflictError('This connection flow was started for another operation.');
     const existing = await findReceiptByKey(tx, key);
     if (existing) return { receipt: existing, created: false };
-    if (navigation.status !== State.REQUIREMENT_VERIFIED) throw new ConflictError(`This operation cannot be accepted while the connection is ${navigation.status}.`);
+    if (navigation.status !== State.REQUIREMENT_VERIFIED)
+      throw new ConflictError(`This operation cannot be accepted while the connection is ${navigation.status}.`);
     // The lineages cannot be swapped: a navigation is accepted only on the path that started it.
-    if (navigation.lineage !== op.lineage) throw new ConflictError(`This connection flow belongs to the ${navigation.lineage} lineage, not ${op.lineage}.`);
+    if (navigation.lineage !== op.lineage)
+      throw new ConflictError(`This connection flow belongs to the ${navigation.lineage} lineage, not ${op.lineage}.`);
     // A high-risk operation is accepted only after an operator approved it (broker/approvals.ts).
-    if (!(await isApproved(deps, tx, navigation))) throw new ConflictError('This operation is waiting for an operator\'s approval.');
+    if (!(await isApproved(deps, tx, navigation)))
+      throw new ConflictError("This operation is waiting for an operator's approval.");
     const now = deps.clock.now();
-    const { receipt, created } = await insertReceiptOnce(tx, {
-      id: randomUUID(),
-      operationKey: key,
-      navigationId: navigation.id,
-      lineage: op.lineage,
-      jsonrpcId: op.jsonrpcId,
-      retryGeneration: op.retryGeneration,
-      requirementReceipt: `verified:${navigation.id}:v${navigation.rowVersion}`,
-      createdAt: now,
-    }, deps.box.seal(JSON.stringify(op.arguments), argumentsAad(key)));
-    if (created) await advance(tx, navigation, acceptEvents[op.lineage], { actor: `mcp:${op.principal.sub}`, now, evidence: { receiptId: receipt.id, lineage: op.lineage } });
+    const { receipt, created } = await insertReceiptOnce(
+      tx,
+      {
+        id: randomUUID(),
+        operationKey: key,
+        navigationId: navigation.id,
+        lineage: op.lineage,
+        jsonrpcId: op.jsonrpcId,
+        retryGeneration: op.retryGeneration,
+        requirementReceipt: `verified:${navigation.id}:v${navigation.rowVersion}`,
+        createdAt: now,
+      },
+      deps.box.seal(JSON.stringify(op.arguments), argumentsAad(key)),
+    );
+    if (created)
+      await advance(tx, navigation, acceptEvents[op.lineage], {
+        actor: `mcp:${op.principal.sub}`,
+        now,
+        evidence: { receiptId: receipt.id, lineage: op.lineage },
+      });
     return { receipt, created };
   });
 }
@@ -78,7 +108,9 @@ export type BusinessOutcome = { status: 'succeeded' | 'failed'; outcome: Record<
 /** Another caller holds the perform lease and did not finish within the wait: the host may call again. */
 export class PerformInProgressError extends ConflictError {
   constructor() {
-    super('This operation is being performed by another request right now; call again in a few seconds to get its outcome. It will be done once.');
+    super(
+      'This operation is being performed by another request right now; call again in a few seconds to get its outcome. It will be done once.',
+    );
   }
 }
 
@@ -86,7 +118,8 @@ export class PerformInProgressError extends ConflictError {
 // ends only when its holder finished or died; a dead holder's lease simply runs out.
 const PERFORM_LEASE_MS = 30_000;
 
-const recordedOutcome = (r: OperationReceipt): BusinessOutcome | undefined => (r.outcomeStatus !== 'pending' && r.outcome ? { status: r.outcomeStatus, outcome: r.outcome } : undefined);
+const recordedOutcome = (r: OperationReceipt): BusinessOutcome | undefined =>
+  r.outcomeStatus !== 'pending' && r.outcome ? { status: r.outcomeStatus, outcome: r.outcome } : undefined;
 
 /**
  * Runs the business call for an accepted receipt, with the receipt id as its
@@ -112,12 +145,18 @@ export async function runAcceptedOperation(
     const known = recordedOutcome(current);
     if (known) return known;
     const now = deps.clock.now();
-    if (await takePerformLease(deps.pool, current.id, owner, now, new Date(now.getTime() + PERFORM_LEASE_MS))) return perform(deps, current, owner, call);
+    if (await takePerformLease(deps.pool, current.id, owner, now, new Date(now.getTime() + PERFORM_LEASE_MS)))
+      return perform(deps, current, owner, call);
     const remaining = deadline - Date.now();
     if (remaining <= 0) throw new PerformInProgressError();
     const free = async () => {
       const fresh = await findReceiptById(deps.pool, current.id);
-      return !fresh || recordedOutcome(fresh) !== undefined || fresh.performLeaseUntil === undefined || fresh.performLeaseUntil <= deps.clock.now();
+      return (
+        !fresh ||
+        recordedOutcome(fresh) !== undefined ||
+        fresh.performLeaseUntil === undefined ||
+        fresh.performLeaseUntil <= deps.clock.now()
+      );
     };
     const leaseLeft = (current.performLeaseUntil?.getTime() ?? now.getTime()) - now.getTime();
     await deps.signal.waitFor(current.navigationId, Math.max(10, Math.min(remaining, leaseLeft + 10)), free);
@@ -127,7 +166,12 @@ export async function runAcceptedOperation(
   }
 }
 
-async function perform(deps: BrokerDeps, receipt: OperationReceipt, owner: string, call: (idempotencyKey: string) => Promise<BusinessOutcome>): Promise<BusinessOutcome> {
+async function perform(
+  deps: BrokerDeps,
+  receipt: OperationReceipt,
+  owner: string,
+  call: (idempotencyKey: string) => Promise<BusinessOutcome>,
+): Promise<BusinessOutcome> {
   let result: BusinessOutcome;
   try {
     result = await call(receipt.id);
@@ -140,7 +184,8 @@ async function perform(deps: BrokerDeps, receipt: OperationReceipt, owner: strin
   const recorded = await recordOutcome(deps.pool, receipt.id, result.status, result.outcome, digest, deps.clock.now());
   // Wakes identical calls waiting for this operation's outcome, on any instance.
   await deps.signal.notify(deps.pool, receipt.navigationId);
-  if (recorded?.outcome) return { status: recorded.outcomeStatus === 'failed' ? 'failed' : 'succeeded', outcome: recorded.outcome };
+  if (recorded?.outcome)
+    return { status: recorded.outcomeStatus === 'failed' ? 'failed' : 'succeeded', outcome: recorded.outcome };
   // Recorded by someone else meanwhile (a lease that ran out): answer what was recorded first.
   const again = await findReceiptById(deps.pool, receipt.id);
   return (again && recordedOutcome(again)) ?? result;

@@ -29,22 +29,57 @@ export async function advance(
   let status = navigation.status;
   for (const event of typeof events === 'string' ? [events] : events) {
     const to = nextState(status, event);
-    steps.push({ navigationId: navigation.id, fromStatus: status, toStatus: to, event, actor: by.actor, evidence: by.evidence ?? {}, at: by.now });
+    steps.push({
+      navigationId: navigation.id,
+      fromStatus: status,
+      toStatus: to,
+      event,
+      actor: by.actor,
+      evidence: by.evidence ?? {},
+      at: by.now,
+    });
     status = to;
   }
-  const updated = await compareAndSetStatus(tx, { id: navigation.id, from: navigation.status, to: status, rowVersion: navigation.rowVersion, now: by.now, ...extra });
+  const updated = await compareAndSetStatus(tx, {
+    id: navigation.id,
+    from: navigation.status,
+    to: status,
+    rowVersion: navigation.rowVersion,
+    now: by.now,
+    ...extra,
+  });
   if (!updated) throw new ConflictError('This connection flow changed meanwhile. Try again.');
   await appendEntries(tx, steps);
   return updated;
 }
 
 /** A ledger entry for something refused or observed that moves nothing (a subject mismatch, a replayed callback). */
-export async function recordWithoutMoving(tx: Queryable, navigation: NavigationRecord, event: string, by: Actor): Promise<void> {
-  await appendEntry(tx, { navigationId: navigation.id, fromStatus: navigation.status, toStatus: navigation.status, event, actor: by.actor, evidence: by.evidence ?? {}, at: by.now });
+export async function recordWithoutMoving(
+  tx: Queryable,
+  navigation: NavigationRecord,
+  event: string,
+  by: Actor,
+): Promise<void> {
+  await appendEntry(tx, {
+    navigationId: navigation.id,
+    fromStatus: navigation.status,
+    toStatus: navigation.status,
+    event,
+    actor: by.actor,
+    evidence: by.evidence ?? {},
+    at: by.now,
+  });
 }
 
 /** Refusals a flow records without moving: whoever holds a link or a state can repeat them. */
-export const REFUSAL_EVENTS = ['subject_mismatch', 'callback_expired', 'callback_redirect_mismatch', 'callback_out_of_order', 'provider_refused', 'callback_failed'] as const;
+export const REFUSAL_EVENTS = [
+  'subject_mismatch',
+  'callback_expired',
+  'callback_redirect_mismatch',
+  'callback_out_of_order',
+  'provider_refused',
+  'callback_failed',
+] as const;
 
 /**
  * Records a refusal unless the flow already holds `cap` of them: every ledger
@@ -52,7 +87,13 @@ export const REFUSAL_EVENTS = ['subject_mismatch', 'callback_expired', 'callback
  * flow. Past the cap the refusal still refuses; it is only not written
  * (returns false, and the caller logs it).
  */
-export async function recordRefusal(tx: Queryable, navigation: NavigationRecord, event: (typeof REFUSAL_EVENTS)[number], by: Actor, cap: number): Promise<boolean> {
+export async function recordRefusal(
+  tx: Queryable,
+  navigation: NavigationRecord,
+  event: (typeof REFUSAL_EVENTS)[number],
+  by: Actor,
+  cap: number,
+): Promise<boolean> {
   if ((await countEntries(tx, navigation.id, REFUSAL_EVENTS)) >= cap) return false;
   await recordWithoutMoving(tx, navigation, event, by);
   return true;
@@ -62,9 +103,15 @@ export async function recordRefusal(tx: Queryable, navigation: NavigationRecord,
  * Applies a host's or the system's event if the table allows it from where the navigation is now
  * (locked); otherwise does nothing. For answers that may arrive late or twice (host accept, expiry).
  */
-export async function advanceIfAllowed(deps: { pool: Pool; clock: { now(): Date } }, navigationId: string, event: NavigationEvent, actor: string): Promise<void> {
+export async function advanceIfAllowed(
+  deps: { pool: Pool; clock: { now(): Date } },
+  navigationId: string,
+  event: NavigationEvent,
+  actor: string,
+): Promise<void> {
   await withTransaction(deps.pool, async (tx) => {
     const locked = await lockNavigation(tx, navigationId);
-    if (locked && canTransition(locked.status, event)) await advance(tx, locked, event, { actor, now: deps.clock.now() });
+    if (locked && canTransition(locked.status, event))
+      await advance(tx, locked, event, { actor, now: deps.clock.now() });
   });
 }

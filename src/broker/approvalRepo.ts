@@ -42,7 +42,10 @@ const fromRow = (r: Row): Approval => ({
 });
 
 /** Inserts a pending approval unless the navigation has one; returns the one recorded and whether it is new. */
-export async function insertApprovalOnce(db: Queryable, a: Pick<Approval, 'id' | 'navigationId' | 'tool' | 'provider' | 'subject' | 'requestedAt'>): Promise<{ approval: Approval; created: boolean }> {
+export async function insertApprovalOnce(
+  db: Queryable,
+  a: Pick<Approval, 'id' | 'navigationId' | 'tool' | 'provider' | 'subject' | 'requestedAt'>,
+): Promise<{ approval: Approval; created: boolean }> {
   const { rows } = await db.query<Row>(
     `INSERT INTO operation_approvals (id, navigation_id, tool, provider, subject_sub, status, requested_at)
      VALUES ($1, $2, $3, $4, $5, 'pending', $6) ON CONFLICT (navigation_id) DO NOTHING RETURNING ${COLUMNS}`,
@@ -55,7 +58,9 @@ export async function insertApprovalOnce(db: Queryable, a: Pick<Approval, 'id' |
 }
 
 export async function findApprovalByNavigation(db: Queryable, navigationId: string): Promise<Approval | undefined> {
-  const { rows } = await db.query<Row>(`SELECT ${COLUMNS} FROM operation_approvals WHERE navigation_id = $1`, [navigationId]);
+  const { rows } = await db.query<Row>(`SELECT ${COLUMNS} FROM operation_approvals WHERE navigation_id = $1`, [
+    navigationId,
+  ]);
   return rows[0] ? fromRow(rows[0]) : undefined;
 }
 
@@ -65,7 +70,14 @@ export async function lockApproval(db: Queryable, id: string): Promise<Approval 
 }
 
 /** Decides a pending approval once; undefined when it was already decided. */
-export async function decideApprovalRow(db: Queryable, id: string, status: 'approved' | 'rejected', reason: string, actor: string, now: Date): Promise<Approval | undefined> {
+export async function decideApprovalRow(
+  db: Queryable,
+  id: string,
+  status: 'approved' | 'rejected',
+  reason: string,
+  actor: string,
+  now: Date,
+): Promise<Approval | undefined> {
   const { rows } = await db.query<Row>(
     `UPDATE operation_approvals SET status = $2, reason = $3, decided_by = $4, decided_at = $5 WHERE id = $1 AND status = 'pending' RETURNING ${COLUMNS}`,
     [id, status, reason, actor, now],
@@ -74,7 +86,11 @@ export async function decideApprovalRow(db: Queryable, id: string, status: 'appr
 }
 
 /** The queue: pending approvals first (oldest first), then the latest decisions. */
-export async function findApprovals(db: Queryable, status: Approval['status'] | undefined, limit: number): Promise<Approval[]> {
+export async function findApprovals(
+  db: Queryable,
+  status: Approval['status'] | undefined,
+  limit: number,
+): Promise<Approval[]> {
   const { rows } = await db.query<Row>(
     `SELECT ${COLUMNS} FROM operation_approvals WHERE ($1::text IS NULL OR status = $1)
       ORDER BY (status = 'pending') DESC, CASE WHEN status = 'pending' THEN requested_at END ASC, decided_at DESC LIMIT $2`,

@@ -44,7 +44,14 @@ export function buildBrokerDeps(build: BrokerBuild): BrokerDeps {
     clock: build.clock,
     logger: build.logger,
     providers: new Map<string, ProviderClient>(
-      build.providers.map((p) => [p.id, createProviderClient(p, { fetch: build.fetch, allowLoopback: build.allowLoopback, now: () => build.clock.now() })]),
+      build.providers.map((p) => [
+        p.id,
+        createProviderClient(p, {
+          fetch: build.fetch,
+          allowLoopback: build.allowLoopback,
+          now: () => build.clock.now(),
+        }),
+      ]),
     ),
     box: createSecretBox(createKeyring(build.secretKeys, 'secrets')),
     signal: createCompletionSignal(build.pool, build.logger),

@@ -12,7 +12,12 @@ export interface CompletionSignal {
    * so no signal is missed) or a signal for the navigation arrives and
    * `isDone()` then holds; false when `timeoutMs` passes first, or `abort` aborts.
    */
-  waitFor(navigationId: string, timeoutMs: number, isDone: () => Promise<boolean>, abort?: AbortSignal): Promise<boolean>;
+  waitFor(
+    navigationId: string,
+    timeoutMs: number,
+    isDone: () => Promise<boolean>,
+    abort?: AbortSignal,
+  ): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -36,7 +41,8 @@ export function createCompletionSignal(pool: Pool, logger: Logger): CompletionSi
     async () => {
       const c = await pool.connect();
       const onNotification = (message: { channel: string; payload?: string | undefined }) => {
-        if (message.channel === CHANNEL && message.payload) for (const wake of waiters.get(message.payload) ?? []) wake();
+        if (message.channel === CHANNEL && message.payload)
+          for (const wake of waiters.get(message.payload) ?? []) wake();
       };
       const onError = (err: Error) => {
         // Once released (close() got there first, or an earlier error), the connection is not ours.
@@ -46,7 +52,12 @@ export function createCompletionSignal(pool: Pool, logger: Logger): CompletionSi
         connect.reset();
         release(err);
         // A signal sent while nobody listens is lost: listen again, then every waiter checks once more.
-        if (!closed) connect().catch((e: unknown) => logger.warn({ err: e }, 'completion listener could not reconnect; waiters re-check when they time out')).finally(wakeAll);
+        if (!closed)
+          connect()
+            .catch((e: unknown) =>
+              logger.warn({ err: e }, 'completion listener could not reconnect; waiters re-check when they time out'),
+            )
+            .finally(wakeAll);
       };
       let released = false;
       // Back in the pool the connection is the pool's. The error listener stays (a socket may

@@ -22,7 +22,9 @@ export type ConnectView =
   | { kind: 'review'; navigation: NavigationRecord; providerName: string; destination: string };
 
 async function byHandle(deps: BrokerDeps, handle: string): Promise<NavigationRecord> {
-  const navigation = /^[A-Za-z0-9_-]{43}$/.test(handle) ? await findNavigationByHandle(deps.pool, digestOf(handle)) : undefined;
+  const navigation = /^[A-Za-z0-9_-]{43}$/.test(handle)
+    ? await findNavigationByHandle(deps.pool, digestOf(handle))
+    : undefined;
   if (!navigation) throw new NotFoundError('This connect link is not known. Go back to your app and try again.');
   return navigation;
 }
@@ -30,14 +32,34 @@ async function byHandle(deps: BrokerDeps, handle: string): Promise<NavigationRec
 function closedReason(deps: BrokerDeps, navigation: NavigationRecord): 'expired' | 'declined' | 'verified' | undefined {
   if (verifiedStates.has(navigation.status)) return 'verified';
   if (declinedStates.has(navigation.status)) return 'declined';
-  if (navigation.status === State.EXPIRED || navigation.expiresAt <= deps.clock.now() || !consentableStates.has(navigation.status)) return 'expired';
+  if (
+    navigation.status === State.EXPIRED ||
+    navigation.expiresAt <= deps.clock.now() ||
+    !consentableStates.has(navigation.status)
+  )
+    return 'expired';
   return undefined;
 }
 
 /** Refuses a browser that is not the navigation's subject, leaving a ledger entry and binding nothing. */
-async function refuseMismatch(deps: BrokerDeps, navigation: NavigationRecord, browser: Principal, where: string): Promise<void> {
+async function refuseMismatch(
+  deps: BrokerDeps,
+  navigation: NavigationRecord,
+  browser: Principal,
+  where: string,
+): Promise<void> {
   const recorded = await withTransaction(deps.pool, (tx) =>
-    recordRefusal(tx, navigation, 'subject_mismatch', { actor: `browser:${browser.sub}`, now: deps.clock.now(), evidence: { where, browserIss: browser.iss, browserSub: browser.sub } }, deps.quotas.refusalsPerFlow),
+    recordRefusal(
+      tx,
+      navigation,
+      'subject_mismatch',
+      {
+        actor: `browser:${browser.sub}`,
+        now: deps.clock.now(),
+        evidence: { where, browserIss: browser.iss, browserSub: browser.sub },
+      },
+      deps.quotas.refusalsPerFlow,
+    ),
   );
   deps.logger.warn({ navigationId: navigation.id, where, recorded }, 'connect link opened by another user');
 }
@@ -46,7 +68,11 @@ async function refuseMismatch(deps: BrokerDeps, navigation: NavigationRecord, br
  * GET /connect/{handle}: what the page shows. Changes no state: a prefetch
  * or a link scanner burns nothing (only a subject mismatch is recorded).
  */
-export async function viewConnect(deps: BrokerDeps, handle: string, browser: Principal | undefined): Promise<ConnectView> {
+export async function viewConnect(
+  deps: BrokerDeps,
+  handle: string,
+  browser: Principal | undefined,
+): Promise<ConnectView> {
   const navigation = await byHandle(deps, handle);
   if (!browser) return { kind: 'sign_in' };
   if (!samePrincipal(browser, navigation.subject)) {
@@ -57,7 +83,12 @@ export async function viewConnect(deps: BrokerDeps, handle: string, browser: Pri
   if (reason) return { kind: 'closed', reason };
   const client = deps.providers.get(navigation.provider);
   if (!client) throw new NotFoundError(`Provider ${navigation.provider} is no longer configured.`);
-  return { kind: 'review', navigation, providerName: client.provider.displayName, destination: `${navigation.targetScheme}://${navigation.targetHost}` };
+  return {
+    kind: 'review',
+    navigation,
+    providerName: client.provider.displayName,
+    destination: `${navigation.targetScheme}://${navigation.targetHost}`,
+  };
 }
 
 /**
@@ -82,16 +113,28 @@ export async function consentToConnect(deps: BrokerDeps, handle: string, browser
   await withTransaction(deps.pool, async (tx) => {
     // The kill switch also stops links issued before it: nobody is sent to a provider.
     const paused = await readSwitchHoldingPause(tx, URL_ELICITATION_PAUSED);
-    if (paused?.engaged) throw new UnavailableError(`Connecting is paused by the operator (${paused.reason}). Nothing was sent to the provider; try again later.`, { expose: true });
+    if (paused?.engaged)
+      throw new UnavailableError(
+        `Connecting is paused by the operator (${paused.reason}). Nothing was sent to the provider; try again later.`,
+        { expose: true },
+      );
     let navigation = await lockNavigation(tx, found.id);
     if (!navigation) throw new NotFoundError('This connect link is not known.');
     const reason = closedReason(deps, navigation);
-    if (reason) throw new ConflictError(reason === 'verified' ? 'This service is already connected. Return to your app.' : 'This connect link has expired or was declined. Return to your app and try again.');
+    if (reason)
+      throw new ConflictError(
+        reason === 'verified'
+          ? 'This service is already connected. Return to your app.'
+          : 'This connect link has expired or was declined. Return to your app and try again.',
+      );
     const by = { actor: `browser:${browser.sub}`, now, evidence: { destination: target.host } };
     await recordConsent(tx, navigation.id, browser, `${target.protocol}//${target.host}`, now);
     // USER_REVIEW → NAVIGATION_ACCEPTED → OUT_OF_BAND_PENDING, or the last step only.
     const steps = navigation.status === State.USER_REVIEW ? 2 : navigation.status === State.NAVIGATION_ACCEPTED ? 1 : 0;
-    if (steps > 0) navigation = await advance(tx, navigation, Array<'browser_consent'>(steps).fill('browser_consent'), by, { stateNonceDigest: stateDigest });
+    if (steps > 0)
+      navigation = await advance(tx, navigation, Array<'browser_consent'>(steps).fill('browser_consent'), by, {
+        stateNonceDigest: stateDigest,
+      });
     const sealed = deps.box.seal(authorization.codeVerifier, `pkce\n${stateDigest.toString('hex')}\n${navigation.id}`);
     await insertPendingAuthorization(tx, {
       stateDigest,

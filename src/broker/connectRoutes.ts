@@ -30,10 +30,14 @@ export interface ConnectRoutesDeps {
 export function connectRoutes(deps: ConnectRoutesDeps): Router {
   const { broker, render } = deps;
   const router = Router();
-  const browserOf = async (req: Request): Promise<{ principal: Principal; name: string; cookie: string } | undefined> => {
+  const browserOf = async (
+    req: Request,
+  ): Promise<{ principal: Principal; name: string; cookie: string } | undefined> => {
     const current = await currentSession(broker, readSessionCookie(req));
     const subject = current?.session.subject;
-    return current && subject ? { principal: subject, name: current.session.displayName ?? subject.sub, cookie: current.cookie } : undefined;
+    return current && subject
+      ? { principal: subject, name: current.session.displayName ?? subject.sub, cookie: current.cookie }
+      : undefined;
   };
 
   // Before /connect/:handle, which would otherwise take 'done' for a handle.
@@ -41,11 +45,25 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
     const { n } = parseInput(DoneQuery, req.query, 'query');
     const browser = await browserOf(req);
     const navigation = await findNavigationById(broker.pool, n);
-    if (!browser || !navigation || navigation.subject.iss !== browser.principal.iss || navigation.subject.sub !== browser.principal.sub) {
+    if (
+      !browser ||
+      !navigation ||
+      navigation.subject.iss !== browser.principal.iss ||
+      navigation.subject.sub !== browser.principal.sub
+    ) {
       throw new ForbiddenError('There is nothing to show here for you.');
     }
     const providerName = broker.providers.get(navigation.provider)?.provider.displayName ?? navigation.provider;
-    res.type('html').send(render('connect/done', { title: `${providerName} connected`, signedInAs: browser.name, providerName, purposeParts: displayParts(navigation.purpose) }));
+    res
+      .type('html')
+      .send(
+        render('connect/done', {
+          title: `${providerName} connected`,
+          signedInAs: browser.name,
+          providerName,
+          purposeParts: displayParts(navigation.purpose),
+        }),
+      );
   });
 
   router.get('/connect/:handle', async (req, res) => {
@@ -54,9 +72,20 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
     const browser = await browserOf(req);
     const view = await viewConnect(broker, handle, browser?.principal);
     const page = { signedInAs: browser?.name, handle };
-    if (view.kind === 'sign_in') return void res.type('html').send(render('connect/signIn', { ...page, title: 'Sign in to connect', returnTo: `/connect/${handle}` }));
-    if (view.kind === 'mismatch') return void res.status(403).type('html').send(render('connect/refused', { ...page, title: 'This link is not yours' }));
-    if (view.kind === 'closed') return void res.status(view.reason === 'verified' ? 200 : 410).type('html').send(render('connect/closed', { ...page, title: 'Nothing to do here', reason: view.reason }));
+    if (view.kind === 'sign_in')
+      return void res
+        .type('html')
+        .send(render('connect/signIn', { ...page, title: 'Sign in to connect', returnTo: `/connect/${handle}` }));
+    if (view.kind === 'mismatch')
+      return void res
+        .status(403)
+        .type('html')
+        .send(render('connect/refused', { ...page, title: 'This link is not yours' }));
+    if (view.kind === 'closed')
+      return void res
+        .status(view.reason === 'verified' ? 200 : 410)
+        .type('html')
+        .send(render('connect/closed', { ...page, title: 'Nothing to do here', reason: view.reason }));
     res.type('html').send(
       render('connect/review', {
         ...page,
@@ -70,15 +99,21 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
     );
   });
 
-  router.post('/connect/:handle', requireSameOrigin(broker.publicUrl.origin), formBody({ limit: 2048 }), async (req, res) => {
-    const { handle } = parseInput(HandleParams, req.params, 'link');
-    const body = parseInput(ConsentBody, req.body, 'form');
-    const browser = await browserOf(req);
-    if (!browser) return void res.redirect(303, `/connect/${handle}`);
-    if (!isValidCsrf(browser.cookie, body._csrf)) throw new ForbiddenError('This form has expired. Reload the page and try again.');
-    const target = await consentToConnect(broker, handle, browser.principal);
-    res.redirect(303, target.href);
-  });
+  router.post(
+    '/connect/:handle',
+    requireSameOrigin(broker.publicUrl.origin),
+    formBody({ limit: 2048 }),
+    async (req, res) => {
+      const { handle } = parseInput(HandleParams, req.params, 'link');
+      const body = parseInput(ConsentBody, req.body, 'form');
+      const browser = await browserOf(req);
+      if (!browser) return void res.redirect(303, `/connect/${handle}`);
+      if (!isValidCsrf(browser.cookie, body._csrf))
+        throw new ForbiddenError('This form has expired. Reload the page and try again.');
+      const target = await consentToConnect(broker, handle, browser.principal);
+      res.redirect(303, target.href);
+    },
+  );
 
   router.get(CALLBACK_ROUTE, async (req, res) => {
     const provider = req.params['provider'] ?? '';
@@ -86,7 +121,12 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
     if (!broker.providers.has(provider)) throw new NotFoundError('This address belongs to no configured service.');
     parseInput(CallbackQuery, req.query, 'query');
     const browser = await browserOf(req);
-    const navigation = await completeCallback(broker, new URL(req.originalUrl, broker.publicUrl), browser?.principal, provider);
+    const navigation = await completeCallback(
+      broker,
+      new URL(req.originalUrl, broker.publicUrl),
+      browser?.principal,
+      provider,
+    );
     res.redirect(303, `${DONE_PATH}?n=${navigation.id}`);
   });
 

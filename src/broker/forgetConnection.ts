@@ -21,13 +21,20 @@ export class UpstreamUnauthorizedError extends UpstreamAuthError {
 
 /** Why an accepted operation was not done and the user must connect again. */
 export type ReconnectReason = 'upstream_unauthorized' | 'not_connected';
-const isReconnectReason = (value: unknown): value is ReconnectReason => value === 'upstream_unauthorized' || value === 'not_connected';
+const isReconnectReason = (value: unknown): value is ReconnectReason =>
+  value === 'upstream_unauthorized' || value === 'not_connected';
 
 /** The outcome recorded for it: failed, token-free, and final (a failed receipt is never re-driven). */
-export const reconnectOutcome = (provider: string, reason: ReconnectReason): BusinessOutcome => ({ status: 'failed', outcome: { error: reason, provider } });
+export const reconnectOutcome = (provider: string, reason: ReconnectReason): BusinessOutcome => ({
+  status: 'failed',
+  outcome: { error: reason, provider },
+});
 
 /** The reason, when `outcome` is one that tells the user to connect again. */
-export function reconnectReasonOf(outcome: { status: string; outcome?: Record<string, unknown> | undefined }): ReconnectReason | undefined {
+export function reconnectReasonOf(outcome: {
+  status: string;
+  outcome?: Record<string, unknown> | undefined;
+}): ReconnectReason | undefined {
   const error = outcome.outcome?.['error'];
   return outcome.status === 'failed' && isReconnectReason(error) ? error : undefined;
 }
@@ -39,16 +46,26 @@ export function reconnectReasonOf(outcome: { status: string; outcome?: Record<st
  * meanwhile is kept), and `connection_forgotten` is recorded on the flow whose
  * callback stored them. Returns whether it forgot them.
  */
-export async function forgetConnection(deps: Pick<TokenVaultDeps, 'pool' | 'box' | 'clock'>, subject: Principal, provider: string, refusedToken: string): Promise<boolean> {
+export async function forgetConnection(
+  deps: Pick<TokenVaultDeps, 'pool' | 'box' | 'clock'>,
+  subject: Principal,
+  provider: string,
+  refusedToken: string,
+): Promise<boolean> {
   return withTransaction(deps.pool, async (tx) => {
     // FOR UPDATE: a callback storing fresh tokens waits for this, or this sees its tokens.
     const secrets = await findSecrets(tx, subject, provider, true);
     const access = secrets.find((s) => s.kind === 'access_token');
     if (!access || !equalInConstantTime(openSecret(deps.box, access), refusedToken)) return false;
     await deleteSecrets(tx, subject, provider);
-    const navigation = access.navigationId === undefined ? undefined : await findNavigationById(tx, access.navigationId);
+    const navigation =
+      access.navigationId === undefined ? undefined : await findNavigationById(tx, access.navigationId);
     if (navigation) {
-      await recordWithoutMoving(tx, navigation, 'connection_forgotten', { actor: `provider:${provider}`, now: deps.clock.now(), evidence: { provider, reason: 'upstream_401' } });
+      await recordWithoutMoving(tx, navigation, 'connection_forgotten', {
+        actor: `provider:${provider}`,
+        now: deps.clock.now(),
+        evidence: { provider, reason: 'upstream_401' },
+      });
     }
     return true;
   });

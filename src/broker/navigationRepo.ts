@@ -12,15 +12,42 @@ const COLUMNS = `id, record_version, server_id, subject_iss, subject_sub, client
  * it for; `handle` is its connect handle, sealed, so the same link can be
  * presented again while the flow is open.
  */
-export async function insertNavigation(db: Queryable, n: NavigationRecord, reissuedFrom?: string, handle?: Sealed): Promise<void> {
+export async function insertNavigation(
+  db: Queryable,
+  n: NavigationRecord,
+  reissuedFrom?: string,
+  handle?: Sealed,
+): Promise<void> {
   await db.query(
     `INSERT INTO elicitation_navigations (${COLUMNS}, reissued_from, handle_sealed, handle_key_id)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)`,
     [
-      n.id, n.recordVersion, n.serverId, n.subject.iss, n.subject.sub, n.clientId ?? null, n.requestDigest, n.tool, n.targetScheme,
-      n.targetHost, JSON.stringify(n.redirectPolicy), n.purpose, n.provider, n.handleDigest, n.stateNonceDigest ?? null,
-      n.sessionGeneration, n.lineage, n.retryGeneration, n.status, n.rowVersion, n.createdAt, n.expiresAt, n.updatedAt, reissuedFrom ?? null,
-      handle?.ciphertext ?? null, handle?.keyId ?? null,
+      n.id,
+      n.recordVersion,
+      n.serverId,
+      n.subject.iss,
+      n.subject.sub,
+      n.clientId ?? null,
+      n.requestDigest,
+      n.tool,
+      n.targetScheme,
+      n.targetHost,
+      JSON.stringify(n.redirectPolicy),
+      n.purpose,
+      n.provider,
+      n.handleDigest,
+      n.stateNonceDigest ?? null,
+      n.sessionGeneration,
+      n.lineage,
+      n.retryGeneration,
+      n.status,
+      n.rowVersion,
+      n.createdAt,
+      n.expiresAt,
+      n.updatedAt,
+      reissuedFrom ?? null,
+      handle?.ciphertext ?? null,
+      handle?.keyId ?? null,
     ],
   );
 }
@@ -30,14 +57,23 @@ export async function findNavigationById(db: Queryable, id: string): Promise<Nav
   return rows[0] ? fromRow(rows[0]) : undefined;
 }
 
-export async function findNavigationByHandle(db: Queryable, handleDigest: Buffer): Promise<NavigationRecord | undefined> {
-  const { rows } = await db.query<NavigationRow>(`SELECT ${COLUMNS} FROM elicitation_navigations WHERE handle_digest = $1`, [handleDigest]);
+export async function findNavigationByHandle(
+  db: Queryable,
+  handleDigest: Buffer,
+): Promise<NavigationRecord | undefined> {
+  const { rows } = await db.query<NavigationRow>(
+    `SELECT ${COLUMNS} FROM elicitation_navigations WHERE handle_digest = $1`,
+    [handleDigest],
+  );
   return rows[0] ? fromRow(rows[0]) : undefined;
 }
 
 /** The navigation an operator re-issued in place of `id`, if any. */
 export async function findReissueOf(db: Queryable, id: string): Promise<NavigationRecord | undefined> {
-  const { rows } = await db.query<NavigationRow>(`SELECT ${COLUMNS} FROM elicitation_navigations WHERE reissued_from = $1`, [id]);
+  const { rows } = await db.query<NavigationRow>(
+    `SELECT ${COLUMNS} FROM elicitation_navigations WHERE reissued_from = $1`,
+    [id],
+  );
   return rows[0] ? fromRow(rows[0]) : undefined;
 }
 
@@ -47,7 +83,10 @@ export async function lockNavigation(db: Queryable, id: string): Promise<Navigat
   // on every navigation lock here: a ledger row's foreign key takes a key-share lock on its flow
   // while holding the chain lock (migrations/0004_ledger_chain.sql), and FOR UPDATE would make it
   // wait for a holder that waits for the chain lock in turn.
-  const { rows } = await db.query<NavigationRow>(`SELECT ${COLUMNS} FROM elicitation_navigations WHERE id = $1 FOR NO KEY UPDATE`, [id]);
+  const { rows } = await db.query<NavigationRow>(
+    `SELECT ${COLUMNS} FROM elicitation_navigations WHERE id = $1 FOR NO KEY UPDATE`,
+    [id],
+  );
   return rows[0] ? fromRow(rows[0]) : undefined;
 }
 
@@ -57,7 +96,14 @@ export async function lockNavigation(db: Queryable, id: string): Promise<Navigat
  */
 export async function compareAndSetStatus(
   db: Queryable,
-  change: { id: string; from: NavigationState; to: NavigationState; rowVersion: number; now: Date; stateNonceDigest?: Buffer },
+  change: {
+    id: string;
+    from: NavigationState;
+    to: NavigationState;
+    rowVersion: number;
+    now: Date;
+    stateNonceDigest?: Buffer;
+  },
 ): Promise<NavigationRecord | undefined> {
   const { rows } = await db.query<NavigationRow>(
     `UPDATE elicitation_navigations
@@ -71,7 +117,11 @@ export async function compareAndSetStatus(
 }
 
 /** The newest navigations (up to `limit`) a subject started for one operation (tool + argument digest), in any lineage. */
-export async function findLatestForOperation(db: Queryable, op: { subjectIss: string; subjectSub: string; tool: string; requestDigest: string }, limit = 5): Promise<NavigationRecord[]> {
+export async function findLatestForOperation(
+  db: Queryable,
+  op: { subjectIss: string; subjectSub: string; tool: string; requestDigest: string },
+  limit = 5,
+): Promise<NavigationRecord[]> {
   const { rows } = await db.query<NavigationRow>(
     `SELECT ${COLUMNS} FROM elicitation_navigations
       WHERE subject_iss = $1 AND subject_sub = $2 AND tool = $3 AND request_digest = $4
@@ -99,7 +149,12 @@ export async function lockOverdueNavigations(db: Queryable, now: Date, limit: nu
  * The open flows of one (subject, provider), but `exceptId` when given, locked for this
  * transaction, in id order so two settling transactions cannot deadlock.
  */
-export async function lockOpenNavigationsFor(db: Queryable, subject: { iss: string; sub: string }, provider: string, exceptId?: string): Promise<NavigationRecord[]> {
+export async function lockOpenNavigationsFor(
+  db: Queryable,
+  subject: { iss: string; sub: string },
+  provider: string,
+  exceptId?: string,
+): Promise<NavigationRecord[]> {
   const { rows } = await db.query<NavigationRow>(
     `SELECT ${COLUMNS} FROM elicitation_navigations
       WHERE subject_iss = $1 AND subject_sub = $2 AND provider = $3 AND status = ANY($4) AND id IS DISTINCT FROM $5::uuid
@@ -111,7 +166,10 @@ export async function lockOpenNavigationsFor(db: Queryable, subject: { iss: stri
 
 /** The sealed connect handle of a navigation (none for flows created before it was kept). */
 export async function findSealedHandle(db: Queryable, id: string): Promise<Sealed | undefined> {
-  const { rows } = await db.query<{ handle_sealed: Buffer | null; handle_key_id: string | null }>('SELECT handle_sealed, handle_key_id FROM elicitation_navigations WHERE id = $1', [id]);
+  const { rows } = await db.query<{ handle_sealed: Buffer | null; handle_key_id: string | null }>(
+    'SELECT handle_sealed, handle_key_id FROM elicitation_navigations WHERE id = $1',
+    [id],
+  );
   const r = rows[0];
   return r?.handle_sealed && r.handle_key_id ? { ciphertext: r.handle_sealed, keyId: r.handle_key_id } : undefined;
 }
@@ -119,11 +177,17 @@ export async function findSealedHandle(db: Queryable, id: string): Promise<Seale
 /** Serialises quota decisions of one principal until the transaction ends (count, then insert). */
 export async function lockPrincipalQuota(db: Queryable, subject: { iss: string; sub: string }): Promise<void> {
   // Advisory, keyed by the principal: two of its calls cannot both pass a count that only one fits in.
-  await db.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 7))', [`navigation-quota\n${subject.iss}\n${subject.sub}`]);
+  await db.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 7))', [
+    `navigation-quota\n${subject.iss}\n${subject.sub}`,
+  ]);
 }
 
 /** How many flows the subject started since `since`, and when the oldest of them began. */
-export async function countNavigationsSince(db: Queryable, subject: { iss: string; sub: string }, since: Date): Promise<{ count: number; oldest: Date | undefined }> {
+export async function countNavigationsSince(
+  db: Queryable,
+  subject: { iss: string; sub: string },
+  since: Date,
+): Promise<{ count: number; oldest: Date | undefined }> {
   const { rows } = await db.query<{ n: number; oldest: Date | null }>(
     'SELECT count(*)::int AS n, min(created_at) AS oldest FROM elicitation_navigations WHERE subject_iss = $1 AND subject_sub = $2 AND created_at > $3',
     [subject.iss, subject.sub, since],
@@ -132,7 +196,12 @@ export async function countNavigationsSince(db: Queryable, subject: { iss: strin
 }
 
 /** How many flows of (subject, provider) are open and not past their expiry, and when the first of them expires. */
-export async function countOpenNavigations(db: Queryable, subject: { iss: string; sub: string }, provider: string, now: Date): Promise<{ count: number; firstExpiry: Date | undefined }> {
+export async function countOpenNavigations(
+  db: Queryable,
+  subject: { iss: string; sub: string },
+  provider: string,
+  now: Date,
+): Promise<{ count: number; firstExpiry: Date | undefined }> {
   const { rows } = await db.query<{ n: number; first: Date | null }>(
     `SELECT count(*)::int AS n, min(expires_at) AS first FROM elicitation_navigations
       WHERE subject_iss = $1 AND subject_sub = $2 AND provider = $3 AND status = ANY($4) AND expires_at > $5`,

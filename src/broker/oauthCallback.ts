@@ -25,9 +25,15 @@ import { settleSiblingFlows } from './settleOpenFlows.js';
  * navigation verified, in one transaction that also signals every instance.
  * Any refusal stores nothing and leaves the flow where it was.
  */
-export async function completeCallback(deps: BrokerDeps, currentUrl: URL, browser: Principal | undefined, deliveredTo: string): Promise<NavigationRecord> {
+export async function completeCallback(
+  deps: BrokerDeps,
+  currentUrl: URL,
+  browser: Principal | undefined,
+  deliveredTo: string,
+): Promise<NavigationRecord> {
   const state = currentUrl.searchParams.get('state');
-  if (!state || state.length > 512) throw new InvalidInputError('This page needs the state the service sent back. Start again from your app.');
+  if (!state || state.length > 512)
+    throw new InvalidInputError('This page needs the state the service sent back. Start again from your app.');
   const pending = await consumePendingAuthorization(deps.pool, digestOf(state));
   if (!pending) {
     deps.logger.warn({ path: currentUrl.pathname }, 'callback with an unknown or already used state');
@@ -35,38 +41,89 @@ export async function completeCallback(deps: BrokerDeps, currentUrl: URL, browse
   }
   const navigation = await findNavigationById(deps.pool, pending.navigationId);
   if (!navigation) throw new NotFoundError('The connection this response belongs to is gone.');
-  const refuse = async (event: (typeof REFUSAL_EVENTS)[number], error: AppError, evidence: Record<string, unknown> = {}): Promise<never> => {
-    const recorded = await withTransaction(deps.pool, (tx) => recordRefusal(tx, navigation, event, { actor: `provider:${navigation.provider}`, now: deps.clock.now(), evidence }, deps.quotas.refusalsPerFlow));
-    if (!recorded) deps.logger.warn({ navigationId: navigation.id, event }, 'refusal not recorded: the flow holds its quota of refusals');
+  const refuse = async (
+    event: (typeof REFUSAL_EVENTS)[number],
+    error: AppError,
+    evidence: Record<string, unknown> = {},
+  ): Promise<never> => {
+    const recorded = await withTransaction(deps.pool, (tx) =>
+      recordRefusal(
+        tx,
+        navigation,
+        event,
+        { actor: `provider:${navigation.provider}`, now: deps.clock.now(), evidence },
+        deps.quotas.refusalsPerFlow,
+      ),
+    );
+    if (!recorded)
+      deps.logger.warn(
+        { navigationId: navigation.id, event },
+        'refusal not recorded: the flow holds its quota of refusals',
+      );
     throw error;
   };
 
   if (pending.provider !== deliveredTo || navigation.provider !== deliveredTo) {
-    await refuse('callback_redirect_mismatch', new ForbiddenError('This response came back to another service\'s address. Nothing was connected.'), { deliveredTo, provider: navigation.provider });
+    await refuse(
+      'callback_redirect_mismatch',
+      new ForbiddenError("This response came back to another service's address. Nothing was connected."),
+      { deliveredTo, provider: navigation.provider },
+    );
   }
   const now = deps.clock.now();
   if (pending.expiresAt <= now || navigation.expiresAt <= now) {
-    await refuse('callback_expired', new InvalidInputError('This connection took too long and has expired; nothing was connected. Return to your app: it will give you a new link.'));
+    await refuse(
+      'callback_expired',
+      new InvalidInputError(
+        'This connection took too long and has expired; nothing was connected. Return to your app: it will give you a new link.',
+      ),
+    );
   }
-  if (`${currentUrl.origin}${currentUrl.pathname}` !== pending.redirectUri) await refuse('callback_redirect_mismatch', new ForbiddenError('This response came back to the wrong address.'));
-  if (!browser || !samePrincipal(browser, { iss: pending.browserIss, sub: pending.browserSub }) || !samePrincipal(browser, navigation.subject)) {
-    await refuse('subject_mismatch', new ForbiddenError('You are not the user who started this connection. Nothing was connected.'), { where: 'callback', browserSub: browser?.sub ?? null });
+  if (`${currentUrl.origin}${currentUrl.pathname}` !== pending.redirectUri)
+    await refuse('callback_redirect_mismatch', new ForbiddenError('This response came back to the wrong address.'));
+  if (
+    !browser ||
+    !samePrincipal(browser, { iss: pending.browserIss, sub: pending.browserSub }) ||
+    !samePrincipal(browser, navigation.subject)
+  ) {
+    await refuse(
+      'subject_mismatch',
+      new ForbiddenError('You are not the user who started this connection. Nothing was connected.'),
+      { where: 'callback', browserSub: browser?.sub ?? null },
+    );
   }
-  if (navigation.status !== State.OUT_OF_BAND_PENDING) await refuse('callback_out_of_order', new ConflictError('This connection is not waiting for a response any more. Return to your app.'), { status: navigation.status });
+  if (navigation.status !== State.OUT_OF_BAND_PENDING)
+    await refuse(
+      'callback_out_of_order',
+      new ConflictError('This connection is not waiting for a response any more. Return to your app.'),
+      { status: navigation.status },
+    );
   const providerError = currentUrl.searchParams.get('error');
   if (providerError !== null) {
     const code = /^[a-z_]{1,40}$/.test(providerError) ? providerError : 'error';
-    await refuse('provider_refused', new InvalidInputError(`The service did not grant access (${code}). You can open the link from your app again.`), { error: code });
+    await refuse(
+      'provider_refused',
+      new InvalidInputError(`The service did not grant access (${code}). You can open the link from your app again.`),
+      { error: code },
+    );
   }
 
   const client = deps.providers.get(navigation.provider);
   if (!client) throw new NotFoundError(`Provider ${navigation.provider} is no longer configured.`);
   let grant;
   try {
-    grant = await client.completeAuthorization(currentUrl, pending.redirectUri, { state, nonce: pending.nonce, codeVerifier: openVerifier(deps, pending) });
+    grant = await client.completeAuthorization(currentUrl, pending.redirectUri, {
+      state,
+      nonce: pending.nonce,
+      codeVerifier: openVerifier(deps, pending),
+    });
   } catch (err) {
     const code = err instanceof AppError ? err.code : 'internal';
-    return refuse('callback_failed', err instanceof AppError ? err : new AppError('internal', 'Internal error.', { cause: err }), { error: code });
+    return refuse(
+      'callback_failed',
+      err instanceof AppError ? err : new AppError('internal', 'Internal error.', { cause: err }),
+      { error: code },
+    );
   }
 
   return withTransaction(deps.pool, async (tx) => {
@@ -75,11 +132,20 @@ export async function completeCallback(deps: BrokerDeps, currentUrl: URL, browse
     // lock) would each hold a flow the other must settle, and Postgres would abort one of them.
     await lockOpenNavigationsFor(tx, navigation.subject, navigation.provider);
     let locked = await lockNavigation(tx, navigation.id);
-    if (locked?.status !== State.OUT_OF_BAND_PENDING) throw new ConflictError('This connection was completed meanwhile. Return to your app.');
+    if (locked?.status !== State.OUT_OF_BAND_PENDING)
+      throw new ConflictError('This connection was completed meanwhile. Return to your app.');
     const { connection } = grant;
-    const by = { actor: `provider:${locked.provider}`, now, evidence: { upstreamSubject: connection.upstreamSubject, grantedScopes: connection.grantedScopes } };
+    const by = {
+      actor: `provider:${locked.provider}`,
+      now,
+      evidence: { upstreamSubject: connection.upstreamSubject, grantedScopes: connection.grantedScopes },
+    };
     await storeTokens(tx, deps, locked.subject, locked.provider, grant.tokens, locked.id);
-    await upsertConnection(tx, { subject: locked.subject, provider: locked.provider, ...connection, navigationId: locked.id }, now);
+    await upsertConnection(
+      tx,
+      { subject: locked.subject, provider: locked.provider, ...connection, navigationId: locked.id },
+      now,
+    );
     locked = await advance(tx, locked, ['callback_received', 'callback_verified'], by);
     await deps.signal.notify(tx, locked.id);
     await settleSiblingFlows(tx, deps, locked, by);
@@ -88,5 +154,8 @@ export async function completeCallback(deps: BrokerDeps, currentUrl: URL, browse
 }
 
 function openVerifier(deps: BrokerDeps, pending: PendingAuthorization): string {
-  return deps.box.open({ ciphertext: pending.codeVerifierSealed, keyId: pending.keyId }, `pkce\n${pending.stateDigest.toString('hex')}\n${pending.navigationId}`);
+  return deps.box.open(
+    { ciphertext: pending.codeVerifierSealed, keyId: pending.keyId },
+    `pkce\n${pending.stateDigest.toString('hex')}\n${pending.navigationId}`,
+  );
 }

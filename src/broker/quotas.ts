@@ -18,7 +18,12 @@ export interface Quotas {
   refusalsPerFlow: number;
 }
 
-export const DEFAULT_QUOTAS: Quotas = { navigationsPerHour: 60, openPerProvider: 5, waitsPerPrincipal: 8, refusalsPerFlow: 20 };
+export const DEFAULT_QUOTAS: Quotas = {
+  navigationsPerHour: 60,
+  openPerProvider: 5,
+  waitsPerPrincipal: 8,
+  refusalsPerFlow: 20,
+};
 
 export interface WaitGate {
   /** Runs `wait` as one of the principal's waits, or refuses (429-style, with a retry hint) when it has too many. */
@@ -36,7 +41,10 @@ export function createWaitGate(limit: number): WaitGate {
       const key = keyOf(principal);
       const current = counts.get(key) ?? 0;
       if (current >= limit) {
-        throw new RateLimitedError(`You already have ${limit} calls waiting (for a connection, an approval or another call's outcome). Retry this one in a few seconds; nothing was done.`, 5);
+        throw new RateLimitedError(
+          `You already have ${limit} calls waiting (for a connection, an approval or another call's outcome). Retry this one in a few seconds; nothing was done.`,
+          5,
+        );
       }
       counts.set(key, current + 1);
       try {

@@ -31,7 +31,8 @@ interface Row {
   perform_lease_until: Date | null;
 }
 
-const COLUMNS = 'id, operation_key, navigation_id, lineage, jsonrpc_id, retry_generation, requirement_receipt, outcome_status, outcome, created_at, perform_lease_until';
+const COLUMNS =
+  'id, operation_key, navigation_id, lineage, jsonrpc_id, retry_generation, requirement_receipt, outcome_status, outcome, created_at, perform_lease_until';
 
 const fromRow = (r: Row): OperationReceipt => ({
   id: r.id,
@@ -60,8 +61,16 @@ export async function insertReceiptOnce(
     `INSERT INTO operation_receipts (id, operation_key, navigation_id, lineage, jsonrpc_id, retry_generation, requirement_receipt, outcome_status, created_at, arguments_sealed, arguments_key_id)
      VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $10) ON CONFLICT (operation_key) DO NOTHING RETURNING ${COLUMNS}`,
     [
-      receipt.id, receipt.operationKey, receipt.navigationId, receipt.lineage, receipt.jsonrpcId ?? null, receipt.retryGeneration ?? null,
-      receipt.requirementReceipt, receipt.createdAt, sealedArguments?.ciphertext ?? null, sealedArguments?.keyId ?? null,
+      receipt.id,
+      receipt.operationKey,
+      receipt.navigationId,
+      receipt.lineage,
+      receipt.jsonrpcId ?? null,
+      receipt.retryGeneration ?? null,
+      receipt.requirementReceipt,
+      receipt.createdAt,
+      sealedArguments?.ciphertext ?? null,
+      sealedArguments?.keyId ?? null,
     ],
   );
   if (inserted.rows[0]) return { receipt: fromRow(inserted.rows[0]), created: true };
@@ -71,17 +80,31 @@ export async function insertReceiptOnce(
 }
 
 export async function findReceiptByKey(db: Queryable, operationKey: string): Promise<OperationReceipt | undefined> {
-  const { rows } = await db.query<Row>(`SELECT ${COLUMNS} FROM operation_receipts WHERE operation_key = $1`, [operationKey]);
+  const { rows } = await db.query<Row>(`SELECT ${COLUMNS} FROM operation_receipts WHERE operation_key = $1`, [
+    operationKey,
+  ]);
   return rows[0] ? fromRow(rows[0]) : undefined;
 }
 
-export async function findReceiptByNavigation(db: Queryable, navigationId: string): Promise<OperationReceipt | undefined> {
-  const { rows } = await db.query<Row>(`SELECT ${COLUMNS} FROM operation_receipts WHERE navigation_id = $1`, [navigationId]);
+export async function findReceiptByNavigation(
+  db: Queryable,
+  navigationId: string,
+): Promise<OperationReceipt | undefined> {
+  const { rows } = await db.query<Row>(`SELECT ${COLUMNS} FROM operation_receipts WHERE navigation_id = $1`, [
+    navigationId,
+  ]);
   return rows[0] ? fromRow(rows[0]) : undefined;
 }
 
 /** Records the business outcome once (and ends any perform lease); a later recording for the same receipt changes nothing. */
-export async function recordOutcome(db: Queryable, id: string, status: 'succeeded' | 'failed', outcome: Record<string, unknown>, resultDigest: string, now: Date): Promise<OperationReceipt | undefined> {
+export async function recordOutcome(
+  db: Queryable,
+  id: string,
+  status: 'succeeded' | 'failed',
+  outcome: Record<string, unknown>,
+  resultDigest: string,
+  now: Date,
+): Promise<OperationReceipt | undefined> {
   const { rows } = await db.query<Row>(
     `UPDATE operation_receipts SET outcome_status = $2, outcome = $3, result_digest = $4, completed_at = $5,
             perform_lease_owner = NULL, perform_lease_until = NULL
@@ -97,7 +120,13 @@ export async function recordOutcome(db: Queryable, id: string, status: 'succeede
  * operation at a time. The row's own compare-and-set decides; no lock is held
  * while the caller talks to the provider.
  */
-export async function takePerformLease(db: Queryable, id: string, owner: string, now: Date, until: Date): Promise<boolean> {
+export async function takePerformLease(
+  db: Queryable,
+  id: string,
+  owner: string,
+  now: Date,
+  until: Date,
+): Promise<boolean> {
   const { rowCount } = await db.query(
     `UPDATE operation_receipts SET perform_lease_owner = $2, perform_lease_until = $4
       WHERE id = $1 AND outcome_status = 'pending' AND (perform_lease_until IS NULL OR perform_lease_until <= $3)`,
@@ -108,7 +137,10 @@ export async function takePerformLease(db: Queryable, id: string, owner: string,
 
 /** Gives a perform lease back early (the call failed before an outcome): the next caller need not wait for it to expire. */
 export async function releasePerformLease(db: Queryable, id: string, owner: string): Promise<void> {
-  await db.query('UPDATE operation_receipts SET perform_lease_owner = NULL, perform_lease_until = NULL WHERE id = $1 AND perform_lease_owner = $2', [id, owner]);
+  await db.query(
+    'UPDATE operation_receipts SET perform_lease_owner = NULL, perform_lease_until = NULL WHERE id = $1 AND perform_lease_owner = $2',
+    [id, owner],
+  );
 }
 
 export async function findReceiptById(db: Queryable, id: string): Promise<OperationReceipt | undefined> {
@@ -118,19 +150,30 @@ export async function findReceiptById(db: Queryable, id: string): Promise<Operat
 
 /** The sealed arguments of an accepted operation, if they were kept. */
 export async function findSealedArguments(db: Queryable, id: string): Promise<Sealed | undefined> {
-  const { rows } = await db.query<{ arguments_sealed: Buffer | null; arguments_key_id: string | null }>('SELECT arguments_sealed, arguments_key_id FROM operation_receipts WHERE id = $1', [id]);
+  const { rows } = await db.query<{ arguments_sealed: Buffer | null; arguments_key_id: string | null }>(
+    'SELECT arguments_sealed, arguments_key_id FROM operation_receipts WHERE id = $1',
+    [id],
+  );
   const r = rows[0];
-  return r?.arguments_sealed && r.arguments_key_id ? { ciphertext: r.arguments_sealed, keyId: r.arguments_key_id } : undefined;
+  return r?.arguments_sealed && r.arguments_key_id
+    ? { ciphertext: r.arguments_sealed, keyId: r.arguments_key_id }
+    : undefined;
 }
 
 /** Makes a pending receipt due for re-drive now (an operator asked); false when it has an outcome. */
 /** Takes a pending receipt out of the automatic re-drive until an operator asks for it (markRedriveDue). */
 export async function holdRedrive(db: Queryable, id: string): Promise<void> {
-  await db.query(`UPDATE operation_receipts SET redrive_after = 'infinity' WHERE id = $1 AND outcome_status = 'pending'`, [id]);
+  await db.query(
+    `UPDATE operation_receipts SET redrive_after = 'infinity' WHERE id = $1 AND outcome_status = 'pending'`,
+    [id],
+  );
 }
 
 export async function markRedriveDue(db: Queryable, id: string, now: Date): Promise<boolean> {
-  const { rowCount } = await db.query(`UPDATE operation_receipts SET redrive_after = $2 WHERE id = $1 AND outcome_status = 'pending'`, [id, now]);
+  const { rowCount } = await db.query(
+    `UPDATE operation_receipts SET redrive_after = $2 WHERE id = $1 AND outcome_status = 'pending'`,
+    [id, now],
+  );
   return (rowCount ?? 0) > 0;
 }
 
@@ -140,7 +183,13 @@ export async function markRedriveDue(db: Queryable, id: string, now: Date): Prom
  * lease keep instances from re-driving the same receipt at once (the
  * idempotency key would make a second call harmless anyway).
  */
-export async function leaseDueReceipts(db: Queryable, now: Date, olderThan: Date, leaseUntil: Date, limit: number): Promise<OperationReceipt[]> {
+export async function leaseDueReceipts(
+  db: Queryable,
+  now: Date,
+  olderThan: Date,
+  leaseUntil: Date,
+  limit: number,
+): Promise<OperationReceipt[]> {
   const { rows } = await db.query<Row>(
     `UPDATE operation_receipts SET redrive_after = $3
       WHERE id IN (SELECT id FROM operation_receipts

@@ -7,7 +7,13 @@ import type { BrokerDeps } from './brokerDeps.js';
 import type { NavigationRecord } from '../flow/navigationRecord.js';
 import { findNavigationById, findReissueOf, lockNavigation } from './navigationRepo.js';
 import { canTransition, openStates, State } from '../flow/navigationStates.js';
-import { findReceiptById, findReceiptByNavigation, findSealedArguments, markRedriveDue, type OperationReceipt } from './receiptRepo.js';
+import {
+  findReceiptById,
+  findReceiptByNavigation,
+  findSealedArguments,
+  markRedriveDue,
+  type OperationReceipt,
+} from './receiptRepo.js';
 import { startNavigation } from './startNavigation.js';
 
 // Operators' recovery actions. Each needs a reason and an
@@ -23,15 +29,25 @@ export interface OperatorAct {
 }
 
 /** Marks a flow nobody will finish as terminal (EXPIRED by `operator_close`). */
-export async function markTerminal(deps: BrokerDeps, navigationId: string, act: OperatorAct): Promise<NavigationRecord> {
+export async function markTerminal(
+  deps: BrokerDeps,
+  navigationId: string,
+  act: OperatorAct,
+): Promise<NavigationRecord> {
   return withTransaction(deps.pool, async (tx) => {
     const now = deps.clock.now();
     const navigation = await lockNavigation(tx, navigationId);
     if (!navigation) throw new NotFoundError(`No flow ${navigationId}.`);
     if (!canTransition(navigation.status, 'operator_close')) {
-      throw new ConflictError(`A ${navigation.status} flow cannot be marked terminal: only a flow still waiting for the user or the provider can.`);
+      throw new ConflictError(
+        `A ${navigation.status} flow cannot be marked terminal: only a flow still waiting for the user or the provider can.`,
+      );
     }
-    const closed = await advance(tx, navigation, 'operator_close', { actor: act.actor, now, evidence: { reason: act.reason } });
+    const closed = await advance(tx, navigation, 'operator_close', {
+      actor: act.actor,
+      now,
+      evidence: { reason: act.reason },
+    });
     await recordOperatorAction(tx, 'mark_terminal', act.reason, act.actor, { navigationId }, now);
     return closed;
   });
@@ -44,14 +60,24 @@ export async function markTerminal(deps: BrokerDeps, navigationId: string, act: 
  * hands the link to the user; the host's retry of the original call follows
  * the re-issue, so the operation is still accepted once.
  */
-export async function reissueLink(deps: BrokerDeps, navigationId: string, act: OperatorAct): Promise<{ navigation: NavigationRecord; connectUrl: string }> {
+export async function reissueLink(
+  deps: BrokerDeps,
+  navigationId: string,
+  act: OperatorAct,
+): Promise<{ navigation: NavigationRecord; connectUrl: string }> {
   let old = await findNavigationById(deps.pool, navigationId);
   if (!old) throw new NotFoundError(`No flow ${navigationId}.`);
   const successor = await findReissueOf(deps.pool, navigationId);
-  if (successor) throw new ConflictError(`Flow ${navigationId} was already re-issued as ${successor.id}; act on that one.`);
-  if (openStates.has(old.status) && old.expiresAt <= deps.clock.now()) old = await markTerminal(deps, navigationId, act);
-  if (old.status !== State.EXPIRED) throw new ConflictError(`Only an expired or stuck flow can be re-issued; this one is ${old.status}${openStates.has(old.status) ? ` until ${old.expiresAt.toISOString()}` : ''}.`);
-  if (await findReceiptByNavigation(deps.pool, navigationId)) throw new ConflictError('This flow\'s operation was already accepted; there is nothing to re-issue.');
+  if (successor)
+    throw new ConflictError(`Flow ${navigationId} was already re-issued as ${successor.id}; act on that one.`);
+  if (openStates.has(old.status) && old.expiresAt <= deps.clock.now())
+    old = await markTerminal(deps, navigationId, act);
+  if (old.status !== State.EXPIRED)
+    throw new ConflictError(
+      `Only an expired or stuck flow can be re-issued; this one is ${old.status}${openStates.has(old.status) ? ` until ${old.expiresAt.toISOString()}` : ''}.`,
+    );
+  if (await findReceiptByNavigation(deps.pool, navigationId))
+    throw new ConflictError("This flow's operation was already accepted; there is nothing to re-issue.");
   const fresh = await startNavigation(deps, {
     principal: old.subject,
     clientId: old.clientId,
@@ -60,12 +86,28 @@ export async function reissueLink(deps: BrokerDeps, navigationId: string, act: O
     provider: old.provider,
     purpose: old.purpose,
     lineage: old.lineage,
-    reissue: { from: old.id, actor: act.actor, reason: act.reason, destination: { scheme: old.targetScheme, host: old.targetHost } },
+    reissue: {
+      from: old.id,
+      actor: act.actor,
+      reason: act.reason,
+      destination: { scheme: old.targetScheme, host: old.targetHost },
+    },
   });
   await withTransaction(deps.pool, async (tx) => {
     const now = deps.clock.now();
-    await recordWithoutMoving(tx, old, 'operator_reissued', { actor: act.actor, now, evidence: { reason: act.reason, newNavigationId: fresh.navigation.id } });
-    await recordOperatorAction(tx, 'reissue_link', act.reason, act.actor, { navigationId, newNavigationId: fresh.navigation.id }, now);
+    await recordWithoutMoving(tx, old, 'operator_reissued', {
+      actor: act.actor,
+      now,
+      evidence: { reason: act.reason, newNavigationId: fresh.navigation.id },
+    });
+    await recordOperatorAction(
+      tx,
+      'reissue_link',
+      act.reason,
+      act.actor,
+      { navigationId, newNavigationId: fresh.navigation.id },
+      now,
+    );
   });
   return fresh;
 }
@@ -79,14 +121,32 @@ export async function reissueLink(deps: BrokerDeps, navigationId: string, act: O
 export async function requestRedrive(deps: BrokerDeps, id: string, act: OperatorAct): Promise<OperationReceipt> {
   const receipt = (await findReceiptById(deps.pool, id)) ?? (await findReceiptByNavigation(deps.pool, id));
   if (!receipt) throw new NotFoundError(`No accepted operation ${id} (give a receipt id or its flow's id).`);
-  if (receipt.outcomeStatus !== 'pending') throw new ConflictError(`This operation already has its outcome (${receipt.outcomeStatus}); re-driving it would change nothing.`);
-  if (!(await findSealedArguments(deps.pool, receipt.id))) throw new ConflictError('This operation was accepted before its arguments were kept; it cannot be re-driven. The user can call the tool again (same arguments) to finish it.');
+  if (receipt.outcomeStatus !== 'pending')
+    throw new ConflictError(
+      `This operation already has its outcome (${receipt.outcomeStatus}); re-driving it would change nothing.`,
+    );
+  if (!(await findSealedArguments(deps.pool, receipt.id)))
+    throw new ConflictError(
+      'This operation was accepted before its arguments were kept; it cannot be re-driven. The user can call the tool again (same arguments) to finish it.',
+    );
   await withTransaction(deps.pool, async (tx) => {
     const now = deps.clock.now();
     const navigation = await lockNavigation(tx, receipt.navigationId);
-    if (!(await markRedriveDue(tx, receipt.id, now))) throw new ConflictError('This operation got its outcome meanwhile.');
-    await recordWithoutMoving(tx, navigation!, 'operator_redrive', { actor: act.actor, now, evidence: { reason: act.reason, receiptId: receipt.id } });
-    await recordOperatorAction(tx, 'redrive_operation', act.reason, act.actor, { receiptId: receipt.id, navigationId: receipt.navigationId }, now);
+    if (!(await markRedriveDue(tx, receipt.id, now)))
+      throw new ConflictError('This operation got its outcome meanwhile.');
+    await recordWithoutMoving(tx, navigation!, 'operator_redrive', {
+      actor: act.actor,
+      now,
+      evidence: { reason: act.reason, receiptId: receipt.id },
+    });
+    await recordOperatorAction(
+      tx,
+      'redrive_operation',
+      act.reason,
+      act.actor,
+      { receiptId: receipt.id, navigationId: receipt.navigationId },
+      now,
+    );
   });
   return receipt;
 }

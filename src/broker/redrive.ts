@@ -1,7 +1,12 @@
 import { withTransaction } from '../db/transaction.js';
 import { performOrForget, type StoredAccess } from './forgetConnection.js';
 import { accessTokenFor, type TokenVaultDeps } from '../secrets/tokenVault.js';
-import { argumentsAad, PerformInProgressError, runAcceptedOperation, type BusinessOutcome } from './acceptOriginalOperation.js';
+import {
+  argumentsAad,
+  PerformInProgressError,
+  runAcceptedOperation,
+  type BusinessOutcome,
+} from './acceptOriginalOperation.js';
 import { recordWithoutMoving } from './advance.js';
 import type { BrokerDeps } from './brokerDeps.js';
 import { findNavigationById } from './navigationRepo.js';
@@ -37,7 +42,11 @@ const LEASE_MS = 2 * 60_000;
  * arguments, no connection); the receipt then stays pending and is listed by
  * `broker ledger reconcile`.
  */
-export async function redrive(deps: RedriveDeps, receipt: OperationReceipt, actor: string): Promise<BusinessOutcome | undefined> {
+export async function redrive(
+  deps: RedriveDeps,
+  receipt: OperationReceipt,
+  actor: string,
+): Promise<BusinessOutcome | undefined> {
   const { broker } = deps;
   const navigation = await findNavigationById(broker.pool, receipt.navigationId);
   const sealed = await findSealedArguments(broker.pool, receipt.id);
@@ -46,26 +55,44 @@ export async function redrive(deps: RedriveDeps, receipt: OperationReceipt, acto
   const operation = deps.operationFor(navigation.tool, args);
   // The kept arguments must be the ones the flow was started for.
   if (!operation || operation.requestDigest !== navigation.requestDigest) {
-    broker.logger.error({ receiptId: receipt.id, tool: navigation.tool }, 'kept arguments do not rebuild the accepted operation; not re-driven');
+    broker.logger.error(
+      { receiptId: receipt.id, tool: navigation.tool },
+      'kept arguments do not rebuild the accepted operation; not re-driven',
+    );
     return undefined;
   }
   if (!operation.replayable && !(await operatorAskedForIt(deps, navigation, receipt))) return undefined;
   const token = await accessTokenFor(deps.vault, navigation.subject, operation.provider);
   if (!token) {
-    broker.logger.warn({ receiptId: receipt.id, provider: operation.provider }, 're-drive waits: the user has no connection to the provider any more');
+    broker.logger.warn(
+      { receiptId: receipt.id, provider: operation.provider },
+      're-drive waits: the user has no connection to the provider any more',
+    );
     return undefined;
   }
   let outcome: BusinessOutcome;
   try {
     // No wait: a request performing it right now records the outcome itself. A 401 forgets the
     // token and is recorded as the final outcome, so the user's reconnect never re-drives it.
-    outcome = await runAcceptedOperation(broker, receipt, (key) => performOrForget(deps.vault, navigation.subject, operation.provider, token, (live) => operation.perform(live, key)), 0);
+    outcome = await runAcceptedOperation(
+      broker,
+      receipt,
+      (key) =>
+        performOrForget(deps.vault, navigation.subject, operation.provider, token, (live) =>
+          operation.perform(live, key),
+        ),
+      0,
+    );
   } catch (err) {
     if (err instanceof PerformInProgressError) return undefined;
     throw err;
   }
   await withTransaction(broker.pool, async (tx) => {
-    await recordWithoutMoving(tx, navigation, 'outcome_redriven', { actor, now: broker.clock.now(), evidence: { receiptId: receipt.id, status: outcome.status } });
+    await recordWithoutMoving(tx, navigation, 'outcome_redriven', {
+      actor,
+      now: broker.clock.now(),
+      evidence: { receiptId: receipt.id, status: outcome.status },
+    });
   });
   return outcome;
 }
@@ -76,7 +103,11 @@ export async function redrive(deps: RedriveDeps, receipt: OperationReceipt, acto
  * receipt is held out of the automatic sweep and the ledger says so, once: a reconciliation
  * finding (`broker ledger reconcile`) until an operator decides.
  */
-async function operatorAskedForIt(deps: RedriveDeps, navigation: NavigationRecord, receipt: OperationReceipt): Promise<boolean> {
+async function operatorAskedForIt(
+  deps: RedriveDeps,
+  navigation: NavigationRecord,
+  receipt: OperationReceipt,
+): Promise<boolean> {
   const { broker } = deps;
   return withTransaction(broker.pool, async (tx) => {
     const latest = await latestEventOf(tx, navigation.id, REDRIVE_DECISIONS);
@@ -84,8 +115,17 @@ async function operatorAskedForIt(deps: RedriveDeps, navigation: NavigationRecor
     await holdRedrive(tx, receipt.id);
     if (asked || latest !== 'redrive_withheld') {
       const event = asked ? 'redrive_attempted' : 'redrive_withheld';
-      const evidence = { receiptId: receipt.id, ...(asked ? {} : { reason: 'the provider cannot dedupe this operation: an operator decides whether to perform it again' }) };
-      await recordWithoutMoving(tx, navigation, event, { actor: 'system:reconcile', now: broker.clock.now(), evidence });
+      const evidence = {
+        receiptId: receipt.id,
+        ...(asked
+          ? {}
+          : { reason: 'the provider cannot dedupe this operation: an operator decides whether to perform it again' }),
+      };
+      await recordWithoutMoving(tx, navigation, event, {
+        actor: 'system:reconcile',
+        now: broker.clock.now(),
+        evidence,
+      });
     }
     return asked;
   });
@@ -98,15 +138,28 @@ const REDRIVE_DECISIONS = ['operator_redrive', 'redrive_attempted', 'redrive_wit
  * operator asked for and those older than `graceMs` (a crash between receipt
  * and business call). Leased so instances do not take the same one at once.
  */
-export async function reconcileOutcomes(deps: RedriveDeps, graceMs: number, batch: number): Promise<{ redriven: number; waiting: number }> {
+export async function reconcileOutcomes(
+  deps: RedriveDeps,
+  graceMs: number,
+  batch: number,
+): Promise<{ redriven: number; waiting: number }> {
   const now = deps.broker.clock.now();
-  const due = await leaseDueReceipts(deps.broker.pool, now, new Date(now.getTime() - graceMs), new Date(now.getTime() + LEASE_MS), batch);
+  const due = await leaseDueReceipts(
+    deps.broker.pool,
+    now,
+    new Date(now.getTime() - graceMs),
+    new Date(now.getTime() + LEASE_MS),
+    batch,
+  );
   let redriven = 0;
   for (const receipt of due) {
     try {
       if (await redrive(deps, receipt, 'system:reconcile')) redriven += 1;
     } catch (err) {
-      deps.broker.logger.warn({ err, receiptId: receipt.id }, 're-drive failed; the next sweep after the lease tries again');
+      deps.broker.logger.warn(
+        { err, receiptId: receipt.id },
+        're-drive failed; the next sweep after the lease tries again',
+      );
     }
   }
   return { redriven, waiting: due.length - redriven };

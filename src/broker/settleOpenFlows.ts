@@ -17,7 +17,12 @@ const EVENT = 'connection_present';
  * lineage and receipt, and no caller performs it beside a flow still open.
  * Waiting calls on any instance are woken on COMMIT.
  */
-export async function settleSiblingFlows(tx: Queryable, deps: Pick<BrokerDeps, 'signal'>, verified: NavigationRecord, by: Actor): Promise<NavigationRecord[]> {
+export async function settleSiblingFlows(
+  tx: Queryable,
+  deps: Pick<BrokerDeps, 'signal'>,
+  verified: NavigationRecord,
+  by: Actor,
+): Promise<NavigationRecord[]> {
   const open = await lockOpenNavigationsFor(tx, verified.subject, verified.provider, verified.id);
   const settled: NavigationRecord[] = [];
   for (const sibling of open) {
@@ -33,11 +38,19 @@ export async function settleSiblingFlows(tx: Queryable, deps: Pick<BrokerDeps, '
  * (the caller has just read a token for the pair); returns the flow as it is
  * now, settled or not.
  */
-export async function settleConnectedFlow(deps: Pick<BrokerDeps, 'pool' | 'clock' | 'signal'>, navigationId: string, principal: Principal): Promise<NavigationRecord | undefined> {
+export async function settleConnectedFlow(
+  deps: Pick<BrokerDeps, 'pool' | 'clock' | 'signal'>,
+  navigationId: string,
+  principal: Principal,
+): Promise<NavigationRecord | undefined> {
   return withTransaction(deps.pool, async (tx) => {
     const locked = await lockNavigation(tx, navigationId);
     if (!locked || !samePrincipal(locked.subject, principal) || !canTransition(locked.status, EVENT)) return locked;
-    const settled = await advance(tx, locked, EVENT, { actor: `mcp:${principal.sub}`, now: deps.clock.now(), evidence: { connectedBy: 'existing connection' } });
+    const settled = await advance(tx, locked, EVENT, {
+      actor: `mcp:${principal.sub}`,
+      now: deps.clock.now(),
+      evidence: { connectedBy: 'existing connection' },
+    });
     await deps.signal.notify(tx, settled.id);
     return settled;
   });

@@ -9,7 +9,14 @@ import { digestOf, randomToken } from '../shared/tokens.js';
 import { advance, recordWithoutMoving } from './advance.js';
 import { callbackPathFor, DONE_PATH, type BrokerDeps } from './brokerDeps.js';
 import type { NavigationRecord } from '../flow/navigationRecord.js';
-import { countNavigationsSince, countOpenNavigations, findLatestForOperation, findSealedHandle, insertNavigation, lockPrincipalQuota } from './navigationRepo.js';
+import {
+  countNavigationsSince,
+  countOpenNavigations,
+  findLatestForOperation,
+  findSealedHandle,
+  insertNavigation,
+  lockPrincipalQuota,
+} from './navigationRepo.js';
 import { openStates, State, type Lineage } from '../flow/navigationStates.js';
 
 export interface NavigationRequest {
@@ -36,10 +43,16 @@ export interface NavigationRequest {
  * token, no personal data, nothing pre-authenticated (MCP 2025-11-25 and
  * 2026-07-28, Elicitation, Safe URL Handling).
  */
-export async function startNavigation(deps: BrokerDeps, request: NavigationRequest): Promise<{ navigation: NavigationRecord; connectUrl: string }> {
+export async function startNavigation(
+  deps: BrokerDeps,
+  request: NavigationRequest,
+): Promise<{ navigation: NavigationRecord; connectUrl: string }> {
   // The kill switch stops new links; an operation of a user already connected presents none.
   const paused = request.alreadyConnected ? undefined : await findSwitch(deps.pool, URL_ELICITATION_PAUSED);
-  if (paused?.engaged) throw new UnavailableError(`New connections are paused by the operator (${paused.reason}). Try again later.`, { expose: true });
+  if (paused?.engaged)
+    throw new UnavailableError(`New connections are paused by the operator (${paused.reason}). Try again later.`, {
+      expose: true,
+    });
   // A re-issue keeps the destination its user was shown (and works from the CLI, which runs no provider clients).
   const client = deps.providers.get(request.provider);
   if (!client && !request.reissue) throw new NotFoundError(`No provider ${request.provider} is configured.`);
@@ -71,7 +84,13 @@ export async function startNavigation(deps: BrokerDeps, request: NavigationReque
     updatedAt: now,
   };
   const connectUrl = connectLink(deps, handle);
-  const evidence = { tool: request.tool, provider: request.provider, lineage: request.lineage, ...(request.alreadyConnected ? { alreadyConnected: true } : {}), ...(request.reissue ? { reissuedFrom: request.reissue.from, reason: request.reissue.reason } : {}) };
+  const evidence = {
+    tool: request.tool,
+    provider: request.provider,
+    lineage: request.lineage,
+    ...(request.alreadyConnected ? { alreadyConnected: true } : {}),
+    ...(request.reissue ? { reissuedFrom: request.reissue.from, reason: request.reissue.reason } : {}),
+  };
   const by = { actor: request.reissue?.actor ?? `mcp:${request.principal.sub}`, now, evidence };
   const sealedHandle = deps.box.seal(handle, handleAad(created.id));
   const navigation = await withTransaction(deps.pool, async (tx) => {
@@ -84,7 +103,12 @@ export async function startNavigation(deps: BrokerDeps, request: NavigationReque
 }
 
 const handleAad = (navigationId: string) => `connect-handle\n${navigationId}`;
-const connectLink = (deps: BrokerDeps, handle: string) => checkUrl(new URL(`/connect/${handle}`, deps.publicUrl).href, { allowLoopback: deps.allowLoopback, allowIpLiteral: true }, 'connect link').href;
+const connectLink = (deps: BrokerDeps, handle: string) =>
+  checkUrl(
+    new URL(`/connect/${handle}`, deps.publicUrl).href,
+    { allowLoopback: deps.allowLoopback, allowIpLiteral: true },
+    'connect link',
+  ).href;
 const HOUR_MS = 3600_000;
 
 /**
@@ -98,13 +122,19 @@ async function checkQuotas(tx: Queryable, deps: BrokerDeps, request: NavigationR
   const recent = await countNavigationsSince(tx, request.principal, new Date(now.getTime() - HOUR_MS));
   if (recent.count >= quotas.navigationsPerHour) {
     const retryAfter = ((recent.oldest?.getTime() ?? now.getTime()) + HOUR_MS - now.getTime()) / 1000;
-    throw new RateLimitedError(`You started ${recent.count} connection flows in the last hour, the most allowed (${quotas.navigationsPerHour}). Retry in ${Math.ceil(retryAfter / 60)} min, or finish a link you already have; nothing was done.`, retryAfter);
+    throw new RateLimitedError(
+      `You started ${recent.count} connection flows in the last hour, the most allowed (${quotas.navigationsPerHour}). Retry in ${Math.ceil(retryAfter / 60)} min, or finish a link you already have; nothing was done.`,
+      retryAfter,
+    );
   }
   if (request.alreadyConnected) return;
   const open = await countOpenNavigations(tx, request.principal, request.provider, now);
   if (open.count >= quotas.openPerProvider) {
     const retryAfter = ((open.firstExpiry?.getTime() ?? now.getTime()) - now.getTime()) / 1000;
-    throw new RateLimitedError(`You have ${open.count} unfinished links to connect ${request.provider}, the most allowed (${quotas.openPerProvider}): finish or decline one in your app, or retry after the first expires (${open.firstExpiry?.toISOString() ?? 'soon'}); nothing was done.`, retryAfter);
+    throw new RateLimitedError(
+      `You have ${open.count} unfinished links to connect ${request.provider}, the most allowed (${quotas.openPerProvider}): finish or decline one in your app, or retry after the first expires (${open.firstExpiry?.toISOString() ?? 'soon'}); nothing was done.`,
+      retryAfter,
+    );
   }
 }
 
@@ -113,7 +143,10 @@ async function checkQuotas(tx: Queryable, deps: BrokerDeps, request: NavigationR
  * while its flow is still open gets that flow and its link again, instead of
  * a second flow for one operation.
  */
-export async function findReusableNavigation(deps: BrokerDeps, request: NavigationRequest): Promise<{ navigation: NavigationRecord; connectUrl: string } | undefined> {
+export async function findReusableNavigation(
+  deps: BrokerDeps,
+  request: NavigationRequest,
+): Promise<{ navigation: NavigationRecord; connectUrl: string } | undefined> {
   const open = await findOpenFlowFor(deps, request);
   const sealed = open ? await findSealedHandle(deps.pool, open.id) : undefined;
   if (!open || !sealed) return undefined;
@@ -121,8 +154,22 @@ export async function findReusableNavigation(deps: BrokerDeps, request: Navigati
 }
 
 /** The open, unexpired flow of this operation (principal, client, tool, arguments, lineage), if there is one. */
-export async function findOpenFlowFor(deps: Pick<BrokerDeps, 'pool' | 'clock'>, request: NavigationRequest): Promise<NavigationRecord | undefined> {
+export async function findOpenFlowFor(
+  deps: Pick<BrokerDeps, 'pool' | 'clock'>,
+  request: NavigationRequest,
+): Promise<NavigationRecord | undefined> {
   const now = deps.clock.now();
-  const recent = await findLatestForOperation(deps.pool, { subjectIss: request.principal.iss, subjectSub: request.principal.sub, tool: request.tool, requestDigest: request.requestDigest });
-  return recent.find((n) => openStates.has(n.status) && n.expiresAt > now && n.lineage === request.lineage && (n.clientId ?? '') === (request.clientId ?? ''));
+  const recent = await findLatestForOperation(deps.pool, {
+    subjectIss: request.principal.iss,
+    subjectSub: request.principal.sub,
+    tool: request.tool,
+    requestDigest: request.requestDigest,
+  });
+  return recent.find(
+    (n) =>
+      openStates.has(n.status) &&
+      n.expiresAt > now &&
+      n.lineage === request.lineage &&
+      (n.clientId ?? '') === (request.clientId ?? ''),
+  );
 }

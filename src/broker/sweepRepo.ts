@@ -22,9 +22,17 @@ export const sweptTables = {
  * own transaction on a pool), so a large backlog is cleared in short steps
  * that never hold many row locks. Returns how many went.
  */
-export async function deleteExpiredBatch(db: Queryable, kind: keyof SweptRows, now: Date, limit: number): Promise<number> {
+export async function deleteExpiredBatch(
+  db: Queryable,
+  kind: keyof SweptRows,
+  now: Date,
+  limit: number,
+): Promise<number> {
   const { table, key, graceMs } = sweptTables[kind];
   const before = new Date(now.getTime() - graceMs);
-  const { rowCount } = await db.query(`DELETE FROM ${table} WHERE ${key} IN (SELECT ${key} FROM ${table} WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`, [before, limit]);
+  const { rowCount } = await db.query(
+    `DELETE FROM ${table} WHERE ${key} IN (SELECT ${key} FROM ${table} WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+    [before, limit],
+  );
   return rowCount ?? 0;
 }

@@ -64,7 +64,12 @@ async function sweepWithin(deps: SweepDeps, { batch, budgetMs }: Required<SweepL
   do {
     const expired = await withTransaction(deps.pool, async (tx) => {
       const overdue = await lockOverdueNavigations(tx, now, EXPIRE_PER_TRANSACTION);
-      for (const navigation of overdue) await advance(tx, navigation, 'expire', { actor: 'system:sweep', now, evidence: { expiresAt: navigation.expiresAt.toISOString() } });
+      for (const navigation of overdue)
+        await advance(tx, navigation, 'expire', {
+          actor: 'system:sweep',
+          now,
+          evidence: { expiresAt: navigation.expiresAt.toISOString() },
+        });
       return overdue.length;
     });
     expiredNavigations += expired;
@@ -80,7 +85,12 @@ async function sweepWithin(deps: SweepDeps, { batch, budgetMs }: Required<SweepL
     }
   }
   const reconciled = deps.reconcile && inBudget() ? await deps.reconcile(20) : { redriven: 0, waiting: 0 };
-  const result = { expiredNavigations, ...rows, redrivenOperations: reconciled.redriven, redriveWaiting: reconciled.waiting };
+  const result = {
+    expiredNavigations,
+    ...rows,
+    redrivenOperations: reconciled.redriven,
+    redriveWaiting: reconciled.waiting,
+  };
   if (Object.values(result).some((n) => n > 0)) deps.logger.info({ sweep: result }, 'sweep');
   return result;
 }
@@ -92,11 +102,14 @@ export function startSweeper(deps: SweepDeps, intervalMs: number): { stop(): Pro
   let timer: NodeJS.Timeout | undefined;
   const schedule = () => {
     if (stopped) return;
-    timer = setTimeout(() => {
-      running = sweepOnce(deps)
-        .catch((err: unknown) => deps.logger.warn({ err }, 'sweep failed; the next one retries'))
-        .finally(schedule);
-    }, intervalMs * (0.75 + Math.random() * 0.5));
+    timer = setTimeout(
+      () => {
+        running = sweepOnce(deps)
+          .catch((err: unknown) => deps.logger.warn({ err }, 'sweep failed; the next one retries'))
+          .finally(schedule);
+      },
+      intervalMs * (0.75 + Math.random() * 0.5),
+    );
     timer.unref();
   };
   schedule();

@@ -37,7 +37,9 @@ async function devToken(args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: { user: { type: 'string', short: 'u' } }, strict: true });
   const config = loadConfig();
   if (config.mode !== 'development') {
-    throw new UsageError(`dev-token works only in development mode (NODE_ENV is ${config.mode}); production tokens come from your identity provider.`);
+    throw new UsageError(
+      `dev-token works only in development mode (NODE_ENV is ${config.mode}); production tokens come from your identity provider.`,
+    );
   }
   const user = values.user ? findDevUser(values.user) : undefined;
   if (!user) throw new UsageError(`--user must be one of: ${devUsers.map((u) => u.login).join(', ')}`);
@@ -52,9 +54,13 @@ async function devToken(args: string[]): Promise<void> {
     password: DEV_PASSWORD,
     fetch: createFetch({ extraCaPems: [caPem] }),
   }).catch((cause: unknown) => {
-    throw new UsageError(`Could not get a token from ${issuer}: is the development server running (npm start)? ${(cause as Error).message}`);
+    throw new UsageError(
+      `Could not get a token from ${issuer}: is the development server running (npm start)? ${(cause as Error).message}`,
+    );
   });
-  process.stderr.write(`MCP access token for ${user.login} (audience ${config.http.mcpResourceUrl}, from ${issuer}):\n`);
+  process.stderr.write(
+    `MCP access token for ${user.login} (audience ${config.http.mcpResourceUrl}, from ${issuer}):\n`,
+  );
   process.stdout.write(`${token}\n`);
 }
 
@@ -64,17 +70,50 @@ async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   try {
     if (command === 'dev-token') await devToken(rest);
-    else if (command === 'ledger') return await ledgerCommand(rest, loadConfig(), (line) => process.stdout.write(`${line}\n`), (line) => process.stderr.write(`${line}\n`));
-    else if (command === 'providers') return await providersCommand(rest, loadConfig(), (line) => process.stdout.write(`${line}\n`), (line) => process.stderr.write(`${line}\n`));
-    else if (command === 'tools' && rest[0] === 'import') return await toolsImport(rest.slice(1), (text) => process.stdout.write(text), (line) => process.stderr.write(`${line}\n`));
-    else if (command === 'tools') return await toolsCommand(rest, loadConfig(), (line) => process.stdout.write(`${line}\n`), (line) => process.stderr.write(`${line}\n`));
+    else if (command === 'ledger')
+      return await ledgerCommand(
+        rest,
+        loadConfig(),
+        (line) => process.stdout.write(`${line}\n`),
+        (line) => process.stderr.write(`${line}\n`),
+      );
+    else if (command === 'providers')
+      return await providersCommand(
+        rest,
+        loadConfig(),
+        (line) => process.stdout.write(`${line}\n`),
+        (line) => process.stderr.write(`${line}\n`),
+      );
+    else if (command === 'tools' && rest[0] === 'import')
+      return await toolsImport(
+        rest.slice(1),
+        (text) => process.stdout.write(text),
+        (line) => process.stderr.write(`${line}\n`),
+      );
+    else if (command === 'tools')
+      return await toolsCommand(
+        rest,
+        loadConfig(),
+        (line) => process.stdout.write(`${line}\n`),
+        (line) => process.stderr.write(`${line}\n`),
+      );
     else if (command === undefined || command === 'help' || command === '--help') process.stdout.write(usage);
     else throw new UsageError(`Unknown command: ${command}\n\n${usage}`);
     return 0;
   } catch (err) {
-    if (err instanceof UsageError || err instanceof ConfigError || err instanceof LedgerCommandError || err instanceof ProvidersCommandError || err instanceof ToolsCommandError) {
+    if (
+      err instanceof UsageError ||
+      err instanceof ConfigError ||
+      err instanceof LedgerCommandError ||
+      err instanceof ProvidersCommandError ||
+      err instanceof ToolsCommandError
+    ) {
       process.stderr.write(`broker: ${err.message}\n`);
-      return err instanceof LedgerCommandError || err instanceof ProvidersCommandError || err instanceof ToolsCommandError ? err.exitCode : 2;
+      return err instanceof LedgerCommandError ||
+        err instanceof ProvidersCommandError ||
+        err instanceof ToolsCommandError
+        ? err.exitCode
+        : 2;
     }
     if (err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS')) {
       process.stderr.write(`broker: ${err.message}\n\n${usage}`);

@@ -42,14 +42,24 @@ export async function fetchDevToken(request: DevTokenRequest): Promise<string> {
   if (afterLogin.status === 400) throw new Error(`the identity provider refused the sign-in for ${request.login}`);
   location = await follow(request, jar, redirectTarget(afterLogin, request.issuer));
   // A client the provider does not know as its own asks for consent: the user allows it, as a person would.
-  const consentUid = new URL(location).origin === new URL(request.issuer).origin ? /\/interaction\/([\w-]+)$/.exec(new URL(location).pathname)?.[1] : undefined;
+  const consentUid =
+    new URL(location).origin === new URL(request.issuer).origin
+      ? /\/interaction\/([\w-]+)$/.exec(new URL(location).pathname)?.[1]
+      : undefined;
   if (consentUid) {
-    const allowed = await send(request, jar, new URL(`/interaction/${consentUid}/confirm`, request.issuer).href, 'POST', new URLSearchParams());
+    const allowed = await send(
+      request,
+      jar,
+      new URL(`/interaction/${consentUid}/confirm`, request.issuer).href,
+      'POST',
+      new URLSearchParams(),
+    );
     location = await follow(request, jar, redirectTarget(allowed, request.issuer));
   }
 
   const callback = new URL(location);
-  if (callback.origin + callback.pathname !== DEV_TOKEN_REDIRECT_URI) throw new Error(`unexpected redirect: ${callback.pathname}`);
+  if (callback.origin + callback.pathname !== DEV_TOKEN_REDIRECT_URI)
+    throw new Error(`unexpected redirect: ${callback.pathname}`);
   if (callback.searchParams.get('state') !== state) throw new Error('state mismatch in the authorization response');
   const code = callback.searchParams.get('code');
   if (!code) throw new Error(`authorization failed: ${callback.searchParams.get('error') ?? 'no code'}`);
@@ -67,7 +77,8 @@ export async function fetchDevToken(request: DevTokenRequest): Promise<string> {
     }),
   });
   const body = (await tokenResponse.json()) as { access_token?: unknown; error?: unknown };
-  if (!tokenResponse.ok || typeof body.access_token !== 'string') throw new Error(`token request failed: ${String(body.error ?? tokenResponse.status)}`);
+  if (!tokenResponse.ok || typeof body.access_token !== 'string')
+    throw new Error(`token request failed: ${String(body.error ?? tokenResponse.status)}`);
   return body.access_token;
 }
 
@@ -89,7 +100,13 @@ function redirectTarget(response: Response, base: string): string {
   return new URL(location, base).href;
 }
 
-async function send(request: DevTokenRequest, jar: Map<string, string>, url: string, method: string, body?: URLSearchParams): Promise<Response> {
+async function send(
+  request: DevTokenRequest,
+  jar: Map<string, string>,
+  url: string,
+  method: string,
+  body?: URLSearchParams,
+): Promise<Response> {
   const headers: Record<string, string> = { accept: 'text/html' };
   if (jar.size > 0) headers['cookie'] = [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
   if (body) headers['content-type'] = 'application/x-www-form-urlencoded';

@@ -14,7 +14,16 @@ import { Secret } from '../shared/secret.js';
 import type { Logger } from '../shared/logger.js';
 import { formatTable } from './table.js';
 
-export const actionCommands = ['pause-connections', 'resume-connections', 'close', 'reissue', 'redrive', 'approvals', 'approve', 'reject'] as const;
+export const actionCommands = [
+  'pause-connections',
+  'resume-connections',
+  'close',
+  'reissue',
+  'redrive',
+  'approvals',
+  'approve',
+  'reject',
+] as const;
 export type ActionCommand = (typeof actionCommands)[number];
 
 export class ActionError extends Error {}
@@ -38,20 +47,38 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  * operator as actor. The CLI runs no provider clients: a re-drive is asked for
  * here and performed by the next reconcile sweep of a running instance.
  */
-export async function runAction(config: Readonly<Config>, pool: Pool, logger: Logger, input: ActionInput, out: (line: string) => void): Promise<number> {
+export async function runAction(
+  config: Readonly<Config>,
+  pool: Pool,
+  logger: Logger,
+  input: ActionInput,
+  out: (line: string) => void,
+): Promise<number> {
   const print = (data: unknown, text: string) => out(input.json ? JSON.stringify(data) : text);
   if (input.command === 'approvals') {
     const queue = await findApprovals(pool, 'pending', 200);
-    print(queue, queue.length === 0 ? 'No operation waits for approval.' : formatTable(['approval', 'flow', 'tool', 'provider', 'subject', 'requested'], queue.map((a) => [a.id, a.navigationId, a.tool, a.provider, a.subject, a.requestedAt.toISOString()])));
+    print(
+      queue,
+      queue.length === 0
+        ? 'No operation waits for approval.'
+        : formatTable(
+            ['approval', 'flow', 'tool', 'provider', 'subject', 'requested'],
+            queue.map((a) => [a.id, a.navigationId, a.tool, a.provider, a.subject, a.requestedAt.toISOString()]),
+          ),
+    );
     return 0;
   }
   const reason = input.reason?.trim() ?? '';
-  if (reason.length < 3 || reason.length > 500) throw new ActionError(`${input.command} needs --reason "why" (3 to 500 characters); it is recorded.`);
+  if (reason.length < 3 || reason.length > 500)
+    throw new ActionError(`${input.command} needs --reason "why" (3 to 500 characters); it is recorded.`);
   const act = { reason, actor: input.actor, subject: input.subject };
   const now = new Date();
   if (input.command === 'pause-connections') {
     const { revokedTransactions } = await pauseConnections(pool, reason, act.actor, now);
-    print({ paused: true, revokedTransactions }, `Connections paused: no new connect links; ${revokedTransactions} pending OAuth transaction(s) revoked. Ledger queries keep working.`);
+    print(
+      { paused: true, revokedTransactions },
+      `Connections paused: no new connect links; ${revokedTransactions} pending OAuth transaction(s) revoked. Ledger queries keep working.`,
+    );
     return 0;
   }
   if (input.command === 'resume-connections') {
@@ -60,7 +87,10 @@ export async function runAction(config: Readonly<Config>, pool: Pool, logger: Lo
     return 0;
   }
   const id = input.id ?? '';
-  if (!UUID.test(id)) throw new ActionError(`Usage: broker ledger ${input.command} <${input.command === 'approve' || input.command === 'reject' ? 'approval' : 'flow'} id> --reason "why"`);
+  if (!UUID.test(id))
+    throw new ActionError(
+      `Usage: broker ledger ${input.command} <${input.command === 'approve' || input.command === 'reject' ? 'approval' : 'flow'} id> --reason "why"`,
+    );
   // The server's own dependencies, with its keys: a re-issued link's handle is sealed like any other.
   const broker = buildBrokerDeps({
     pool,
@@ -83,14 +113,25 @@ export async function runAction(config: Readonly<Config>, pool: Pool, logger: Lo
       print({ id, status: closed.status }, `Flow ${id} is now ${closed.status} (recorded with your reason).`);
     } else if (input.command === 'reissue') {
       const { navigation, connectUrl } = await reissueLink(broker, id, act);
-      print({ id: navigation.id, reissuedFrom: id, connectUrl, expiresAt: navigation.expiresAt }, `New flow ${navigation.id} replaces ${id} (same lineage, same operation). Give this link to ${navigation.subject.sub}, valid until ${navigation.expiresAt.toISOString()}:\n${connectUrl}`);
+      print(
+        { id: navigation.id, reissuedFrom: id, connectUrl, expiresAt: navigation.expiresAt },
+        `New flow ${navigation.id} replaces ${id} (same lineage, same operation). Give this link to ${navigation.subject.sub}, valid until ${navigation.expiresAt.toISOString()}:\n${connectUrl}`,
+      );
     } else if (input.command === 'redrive') {
       const receipt = await requestRedrive(broker, id, act);
       const outcome = await waitForOutcome(pool, receipt.id, input.waitSeconds);
-      print({ receiptId: receipt.id, outcome: outcome ?? 'pending' }, outcome ? `Re-driven: the operation ${outcome}.` : `Re-drive of receipt ${receipt.id} requested: the next reconcile sweep of a running instance performs it with the same idempotency key (never a second effect). Check with: broker ledger flow ${receipt.navigationId}`);
+      print(
+        { receiptId: receipt.id, outcome: outcome ?? 'pending' },
+        outcome
+          ? `Re-driven: the operation ${outcome}.`
+          : `Re-drive of receipt ${receipt.id} requested: the next reconcile sweep of a running instance performs it with the same idempotency key (never a second effect). Check with: broker ledger flow ${receipt.navigationId}`,
+      );
     } else {
       const decided = await decideApproval(broker, id, input.command, reason, act);
-      print(decided, `Approval ${id} ${decided.status}${decided.status === 'rejected' ? ': the flow is closed and its operation will not be done' : ': the operation is accepted on the host\'s next retry'}.`);
+      print(
+        decided,
+        `Approval ${id} ${decided.status}${decided.status === 'rejected' ? ': the flow is closed and its operation will not be done' : ": the operation is accepted on the host's next retry"}.`,
+      );
     }
     return 0;
   } catch (err) {
@@ -105,8 +146,14 @@ export async function runAction(config: Readonly<Config>, pool: Pool, logger: Lo
 async function deploymentKeys(config: Readonly<Config>): Promise<{ kid: string; key: Secret }[]> {
   if (config.secretKeys) return config.secretKeys;
   // Development material is loaded only in development.
-  const dev = config.mode === 'development' ? await (await import('../dev/devSecrets.js')).readDevSecrets(config.dataDir) : undefined;
-  if (!dev) throw new ActionError(`No SECRET_KEYS: set it as the running broker has it${config.mode === 'development' ? `, or start the development server (npm start) so ${config.dataDir}/dev-secrets.json exists` : ''}.`);
+  const dev =
+    config.mode === 'development'
+      ? await (await import('../dev/devSecrets.js')).readDevSecrets(config.dataDir)
+      : undefined;
+  if (!dev)
+    throw new ActionError(
+      `No SECRET_KEYS: set it as the running broker has it${config.mode === 'development' ? `, or start the development server (npm start) so ${config.dataDir}/dev-secrets.json exists` : ''}.`,
+    );
   return dev.secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) }));
 }
 

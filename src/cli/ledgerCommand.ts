@@ -5,7 +5,13 @@ import { runningEmbeddedPostgresUrl } from '../db/embeddedPostgres.js';
 import { createPool } from '../db/pool.js';
 import { AGE_HINT, parseAge } from '../ledger/flowAge.js';
 import { evaluateGates } from '../ledger/gates.js';
-import { findFlowDetail, findFlows, findGateFigures, findReconcileFindings, findStuckFlows } from '../ledger/ledgerQueriesRepo.js';
+import {
+  findFlowDetail,
+  findFlows,
+  findGateFigures,
+  findReconcileFindings,
+  findStuckFlows,
+} from '../ledger/ledgerQueriesRepo.js';
 import { verifyChain } from '../ledger/ledgerRepo.js';
 import { lineages, navigationStates, State } from '../flow/navigationStates.js';
 import { formatTable } from './table.js';
@@ -56,13 +62,22 @@ the operator role (development: export BROKER_OPERATOR_TOKEN=$(npm run -s broker
 
 async function databaseUrl(config: Readonly<Config>): Promise<Secret> {
   if (config.db.url) return config.db.url;
-  const embedded = config.mode === 'production' ? undefined : await runningEmbeddedPostgresUrl(join(config.dataDir, 'postgres'));
-  if (!embedded) throw new LedgerCommandError('No database: set DATABASE_URL, or start the development server (npm start) so its embedded Postgres is running.');
+  const embedded =
+    config.mode === 'production' ? undefined : await runningEmbeddedPostgresUrl(join(config.dataDir, 'postgres'));
+  if (!embedded)
+    throw new LedgerCommandError(
+      'No database: set DATABASE_URL, or start the development server (npm start) so its embedded Postgres is running.',
+    );
   return embedded;
 }
 
 /** `broker ledger …`: returns the process exit code. */
-export async function ledgerCommand(args: string[], config: Readonly<Config>, out: (line: string) => void, progress: (line: string) => void = () => undefined): Promise<number> {
+export async function ledgerCommand(
+  args: string[],
+  config: Readonly<Config>,
+  out: (line: string) => void,
+  progress: (line: string) => void = () => undefined,
+): Promise<number> {
   const [sub, ...rest] = args;
   if (!sub || ![...queryCommands, ...actionCommands].includes(sub)) throw new LedgerCommandError(usage);
   const { values, positionals } = parseArgs({
@@ -96,7 +111,8 @@ export async function ledgerCommand(args: string[], config: Readonly<Config>, ou
   };
   const logger = createLogger({ level: 'silent' });
   const oneOf = (name: string, raw: string | undefined, allowed: readonly string[]) => {
-    if (raw !== undefined && !allowed.includes(raw)) throw new LedgerCommandError(`--${name} must be one of: ${allowed.join(', ')}`);
+    if (raw !== undefined && !allowed.includes(raw))
+      throw new LedgerCommandError(`--${name} must be one of: ${allowed.join(', ')}`);
   };
   const pool = createPool({ url: await databaseUrl(config), poolMax: 4 }, logger);
   const now = new Date();
@@ -107,7 +123,15 @@ export async function ledgerCommand(args: string[], config: Readonly<Config>, ou
       throw err;
     });
     if ((actionCommands as readonly string[]).includes(sub)) {
-      const input = { command: sub as ActionCommand, id: positionals[0], reason: values.reason, json: values.json, waitSeconds: number('wait', values.wait, 0)!, actor, subject };
+      const input = {
+        command: sub as ActionCommand,
+        id: positionals[0],
+        reason: values.reason,
+        json: values.json,
+        waitSeconds: number('wait', values.wait, 0)!,
+        actor,
+        subject,
+      };
       return await runAction(config, pool, logger, input, out).catch((err: unknown) => {
         throw err instanceof ActionError ? new LedgerCommandError(err.message) : err;
       });
@@ -136,7 +160,19 @@ export async function ledgerCommand(args: string[], config: Readonly<Config>, ou
       print(flows, () =>
         flows.length === 0
           ? 'No flows.'
-          : formatTable(['id', 'status', 'lineage', 'subject', 'provider', 'tool', 'created', 'expires'], flows.map((f) => [f.id, f.status, f.lineage, f.subject, f.provider, f.tool, f.createdAt.toISOString(), f.expiresAt.toISOString()])),
+          : formatTable(
+              ['id', 'status', 'lineage', 'subject', 'provider', 'tool', 'created', 'expires'],
+              flows.map((f) => [
+                f.id,
+                f.status,
+                f.lineage,
+                f.subject,
+                f.provider,
+                f.tool,
+                f.createdAt.toISOString(),
+                f.expiresAt.toISOString(),
+              ]),
+            ),
       );
       return 0;
     }
@@ -145,33 +181,61 @@ export async function ledgerCommand(args: string[], config: Readonly<Config>, ou
       if (!/^[0-9a-f-]{36}$/i.test(id)) throw new LedgerCommandError('Usage: broker ledger flow <navigation id>');
       const detail = await findFlowDetail(pool, id);
       if (!detail) throw new LedgerCommandError(`No flow ${id}.`);
-      print(detail, () => [
-        `Flow ${detail.flow.id}: ${detail.flow.status} (${detail.flow.lineage}), ${detail.flow.subject} → ${detail.flow.provider} at ${detail.flow.targetHost}, to ${detail.flow.purpose}`,
-        `Created ${detail.flow.createdAt.toISOString()}, expires ${detail.flow.expiresAt.toISOString()}`,
-        `Consent: ${detail.consent ? `${detail.consent.browserSub} at ${detail.consent.at.toISOString()} for ${detail.consent.destination}` : 'none'}`,
-        `Receipt: ${detail.receipt ? `${detail.receipt.id} ${detail.receipt.outcomeStatus} (${detail.receipt.lineage}${detail.receipt.jsonrpcId ? `, JSON-RPC id ${detail.receipt.jsonrpcId}` : ''})` : 'none'}`,
-        '',
-        formatTable(['at', 'from', 'to', 'event', 'actor'], detail.events.map((e) => [e.at.toISOString(), e.from, e.to, e.event, e.actor])),
-      ].join('\n'));
+      print(detail, () =>
+        [
+          `Flow ${detail.flow.id}: ${detail.flow.status} (${detail.flow.lineage}), ${detail.flow.subject} → ${detail.flow.provider} at ${detail.flow.targetHost}, to ${detail.flow.purpose}`,
+          `Created ${detail.flow.createdAt.toISOString()}, expires ${detail.flow.expiresAt.toISOString()}`,
+          `Consent: ${detail.consent ? `${detail.consent.browserSub} at ${detail.consent.at.toISOString()} for ${detail.consent.destination}` : 'none'}`,
+          `Receipt: ${detail.receipt ? `${detail.receipt.id} ${detail.receipt.outcomeStatus} (${detail.receipt.lineage}${detail.receipt.jsonrpcId ? `, JSON-RPC id ${detail.receipt.jsonrpcId}` : ''})` : 'none'}`,
+          '',
+          formatTable(
+            ['at', 'from', 'to', 'event', 'actor'],
+            detail.events.map((e) => [e.at.toISOString(), e.from, e.to, e.event, e.actor]),
+          ),
+        ].join('\n'),
+      );
       return 0;
     }
     if (sub === 'gates') {
       const gates = evaluateGates(await findGateFigures(pool));
-      print(gates, () => formatTable(['gate', 'figure', 'target', 'result'], gates.map((g) => [g.gate, g.figure, g.target, g.pass ? 'PASS' : 'MISS'])));
+      print(gates, () =>
+        formatTable(
+          ['gate', 'figure', 'target', 'result'],
+          gates.map((g) => [g.gate, g.figure, g.target, g.pass ? 'PASS' : 'MISS']),
+        ),
+      );
       return gates.every((g) => g.pass) ? 0 : 1;
     }
     if (sub === 'reconcile') {
       const findings = await findReconcileFindings(pool, now, number('grace', values.grace, 300)!);
-      print(findings, () => (findings.length === 0 ? 'Nothing to reconcile.' : formatTable(['kind', 'id', 'detail'], findings.map((f) => [f.kind, f.id, f.detail]))));
+      print(findings, () =>
+        findings.length === 0
+          ? 'Nothing to reconcile.'
+          : formatTable(
+              ['kind', 'id', 'detail'],
+              findings.map((f) => [f.kind, f.id, f.detail]),
+            ),
+      );
       return findings.length > 0 ? 1 : 0;
     }
     // A long walk at millions of rows: progress on stderr, so --json output stays one line.
-    const result = await verifyChain(pool, undefined, (checked, last) => checked < last && progress(`checked ${checked.toLocaleString('en')} of ${last.toLocaleString('en')} chain positions`));
-    if (values.json) out(JSON.stringify({ intact: !result.firstBreak, rows: result.rows, firstBreak: result.firstBreak ?? null }));
+    const result = await verifyChain(
+      pool,
+      undefined,
+      (checked, last) =>
+        checked < last &&
+        progress(`checked ${checked.toLocaleString('en')} of ${last.toLocaleString('en')} chain positions`),
+    );
+    if (values.json)
+      out(JSON.stringify({ intact: !result.firstBreak, rows: result.rows, firstBreak: result.firstBreak ?? null }));
     else if (!result.firstBreak) out(`Ledger intact: ${result.rows} rows, every hash chained.`);
     else {
       const b = result.firstBreak;
-      const why = { hash: 'the row was altered after it was written', gap: 'the row before it is missing', link: 'it names another row as its predecessor' }[b.reason];
+      const why = {
+        hash: 'the row was altered after it was written',
+        gap: 'the row before it is missing',
+        link: 'it names another row as its predecessor',
+      }[b.reason];
       out(`Ledger BROKEN at chain position ${b.chainSeq} (event id ${b.id}, navigation ${b.navigationId}): ${why}.`);
     }
     return result.firstBreak ? 1 : 0;

@@ -20,7 +20,8 @@ export class OperatorAuthError extends Error {
   }
 }
 
-const HOW_TO = 'Set BROKER_OPERATOR_TOKEN to an access token for the broker (audience: its /mcp resource URL) from your identity provider, for a user with the operator role. Development: export BROKER_OPERATOR_TOKEN=$(npm run -s broker -- dev-token --user ops)';
+const HOW_TO =
+  'Set BROKER_OPERATOR_TOKEN to an access token for the broker (audience: its /mcp resource URL) from your identity provider, for a user with the operator role. Development: export BROKER_OPERATOR_TOKEN=$(npm run -s broker -- dev-token --user ops)';
 
 /**
  * The operator behind a `broker ledger` command: the CLI
@@ -30,7 +31,11 @@ const HOW_TO = 'Set BROKER_OPERATOR_TOKEN to an access token for the broker (aud
  * the refusal recorded. Returns the operator: its identity, and the actor
  * recorded with actions (cli:<sub>).
  */
-export async function authenticateOperator(config: Readonly<Config>, pool: Pool, command: string): Promise<{ actor: string; subject: Principal }> {
+export async function authenticateOperator(
+  config: Readonly<Config>,
+  pool: Pool,
+  command: string,
+): Promise<{ actor: string; subject: Principal }> {
   const token = config.cli.operatorToken?.reveal();
   if (!token) throw new OperatorAuthError(`Operator commands need an operator's token. ${HOW_TO}`, 2);
   const issuer = config.oidc.issuer ?? `https://127.0.0.1:${config.dev.idpPort}`;
@@ -46,20 +51,32 @@ export async function authenticateOperator(config: Readonly<Config>, pool: Pool,
   try {
     verified = await verify(`Bearer ${token}`);
   } catch (err) {
-    if (err instanceof AppError) throw new OperatorAuthError(`BROKER_OPERATOR_TOKEN was not accepted (${err.message}) by ${issuer}. ${HOW_TO}`, 2);
+    if (err instanceof AppError)
+      throw new OperatorAuthError(`BROKER_OPERATOR_TOKEN was not accepted (${err.message}) by ${issuer}. ${HOW_TO}`, 2);
     throw err;
   }
   const actor = `cli:${verified.principal.sub}`;
   if (!hasOperatorRole(verified.claims, config.operators)) {
-    await recordOperatorAction(pool, 'access_refused', `not an operator: broker ledger ${command}`, actor, { command }, new Date());
-    throw new OperatorAuthError(`${verified.principal.sub} is not an operator (no "${config.operators.role}" in the ${config.operators.roleClaim} claim); refused and recorded.`, 3);
+    await recordOperatorAction(
+      pool,
+      'access_refused',
+      `not an operator: broker ledger ${command}`,
+      actor,
+      { command },
+      new Date(),
+    );
+    throw new OperatorAuthError(
+      `${verified.principal.sub} is not an operator (no "${config.operators.role}" in the ${config.operators.roleClaim} claim); refused and recorded.`,
+      3,
+    );
   }
   return { actor, subject: verified.principal };
 }
 
 // Development trusts the local CA in DATA_DIR; otherwise TLS_CA_FILE, if set, beside the system's.
 async function cliFetch(config: Readonly<Config>) {
-  const caFile = config.tls.caFile ?? (config.mode === 'production' ? undefined : join(config.dataDir, 'tls', 'ca.pem'));
+  const caFile =
+    config.tls.caFile ?? (config.mode === 'production' ? undefined : join(config.dataDir, 'tls', 'ca.pem'));
   const caPem = caFile ? await readFile(caFile, 'utf8').catch(() => undefined) : undefined;
   return createFetch({ extraCaPems: caPem ? [caPem] : [] });
 }

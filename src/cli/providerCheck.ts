@@ -17,13 +17,24 @@ export const EXPLICIT_ENDPOINTS = 'ok (explicit endpoints, no discovery)';
  * endpoints against the URL policy. Each provider gets `timeoutMs`; a
  * provider with explicit endpoints needs no request.
  */
-export function checkProviders(providers: readonly Provider[], options: { fetch: Fetch; allowLoopback: boolean; timeoutMs: number }): Promise<ProviderCheck[]> {
+export function checkProviders(
+  providers: readonly Provider[],
+  options: { fetch: Fetch; allowLoopback: boolean; timeoutMs: number },
+): Promise<ProviderCheck[]> {
   return Promise.all(providers.map((provider) => checkOne(provider, options)));
 }
 
-async function checkOne(provider: Provider, options: { fetch: Fetch; allowLoopback: boolean; timeoutMs: number }): Promise<ProviderCheck> {
-  if (provider.kind !== 'oidc' && !provider.metadataDiscovery) return { id: provider.id, ok: true, result: EXPLICIT_ENDPOINTS };
-  const client = createProviderClient(provider, { fetch: options.fetch, allowLoopback: options.allowLoopback, now: () => new Date() });
+async function checkOne(
+  provider: Provider,
+  options: { fetch: Fetch; allowLoopback: boolean; timeoutMs: number },
+): Promise<ProviderCheck> {
+  if (provider.kind !== 'oidc' && !provider.metadataDiscovery)
+    return { id: provider.id, ok: true, result: EXPLICIT_ENDPOINTS };
+  const client = createProviderClient(provider, {
+    fetch: options.fetch,
+    allowLoopback: options.allowLoopback,
+    now: () => new Date(),
+  });
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_resolve, reject) => {
     timer = setTimeout(() => reject(new Error(`no answer within ${options.timeoutMs / 1000} s`)), options.timeoutMs);

@@ -30,17 +30,28 @@ Reads PROVIDERS_FILE (YAML or JSON) as start-up does; a file with problems lists
           (concurrently, at most ${CHECK_TIMEOUT_MS / 1000} s each); exit 1 unless every provider is ok.
 `;
 
-const DEV_NOTE = 'Development mode: the built-in development providers (the Report Service, and a GitHub-like provider) are added by npm start and are not listed.';
+const DEV_NOTE =
+  'Development mode: the built-in development providers (the Report Service, and a GitHub-like provider) are added by npm start and are not listed.';
 
 /** `broker providers …`: returns the process exit code. Notes go to `note` (stderr), so --json output stays JSON. */
-export async function providersCommand(args: string[], config: Readonly<Config>, out: (line: string) => void, note: (line: string) => void): Promise<number> {
+export async function providersCommand(
+  args: string[],
+  config: Readonly<Config>,
+  out: (line: string) => void,
+  note: (line: string) => void,
+): Promise<number> {
   const [sub, ...rest] = args;
   if (sub !== 'list' && sub !== 'check') throw new ProvidersCommandError(usage);
   const { values } = parseArgs({ args: rest, strict: true, options: { json: { type: 'boolean', default: false } } });
   const dev = config.mode !== 'production';
   const providers = await loadProviders(config, dev);
   if (dev) note(DEV_NOTE);
-  if (providers.length === 0 && !values.json) out(config.broker.providersFile ? `No providers in ${config.broker.providersFile}.` : 'No providers: PROVIDERS_FILE is not set.');
+  if (providers.length === 0 && !values.json)
+    out(
+      config.broker.providersFile
+        ? `No providers in ${config.broker.providersFile}.`
+        : 'No providers: PROVIDERS_FILE is not set.',
+    );
 
   if (sub === 'list') {
     const rows = providers.map((p) => ({
@@ -52,13 +63,29 @@ export async function providersCommand(args: string[], config: Readonly<Config>,
       scopes: p.scopes,
     }));
     if (values.json) out(JSON.stringify(rows));
-    else if (rows.length > 0) out(formatTable(['id', 'name', 'source', 'kind', 'callback URL', 'scopes'], rows.map((r) => [r.id, r.displayName, r.source, r.kind, r.callbackUrl, r.scopes.join(' ') || '(none)'])));
+    else if (rows.length > 0)
+      out(
+        formatTable(
+          ['id', 'name', 'source', 'kind', 'callback URL', 'scopes'],
+          rows.map((r) => [r.id, r.displayName, r.source, r.kind, r.callbackUrl, r.scopes.join(' ') || '(none)']),
+        ),
+      );
     return 0;
   }
 
-  const checks = await checkProviders(providers, { fetch: createFetch({ extraCaPems: await trustedCas(config, dev), timeoutMs: CHECK_TIMEOUT_MS }), allowLoopback: dev, timeoutMs: CHECK_TIMEOUT_MS });
+  const checks = await checkProviders(providers, {
+    fetch: createFetch({ extraCaPems: await trustedCas(config, dev), timeoutMs: CHECK_TIMEOUT_MS }),
+    allowLoopback: dev,
+    timeoutMs: CHECK_TIMEOUT_MS,
+  });
   if (values.json) out(JSON.stringify(checks));
-  else if (checks.length > 0) out(formatTable(['id', 'result'], checks.map((c) => [c.id, c.result])));
+  else if (checks.length > 0)
+    out(
+      formatTable(
+        ['id', 'result'],
+        checks.map((c) => [c.id, c.result]),
+      ),
+    );
   return checks.every((c) => c.ok) ? 0 : 1;
 }
 

@@ -35,39 +35,72 @@ interface ToolRow {
 }
 
 /** `broker tools …`: returns the process exit code. Notes go to `note` (stderr), so --json output stays JSON. */
-export async function toolsCommand(args: string[], config: Readonly<Config>, out: (line: string) => void, note: (line: string) => void): Promise<number> {
+export async function toolsCommand(
+  args: string[],
+  config: Readonly<Config>,
+  out: (line: string) => void,
+  note: (line: string) => void,
+): Promise<number> {
   const [sub, ...rest] = args;
   if (sub !== 'list' && sub !== 'check') throw new ToolsCommandError(usage);
   const { values } = parseArgs({ args: rest, strict: true, options: { json: { type: 'boolean', default: false } } });
   const dev = config.mode !== 'production';
   const fileProviders = await loadProviders(config, dev);
   const file = toolsFileFor({ toolsFile: config.toolsFile, dev, fileProviders });
-  if (file?.embedded) note(`Development mode: TOOLS_FILE is not set, so npm start serves the tools of ${file.path} on the development providers.`);
+  if (file?.embedded)
+    note(
+      `Development mode: TOOLS_FILE is not set, so npm start serves the tools of ${file.path} on the development providers.`,
+    );
   const { modules, declared } = await loadTools(config, dev, fileProviders);
 
   if (sub === 'check') {
-    const result = file ? { file: file.path, ok: true, tools: declared.map((t) => t.name) } : { file: undefined, ok: true, tools: [] };
+    const result = file
+      ? { file: file.path, ok: true, tools: declared.map((t) => t.name) }
+      : { file: undefined, ok: true, tools: [] };
     if (values.json) out(JSON.stringify(result));
-    else out(file ? `ok: ${file.path} declares ${declared.length} tool(s): ${declared.map((t) => t.name).join(', ') || '(none)'}` : 'No TOOLS_FILE: nothing to check.');
+    else
+      out(
+        file
+          ? `ok: ${file.path} declares ${declared.length} tool(s): ${declared.map((t) => t.name).join(', ') || '(none)'}`
+          : 'No TOOLS_FILE: nothing to check.',
+      );
     return 0;
   }
   const row = (tool: (typeof tools)[number], source: ToolRow['source']): ToolRow =>
-    isConnectionTool(tool) ? { name: tool.name, provider: tool.provider, scopes: tool.scopes, source } : { name: tool.name, provider: undefined, scopes: [], source };
+    isConnectionTool(tool)
+      ? { name: tool.name, provider: tool.provider, scopes: tool.scopes, source }
+      : { name: tool.name, provider: undefined, scopes: [], source };
   const rows = [
     ...builtInToolsFor(providersForTools(fileProviders, dev)).map((t) => row(t, 'built in')),
     ...modules.map((t) => row(t, 'module')),
     ...declared.map((t) => row(t, t.source)),
   ];
   if (values.json) out(JSON.stringify(rows));
-  else out(formatTable(['name', 'provider', 'scopes', 'source'], rows.map((r) => [r.name, r.provider ?? '-', r.scopes.join(' ') || '-', r.source])));
+  else
+    out(
+      formatTable(
+        ['name', 'provider', 'scopes', 'source'],
+        rows.map((r) => [r.name, r.provider ?? '-', r.scopes.join(' ') || '-', r.source]),
+      ),
+    );
   return 0;
 }
 
 // As start-up loads them (src/main.ts); a problem is the command's answer (exit 1), not a crash.
-async function loadTools(config: Readonly<Config>, dev: boolean, fileProviders: Awaited<ReturnType<typeof loadProviders>>) {
+async function loadTools(
+  config: Readonly<Config>,
+  dev: boolean,
+  fileProviders: Awaited<ReturnType<typeof loadProviders>>,
+) {
   try {
     const modules = await loadToolModules(config.toolModules, tools);
-    const declared = await loadDeclaredTools({ toolsFile: config.toolsFile, dev, fileProviders, builtIn: tools, modules });
+    const declared = await loadDeclaredTools({
+      toolsFile: config.toolsFile,
+      dev,
+      fileProviders,
+      builtIn: tools,
+      modules,
+    });
     return { modules, declared };
   } catch (err) {
     if (err instanceof ToolsFileError || err instanceof ToolModuleError) throw new ToolsCommandError(err.message, 1);

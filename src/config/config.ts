@@ -23,7 +23,10 @@ const secretKeys = z
       return { kid, key: new Secret(material ?? '') };
     });
     if (keys.some((k) => k === undefined)) {
-      ctx.addIssue({ code: 'custom', message: 'must be comma-separated kid:key pairs, each key 32 bytes in base64url' });
+      ctx.addIssue({
+        code: 'custom',
+        message: 'must be comma-separated kid:key pairs, each key 32 bytes in base64url',
+      });
       return z.NEVER;
     }
     return keys.filter((k) => k !== undefined);
@@ -51,26 +54,64 @@ const envSchema = z
     // Development mode serves an identity provider with known passwords: off loopback only when asked by name.
     DEV_ALLOW_NETWORK: z.enum(['true', 'false']).optional(),
     PROVIDERS_FILE: optionalString,
-    NAVIGATION_TTL_SECONDS: z.coerce.number().int().min(60).max(24 * 3600).default(900),
+    NAVIGATION_TTL_SECONDS: z.coerce
+      .number()
+      .int()
+      .min(60)
+      .max(24 * 3600)
+      .default(900),
     RETRY_WAIT_MS: z.coerce.number().int().min(0).max(60_000).default(10_000),
     SWEEP_INTERVAL_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
     LEGACY_URL_ELICITATION: z.enum(['nested', 'error']).default('nested'),
-    LEGACY_WAIT_MS: z.coerce.number().int().min(1_000).max(30 * 60_000).default(5 * 60_000),
-    LEGACY_RETRY_WINDOW_SECONDS: z.coerce.number().int().min(1).max(24 * 3600).default(600),
+    LEGACY_WAIT_MS: z.coerce
+      .number()
+      .int()
+      .min(1_000)
+      .max(30 * 60_000)
+      .default(5 * 60_000),
+    LEGACY_RETRY_WINDOW_SECONDS: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(24 * 3600)
+      .default(600),
     LEGACY_MAX_SESSIONS: z.coerce.number().int().min(1).max(1_000_000).default(10_000),
     LEGACY_MAX_SESSIONS_PER_PRINCIPAL: z.coerce.number().int().min(1).max(10_000).default(20),
-    LEGACY_SESSION_IDLE_SECONDS: z.coerce.number().int().min(60).max(7 * 24 * 3600).default(30 * 60),
+    LEGACY_SESSION_IDLE_SECONDS: z.coerce
+      .number()
+      .int()
+      .min(60)
+      .max(7 * 24 * 3600)
+      .default(30 * 60),
     LEGACY_STREAM_HEARTBEAT_SECONDS: z.coerce.number().int().min(1).max(600).default(15),
-    LEGACY_STREAM_MAX_SECONDS: z.coerce.number().int().min(10).max(24 * 3600).default(10 * 60),
+    LEGACY_STREAM_MAX_SECONDS: z.coerce
+      .number()
+      .int()
+      .min(10)
+      .max(24 * 3600)
+      .default(10 * 60),
     LEGACY_WATCHERS_PER_SESSION: z.coerce.number().int().min(1).max(1_000).default(10),
     // GET /login and its callback, per client address and per instance (a token bucket).
     LOGIN_RATE_BURST: z.coerce.number().int().min(1).max(100_000).default(60),
     LOGIN_RATE_PER_MINUTE: z.coerce.number().int().min(1).max(100_000).default(60),
-    MCP_SCOPE: z.string().trim().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, 'must be one scope token').default('mcp'),
+    MCP_SCOPE: z
+      .string()
+      .trim()
+      .regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, 'must be one scope token')
+      .default('mcp'),
     MCP_ALLOW_ANONYMOUS: z.enum(['true', 'false']).default('false'),
-    SESSION_TTL_SECONDS: z.coerce.number().int().min(60).max(30 * 24 * 3600).default(8 * 3600),
+    SESSION_TTL_SECONDS: z.coerce
+      .number()
+      .int()
+      .min(60)
+      .max(30 * 24 * 3600)
+      .default(8 * 3600),
     SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(120_000).default(10_000),
-    OPERATOR_ROLE_CLAIM: z.string().trim().regex(/^[A-Za-z0-9_:/.-]{1,200}$/, 'must be a claim name, dotted for nested claims (realm_access.roles)').default('roles'),
+    OPERATOR_ROLE_CLAIM: z
+      .string()
+      .trim()
+      .regex(/^[A-Za-z0-9_:/.-]{1,200}$/, 'must be a claim name, dotted for nested claims (realm_access.roles)')
+      .default('roles'),
     OPERATOR_ROLE: z.string().trim().min(1).max(200).default('operator'),
     BROKER_OPERATOR_TOKEN: optionalString,
     QUOTA_NAVIGATIONS_PER_HOUR: z.coerce.number().int().min(1).max(100_000).default(DEFAULT_QUOTAS.navigationsPerHour),
@@ -87,53 +128,70 @@ const envSchema = z
     // Tools declared in a YAML or JSON file (mcp/declared/toolsFile.ts), served beside the others.
     TOOLS_FILE: optionalString,
     // Bearer token for GET /metrics; header-safe characters, long enough not to be guessed.
-    METRICS_TOKEN: z.string().trim().min(32, 'must be at least 32 characters').regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces').optional(),
+    METRICS_TOKEN: z
+      .string()
+      .trim()
+      .min(32, 'must be at least 32 characters')
+      .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces')
+      .optional(),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   })
   // Production never falls back to anything generated or embedded: every
   // trust anchor and key must be given explicitly.
   .superRefine(
     (env, ctx) => {
-    // A legacy session is idle only between requests: a nested call waits up to twice LEGACY_WAIT_MS
-    // (the elicitation answer, then the callback) and a client listening on its GET stream reconnects
-    // every LEGACY_STREAM_MAX_SECONDS, so a shorter idle limit would end sessions that are in use.
-    const idleMs = env.LEGACY_SESSION_IDLE_SECONDS * 1000;
-    if (idleMs <= 2 * env.LEGACY_WAIT_MS || idleMs <= env.LEGACY_STREAM_MAX_SECONDS * 1000) {
-      ctx.addIssue({ code: 'custom', path: ['LEGACY_SESSION_IDLE_SECONDS'], message: 'must be longer than twice LEGACY_WAIT_MS and longer than LEGACY_STREAM_MAX_SECONDS' });
-    }
-    // Anonymous MCP calls exist for the conformance suite only: development, loopback.
-    if (env.MCP_ALLOW_ANONYMOUS === 'true' && (env.NODE_ENV === 'production' || !isLoopbackHost(env.HOST))) {
-      ctx.addIssue({ code: 'custom', path: ['MCP_ALLOW_ANONYMOUS'], message: 'is allowed only in development with HOST on loopback' });
-    }
-    if (env.NODE_ENV !== 'production') {
-      if (!isLoopbackHost(env.HOST) && env.DEV_ALLOW_NETWORK !== 'true') {
+      // A legacy session is idle only between requests: a nested call waits up to twice LEGACY_WAIT_MS
+      // (the elicitation answer, then the callback) and a client listening on its GET stream reconnects
+      // every LEGACY_STREAM_MAX_SECONDS, so a shorter idle limit would end sessions that are in use.
+      const idleMs = env.LEGACY_SESSION_IDLE_SECONDS * 1000;
+      if (idleMs <= 2 * env.LEGACY_WAIT_MS || idleMs <= env.LEGACY_STREAM_MAX_SECONDS * 1000) {
         ctx.addIssue({
           code: 'custom',
-          path: ['HOST'],
-          message: `is ${env.HOST}, but ${env.NODE_ENV} mode listens on loopback only: it serves a development identity provider with known passwords. Use HOST=127.0.0.1, or set DEV_ALLOW_NETWORK=true to serve it on ${env.HOST} anyway (a container whose ports are published to loopback), or run NODE_ENV=production`,
+          path: ['LEGACY_SESSION_IDLE_SECONDS'],
+          message: 'must be longer than twice LEGACY_WAIT_MS and longer than LEGACY_STREAM_MAX_SECONDS',
         });
       }
-      return;
-    }
-    const required = [
-      ['PUBLIC_URL', 'an https PUBLIC_URL is required in production'],
-      ['OIDC_ISSUER', 'an external https OIDC_ISSUER is required in production'],
-      ['OIDC_CLIENT_ID', 'OIDC_CLIENT_ID is required in production'],
-      ['OIDC_CLIENT_SECRET', 'OIDC_CLIENT_SECRET is required in production'],
-      ['SECRET_KEYS', 'explicit SECRET_KEYS are required in production (development keys are never used)'],
-      ['DATABASE_URL', 'DATABASE_URL is required in production (no embedded Postgres)'],
-      ['TLS_CERT_FILE', 'TLS_CERT_FILE is required in production'],
-      ['TLS_KEY_FILE', 'TLS_KEY_FILE is required in production'],
-    ] as const;
-    for (const [key, message] of required) {
-      if (env[key] === undefined) ctx.addIssue({ code: 'custom', path: [key], message });
-    }
-    if (env.OIDC_ISSUER !== undefined && isLoopback(env.OIDC_ISSUER)) {
-      ctx.addIssue({ code: 'custom', path: ['OIDC_ISSUER'], message: 'must be an external issuer in production, not loopback' });
-    }
-    for (const key of ['DEV_IDP_PORT', 'DEV_REPORTS_PORT', 'DEV_GITHUB_PORT', 'DEV_ALLOW_NETWORK'] as const) {
-      if (env[key] !== undefined) ctx.addIssue({ code: 'custom', path: [key], message: 'is a development setting' });
-    }
+      // Anonymous MCP calls exist for the conformance suite only: development, loopback.
+      if (env.MCP_ALLOW_ANONYMOUS === 'true' && (env.NODE_ENV === 'production' || !isLoopbackHost(env.HOST))) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['MCP_ALLOW_ANONYMOUS'],
+          message: 'is allowed only in development with HOST on loopback',
+        });
+      }
+      if (env.NODE_ENV !== 'production') {
+        if (!isLoopbackHost(env.HOST) && env.DEV_ALLOW_NETWORK !== 'true') {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['HOST'],
+            message: `is ${env.HOST}, but ${env.NODE_ENV} mode listens on loopback only: it serves a development identity provider with known passwords. Use HOST=127.0.0.1, or set DEV_ALLOW_NETWORK=true to serve it on ${env.HOST} anyway (a container whose ports are published to loopback), or run NODE_ENV=production`,
+          });
+        }
+        return;
+      }
+      const required = [
+        ['PUBLIC_URL', 'an https PUBLIC_URL is required in production'],
+        ['OIDC_ISSUER', 'an external https OIDC_ISSUER is required in production'],
+        ['OIDC_CLIENT_ID', 'OIDC_CLIENT_ID is required in production'],
+        ['OIDC_CLIENT_SECRET', 'OIDC_CLIENT_SECRET is required in production'],
+        ['SECRET_KEYS', 'explicit SECRET_KEYS are required in production (development keys are never used)'],
+        ['DATABASE_URL', 'DATABASE_URL is required in production (no embedded Postgres)'],
+        ['TLS_CERT_FILE', 'TLS_CERT_FILE is required in production'],
+        ['TLS_KEY_FILE', 'TLS_KEY_FILE is required in production'],
+      ] as const;
+      for (const [key, message] of required) {
+        if (env[key] === undefined) ctx.addIssue({ code: 'custom', path: [key], message });
+      }
+      if (env.OIDC_ISSUER !== undefined && isLoopback(env.OIDC_ISSUER)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['OIDC_ISSUER'],
+          message: 'must be an external issuer in production, not loopback',
+        });
+      }
+      for (const key of ['DEV_IDP_PORT', 'DEV_REPORTS_PORT', 'DEV_GITHUB_PORT', 'DEV_ALLOW_NETWORK'] as const) {
+        if (env[key] !== undefined) ctx.addIssue({ code: 'custom', path: [key], message: 'is a development setting' });
+      }
     },
     // Run even when other variables failed, so one error lists every problem.
     { when: (payload) => typeof payload.value === 'object' && payload.value !== null },
@@ -200,7 +258,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const base = publicUrl.href.replace(/\/$/, '');
   return Object.freeze({
     mode: e.NODE_ENV,
-    http: { host: e.HOST, port: e.PORT, publicUrl, mcpResourceUrl: `${base}/mcp`, shutdownGraceMs: e.SHUTDOWN_GRACE_MS },
+    http: {
+      host: e.HOST,
+      port: e.PORT,
+      publicUrl,
+      mcpResourceUrl: `${base}/mcp`,
+      shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    },
     dataDir: e.DATA_DIR,
     db: { url: e.DATABASE_URL === undefined ? undefined : new Secret(e.DATABASE_URL), poolMax: e.DATABASE_POOL_MAX },
     oidc: {
@@ -210,12 +274,21 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     secretKeys: e.SECRET_KEYS,
     tls: { certFile: e.TLS_CERT_FILE, keyFile: e.TLS_KEY_FILE, caFile: e.TLS_CA_FILE },
-    dev: { idpPort: e.DEV_IDP_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 1), reportsPort: e.DEV_REPORTS_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 2),
+    dev: {
+      idpPort: e.DEV_IDP_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 1),
+      reportsPort: e.DEV_REPORTS_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 2),
       githubPort: e.DEV_GITHUB_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 3),
-      allowNetwork: e.DEV_ALLOW_NETWORK === 'true' },
+      allowNetwork: e.DEV_ALLOW_NETWORK === 'true',
+    },
     session: { ttlSeconds: e.SESSION_TTL_SECONDS },
     mcp: { requiredScope: e.MCP_SCOPE, allowAnonymous: e.MCP_ALLOW_ANONYMOUS === 'true' },
-    broker: { providersFile: e.PROVIDERS_FILE, providerSecret: (name: string) => env[name], navigationTtlSeconds: e.NAVIGATION_TTL_SECONDS, retryWaitMs: e.RETRY_WAIT_MS, sweepIntervalMs: e.SWEEP_INTERVAL_MS },
+    broker: {
+      providersFile: e.PROVIDERS_FILE,
+      providerSecret: (name: string) => env[name],
+      navigationTtlSeconds: e.NAVIGATION_TTL_SECONDS,
+      retryWaitMs: e.RETRY_WAIT_MS,
+      sweepIntervalMs: e.SWEEP_INTERVAL_MS,
+    },
     legacy: {
       urlElicitation: e.LEGACY_URL_ELICITATION,
       waitMs: e.LEGACY_WAIT_MS,
@@ -233,7 +306,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     operators: { roleClaim: e.OPERATOR_ROLE_CLAIM, role: e.OPERATOR_ROLE },
     cli: { operatorToken: e.BROKER_OPERATOR_TOKEN === undefined ? undefined : new Secret(e.BROKER_OPERATOR_TOKEN) },
     highRiskTools: e.HIGH_RISK_TOOLS ? e.HIGH_RISK_TOOLS.split(',').map((t) => t.trim()) : [],
-    toolModules: e.TOOL_MODULES ? e.TOOL_MODULES.split(',').map((t) => t.trim()).filter((t) => t !== '') : [],
+    toolModules: e.TOOL_MODULES
+      ? e.TOOL_MODULES.split(',')
+          .map((t) => t.trim())
+          .filter((t) => t !== '')
+      : [],
     toolsFile: e.TOOLS_FILE,
     quotas: {
       navigationsPerHour: e.QUOTA_NAVIGATIONS_PER_HOUR,

@@ -23,7 +23,9 @@ export function createKeyring(keys: readonly { kid: string; key: Secret }[], pur
   if (keys.length === 0) throw new Error('at least one key is required');
   const derived = keys.map(({ kid, key }) => ({
     kid,
-    key: new Uint8Array(hkdfSync('sha256', Buffer.from(key.reveal(), 'base64url'), Buffer.alloc(0), `connect-broker ${purpose}`, 32)),
+    key: new Uint8Array(
+      hkdfSync('sha256', Buffer.from(key.reveal(), 'base64url'), Buffer.alloc(0), `connect-broker ${purpose}`, 32),
+    ),
   }));
   const byKid = new Map(derived.map((k) => [k.kid, k]));
   return {

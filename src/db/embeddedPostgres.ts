@@ -18,8 +18,13 @@ import { executableBinaries, reachableDir, runAsOwner, type Binaries, type Owner
 export async function runningEmbeddedPostgresUrl(requested: string): Promise<Secret | undefined> {
   try {
     const dir = await clusterLocation(requested);
-    const [port, password] = await Promise.all([readFile(join(dir, 'port'), 'utf8'), readFile(join(dir, 'password'), 'utf8')]);
-    return new Secret(`postgres://${USER}:${encodeURIComponent(password.trim())}@127.0.0.1:${Number(port)}/${DATABASE}`);
+    const [port, password] = await Promise.all([
+      readFile(join(dir, 'port'), 'utf8'),
+      readFile(join(dir, 'password'), 'utf8'),
+    ]);
+    return new Secret(
+      `postgres://${USER}:${encodeURIComponent(password.trim())}@127.0.0.1:${Number(port)}/${DATABASE}`,
+    );
   } catch {
     return undefined;
   }
@@ -66,7 +71,18 @@ export async function startEmbeddedPostgres(requestedDir: string, logger: Logger
   // must outlive the broker's drain of in-flight requests; the broker stops it last.
   const child = spawn(
     bin.postgres,
-    ['-D', pgData, '-p', String(port), '-h', '127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200'],
+    [
+      '-D',
+      pgData,
+      '-p',
+      String(port),
+      '-h',
+      '127.0.0.1',
+      '-c',
+      'unix_socket_directories=',
+      '-c',
+      'max_connections=200',
+    ],
     { ...(owner ?? {}), stdio: ['ignore', 'pipe', 'pipe'], detached: true },
   );
   const output: string[] = [];
@@ -107,11 +123,20 @@ async function loadBinaries(): Promise<Binaries> {
   try {
     return (await import(name)) as Binaries;
   } catch (cause) {
-    throw new Error(`No embedded Postgres binaries for ${platform()}-${arch()} (${name}); set DATABASE_URL to use your own server`, { cause });
+    throw new Error(
+      `No embedded Postgres binaries for ${platform()}-${arch()} (${name}); set DATABASE_URL to use your own server`,
+      { cause },
+    );
   }
 }
 
-async function initialise(bin: Binaries, pgData: string, passwordFile: string, owner: Owner | undefined, logger: Logger): Promise<void> {
+async function initialise(
+  bin: Binaries,
+  pgData: string,
+  passwordFile: string,
+  owner: Owner | undefined,
+  logger: Logger,
+): Promise<void> {
   logger.info({ pgData }, 'initialising embedded Postgres (first start)');
   await rm(pgData, { recursive: true, force: true });
   await mkdir(pgData, { recursive: true, mode: 0o700 });
@@ -124,7 +149,11 @@ async function initialise(bin: Binaries, pgData: string, passwordFile: string, o
     await chown(pwfile, owner.uid, owner.gid);
   }
   try {
-    await run(bin.initdb, ['-D', pgData, '-U', USER, `--pwfile=${pwfile}`, '--auth=scram-sha-256', '-E', 'UTF8', '--locale=C'], owner);
+    await run(
+      bin.initdb,
+      ['-D', pgData, '-U', USER, `--pwfile=${pwfile}`, '--auth=scram-sha-256', '-E', 'UTF8', '--locale=C'],
+      owner,
+    );
   } finally {
     await rm(pwfile, { force: true });
   }
@@ -137,7 +166,9 @@ function run(command: string, args: string[], owner: Owner | undefined): Promise
     child.stdout.on('data', (c: Buffer) => (output += c.toString()));
     child.stderr.on('data', (c: Buffer) => (output += c.toString()));
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`${command} exited with ${code}: ${output}`))));
+    child.on('close', (code) =>
+      code === 0 ? resolve() : reject(new Error(`${command} exited with ${code}: ${output}`)),
+    );
   });
 }
 
@@ -154,7 +185,8 @@ async function waitUntilReady(child: ChildProcess, url: Secret, output: string[]
       if (found.rowCount === 0) await client.query(`CREATE DATABASE ${DATABASE}`);
       return;
     } catch (err) {
-      if (Date.now() > deadline) throw new Error(`embedded Postgres did not become ready:\n${output.join('\n')}`, { cause: err });
+      if (Date.now() > deadline)
+        throw new Error(`embedded Postgres did not become ready:\n${output.join('\n')}`, { cause: err });
       await new Promise((r) => setTimeout(r, 100));
     } finally {
       await client.end().catch(() => undefined);
@@ -174,8 +206,11 @@ async function stopLeftoverPostmaster(pgData: string, logger: Logger): Promise<v
   if (!Number.isInteger(pid) || pid <= 0 || dataLine !== pgData || !isPostgresOn(pid, pgData)) return;
   logger.warn({ pid, pgData }, 'stopping the embedded Postgres a previous broker left running');
   process.kill(pid, 'SIGINT');
-  for (const deadline = Date.now() + 20_000; isPostgresOn(pid, pgData); ) {
-    if (Date.now() > deadline) throw new Error(`embedded Postgres (pid ${pid}) left by a previous broker on ${pgData} did not stop; stop it and start again`);
+  for (const deadline = Date.now() + 20_000; isPostgresOn(pid, pgData);) {
+    if (Date.now() > deadline)
+      throw new Error(
+        `embedded Postgres (pid ${pid}) left by a previous broker on ${pgData} did not stop; stop it and start again`,
+      );
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -205,7 +240,9 @@ async function freePort(): Promise<number> {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {
       const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
     });
   });
 }

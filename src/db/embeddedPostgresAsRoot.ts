@@ -29,7 +29,10 @@ export function runAsOwner(): Owner | undefined {
     const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
     return { uid, gid };
   } catch (cause) {
-    throw new Error('Running as root: embedded Postgres needs a `postgres` system user to run as (useradd postgres), or set DATABASE_URL', { cause });
+    throw new Error(
+      'Running as root: embedded Postgres needs a `postgres` system user to run as (useradd postgres), or set DATABASE_URL',
+      { cause },
+    );
   }
 }
 
@@ -47,13 +50,24 @@ export async function closedAncestor(path: string, owner: Owner): Promise<string
  * the temp folder keyed by the requested path (the caller records where, so
  * the CLI finds it). Nothing outside the cluster folder is ever chmod-ed.
  */
-export async function reachableDir(requested: string, owner: Owner, logger: Logger, temp: string = tmpdir()): Promise<string> {
+export async function reachableDir(
+  requested: string,
+  owner: Owner,
+  logger: Logger,
+  temp: string = tmpdir(),
+): Promise<string> {
   const dir = resolve(requested);
   const closed = await closedAncestor(dir, owner);
   if (closed === undefined) return dir;
-  const fallback = join(await reachableTemp(temp, owner, closed), `connect-broker-pg-${createHash('sha256').update(dir).digest('hex').slice(0, 12)}`);
+  const fallback = join(
+    await reachableTemp(temp, owner, closed),
+    `connect-broker-pg-${createHash('sha256').update(dir).digest('hex').slice(0, 12)}`,
+  );
   await ownedDir(fallback, 0o711);
-  logger.warn({ requested: dir, using: fallback, closed }, 'running as root: the postgres user cannot reach the data folder, so the embedded cluster lives in the temp folder');
+  logger.warn(
+    { requested: dir, using: fallback, closed },
+    'running as root: the postgres user cannot reach the data folder, so the embedded cluster lives in the temp folder',
+  );
   return fallback;
 }
 
@@ -64,7 +78,12 @@ export async function reachableDir(requested: string, owner: Owner, logger: Logg
  * its file list (path, type, size, mode, link target). An existing copy is
  * used only if it is root's, writable by nobody else, and matches that list.
  */
-export async function executableBinaries(bin: Binaries, owner: Owner, logger: Logger, temp: string = tmpdir()): Promise<Binaries> {
+export async function executableBinaries(
+  bin: Binaries,
+  owner: Owner,
+  logger: Logger,
+  temp: string = tmpdir(),
+): Promise<Binaries> {
   const native = dirname(dirname(bin.postgres)); // <package>/native/bin/postgres
   const closed = await closedAncestor(bin.postgres, owner);
   if (closed === undefined) return bin;
@@ -88,8 +107,12 @@ export async function executableBinaries(bin: Binaries, owner: Owner, logger: Lo
   } finally {
     await rm(staging, { recursive: true, force: true });
   }
-  if ((await copyState(copy, manifest)) !== 'intact') throw new Error(`The copy of the Postgres binaries in ${copy} does not match ${native}; remove it and start again`);
-  logger.info({ from: native, to: copy, closed }, 'running as root: the postgres user cannot reach node_modules, so the Postgres binaries run from a copy in the temp folder');
+  if ((await copyState(copy, manifest)) !== 'intact')
+    throw new Error(`The copy of the Postgres binaries in ${copy} does not match ${native}; remove it and start again`);
+  logger.info(
+    { from: native, to: copy, closed },
+    'running as root: the postgres user cannot reach node_modules, so the Postgres binaries run from a copy in the temp folder',
+  );
   return result;
 }
 
@@ -103,7 +126,8 @@ async function fileList(dir: string, options: { rootOnly?: boolean } = {}): Prom
   const lines: string[] = [];
   const walk = async (path: string): Promise<void> => {
     const info = await lstat(path);
-    if (options.rootOnly && (info.uid !== 0 || (!info.isSymbolicLink() && (info.mode & 0o022) !== 0))) throw new Error(`${path} is not root's alone`);
+    if (options.rootOnly && (info.uid !== 0 || (!info.isSymbolicLink() && (info.mode & 0o022) !== 0)))
+      throw new Error(`${path} is not root's alone`);
     const name = relative(dir, path) || '.';
     if (info.isSymbolicLink()) lines.push(`l ${name} -> ${await readlink(path)}`);
     else if (info.isFile()) lines.push(`f ${name} ${info.size} ${(info.mode & 0o777).toString(8)}`);

@@ -70,7 +70,11 @@ export async function migrate(pool: Pool, dir: string = migrationsDir): Promise<
       for (const file of pending) {
         await inTransaction(client, async (tx) => {
           await tx.query(file.sql);
-          await tx.query('INSERT INTO schema_migrations (id, name, sha256) VALUES ($1, $2, $3)', [file.id, file.name, file.sha256]);
+          await tx.query('INSERT INTO schema_migrations (id, name, sha256) VALUES ($1, $2, $3)', [
+            file.id,
+            file.name,
+            file.sha256,
+          ]);
         });
       }
       return pending.map((f) => f.name);
@@ -110,7 +114,9 @@ function checkApplied(files: MigrationFile[], applied: AppliedRow[]): void {
   for (const row of applied) {
     const file = files.find((f) => f.id === row.id);
     if (!file) {
-      throw new MigrationError(`the database has migration ${row.name}, which this code does not know; is newer code running against it?`);
+      throw new MigrationError(
+        `the database has migration ${row.name}, which this code does not know; is newer code running against it?`,
+      );
     }
     if (file.sha256 !== row.sha256 || file.name !== row.name) {
       throw new MigrationError(

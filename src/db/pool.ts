@@ -30,6 +30,8 @@ export function createPool(config: PoolConfig, logger: Logger): pg.Pool {
   });
   // An idle client losing its connection must not crash the process.
   // pg attaches the whole Client (its buffers, settings and state) to the error: log what it says, not that.
-  pool.on('error', (err) => logger.warn({ error: err.message, sqlState: (err as { code?: unknown }).code }, 'idle database connection failed'));
+  pool.on('error', (err) =>
+    logger.warn({ error: err.message, sqlState: (err as { code?: unknown }).code }, 'idle database connection failed'),
+  );
   return pool;
 }

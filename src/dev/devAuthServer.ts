@@ -75,7 +75,9 @@ export function createDevAuthServer(options: DevAuthServerOptions): DevAuthServe
 // Loopback redirects take any port, so the interaction pages add the one each request names
 // (devInteractions.ts sendPage); a CSP source cannot say "any port of [::1]".
 function clientOrigins(clients: DevClient[]): string[] {
-  const uris = clients.flatMap((c) => [...c.redirectUris, ...(c.postLogoutRedirectUris ?? [])]).filter((uri) => !isLoopbackRedirect(uri));
+  const uris = clients
+    .flatMap((c) => [...c.redirectUris, ...(c.postLogoutRedirectUris ?? [])])
+    .filter((uri) => !isLoopbackRedirect(uri));
   return [...new Set(uris.map((uri) => new URL(uri).origin))];
 }
 
@@ -84,7 +86,8 @@ function clientOrigins(clients: DevClient[]): string[] {
 export function pageErrors(deps: { logger: Logger; render: Render; brand: string }): ErrorRequestHandler {
   return (err: unknown, req, res, _next) => {
     const status = typeof err === 'object' && err !== null && 'status' in err ? Number(err.status) : 500;
-    const error = status >= 400 && status < 500 ? new InvalidInputError('The form could not be read.', { cause: err }) : err;
+    const error =
+      status >= 400 && status < 500 ? new InvalidInputError('The form could not be read.', { cause: err }) : err;
     const mapped = toHttp(error, req.id);
     if (mapped.log) deps.logger.error({ err, requestId: req.id, path: req.path }, 'request failed');
     if (res.headersSent) {

@@ -29,7 +29,12 @@ const NewIssueSchema = z.object({
   body: z.string().max(65_536).nullable().optional(),
   assignees: z.array(z.string().max(100)).max(10).optional(),
 });
-const IssueParamsSchema = RepoParamsSchema.extend({ number: z.string().regex(/^[1-9][0-9]{0,9}$/).transform(Number) });
+const IssueParamsSchema = RepoParamsSchema.extend({
+  number: z
+    .string()
+    .regex(/^[1-9][0-9]{0,9}$/)
+    .transform(Number),
+});
 const NewCommentSchema = z.object({ body: z.string().min(1).max(65_536) });
 const IdempotencyKeySchema = z.string().regex(/^[\x21-\x7E]{1,200}$/);
 
@@ -62,7 +67,11 @@ export function createGithubApi(deps: GithubApiDeps): Router {
     if (!token) return;
     const account = githubAccountOf(token.login);
     if (!account) return notFound(res);
-    res.json({ ...userOf(deps, token.login), name: account.name, email: token.scopes.includes('user:email') ? account.email : null });
+    res.json({
+      ...userOf(deps, token.login),
+      name: account.name,
+      email: token.scopes.includes('user:email') ? account.email : null,
+    });
   });
 
   const listMine = (req: Request, res: Response) => {
@@ -83,7 +92,13 @@ export function createGithubApi(deps: GithubApiDeps): Router {
     if (!repositoryExists(owner, repo)) return notFound(res);
     const query = validated(res, RepoListQuerySchema, req.query);
     if (!query) return;
-    sendPage(deps, req, res, deps.store.listIssues().filter((i) => i.repo === `${owner}/${repo}`), query);
+    sendPage(
+      deps,
+      req,
+      res,
+      deps.store.listIssues().filter((i) => i.repo === `${owner}/${repo}`),
+      query,
+    );
   });
 
   router.post('/repos/:owner/:repo/issues', express.json({ limit: '100kb' }), async (req, res) => {
@@ -101,7 +116,8 @@ export function createGithubApi(deps: GithubApiDeps): Router {
     // from the broker is visible in tests. The broker's exactly-once guarantee must not depend on it.
     const keyHeader = req.get('idempotency-key');
     const idempotencyKey = keyHeader === undefined ? undefined : IdempotencyKeySchema.safeParse(keyHeader).data;
-    if (keyHeader !== undefined && idempotencyKey === undefined) return validationFailed(res, 'Idempotency-Key', 'invalid');
+    if (keyHeader !== undefined && idempotencyKey === undefined)
+      return validationFailed(res, 'Idempotency-Key', 'invalid');
     const outcome = await deps.store.createIssue({
       repo: `${owner}/${repo}`,
       author: token.login,
@@ -111,11 +127,20 @@ export function createGithubApi(deps: GithubApiDeps): Router {
       ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
     });
     if (outcome.kind === 'key_reused') {
-      res.status(422).json({ message: 'This Idempotency-Key was already used with a different request.', documentation_url: REST_DOCS, status: '422' });
+      res
+        .status(422)
+        .json({
+          message: 'This Idempotency-Key was already used with a different request.',
+          documentation_url: REST_DOCS,
+          status: '422',
+        });
       return;
     }
     if (outcome.kind === 'replayed') res.set('Idempotent-Replayed', 'true');
-    res.status(201).location(`${deps.apiUrl}/repos/${outcome.issue.repo}/issues/${outcome.issue.number}`).json(issueOf(deps, outcome.issue));
+    res
+      .status(201)
+      .location(`${deps.apiUrl}/repos/${outcome.issue.repo}/issues/${outcome.issue.number}`)
+      .json(issueOf(deps, outcome.issue));
   });
 
   router.get('/repos/:owner/:repo/issues/:number', (req, res) => {
@@ -134,8 +159,16 @@ export function createGithubApi(deps: GithubApiDeps): Router {
     if (!issue || !token.scopes.some((s) => WRITE_SCOPES.includes(s))) return notFound(res);
     const input = validated(res, NewCommentSchema, req.body ?? {}, 'IssueComment');
     if (!input) return;
-    const comment = await deps.store.createComment({ repo: issue.repo, issueNumber: issue.number, body: input.body, author: token.login });
-    res.status(201).location(`${deps.apiUrl}/repos/${issue.repo}/issues/comments/${comment.id}`).json(commentOf(deps, comment));
+    const comment = await deps.store.createComment({
+      repo: issue.repo,
+      issueNumber: issue.number,
+      body: input.body,
+      author: token.login,
+    });
+    res
+      .status(201)
+      .location(`${deps.apiUrl}/repos/${issue.repo}/issues/comments/${comment.id}`)
+      .json(commentOf(deps, comment));
   });
 
   router.use((_req, res) => notFound(res));
@@ -150,7 +183,10 @@ function repositoryOf(req: Request): { owner: string; repo: string } {
 
 function issueAt(deps: GithubApiDeps, req: Request): GithubIssue | undefined {
   const params = IssueParamsSchema.safeParse(req.params).data;
-  return params && deps.store.listIssues().find((i) => i.repo === `${params.owner}/${params.repo}` && i.number === params.number);
+  return (
+    params &&
+    deps.store.listIssues().find((i) => i.repo === `${params.owner}/${params.repo}` && i.number === params.number)
+  );
 }
 
 function involves(issue: GithubIssue, login: string, filter: z.infer<typeof ListQuerySchema>['filter']): boolean {
@@ -164,14 +200,21 @@ function involves(issue: GithubIssue, login: string, filter: z.infer<typeof List
   return assigned || created || (filter === 'all' && owned);
 }
 
-function sendPage(deps: GithubApiDeps, req: Request, res: Response, issues: readonly GithubIssue[], query: { state: string; per_page: number; page: number }) {
+function sendPage(
+  deps: GithubApiDeps,
+  req: Request,
+  res: Response,
+  issues: readonly GithubIssue[],
+  query: { state: string; per_page: number; page: number },
+) {
   // Issues here are never closed.
   const matching = (query.state === 'closed' ? [] : [...issues]).sort((a, b) => b.id - a.id);
   const start = (query.page - 1) * query.per_page;
   if (start + query.per_page < matching.length) {
     // RFC 8288 Link header, as GitHub paginates.
     const next = new URL(`${deps.apiUrl}${req.path}`);
-    for (const [name, value] of Object.entries(req.query)) if (typeof value === 'string') next.searchParams.set(name, value);
+    for (const [name, value] of Object.entries(req.query))
+      if (typeof value === 'string') next.searchParams.set(name, value);
     next.searchParams.set('page', String(query.page + 1));
     res.set('Link', `<${next.href}>; rel="next"`);
   }
@@ -180,7 +223,14 @@ function sendPage(deps: GithubApiDeps, req: Request, res: Response, issues: read
 
 function userOf(deps: GithubApiDeps, login: string) {
   const id = githubAccountOf(login)?.id ?? 0;
-  return { login, id, node_id: Buffer.from(`04:User${id}`).toString('base64'), type: 'User', url: `${deps.apiUrl}/users/${login}`, html_url: `${deps.origin}/${login}` };
+  return {
+    login,
+    id,
+    node_id: Buffer.from(`04:User${id}`).toString('base64'),
+    type: 'User',
+    url: `${deps.apiUrl}/users/${login}`,
+    html_url: `${deps.origin}/${login}`,
+  };
 }
 
 function issueOf(deps: GithubApiDeps, issue: GithubIssue) {
@@ -223,14 +273,25 @@ function notFound(res: Response): void {
 }
 
 function validationFailed(res: Response, field: string, code: string, resource = 'Issue'): void {
-  res.status(422).json({ message: 'Validation Failed', errors: [{ resource, field, code }], documentation_url: REST_DOCS, status: '422' });
+  res
+    .status(422)
+    .json({
+      message: 'Validation Failed',
+      errors: [{ resource, field, code }],
+      documentation_url: REST_DOCS,
+      status: '422',
+    });
 }
 
 function validated<T>(res: Response, schema: z.ZodType<T>, input: unknown, resource = 'Issue'): T | undefined {
   const result = schema.safeParse(input);
   if (result.success) return result.data;
   const path = result.error.issues[0]?.path ?? [];
-  const given = path.reduce<unknown>((value, key) => (typeof value === 'object' && value !== null ? (value as Record<PropertyKey, unknown>)[key] : undefined), input);
+  const given = path.reduce<unknown>(
+    (value, key) =>
+      typeof value === 'object' && value !== null ? (value as Record<PropertyKey, unknown>)[key] : undefined,
+    input,
+  );
   validationFailed(res, path.join('.') || '(request)', given === undefined ? 'missing_field' : 'invalid', resource);
   return undefined;
 }

@@ -43,13 +43,22 @@ export function createGithubAuthState(now: () => number = Date.now): GithubAuthS
 }
 
 /** Adds `value` to `map`, dropping what has expired, so abandoned requests and unused codes do not pile up. */
-export function remember<T extends { expiresAt: number }>(map: Map<string, T>, key: string, value: T, now: number): void {
+export function remember<T extends { expiresAt: number }>(
+  map: Map<string, T>,
+  key: string,
+  value: T,
+  now: number,
+): void {
   for (const [k, v] of map) if (v.expiresAt <= now) map.delete(k);
   map.set(key, value);
 }
 
 /** Takes `key` out of `map` if it is there and unexpired: codes and requests are single use. */
-export function takeUnexpired<T extends { expiresAt: number }>(map: Map<string, T>, key: string, now: number): T | undefined {
+export function takeUnexpired<T extends { expiresAt: number }>(
+  map: Map<string, T>,
+  key: string,
+  now: number,
+): T | undefined {
   const value = map.get(key);
   map.delete(key);
   return value && value.expiresAt > now ? value : undefined;

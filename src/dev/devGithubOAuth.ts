@@ -3,7 +3,14 @@ import { parse as parseCookies, serialize as serializeCookie } from 'cookie';
 import { z } from 'zod';
 import { InvalidInputError, NotFoundError } from '../errors/appError.js';
 import type { Render } from '../web/render.js';
-import { type GithubAuthState, type GithubOAuthApp, type PendingAuthorization, randomId, redirectAllowed, remember } from './devGithubAuthState.js';
+import {
+  type GithubAuthState,
+  type GithubOAuthApp,
+  type PendingAuthorization,
+  randomId,
+  redirectAllowed,
+  remember,
+} from './devGithubAuthState.js';
 import type { GithubStore } from './devGithubStore.js';
 import { withFormActionTarget } from './devProviderPages.js';
 import { verifyDevCredentials } from './devUsers.js';
@@ -39,7 +46,10 @@ const AuthorizeQuerySchema = z.object({
   scope: z.string().max(1000).optional(),
   state: z.string().max(2000).optional(),
   login: z.string().max(100).optional(),
-  code_challenge: z.string().regex(/^[A-Za-z0-9\-._~]{43,128}$/).optional(),
+  code_challenge: z
+    .string()
+    .regex(/^[A-Za-z0-9\-._~]{43,128}$/)
+    .optional(),
   code_challenge_method: z.string().optional(),
 });
 const UidSchema = z.strictObject({ uid: z.string().regex(/^[0-9a-f]{40}$/) });
@@ -63,7 +73,13 @@ export function createGithubAuthorizeRouter(deps: GithubOAuthDeps): Router {
     const redirectUri = query.redirect_uri ?? app.callbackUrl;
     // A redirect_uri that is not the app's goes nowhere near it: the error goes to the registered callback.
     if (!redirectAllowed(app.callbackUrl, redirectUri)) {
-      redirectWithError(res, app.callbackUrl, query.state, 'redirect_uri_mismatch', 'The redirect_uri MUST match the registered callback URL for this application.');
+      redirectWithError(
+        res,
+        app.callbackUrl,
+        query.state,
+        'redirect_uri_mismatch',
+        'The redirect_uri MUST match the registered callback URL for this application.',
+      );
       return;
     }
     if (query.code_challenge !== undefined && query.code_challenge_method !== 'S256') {
@@ -71,18 +87,32 @@ export function createGithubAuthorizeRouter(deps: GithubOAuthDeps): Router {
       return;
     }
     const uid = randomId();
-    remember(deps.state.pending, uid, {
+    remember(
+      deps.state.pending,
       uid,
-      app,
-      redirectUri,
-      scopes: normalizeScopes(query.scope ?? ''),
-      state: query.state,
-      codeChallenge: query.code_challenge,
-      login: query.login,
-      expiresAt: deps.state.now() + REQUEST_TTL_MS,
-    }, deps.state.now());
+      {
+        uid,
+        app,
+        redirectUri,
+        scopes: normalizeScopes(query.scope ?? ''),
+        state: query.state,
+        codeChallenge: query.code_challenge,
+        login: query.login,
+        expiresAt: deps.state.now() + REQUEST_TTL_MS,
+      },
+      deps.state.now(),
+    );
     const path = interactionPath(uid);
-    res.append('Set-Cookie', serializeCookie(INTERACTION_COOKIE, uid, { path, httpOnly: true, secure: true, sameSite: 'lax', maxAge: REQUEST_TTL_MS / 1000 }));
+    res.append(
+      'Set-Cookie',
+      serializeCookie(INTERACTION_COOKIE, uid, {
+        path,
+        httpOnly: true,
+        secure: true,
+        sameSite: 'lax',
+        maxAge: REQUEST_TTL_MS / 1000,
+      }),
+    );
     res.redirect(303, path);
   });
 
@@ -113,7 +143,10 @@ export function createGithubAuthorizeRouter(deps: GithubOAuthDeps): Router {
     }
     const sessionId = randomId(32);
     deps.state.sessions.set(sessionId, user.login);
-    res.append('Set-Cookie', serializeCookie(SESSION_COOKIE, sessionId, { path: '/', httpOnly: true, secure: true, sameSite: 'lax' }));
+    res.append(
+      'Set-Cookie',
+      serializeCookie(SESSION_COOKIE, sessionId, { path: '/', httpOnly: true, secure: true, sameSite: 'lax' }),
+    );
     res.redirect(303, interactionPath(pending.uid));
   });
 
@@ -131,7 +164,13 @@ export function createGithubAuthorizeRouter(deps: GithubOAuthDeps): Router {
     const pending = pendingOf(deps, req);
     parseForm(EmptyFormSchema, req.body);
     deps.state.pending.delete(pending.uid);
-    redirectWithError(res, pending.redirectUri, pending.state, 'access_denied', 'The user has denied your application access.');
+    redirectWithError(
+      res,
+      pending.redirectUri,
+      pending.state,
+      'access_denied',
+      'The user has denied your application access.',
+    );
   });
 
   return router;
@@ -142,25 +181,42 @@ export function normalizeScopes(scope: string): string[] {
   return [...new Set(scope.split(/[\s,]+/).filter((s) => s in GITHUB_SCOPES))];
 }
 
-async function finish(deps: GithubOAuthDeps, res: Response, pending: PendingAuthorization, login: string, granted: string[]) {
+async function finish(
+  deps: GithubOAuthDeps,
+  res: Response,
+  pending: PendingAuthorization,
+  login: string,
+  granted: string[],
+) {
   deps.state.pending.delete(pending.uid);
   const code = randomId();
-  remember(deps.state.codes, code, {
-    clientId: pending.app.clientId,
-    login,
-    // The token carries what was asked for and granted, as GitHub's does.
-    scopes: granted.filter((s) => pending.scopes.includes(s)),
-    redirectUri: pending.redirectUri,
-    codeChallenge: pending.codeChallenge,
-    expiresAt: deps.state.now() + CODE_TTL_MS,
-  }, deps.state.now());
+  remember(
+    deps.state.codes,
+    code,
+    {
+      clientId: pending.app.clientId,
+      login,
+      // The token carries what was asked for and granted, as GitHub's does.
+      scopes: granted.filter((s) => pending.scopes.includes(s)),
+      redirectUri: pending.redirectUri,
+      codeChallenge: pending.codeChallenge,
+      expiresAt: deps.state.now() + CODE_TTL_MS,
+    },
+    deps.state.now(),
+  );
   const target = new URL(pending.redirectUri);
   target.searchParams.set('code', code);
   if (pending.state !== undefined) target.searchParams.set('state', pending.state);
   res.redirect(302, target.href);
 }
 
-function redirectWithError(res: Response, redirectUri: string, state: string | undefined, error: string, description: string) {
+function redirectWithError(
+  res: Response,
+  redirectUri: string,
+  state: string | undefined,
+  error: string,
+  description: string,
+) {
   const target = new URL(redirectUri);
   target.searchParams.set('error', error);
   target.searchParams.set('error_description', description);
@@ -177,7 +233,8 @@ function pendingOf(deps: GithubOAuthDeps, req: Request): PendingAuthorization {
   const { uid } = UidSchema.safeParse(req.params).data ?? {};
   const cookieUid = parseCookies(req.get('cookie') ?? '')[INTERACTION_COOKIE];
   const origin = req.get('origin');
-  if (req.method === 'POST' && origin !== undefined && origin !== deps.origin) throw new InvalidInputError('This form was posted from another site.');
+  if (req.method === 'POST' && origin !== undefined && origin !== deps.origin)
+    throw new InvalidInputError('This form was posted from another site.');
   const pending = uid === undefined || cookieUid !== uid ? undefined : deps.state.pending.get(uid);
   if (!pending || pending.expiresAt <= deps.state.now()) throw expired();
   return pending;
@@ -188,7 +245,11 @@ function signedIn(deps: GithubOAuthDeps, req: Request): string | undefined {
   return sessionId === undefined ? undefined : deps.state.sessions.get(sessionId);
 }
 
-function loginPage(deps: GithubOAuthDeps, pending: PendingAuthorization, model: { login: string; error?: string }): string {
+function loginPage(
+  deps: GithubOAuthDeps,
+  pending: PendingAuthorization,
+  model: { login: string; error?: string },
+): string {
   return deps.render('dev/login', {
     title: 'Sign in',
     brand: GITHUB_BRAND,
@@ -220,7 +281,9 @@ function sendPage(res: Response, pending: PendingAuthorization, html: string): v
 }
 
 function expired(): InvalidInputError {
-  return new InvalidInputError('This authorization request has expired or was already used. Start again from the application.');
+  return new InvalidInputError(
+    'This authorization request has expired or was already used. Start again from the application.',
+  );
 }
 
 function parseOr404<T>(schema: z.ZodType<T>, input: unknown): T {

@@ -37,7 +37,12 @@ export const GithubCommentSchema = z.strictObject({
 });
 export type GithubComment = z.infer<typeof GithubCommentSchema>;
 
-const IdempotencySchema = z.strictObject({ login: z.string(), key: z.string(), fingerprint: z.string(), issueId: z.number().int() });
+const IdempotencySchema = z.strictObject({
+  login: z.string(),
+  key: z.string(),
+  fingerprint: z.string(),
+  issueId: z.number().int(),
+});
 
 const StoreFileSchema = z.strictObject({
   version: z.literal(1),
@@ -90,7 +95,10 @@ export async function openGithubStore(options: { filePath?: string; now?: () => 
   const { filePath } = options;
   const now = options.now ?? (() => new Date());
   const saved = filePath === undefined ? undefined : await readJsonFile(filePath);
-  const state: StoreFile = saved === undefined ? { version: 1, tokens: [], grants: [], issues: [], idempotency: [], comments: [] } : StoreFileSchema.parse(saved);
+  const state: StoreFile =
+    saved === undefined
+      ? { version: 1, tokens: [], grants: [], issues: [], idempotency: [], comments: [] }
+      : StoreFileSchema.parse(saved);
   const write = filePath === undefined ? undefined : createJsonFileWriter(filePath);
   const save = async (): Promise<void> => write?.(() => state);
 
@@ -111,7 +119,10 @@ export async function openGithubStore(options: { filePath?: string; now?: () => 
     grantedScopes: (login, clientId) => state.grants.find((g) => g.login === login && g.clientId === clientId)?.scopes,
 
     async saveGrant(login, clientId, scopes) {
-      state.grants = [...state.grants.filter((g) => !(g.login === login && g.clientId === clientId)), { login, clientId, scopes }];
+      state.grants = [
+        ...state.grants.filter((g) => !(g.login === login && g.clientId === clientId)),
+        { login, clientId, scopes },
+      ];
       await save();
     },
 
@@ -121,7 +132,10 @@ export async function openGithubStore(options: { filePath?: string; now?: () => 
       // Check and insert run synchronously, so two concurrent requests with one key cannot both create.
       const fingerprint = hashOf(JSON.stringify([input.repo, input.title, input.body, input.assignees]));
       const { idempotencyKey } = input;
-      const previous = idempotencyKey === undefined ? undefined : state.idempotency.find((r) => r.login === input.author && r.key === idempotencyKey);
+      const previous =
+        idempotencyKey === undefined
+          ? undefined
+          : state.idempotency.find((r) => r.login === input.author && r.key === idempotencyKey);
       if (previous) {
         const issue = state.issues.find((i) => i.id === previous.issueId);
         if (previous.fingerprint !== fingerprint || !issue) return { kind: 'key_reused' };
@@ -138,7 +152,8 @@ export async function openGithubStore(options: { filePath?: string; now?: () => 
         createdAt: now().toISOString(),
       };
       state.issues.push(issue);
-      if (idempotencyKey !== undefined) state.idempotency.push({ login: input.author, key: idempotencyKey, fingerprint, issueId: issue.id });
+      if (idempotencyKey !== undefined)
+        state.idempotency.push({ login: input.author, key: idempotencyKey, fingerprint, issueId: issue.id });
       await save();
       return { kind: 'created', issue };
     },
@@ -146,7 +161,11 @@ export async function openGithubStore(options: { filePath?: string; now?: () => 
     listComments: () => state.comments,
 
     async createComment(input) {
-      const comment: GithubComment = { id: 1_000 + state.comments.length + 1, ...input, createdAt: now().toISOString() };
+      const comment: GithubComment = {
+        id: 1_000 + state.comments.length + 1,
+        ...input,
+        createdAt: now().toISOString(),
+      };
       state.comments.push(comment);
       await save();
       return comment;

@@ -37,7 +37,10 @@ type TokenError = keyof typeof ERRORS;
  */
 export function createGithubTokenRouter(deps: GithubTokenDeps): Router {
   const router = Router();
-  const bodies = [express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 20 }), express.json({ limit: '8kb' })];
+  const bodies = [
+    express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 20 }),
+    express.json({ limit: '8kb' }),
+  ];
 
   router.post('/login/oauth/access_token', ...bodies, async (req, res) => {
     const parsed = TokenRequestSchema.safeParse({ ...req.query, ...(req.body ?? {}) });
@@ -51,7 +54,11 @@ export function createGithubTokenRouter(deps: GithubTokenDeps): Router {
   return router;
 }
 
-async function exchange(deps: GithubTokenDeps, input: TokenRequest, basic: { id: string; secret: string } | undefined): Promise<TokenError | Record<string, string>> {
+async function exchange(
+  deps: GithubTokenDeps,
+  input: TokenRequest,
+  basic: { id: string; secret: string } | undefined,
+): Promise<TokenError | Record<string, string>> {
   if (input.grant_type !== undefined && input.grant_type !== 'authorization_code') return 'unsupported_grant_type';
   const clientId = basic?.id ?? input.client_id;
   const secret = basic?.secret ?? input.client_secret;
@@ -61,8 +68,13 @@ async function exchange(deps: GithubTokenDeps, input: TokenRequest, basic: { id:
   const issued = input.code === undefined ? undefined : takeUnexpired(deps.state.codes, input.code, deps.state.now());
   if (!issued || issued.clientId !== app.clientId) return 'bad_verification_code';
   if (input.redirect_uri !== undefined && input.redirect_uri !== issued.redirectUri) return 'redirect_uri_mismatch';
-  if (issued.codeChallenge !== undefined && !verifierMatches(input.code_verifier, issued.codeChallenge)) return 'bad_verification_code';
-  const accessToken = await deps.store.issueToken({ login: issued.login, clientId: app.clientId, scopes: issued.scopes });
+  if (issued.codeChallenge !== undefined && !verifierMatches(input.code_verifier, issued.codeChallenge))
+    return 'bad_verification_code';
+  const accessToken = await deps.store.issueToken({
+    login: issued.login,
+    clientId: app.clientId,
+    scopes: issued.scopes,
+  });
   return { access_token: accessToken, token_type: 'bearer', scope: issued.scopes.join(',') };
 }
 

@@ -108,7 +108,8 @@ async function loadInteraction(
 function sendPage(res: Response, interaction: Interaction, html: string): void {
   const redirectUri = interaction.params['redirect_uri'];
   const csp = res.getHeader('content-security-policy');
-  if (typeof redirectUri === 'string' && typeof csp === 'string') res.setHeader('Content-Security-Policy', withFormActionTarget(csp, redirectUri));
+  if (typeof redirectUri === 'string' && typeof csp === 'string')
+    res.setHeader('Content-Security-Policy', withFormActionTarget(csp, redirectUri));
   res.send(html);
 }
 
@@ -161,9 +162,14 @@ async function consentPage(deps: InteractionDeps, interaction: Interaction) {
     signedInAs: devUsers.find((u) => deps.subjectOf(u.login) === interaction.session?.accountId)?.login,
     clientName: await clientName(deps, interaction),
     // A self-registered client's name is its own claim: show what identifies it and where the code goes.
-    thirdParty: deps.staticClientIds.has(clientId) ? undefined : { clientId, returnsTo: new URL(String(interaction.params['redirect_uri'])).origin },
+    thirdParty: deps.staticClientIds.has(clientId)
+      ? undefined
+      : { clientId, returnsTo: new URL(String(interaction.params['redirect_uri'])).origin },
     oidcScopes: details.missingOIDCScope ?? [],
-    resources: Object.entries(details.missingResourceScopes ?? {}).map(([identifier, scopes]) => ({ identifier, scopes })),
+    resources: Object.entries(details.missingResourceScopes ?? {}).map(([identifier, scopes]) => ({
+      identifier,
+      scopes,
+    })),
     action: `/interaction/${interaction.uid}/confirm`,
     abortAction: `/interaction/${interaction.uid}/abort`,
   });

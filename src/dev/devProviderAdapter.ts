@@ -13,7 +13,13 @@ type Entry = z.infer<typeof EntrySchema>;
 const FileSchema = z.strictObject({ version: z.literal(1), entries: z.array(EntrySchema) });
 
 // Artifacts that a grant revocation removes (as in oidc-provider's memory adapter).
-const GRANTABLE = new Set(['AccessToken', 'AuthorizationCode', 'RefreshToken', 'DeviceCode', 'BackchannelAuthenticationRequest']);
+const GRANTABLE = new Set([
+  'AccessToken',
+  'AuthorizationCode',
+  'RefreshToken',
+  'DeviceCode',
+  'BackchannelAuthenticationRequest',
+]);
 // Kept a little past expiry so oidc-provider, not the store, reports "expired" (clock tolerance).
 const GRACE_MS = 60_000;
 

@@ -155,9 +155,7 @@ function rolesOf(sub: string, subjectOf: (login: string) => string): readonly st
 function impliedResource(ctx: KoaContextWithOIDC, resources: DevResource[]): string | string[] | undefined {
   const scope = ctx.oidc.params?.['scope'];
   const requested = new Set(typeof scope === 'string' ? scope.split(' ') : []);
-  const implied = resources
-    .filter((r) => r.scope.split(' ').some((s) => requested.has(s)))
-    .map((r) => r.identifier);
+  const implied = resources.filter((r) => r.scope.split(' ').some((s) => requested.has(s))).map((r) => r.identifier);
   if (implied.length <= 1) return implied[0];
   return implied;
 }

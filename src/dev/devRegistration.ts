@@ -25,7 +25,10 @@ export function isLoopbackRedirect(uri: string): boolean {
  * it change the metadata (lib/helpers/client_schema.js processCustomMetadata);
  * software_id and software_version are RFC 7591 §2 fields it would otherwise drop.
  */
-export function clientPolicy(options: { staticClientIds: ReadonlySet<string>; openRegistration: boolean }): NonNullable<Configuration['extraClientMetadata']> {
+export function clientPolicy(options: {
+  staticClientIds: ReadonlySet<string>;
+  openRegistration: boolean;
+}): NonNullable<Configuration['extraClientMetadata']> {
   return {
     properties: ['software_id', 'software_version'],
     validator: (_ctx, key, _value, metadata) => {
@@ -33,7 +36,10 @@ export function clientPolicy(options: { staticClientIds: ReadonlySet<string>; op
       const redirects = [...(metadata.redirect_uris ?? []), ...(metadata.post_logout_redirect_uris ?? [])];
       const loopbackOnly = redirects.length > 0 && redirects.every(isLoopbackRedirect);
       if (options.openRegistration && !options.staticClientIds.has(metadata.client_id)) {
-        if (!loopbackOnly) throw new errors.InvalidClientMetadata('this development server accepts only loopback redirect URIs (http://127.0.0.1:<port>/…, http://[::1]:<port>/…) from clients it does not know');
+        if (!loopbackOnly)
+          throw new errors.InvalidClientMetadata(
+            'this development server accepts only loopback redirect URIs (http://127.0.0.1:<port>/…, http://[::1]:<port>/…) from clients it does not know',
+          );
         delete metadata.scope;
       }
       if (loopbackOnly) metadata.application_type = 'native';
@@ -51,7 +57,11 @@ export function clientPolicy(options: { staticClientIds: ReadonlySet<string>; op
  * addresses, where development hosts serve their documents. oidc-provider
  * still refuses redirects, caps the body at 5 KiB and times out at 2.5 s.
  */
-export function openRegistrationFeatures(fetch: Fetch): Pick<Configuration, 'fetch'> & { features: Pick<NonNullable<Configuration['features']>, 'registration' | 'clientIdMetadataDocument'> } {
+export function openRegistrationFeatures(
+  fetch: Fetch,
+): Pick<Configuration, 'fetch'> & {
+  features: Pick<NonNullable<Configuration['features']>, 'registration' | 'clientIdMetadataDocument'>;
+} {
   return {
     fetch: (url, options) => fetch(url, options),
     features: {
@@ -61,4 +71,3 @@ export function openRegistrationFeatures(fetch: Fetch): Pick<Configuration, 'fet
     },
   };
 }
-

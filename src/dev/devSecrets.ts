@@ -18,7 +18,10 @@ const DevSecretsSchema = z.strictObject({
   brokerIdpClientSecret: z.string().min(32),
   brokerReportsClientSecret: z.string().min(32),
 });
-export type DevSecrets = Omit<z.infer<typeof DevSecretsSchema>, 'idp' | 'reports'> & { idp: DevAuthKeys; reports: DevAuthKeys };
+export type DevSecrets = Omit<z.infer<typeof DevSecretsSchema>, 'idp' | 'reports'> & {
+  idp: DevAuthKeys;
+  reports: DevAuthKeys;
+};
 
 /**
  * Development key material, generated once and kept in `<dataDir>/dev-secrets.json`
@@ -34,7 +37,10 @@ export async function readDevSecrets(dataDir: string): Promise<DevSecrets | unde
   });
   if (text === undefined) return undefined;
   const parsed = DevSecretsSchema.safeParse(JSON.parse(text));
-  if (!parsed.success) throw new Error(`${path} is damaged (${parsed.error.issues[0]?.message}); delete it to generate new development keys`);
+  if (!parsed.success)
+    throw new Error(
+      `${path} is damaged (${parsed.error.issues[0]?.message}); delete it to generate new development keys`,
+    );
   return parsed.data as DevSecrets; // the JWKs were written by generateDevAuthKeys
 }
 

@@ -24,7 +24,11 @@ export async function seedDevelopmentData(pool: Pool, issuer: string): Promise<v
     const workspace = devWorkspaceOf('alice');
     if ((await findNotesWithin(tx, workspace, 1)).length > 0) return;
     for (const note of ALICE_NOTES) {
-      await insertNote(tx, { ...note, workspaceUri: workspace, noteUri: `${workspace}/${note.id}.md` }, { iss: issuer, sub: 'alice' });
+      await insertNote(
+        tx,
+        { ...note, workspaceUri: workspace, noteUri: `${workspace}/${note.id}.md` },
+        { iss: issuer, sub: 'alice' },
+      );
     }
   });
 }

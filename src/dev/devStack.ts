@@ -38,17 +38,34 @@ export interface DevStack {
   idp: { issuer: string; brokerClientId: string };
   reports: { issuer: string; apiUrl: string; brokerClientId: string };
   /** Present when `githubPort` was given. `host` is what a GitHub Enterprise Server catalog entry takes. */
-  github?: { origin: string; host: string; apiUrl: string; brokerClientId: string; clientSecret: string; callbackUrl: string };
+  github?: {
+    origin: string;
+    host: string;
+    apiUrl: string;
+    brokerClientId: string;
+    clientSecret: string;
+    callbackUrl: string;
+  };
   close(graceMs: number): Promise<void>;
 }
 
 /** The development servers on free loopback ports, for a broker at `brokerUrl` (tests and benchmarks). */
 export function startLocalDevStack(
-  options: Pick<DevStackOptions, 'tls' | 'fetch' | 'secrets' | 'render' | 'logger'> & { brokerUrl: string; github?: boolean },
+  options: Pick<DevStackOptions, 'tls' | 'fetch' | 'secrets' | 'render' | 'logger'> & {
+    brokerUrl: string;
+    github?: boolean;
+  },
 ): Promise<DevStack> {
   const { brokerUrl, github, ...rest } = options;
   const ports = { idpPort: 0, reportsPort: 0, ...(github ? { githubPort: 0 } : {}) };
-  return startDevStack({ ...rest, host: '127.0.0.1', ...ports, brokerPublicUrl: new URL(brokerUrl), mcpResourceUrl: `${brokerUrl}/mcp`, dataDir: undefined });
+  return startDevStack({
+    ...rest,
+    host: '127.0.0.1',
+    ...ports,
+    brokerPublicUrl: new URL(brokerUrl),
+    mcpResourceUrl: `${brokerUrl}/mcp`,
+    dataDir: undefined,
+  });
 }
 
 /** The Report Service as an entry of the broker's provider list (validated by parseProviders like any other). */
@@ -97,9 +114,21 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
   let reportsHandler: RunningHandler = notReady;
   const started: RunningServer[] = [];
   try {
-    const idpServer = await listenHttps(options.tls, (req, res) => idpHandler(req, res), options.host, options.idpPort, 'development identity provider');
+    const idpServer = await listenHttps(
+      options.tls,
+      (req, res) => idpHandler(req, res),
+      options.host,
+      options.idpPort,
+      'development identity provider',
+    );
     started.push(idpServer);
-    const reportsServer = await listenHttps(options.tls, (req, res) => reportsHandler(req, res), options.host, options.reportsPort, 'Report Service');
+    const reportsServer = await listenHttps(
+      options.tls,
+      (req, res) => reportsHandler(req, res),
+      options.host,
+      options.reportsPort,
+      'Report Service',
+    );
     started.push(reportsServer);
 
     // Issuers are named by the host the broker is reached on, not the listen address (0.0.0.0 in a container).
@@ -122,7 +151,13 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
           postLogoutRedirectUris: [new URL('/', brokerPublicUrl).href],
         },
         // Loopback on IPv4 and IPv6, any port (RFC 8252 §7.3), so hosts configured with this client id work too.
-        { clientId: DEV_TOKEN_CLIENT_ID, public: true, name: 'broker dev-token', redirectUris: onBothLoopbacks(DEV_TOKEN_REDIRECT_URI), grantTypes: ['authorization_code'] },
+        {
+          clientId: DEV_TOKEN_CLIENT_ID,
+          public: true,
+          name: 'broker dev-token',
+          redirectUris: onBothLoopbacks(DEV_TOKEN_REDIRECT_URI),
+          grantTypes: ['authorization_code'],
+        },
       ],
       resources: [{ identifier: options.mcpResourceUrl, scope: 'mcp', accessTokenTtlSeconds: 3600 }],
       subjectOf: (login) => login,
@@ -135,7 +170,9 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
       logger: options.logger.child({ server: 'idp' }),
     }).handler;
 
-    const store = await openReportStore(options.dataDir ? { filePath: join(options.dataDir, 'report-service.json') } : {});
+    const store = await openReportStore(
+      options.dataDir ? { filePath: join(options.dataDir, 'report-service.json') } : {},
+    );
     const reportsAuth = createDevAuthServer({
       issuer: reportsIssuer,
       brand: 'Report Service',
@@ -152,13 +189,22 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
       resources: [{ identifier: apiUrl, scope: 'reports:read reports:write', accessTokenTtlSeconds: 600 }],
       subjectOf: (login) => `rs-user-${login}`,
       consent: 'prompt',
-      ...(options.dataDir ? { adapter: await openFileAdapter(join(options.dataDir, 'report-service-provider.json')) } : {}),
+      ...(options.dataDir
+        ? { adapter: await openFileAdapter(join(options.dataDir, 'report-service-provider.json')) }
+        : {}),
       render: options.render,
       logger: options.logger.child({ server: 'reports' }),
-      api: createReportApi({ issuer: reportsIssuer, audience: apiUrl, jwks: toPublicJwks(secrets.reports), store, logger: options.logger.child({ server: 'reports-api' }) }),
+      api: createReportApi({
+        issuer: reportsIssuer,
+        audience: apiUrl,
+        jwks: toPublicJwks(secrets.reports),
+        store,
+        logger: options.logger.child({ server: 'reports-api' }),
+      }),
     });
     reportsHandler = reportsAuth.handler;
-    const github = options.githubPort === undefined ? undefined : await startGithub(options, options.githubPort, started);
+    const github =
+      options.githubPort === undefined ? undefined : await startGithub(options, options.githubPort, started);
 
     return {
       idp: { issuer: idpIssuer, brokerClientId: BROKER_IDP_CLIENT_ID },
@@ -174,14 +220,26 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
   }
 }
 
-async function startGithub(options: DevStackOptions, port: number, started: RunningServer[]): Promise<NonNullable<DevStack['github']>> {
+async function startGithub(
+  options: DevStackOptions,
+  port: number,
+  started: RunningServer[],
+): Promise<NonNullable<DevStack['github']>> {
   let handler: RunningHandler = notReady;
-  const server = await listenHttps(options.tls, (req, res) => handler(req, res), options.host, port, 'GitHub-like development provider');
+  const server = await listenHttps(
+    options.tls,
+    (req, res) => handler(req, res),
+    options.host,
+    port,
+    'GitHub-like development provider',
+  );
   started.push(server);
   const host = `${options.brokerPublicUrl.hostname}:${server.port}`;
   const origin = `https://${host}`;
   // Derived from the development keys rather than kept in dev-secrets.json, so that file's shape stays as it is.
-  const clientSecret = createHmac('sha256', options.secrets.secretKeys[0]?.key ?? '').update('dev-github-client-secret').digest('base64url');
+  const clientSecret = createHmac('sha256', options.secrets.secretKeys[0]?.key ?? '')
+    .update('dev-github-client-secret')
+    .digest('base64url');
   const callbackUrl = new URL('/oauth/callback/github', options.brokerPublicUrl).href;
   const store = await openGithubStore(options.dataDir ? { filePath: join(options.dataDir, 'dev-github.json') } : {});
   const github = createDevGithubServer({

@@ -189,7 +189,9 @@ declare module 'oidc-provider' {
     readonly Client: { find(id: string): Promise<Client | undefined> };
     readonly Grant: typeof Grant & { find(id: string): Promise<Grant | undefined> };
     /** Opaque access tokens by value (lib/models/access_token.js). */
-    readonly AccessToken: { find(value: string): Promise<{ accountId: string; isExpired: boolean; scope?: string } | undefined> };
+    readonly AccessToken: {
+      find(value: string): Promise<{ accountId: string; isExpired: boolean; scope?: string } | undefined>;
+    };
     callback(): (req: IncomingMessage, res: ServerResponse) => void;
     use(middleware: (ctx: KoaContextWithOIDC, next: () => Promise<void>) => Promise<void>): this;
     on(event: string, listener: (...args: unknown[]) => void): this;

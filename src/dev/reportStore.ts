@@ -59,7 +59,8 @@ export async function openReportStore(options: ReportStoreOptions = {}): Promise
   const { filePath } = options;
   const now = options.now ?? (() => new Date());
   const saved = filePath === undefined ? undefined : await readJsonFile(filePath);
-  const state = saved === undefined ? { version: 1 as const, reports: [], idempotency: [] } : StoreFileSchema.parse(saved);
+  const state =
+    saved === undefined ? { version: 1 as const, reports: [], idempotency: [] } : StoreFileSchema.parse(saved);
   const byKey = new Map<string, IdempotencyRecord>(state.idempotency.map((r) => [keyOf(r.subject, r.key), r]));
   const write = filePath === undefined ? undefined : createJsonFileWriter(filePath);
   const save = async (): Promise<void> => write?.(() => state);
@@ -101,5 +102,7 @@ function keyOf(subject: string, idempotencyKey: string): string {
 }
 
 function fingerprintOf(title: string, body: string): string {
-  return createHash('sha256').update(JSON.stringify([title, body])).digest('base64url');
+  return createHash('sha256')
+    .update(JSON.stringify([title, body]))
+    .digest('base64url');
 }

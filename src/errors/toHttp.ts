@@ -20,7 +20,13 @@ const statusByCode: Record<AppErrorCode, number> = {
 // an http-errors style `status` and describe the request, not a fault of ours.
 // Their messages can quote the request (a path segment, a parameter), so the
 // caller gets a fixed text for the status instead.
-const codeByStatus: Partial<Record<number, AppErrorCode>> = { 401: 'unauthenticated', 403: 'forbidden', 404: 'not_found', 409: 'conflict', 413: 'payload_too_large' };
+const codeByStatus: Partial<Record<number, AppErrorCode>> = {
+  401: 'unauthenticated',
+  403: 'forbidden',
+  404: 'not_found',
+  409: 'conflict',
+  413: 'payload_too_large',
+};
 const messageByStatus: Partial<Record<number, string>> = {
   400: 'The request is malformed.',
   404: 'There is no page here.',
@@ -40,7 +46,11 @@ export function toHttp(err: unknown, requestId: string): HttpError {
   const clientStatus = err instanceof AppError ? undefined : clientErrorStatus(err);
   if (clientStatus !== undefined) {
     const message = messageByStatus[clientStatus] ?? `${STATUS_CODES[clientStatus] ?? 'Bad request'}.`;
-    return { status: clientStatus, body: { error: codeByStatus[clientStatus] ?? 'invalid_input', message, requestId }, log: false };
+    return {
+      status: clientStatus,
+      body: { error: codeByStatus[clientStatus] ?? 'invalid_input', message, requestId },
+      log: false,
+    };
   }
   const appError = toAppError(err);
   const status = statusByCode[appError.code];
@@ -73,7 +83,13 @@ export function toHttp(err: unknown, requestId: string): HttpError {
 function clientErrorStatus(err: unknown): number | undefined {
   if (typeof err !== 'object' || err === null) return undefined;
   const { status, statusCode } = err as { status?: unknown; statusCode?: unknown };
-  return typeof status === 'number' && status === statusCode && Number.isInteger(status) && status >= 400 && status < 500 ? status : undefined;
+  return typeof status === 'number' &&
+    status === statusCode &&
+    Number.isInteger(status) &&
+    status >= 400 &&
+    status < 500
+    ? status
+    : undefined;
 }
 
 function genericMessage(status: number): string {

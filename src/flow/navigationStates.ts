@@ -32,7 +32,9 @@ export type NavigationState = (typeof navigationStates)[number];
 
 /** Each state by its name, for code that compares or assigns one state (`status === State.EXPIRED`). */
 // Object.fromEntries types its keys as string; each entry maps a state to itself, so the cast only restores that.
-export const State = Object.freeze(Object.fromEntries(navigationStates.map((s) => [s, s]))) as { readonly [S in NavigationState]: S };
+export const State = Object.freeze(Object.fromEntries(navigationStates.map((s) => [s, s]))) as {
+  readonly [S in NavigationState]: S;
+};
 
 export const navigationEvents = [
   'present', // the elicitation went to the host
@@ -110,7 +112,9 @@ export function nextState(from: NavigationState, event: NavigationEvent): Naviga
 }
 
 /** States with no outgoing edge: derived from the table, never listed twice. */
-export const terminalStates: ReadonlySet<NavigationState> = new Set(navigationStates.filter((s) => !transitions.some((t) => t.from === s)));
+export const terminalStates: ReadonlySet<NavigationState> = new Set(
+  navigationStates.filter((s) => !transitions.some((t) => t.from === s)),
+);
 
 /** Whether the event is allowed from the state (for callers that branch rather than throw). */
 export function canTransition(from: NavigationState, event: NavigationEvent): boolean {
@@ -119,7 +123,7 @@ export function canTransition(from: NavigationState, event: NavigationEvent): bo
 
 function reachableFrom(start: NavigationState): Set<NavigationState> {
   const seen = new Set<NavigationState>([start]);
-  for (let grew = true; grew; ) {
+  for (let grew = true; grew;) {
     grew = false;
     for (const t of transitions) {
       if (seen.has(t.from) && !seen.has(t.to)) {
@@ -139,8 +143,10 @@ export const openStates: ReadonlySet<NavigationState> = new Set(
   navigationStates.filter((s) => !verifiedStates.has(s) && reachableFrom(s).has(State.REQUIREMENT_VERIFIED)),
 );
 
-const fromStatesOf = (events: readonly NavigationEvent[]): ReadonlySet<NavigationState> => new Set(transitions.filter((t) => events.includes(t.event)).map((t) => t.from));
-const toStatesOf = (events: readonly NavigationEvent[]): ReadonlySet<NavigationState> => new Set(transitions.filter((t) => events.includes(t.event)).map((t) => t.to));
+const fromStatesOf = (events: readonly NavigationEvent[]): ReadonlySet<NavigationState> =>
+  new Set(transitions.filter((t) => events.includes(t.event)).map((t) => t.from));
+const toStatesOf = (events: readonly NavigationEvent[]): ReadonlySet<NavigationState> =>
+  new Set(transitions.filter((t) => events.includes(t.event)).map((t) => t.to));
 
 /** The states the expiry sweep moves on (`expire` leaves them). */
 export const expirableStates: ReadonlySet<NavigationState> = fromStatesOf(['expire']);
@@ -149,7 +155,10 @@ export const expirableStates: ReadonlySet<NavigationState> = fromStatesOf(['expi
  * The states in which the user's consent on our page applies: before it (`browser_consent` moves them on)
  * or where it leads (a flow already sent to the provider may be sent again, with a new transaction).
  */
-export const consentableStates: ReadonlySet<NavigationState> = new Set([...fromStatesOf(['browser_consent']), ...toStatesOf(['browser_consent'])]);
+export const consentableStates: ReadonlySet<NavigationState> = new Set([
+  ...fromStatesOf(['browser_consent']),
+  ...toStatesOf(['browser_consent']),
+]);
 
 /** The states the host's user ends a flow in by declining or cancelling. */
 export const declinedStates: ReadonlySet<NavigationState> = toStatesOf(['host_decline', 'host_cancel']);
@@ -170,7 +179,7 @@ export const acceptedStates: Readonly<Record<Lineage, NavigationState>> = {
 /** The events, in order, of the table's shortest path between two states. */
 function pathBetween(from: NavigationState, to: NavigationState): readonly NavigationEvent[] {
   const paths = new Map<NavigationState, readonly NavigationEvent[]>([[from, []]]);
-  for (let frontier: NavigationState[] = [from]; frontier.length > 0 && !paths.has(to); ) {
+  for (let frontier: NavigationState[] = [from]; frontier.length > 0 && !paths.has(to);) {
     const next: NavigationState[] = [];
     for (const t of transitions) {
       if (frontier.includes(t.from) && !paths.has(t.to)) {

@@ -1,6 +1,12 @@
 import type { Pool } from '../db/pool.js';
 import { withTransaction } from '../db/transaction.js';
-import { deletePendingAuthorizations, lockSwitchExclusive, recordOperatorAction, setSwitch, URL_ELICITATION_PAUSED } from './operatorRepo.js';
+import {
+  deletePendingAuthorizations,
+  lockSwitchExclusive,
+  recordOperatorAction,
+  setSwitch,
+  URL_ELICITATION_PAUSED,
+} from './operatorRepo.js';
 
 /**
  * The rollback switch: stop issuing URL elicitations and revoke every
@@ -8,7 +14,12 @@ import { deletePendingAuthorizations, lockSwitchExclusive, recordOperatorAction,
  * Flows already at the provider are not declared failed or succeeded: their
  * callbacks find no transaction, and the flows stay where they are.
  */
-export async function pauseConnections(pool: Pool, reason: string, actor: string, now: Date): Promise<{ revokedTransactions: number }> {
+export async function pauseConnections(
+  pool: Pool,
+  reason: string,
+  actor: string,
+  now: Date,
+): Promise<{ revokedTransactions: number }> {
   return withTransaction(pool, async (tx) => {
     await lockSwitchExclusive(tx);
     await setSwitch(tx, URL_ELICITATION_PAUSED, true, reason, actor, now);

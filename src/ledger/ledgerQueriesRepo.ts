@@ -66,14 +66,26 @@ export async function findFlows(db: Queryable, f: FlowFilters, now: Date): Promi
         AND ($4::text IS NULL OR provider = $4) AND ($5::text IS NULL OR tool = $5)
         AND ($6::int IS NULL OR created_at <= $7::timestamptz - make_interval(secs => $6))
       ORDER BY created_at DESC LIMIT $8`,
-    [f.state ?? null, f.lineage ?? null, f.subject ?? null, f.provider ?? null, f.tool ?? null, f.olderThanSeconds ?? null, now, f.limit],
+    [
+      f.state ?? null,
+      f.lineage ?? null,
+      f.subject ?? null,
+      f.provider ?? null,
+      f.tool ?? null,
+      f.olderThanSeconds ?? null,
+      now,
+      f.limit,
+    ],
   );
   return rows.map(toFlow);
 }
 
 /** Flows still open past their expiry: nothing will move them but the expiry sweep or an operator. */
 export async function findStuckFlows(db: Queryable, now: Date, limit: number): Promise<FlowRow[]> {
-  const { rows } = await db.query<Row>(`SELECT ${FLOW_COLUMNS} FROM elicitation_navigations WHERE status = ANY($3) AND expires_at <= $1 ORDER BY expires_at LIMIT $2`, [now, limit, OPEN]);
+  const { rows } = await db.query<Row>(
+    `SELECT ${FLOW_COLUMNS} FROM elicitation_navigations WHERE status = ANY($3) AND expires_at <= $1 ORDER BY expires_at LIMIT $2`,
+    [now, limit, OPEN],
+  );
   return rows.map(toFlow);
 }
 
@@ -81,7 +93,17 @@ export interface FlowDetail {
   flow: FlowRow & { purpose: string; targetHost: string; retryGeneration: number };
   events: { at: Date; from: string; to: string; event: string; actor: string; evidence: unknown }[];
   consent: { at: Date; browserSub: string; destination: string } | undefined;
-  receipt: { id: string; lineage: string; jsonrpcId: string | null; retryGeneration: number | null; outcomeStatus: string; createdAt: Date; completedAt: Date | null } | undefined;
+  receipt:
+    | {
+        id: string;
+        lineage: string;
+        jsonrpcId: string | null;
+        retryGeneration: number | null;
+        outcomeStatus: string;
+        createdAt: Date;
+        completedAt: Date | null;
+      }
+    | undefined;
 }
 
 export async function findFlowDetail(db: Queryable, id: string): Promise<FlowDetail | undefined> {
@@ -92,12 +114,30 @@ export async function findFlowDetail(db: Queryable, id: string): Promise<FlowDet
   const f = flow.rows[0];
   if (!f) return undefined;
   const [events, consent, receipt] = await Promise.all([
-    db.query<{ created_at: Date; from_status: string; to_status: string; event: string; actor: string; evidence: unknown }>(
+    db.query<{
+      created_at: Date;
+      from_status: string;
+      to_status: string;
+      event: string;
+      actor: string;
+      evidence: unknown;
+    }>(
       'SELECT created_at, from_status, to_status, event, actor, evidence FROM navigation_events WHERE navigation_id = $1 ORDER BY chain_seq',
       [id],
     ),
-    db.query<{ created_at: Date; browser_sub: string; displayed_destination: string }>('SELECT created_at, browser_sub, displayed_destination FROM consent_receipts WHERE navigation_id = $1', [id]),
-    db.query<{ id: string; lineage: string; jsonrpc_id: string | null; retry_generation: number | null; outcome_status: string; created_at: Date; completed_at: Date | null }>(
+    db.query<{ created_at: Date; browser_sub: string; displayed_destination: string }>(
+      'SELECT created_at, browser_sub, displayed_destination FROM consent_receipts WHERE navigation_id = $1',
+      [id],
+    ),
+    db.query<{
+      id: string;
+      lineage: string;
+      jsonrpc_id: string | null;
+      retry_generation: number | null;
+      outcome_status: string;
+      created_at: Date;
+      completed_at: Date | null;
+    }>(
       'SELECT id, lineage, jsonrpc_id, retry_generation, outcome_status, created_at, completed_at FROM operation_receipts WHERE navigation_id = $1',
       [id],
     ),
@@ -106,9 +146,26 @@ export async function findFlowDetail(db: Queryable, id: string): Promise<FlowDet
   const r = receipt.rows[0];
   return {
     flow: { ...toFlow(f), purpose: f.purpose, targetHost: f.target_host, retryGeneration: f.retry_generation },
-    events: events.rows.map((e) => ({ at: e.created_at, from: e.from_status, to: e.to_status, event: e.event, actor: e.actor, evidence: e.evidence })),
+    events: events.rows.map((e) => ({
+      at: e.created_at,
+      from: e.from_status,
+      to: e.to_status,
+      event: e.event,
+      actor: e.actor,
+      evidence: e.evidence,
+    })),
     consent: c ? { at: c.created_at, browserSub: c.browser_sub, destination: c.displayed_destination } : undefined,
-    receipt: r ? { id: r.id, lineage: r.lineage, jsonrpcId: r.jsonrpc_id, retryGeneration: r.retry_generation, outcomeStatus: r.outcome_status, createdAt: r.created_at, completedAt: r.completed_at } : undefined,
+    receipt: r
+      ? {
+          id: r.id,
+          lineage: r.lineage,
+          jsonrpcId: r.jsonrpc_id,
+          retryGeneration: r.retry_generation,
+          outcomeStatus: r.outcome_status,
+          createdAt: r.created_at,
+          completedAt: r.completed_at,
+        }
+      : undefined,
   };
 }
 
@@ -123,11 +180,21 @@ export interface ReconcileFinding {
  * (older than `graceSeconds`), verified flows never accepted, secrets with no
  * verified flow behind them, flows past consent without a consent receipt.
  */
-export async function findReconcileFindings(db: Queryable, now: Date, graceSeconds: number): Promise<ReconcileFinding[]> {
+export async function findReconcileFindings(
+  db: Queryable,
+  now: Date,
+  graceSeconds: number,
+): Promise<ReconcileFinding[]> {
   const cutoff = new Date(now.getTime() - graceSeconds * 1000);
   const [pending, unaccepted, orphanSecrets, noConsent] = await Promise.all([
-    db.query<{ id: string; navigation_id: string }>(`SELECT id, navigation_id FROM operation_receipts WHERE outcome_status = 'pending' AND created_at <= $1 ORDER BY created_at`, [cutoff]),
-    db.query<{ id: string; subject_sub: string }>(`SELECT id, subject_sub FROM elicitation_navigations WHERE status = $2 AND updated_at <= $1 ORDER BY updated_at`, [cutoff, State.REQUIREMENT_VERIFIED]),
+    db.query<{ id: string; navigation_id: string }>(
+      `SELECT id, navigation_id FROM operation_receipts WHERE outcome_status = 'pending' AND created_at <= $1 ORDER BY created_at`,
+      [cutoff],
+    ),
+    db.query<{ id: string; subject_sub: string }>(
+      `SELECT id, subject_sub FROM elicitation_navigations WHERE status = $2 AND updated_at <= $1 ORDER BY updated_at`,
+      [cutoff, State.REQUIREMENT_VERIFIED],
+    ),
     db.query<{ id: string; provider: string; subject_sub: string }>(
       `SELECT s.id, s.provider, s.subject_sub FROM secrets s
          LEFT JOIN elicitation_navigations n ON n.id = s.navigation_id
@@ -143,10 +210,26 @@ export async function findReconcileFindings(db: Queryable, now: Date, graceSecon
     ),
   ]);
   return [
-    ...pending.rows.map((r) => ({ kind: 'accepted_without_outcome' as const, id: r.id, detail: `receipt of navigation ${r.navigation_id} has no outcome: re-drive it (same idempotency key)` })),
-    ...unaccepted.rows.map((r) => ({ kind: 'verified_never_accepted' as const, id: r.id, detail: `${r.subject_sub} connected, but the operation was never accepted` })),
-    ...orphanSecrets.rows.map((r) => ({ kind: 'secret_without_verified_flow' as const, id: r.id, detail: `${r.provider} secret of ${r.subject_sub} has no verified flow` })),
-    ...noConsent.rows.map((r) => ({ kind: 'consent_missing' as const, id: r.id, detail: `reached ${r.status} without a consent receipt` })),
+    ...pending.rows.map((r) => ({
+      kind: 'accepted_without_outcome' as const,
+      id: r.id,
+      detail: `receipt of navigation ${r.navigation_id} has no outcome: re-drive it (same idempotency key)`,
+    })),
+    ...unaccepted.rows.map((r) => ({
+      kind: 'verified_never_accepted' as const,
+      id: r.id,
+      detail: `${r.subject_sub} connected, but the operation was never accepted`,
+    })),
+    ...orphanSecrets.rows.map((r) => ({
+      kind: 'secret_without_verified_flow' as const,
+      id: r.id,
+      detail: `${r.provider} secret of ${r.subject_sub} has no verified flow`,
+    })),
+    ...noConsent.rows.map((r) => ({
+      kind: 'consent_missing' as const,
+      id: r.id,
+      detail: `reached ${r.status} without a consent receipt`,
+    })),
   ];
 }
 
@@ -202,7 +285,11 @@ export async function findGateFigures(db: Queryable): Promise<GateFigures> {
   const e = expired.rows[0]!;
   return {
     consent: { reached: Number(c.reached), withReceipt: Number(c.with_receipt) },
-    completionToVerified: { count: Number(l.count), p50: l.p50 === null ? null : Number(l.p50), p99: l.p99 === null ? null : Number(l.p99) },
+    completionToVerified: {
+      count: Number(l.count),
+      p50: l.p50 === null ? null : Number(l.p50),
+      p99: l.p99 === null ? null : Number(l.p99),
+    },
     expired: { total: Number(e.total), recoverable: Number(e.recoverable) },
     crossUserBindings: Number(cross.rows[0]!.n),
     unexpectedCompletions: Number(unexpected.rows[0]!.n),

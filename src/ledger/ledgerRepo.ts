@@ -17,7 +17,15 @@ export async function appendEntry(db: Queryable, entry: LedgerEntry): Promise<vo
   await db.query(
     `INSERT INTO navigation_events (navigation_id, from_status, to_status, event, actor, evidence, created_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-    [entry.navigationId, entry.fromStatus, entry.toStatus, entry.event, entry.actor, JSON.stringify(entry.evidence), entry.at],
+    [
+      entry.navigationId,
+      entry.fromStatus,
+      entry.toStatus,
+      entry.event,
+      entry.actor,
+      JSON.stringify(entry.evidence),
+      entry.at,
+    ],
   );
 }
 
@@ -30,26 +38,55 @@ export async function appendEntries(db: Queryable, entries: readonly LedgerEntry
     const n = i * 7;
     return `($${n + 1}, $${n + 2}, $${n + 3}, $${n + 4}, $${n + 5}, $${n + 6}, $${n + 7})`;
   });
-  await db.query(`INSERT INTO navigation_events (navigation_id, from_status, to_status, event, actor, evidence, created_at) VALUES ${rows.join(', ')}`, values);
+  await db.query(
+    `INSERT INTO navigation_events (navigation_id, from_status, to_status, event, actor, evidence, created_at) VALUES ${rows.join(', ')}`,
+    values,
+  );
 }
 
 export async function findEntries(db: Queryable, navigationId: string): Promise<LedgerEntry[]> {
-  const { rows } = await db.query<{ navigation_id: string; from_status: string; to_status: string; event: string; actor: string; evidence: Record<string, unknown>; created_at: Date }>(
+  const { rows } = await db.query<{
+    navigation_id: string;
+    from_status: string;
+    to_status: string;
+    event: string;
+    actor: string;
+    evidence: Record<string, unknown>;
+    created_at: Date;
+  }>(
     'SELECT navigation_id, from_status, to_status, event, actor, evidence, created_at FROM navigation_events WHERE navigation_id = $1 ORDER BY id',
     [navigationId],
   );
-  return rows.map((r) => ({ navigationId: r.navigation_id, fromStatus: r.from_status, toStatus: r.to_status, event: r.event, actor: r.actor, evidence: r.evidence, at: r.created_at }));
+  return rows.map((r) => ({
+    navigationId: r.navigation_id,
+    fromStatus: r.from_status,
+    toStatus: r.to_status,
+    event: r.event,
+    actor: r.actor,
+    evidence: r.evidence,
+    at: r.created_at,
+  }));
 }
 
 /** How many entries of one navigation record one of `events` (e.g. its refusals so far). */
 export async function countEntries(db: Queryable, navigationId: string, events: readonly string[]): Promise<number> {
-  const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM navigation_events WHERE navigation_id = $1 AND event = ANY($2)', [navigationId, events]);
+  const { rows } = await db.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM navigation_events WHERE navigation_id = $1 AND event = ANY($2)',
+    [navigationId, events],
+  );
   return rows[0]?.n ?? 0;
 }
 
 /** The latest of `events` recorded for a navigation, if any. */
-export async function latestEventOf(db: Queryable, navigationId: string, events: readonly string[]): Promise<string | undefined> {
-  const { rows } = await db.query<{ event: string }>('SELECT event FROM navigation_events WHERE navigation_id = $1 AND event = ANY($2) ORDER BY id DESC LIMIT 1', [navigationId, events]);
+export async function latestEventOf(
+  db: Queryable,
+  navigationId: string,
+  events: readonly string[],
+): Promise<string | undefined> {
+  const { rows } = await db.query<{ event: string }>(
+    'SELECT event FROM navigation_events WHERE navigation_id = $1 AND event = ANY($2) ORDER BY id DESC LIMIT 1',
+    [navigationId, events],
+  );
   return rows[0]?.event;
 }
 
@@ -75,11 +112,18 @@ export async function verifyChain(
   chunk = VERIFY_CHUNK,
   onProgress?: (checkedUpTo: number, last: number) => void,
 ): Promise<{ rows: number; firstBreak: ChainBreak | undefined }> {
-  const bounds = await db.query<{ n: string; last: string | null }>('SELECT count(*) AS n, max(chain_seq) AS last FROM navigation_events');
+  const bounds = await db.query<{ n: string; last: string | null }>(
+    'SELECT count(*) AS n, max(chain_seq) AS last FROM navigation_events',
+  );
   const rows = Number(bounds.rows[0]?.n ?? 0);
   const last = Number(bounds.rows[0]?.last ?? 0);
   for (let lo = 1; lo <= last; lo += chunk) {
-    const found = await db.query<{ id: string; chain_seq: string; navigation_id: string; reason: ChainBreak['reason'] }>(
+    const found = await db.query<{
+      id: string;
+      chain_seq: string;
+      navigation_id: string;
+      reason: ChainBreak['reason'];
+    }>(
       `WITH c AS (
          SELECT e.id, e.chain_seq, e.navigation_id, e.hash, e.prev_hash,
                 navigation_event_hash(e.prev_hash, e) AS expected,
@@ -96,7 +140,16 @@ export async function verifyChain(
       [lo, lo + chunk - 1],
     );
     const r = found.rows[0];
-    if (r) return { rows, firstBreak: { chainSeq: Number(r.chain_seq), id: Number(r.id), navigationId: r.navigation_id, reason: r.reason } };
+    if (r)
+      return {
+        rows,
+        firstBreak: {
+          chainSeq: Number(r.chain_seq),
+          id: Number(r.id),
+          navigationId: r.navigation_id,
+          reason: r.reason,
+        },
+      };
     onProgress?.(Math.min(lo + chunk - 1, last), last);
   }
   return { rows, firstBreak: undefined };

@@ -7,7 +7,10 @@ export const URL_ELICITATION_PAUSED = 'url_elicitation_paused';
 const SWITCH_LOCK = 0x636f6e6e; // 'conn'
 
 /** In the caller's transaction: holds off a pause until it ends, and reads the switch. */
-export async function readSwitchHoldingPause(db: Queryable, name: string): Promise<{ engaged: boolean; reason: string } | undefined> {
+export async function readSwitchHoldingPause(
+  db: Queryable,
+  name: string,
+): Promise<{ engaged: boolean; reason: string } | undefined> {
   await db.query('SELECT pg_advisory_xact_lock_shared($1)', [SWITCH_LOCK]);
   return findSwitch(db, name);
 }
@@ -17,12 +20,25 @@ export async function lockSwitchExclusive(db: Queryable): Promise<void> {
   await db.query('SELECT pg_advisory_xact_lock($1)', [SWITCH_LOCK]);
 }
 
-export async function findSwitch(db: Queryable, name: string): Promise<{ engaged: boolean; reason: string } | undefined> {
-  const { rows } = await db.query<{ engaged: boolean; reason: string }>('SELECT engaged, reason FROM broker_switches WHERE name = $1', [name]);
+export async function findSwitch(
+  db: Queryable,
+  name: string,
+): Promise<{ engaged: boolean; reason: string } | undefined> {
+  const { rows } = await db.query<{ engaged: boolean; reason: string }>(
+    'SELECT engaged, reason FROM broker_switches WHERE name = $1',
+    [name],
+  );
   return rows[0];
 }
 
-export async function setSwitch(db: Queryable, name: string, engaged: boolean, reason: string, actor: string, now: Date): Promise<void> {
+export async function setSwitch(
+  db: Queryable,
+  name: string,
+  engaged: boolean,
+  reason: string,
+  actor: string,
+  now: Date,
+): Promise<void> {
   await db.query(
     `INSERT INTO broker_switches (name, engaged, reason, actor, changed_at) VALUES ($1, $2, $3, $4, $5)
      ON CONFLICT (name) DO UPDATE SET engaged = EXCLUDED.engaged, reason = EXCLUDED.reason, actor = EXCLUDED.actor, changed_at = EXCLUDED.changed_at`,
@@ -31,8 +47,18 @@ export async function setSwitch(db: Queryable, name: string, engaged: boolean, r
 }
 
 /** Append-only: INSERT and SELECT only (a trigger refuses UPDATE and DELETE). */
-export async function recordOperatorAction(db: Queryable, action: string, reason: string, actor: string, details: Record<string, unknown>, now: Date): Promise<void> {
-  await db.query('INSERT INTO operator_actions (action, reason, actor, details, created_at) VALUES ($1, $2, $3, $4, $5)', [action, reason, actor, JSON.stringify(details), now]);
+export async function recordOperatorAction(
+  db: Queryable,
+  action: string,
+  reason: string,
+  actor: string,
+  details: Record<string, unknown>,
+  now: Date,
+): Promise<void> {
+  await db.query(
+    'INSERT INTO operator_actions (action, reason, actor, details, created_at) VALUES ($1, $2, $3, $4, $5)',
+    [action, reason, actor, JSON.stringify(details), now],
+  );
 }
 
 /** Revokes every OAuth transaction not yet consumed; their callbacks will find nothing. */

@@ -44,7 +44,8 @@ const RESERVED_HEADERS = new Set(['authorization', 'proxy-authorization', 'host'
 // Percent-encoded '.', '/', '\' and controls: the WHATWG URL parser reads %2e%2e as '..', and a
 // server may decode the others into a different path than the one checked here.
 const ENCODED_TRICKS = /%(2e|2f|5c|0[0-9a-f]|1[0-9a-f]|7f)/i;
-const hasControl = (text: string): boolean => [...text].some((ch) => ch.charCodeAt(0) < 0x20 || ch.charCodeAt(0) === 0x7f);
+const hasControl = (text: string): boolean =>
+  [...text].some((ch) => ch.charCodeAt(0) < 0x20 || ch.charCodeAt(0) === 0x7f);
 
 /**
  * The fetch a connection tool gets: the URL is the API base plus a path that
@@ -60,16 +61,28 @@ export function connectionFetch(fetch: Fetch, connection: ConnectionInfo, access
     // APIs refuse calls without a User-Agent (GitHub); the provider's pinned headers come next, the tool's may override them.
     const headers = new Headers({ 'user-agent': API_USER_AGENT, ...connection.apiHeaders });
     for (const [name, value] of Object.entries(init.headers ?? {})) {
-      if (RESERVED_HEADERS.has(name.toLowerCase())) throw new ConnectionFetchRefusedError(`a connection tool may not set the ${name} header`);
-      if (hasControl(name) || hasControl(value)) throw new ConnectionFetchRefusedError(`header ${JSON.stringify(name.slice(0, 40))} contains a control character (CR/LF)`);
+      if (RESERVED_HEADERS.has(name.toLowerCase()))
+        throw new ConnectionFetchRefusedError(`a connection tool may not set the ${name} header`);
+      if (hasControl(name) || hasControl(value))
+        throw new ConnectionFetchRefusedError(
+          `header ${JSON.stringify(name.slice(0, 40))} contains a control character (CR/LF)`,
+        );
       headers.set(name, value);
     }
     headers.set('authorization', `Bearer ${accessToken}`);
     let response: Response;
     try {
-      response = await fetch(url, { method: init.method ?? 'GET', headers, redirect: 'manual', ...(init.body === undefined ? {} : { body: init.body }) });
+      response = await fetch(url, {
+        method: init.method ?? 'GET',
+        headers,
+        redirect: 'manual',
+        ...(init.body === undefined ? {} : { body: init.body }),
+      });
     } catch (cause) {
-      throw new UnavailableError(`${connection.displayName} could not be reached. Try again; nothing was done twice.`, { cause, expose: true });
+      throw new UnavailableError(`${connection.displayName} could not be reached. Try again; nothing was done twice.`, {
+        cause,
+        expose: true,
+      });
     }
     if (response.status === 401) {
       await response.body?.cancel().catch(() => undefined);
@@ -78,14 +91,21 @@ export function connectionFetch(fetch: Fetch, connection: ConnectionInfo, access
     }
     if (response.type === 'opaqueredirect' || (response.status >= 300 && response.status < 400)) {
       await response.body?.cancel().catch(() => undefined);
-      throw new UnavailableError(`${connection.displayName} answered a redirect (HTTP ${response.status}), which is not followed.`, { expose: true });
+      throw new UnavailableError(
+        `${connection.displayName} answered a redirect (HTTP ${response.status}), which is not followed.`,
+        { expose: true },
+      );
     }
     return connection.deadTokenAnswer ? refuseDeadToken(connection, connection.deadTokenAnswer, response) : response;
   };
 }
 
 /** The answer, read and handed on unchanged, unless it is the provider's way of saying the token is dead. */
-async function refuseDeadToken(connection: ConnectionInfo, rule: NonNullable<ConnectionInfo['deadTokenAnswer']>, response: Response): Promise<Response> {
+async function refuseDeadToken(
+  connection: ConnectionInfo,
+  rule: NonNullable<ConnectionInfo['deadTokenAnswer']>,
+  response: Response,
+): Promise<Response> {
   if (!(response.headers.get('content-type') ?? '').toLowerCase().includes('json')) return response;
   const text = await response.text();
   let error: unknown;
@@ -103,19 +123,25 @@ async function refuseDeadToken(connection: ConnectionInfo, rule: NonNullable<Con
 /** The absolute URL for `path` below the connection's API base; throws ConnectionFetchRefusedError otherwise. */
 export function requestUrl(connection: Pick<ConnectionInfo, 'provider' | 'apiBase'>, path: string): URL {
   const refuse = (why: string): never => {
-    throw new ConnectionFetchRefusedError(`${connection.provider}: the path ${JSON.stringify(path.slice(0, 80))} ${why}`);
+    throw new ConnectionFetchRefusedError(
+      `${connection.provider}: the path ${JSON.stringify(path.slice(0, 80))} ${why}`,
+    );
   };
-  if (!URL.canParse(connection.apiBase)) throw new UnavailableError(`${connection.provider} has no API base configured.`, { expose: true });
+  if (!URL.canParse(connection.apiBase))
+    throw new UnavailableError(`${connection.provider} has no API base configured.`, { expose: true });
   const base = new URL(connection.apiBase);
   if (hasControl(path)) refuse('contains a control character (CR/LF)');
-  if (!path.startsWith('/') || path.startsWith('//')) refuse('must start with a single "/" (it is relative to the API base)');
+  if (!path.startsWith('/') || path.startsWith('//'))
+    refuse('must start with a single "/" (it is relative to the API base)');
   if (path.includes('\\') || path.includes('#')) refuse('must not contain "\\" or "#"');
   if (ENCODED_TRICKS.test(path)) refuse('must not percent-encode ".", "/", "\\" or control characters');
   const [pathname = '', ...query] = path.split('?');
-  if (pathname.split('/').some((segment) => segment === '.' || segment === '..')) refuse('must not contain "." or ".." segments');
+  if (pathname.split('/').some((segment) => segment === '.' || segment === '..'))
+    refuse('must not contain "." or ".." segments');
   const basePath = base.pathname.replace(/\/+$/, '');
   const url = new URL(`${base.origin}${basePath}${pathname}${query.length > 0 ? `?${query.join('?')}` : ''}`);
   // Belt and braces: whatever the parser made of it, it is the base's origin, below the base's path.
-  if (url.origin !== base.origin || url.username || url.password || !`${url.pathname}/`.startsWith(`${basePath}/`)) refuse(`does not stay below ${base.origin}${basePath}`);
+  if (url.origin !== base.origin || url.username || url.password || !`${url.pathname}/`.startsWith(`${basePath}/`))
+    refuse(`does not stay below ${base.origin}${basePath}`);
   return url;
 }

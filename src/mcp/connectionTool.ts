@@ -1,5 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { acceptOriginalOperation, runAcceptedOperation, type BusinessOutcome } from '../broker/acceptOriginalOperation.js';
+import {
+  acceptOriginalOperation,
+  runAcceptedOperation,
+  type BusinessOutcome,
+} from '../broker/acceptOriginalOperation.js';
 import { advanceIfAllowed } from '../broker/advance.js';
 import type { BrokerDeps } from '../broker/brokerDeps.js';
 import type { NavigationRecord } from '../flow/navigationRecord.js';
@@ -8,7 +12,12 @@ import { findNavigationById, findReissueOf } from '../broker/navigationRepo.js';
 import { declinedStates, State, type Lineage } from '../flow/navigationStates.js';
 import { findReceiptByNavigation, type OperationReceipt } from '../broker/receiptRepo.js';
 import { settleConnectedFlow } from '../broker/settleOpenFlows.js';
-import { findOpenFlowFor, findReusableNavigation, startNavigation, type NavigationRequest } from '../broker/startNavigation.js';
+import {
+  findOpenFlowFor,
+  findReusableNavigation,
+  startNavigation,
+  type NavigationRequest,
+} from '../broker/startNavigation.js';
 import { InvalidInputError } from '../errors/appError.js';
 import { invalidParams, missingRequiredClientCapability } from './toMcp.js';
 import { performOrForget, reconnectOutcome, reconnectReasonOf, type StoredAccess } from '../broker/forgetConnection.js';
@@ -62,8 +71,19 @@ async function latestReissue(broker: BrokerDeps, navigationId: string): Promise<
  * accepted once through acceptOriginalOperation, and a pending flow gets a
  * bounded wait and then a state-only input_required.
  */
-export async function runConnectionTool(deps: ConnectionToolDeps, ctx: ToolContext, call: ConnectionCall): Promise<ToolCallResult> {
-  const binding: StateBinding = { principal: ctx.principal, clientId: ctx.clientId, method: 'tools/call', tool: call.tool, digest: call.requestDigest, phase: 'connect' };
+export async function runConnectionTool(
+  deps: ConnectionToolDeps,
+  ctx: ToolContext,
+  call: ConnectionCall,
+): Promise<ToolCallResult> {
+  const binding: StateBinding = {
+    principal: ctx.principal,
+    clientId: ctx.clientId,
+    method: 'tools/call',
+    tool: call.tool,
+    digest: call.requestDigest,
+    phase: 'connect',
+  };
   if (ctx.requestState === undefined) {
     const token = await accessTokenFor(deps.vault, ctx.principal, call.provider);
     if (!token) return askToConnect(deps, ctx, call, binding);
@@ -71,51 +91,72 @@ export async function runConnectionTool(deps: ConnectionToolDeps, ctx: ToolConte
     // settle it and accept the operation through it, once, with a receipt.
     const open = await findOpenFlowFor(deps.broker, navigationRequest(ctx, call, 'mrtr'));
     const settled = open && (await settleConnectedFlow(deps.broker, open.id, ctx.principal));
-    if (settled?.status === State.REQUIREMENT_VERIFIED) return accept(deps, ctx, call, settled, binding, { navigationId: settled.id, generation: 0 });
+    if (settled?.status === State.REQUIREMENT_VERIFIED)
+      return accept(deps, ctx, call, settled, binding, { navigationId: settled.id, generation: 0 });
     if (!needsApproval(deps.broker, call.tool, call.provider)) {
       // No receipt yet: a refused token is forgotten and the user asked exactly as if never
       // connected, so the host's retry after connecting does the operation, once.
-      const outcome = await performOrForget(deps.vault, ctx.principal, call.provider, token, (live) => call.perform(live, randomUUID()));
+      const outcome = await performOrForget(deps.vault, ctx.principal, call.provider, token, (live) =>
+        call.perform(live, randomUUID()),
+      );
       return reconnectReasonOf(outcome) ? askToConnect(deps, ctx, call, binding) : call.render(outcome);
     }
     // A high-risk operation waits for an operator even when connected: it gets a record born
     // verified, and is accepted once, with a receipt, like any other.
-    const { navigation } = await startNavigation(deps.broker, { ...navigationRequest(ctx, call, 'mrtr'), alreadyConnected: true });
+    const { navigation } = await startNavigation(deps.broker, {
+      ...navigationRequest(ctx, call, 'mrtr'),
+      alreadyConnected: true,
+    });
     return accept(deps, ctx, call, navigation, binding, { navigationId: navigation.id, generation: 0 });
   }
   const state = await openPresentedState(deps.requestState, ctx.requestState, binding);
   const navigation = state.navigationId ? await findNavigationById(deps.broker.pool, state.navigationId) : undefined;
   if (!navigation) throw invalidParams('requestState refers to no connection flow; call the tool again without it');
   // The state is sealed for this client already; the flow must be its too (a re-issue keeps the client).
-  if (!sameClient(navigation, ctx)) throw invalidParams('requestState belongs to another client of this user; call the tool again without it');
+  if (!sameClient(navigation, ctx))
+    throw invalidParams('requestState belongs to another client of this user; call the tool again without it');
 
   const raw = ctx.inputResponses?.[INPUT_KEY];
   if (raw !== undefined) {
     const reply = ElicitResultSchema.safeParse(raw);
-    if (!reply.success) throw new InvalidInputError(`inputResponses.${INPUT_KEY} is not an elicitation result ({action}). Nothing was done.`);
+    if (!reply.success)
+      throw new InvalidInputError(
+        `inputResponses.${INPUT_KEY} is not an elicitation result ({action}). Nothing was done.`,
+      );
     if (reply.data.action === 'decline') {
       await advanceIfAllowed(deps.broker, navigation.id, 'host_decline', `mcp:${ctx.principal.sub}`);
       return completeResult(`You declined to connect; ${call.purpose} was not done.`, { status: 'declined' });
     }
     if (reply.data.action === 'cancel') {
-      return completeResult(`Connecting was cancelled; ${call.purpose} was not done. The link stays valid until ${navigation.expiresAt.toISOString()}: retry with the same requestState and accept to continue.`, {
-        status: 'cancelled',
-        expiresAt: navigation.expiresAt.toISOString(),
-      });
+      return completeResult(
+        `Connecting was cancelled; ${call.purpose} was not done. The link stays valid until ${navigation.expiresAt.toISOString()}: retry with the same requestState and accept to continue.`,
+        {
+          status: 'cancelled',
+          expiresAt: navigation.expiresAt.toISOString(),
+        },
+      );
     }
     await advanceIfAllowed(deps.broker, navigation.id, 'host_accept', `mcp:${ctx.principal.sub}`);
   }
   return settle(deps, ctx, call, binding, state);
 }
 
-async function settle(deps: ConnectionToolDeps, ctx: ToolContext, call: ConnectionCall, binding: StateBinding, state: SealedState): Promise<ToolCallResult> {
+async function settle(
+  deps: ConnectionToolDeps,
+  ctx: ToolContext,
+  call: ConnectionCall,
+  binding: StateBinding,
+  state: SealedState,
+): Promise<ToolCallResult> {
   const { broker } = deps;
   const navigationId = state.navigationId!;
   const receipt = await findReceiptByNavigation(broker.pool, navigationId);
   if (receipt) return runAccepted(deps, ctx, call, receipt);
   const navigation = (await findNavigationById(broker.pool, navigationId))!;
-  if (declinedStates.has(navigation.status)) return completeResult(`You declined to connect; ${call.purpose} was not done.`, { status: 'declined' });
-  if (navigation.status === State.REQUIREMENT_VERIFIED || navigation.status === State.OPERATION_REJECTED) return accept(deps, ctx, call, navigation, binding, state);
+  if (declinedStates.has(navigation.status))
+    return completeResult(`You declined to connect; ${call.purpose} was not done.`, { status: 'declined' });
+  if (navigation.status === State.REQUIREMENT_VERIFIED || navigation.status === State.OPERATION_REJECTED)
+    return accept(deps, ctx, call, navigation, binding, state);
   if (navigation.status === State.EXPIRED) {
     // An operator may have re-issued the link of an expired or stuck flow: the retry follows it.
     const successor = await latestReissue(broker, navigationId);
@@ -131,22 +172,57 @@ async function settle(deps: ConnectionToolDeps, ctx: ToolContext, call: Connecti
     const settled = await settleConnectedFlow(broker, navigationId, ctx.principal);
     if (settled?.status === State.REQUIREMENT_VERIFIED) return accept(deps, ctx, call, settled, binding, state);
   }
-  const verified = await broker.waits.run(ctx.principal, () => broker.signal.waitFor(navigationId, broker.retryWaitMs, async () => (await findNavigationById(broker.pool, navigationId))?.status === State.REQUIREMENT_VERIFIED));
+  const verified = await broker.waits.run(ctx.principal, () =>
+    broker.signal.waitFor(
+      navigationId,
+      broker.retryWaitMs,
+      async () => (await findNavigationById(broker.pool, navigationId))?.status === State.REQUIREMENT_VERIFIED,
+    ),
+  );
   if (verified) return accept(deps, ctx, call, (await findNavigationById(broker.pool, navigationId))!, binding, state);
   // Still waiting for the user: state only, no new prompt (MCP 2026-07-28, MRTR; the host may retry).
-  const { token } = await deps.requestState.seal(binding, { navigationId, generation: state.generation + 1, ttlSeconds: ttlOf(broker, navigation) });
+  const { token } = await deps.requestState.seal(binding, {
+    navigationId,
+    generation: state.generation + 1,
+    ttlSeconds: ttlOf(broker, navigation),
+  });
   return { resultType: 'input_required', requestState: token };
 }
 
-async function accept(deps: ConnectionToolDeps, ctx: ToolContext, call: ConnectionCall, navigation: NavigationRecord, binding: StateBinding, state: Pick<SealedState, 'navigationId' | 'generation'>): Promise<ToolCallResult> {
-  const gate = await awaitApproval(deps.broker, { navigationId: navigation.id, tool: call.tool, provider: call.provider }, deps.broker.retryWaitMs);
+async function accept(
+  deps: ConnectionToolDeps,
+  ctx: ToolContext,
+  call: ConnectionCall,
+  navigation: NavigationRecord,
+  binding: StateBinding,
+  state: Pick<SealedState, 'navigationId' | 'generation'>,
+): Promise<ToolCallResult> {
+  const gate = await awaitApproval(
+    deps.broker,
+    { navigationId: navigation.id, tool: call.tool, provider: call.provider },
+    deps.broker.retryWaitMs,
+  );
   if (gate.kind === 'rejected') {
     return errorResult(approvalMessage(gate, call.purpose), { status: 'rejected', approvalId: gate.approval.id });
   }
   if (gate.kind === 'pending') {
     // Still waiting: state only, so the host retries (MCP 2026-07-28, MRTR); _meta says why, for people and logs.
-    const { token } = await deps.requestState.seal(binding, { navigationId: state.navigationId!, generation: state.generation + 1, ttlSeconds: APPROVAL_STATE_TTL_SECONDS });
-    return { resultType: 'input_required', requestState: token, _meta: { [PENDING_META]: { reason: 'operator_approval', approvalId: gate.approval.id, message: approvalMessage(gate, call.purpose) } } };
+    const { token } = await deps.requestState.seal(binding, {
+      navigationId: state.navigationId!,
+      generation: state.generation + 1,
+      ttlSeconds: APPROVAL_STATE_TTL_SECONDS,
+    });
+    return {
+      resultType: 'input_required',
+      requestState: token,
+      _meta: {
+        [PENDING_META]: {
+          reason: 'operator_approval',
+          approvalId: gate.approval.id,
+          message: approvalMessage(gate, call.purpose),
+        },
+      },
+    };
   }
   const { receipt } = await acceptOriginalOperation(deps.broker, {
     navigationId: navigation.id,
@@ -168,7 +244,12 @@ async function accept(deps: ConnectionToolDeps, ctx: ToolContext, call: Connecti
  * receipt must never stay pending: the reconcile sweep, or a retry, would
  * otherwise perform it with the new token after the user already did it again.
  */
-export async function runAccepted(deps: ConnectionToolDeps, ctx: ToolContext, call: ConnectionCall, receipt: OperationReceipt): Promise<ToolCallResult> {
+export async function runAccepted(
+  deps: ConnectionToolDeps,
+  ctx: ToolContext,
+  call: ConnectionCall,
+  receipt: OperationReceipt,
+): Promise<ToolCallResult> {
   const outcome = await runAcceptedOperation(deps.broker, receipt, async (key) => {
     const token = await accessTokenFor(deps.vault, ctx.principal, call.provider);
     if (!token) return reconnectOutcome(call.provider, 'not_connected');
@@ -180,26 +261,54 @@ export async function runAccepted(deps: ConnectionToolDeps, ctx: ToolContext, ca
   return errorResult(text, { status: 'reconnect_required', ...outcome.outcome });
 }
 
-async function askToConnect(deps: ConnectionToolDeps, ctx: ToolContext, call: ConnectionCall, binding: StateBinding): Promise<ToolCallResult> {
+async function askToConnect(
+  deps: ConnectionToolDeps,
+  ctx: ToolContext,
+  call: ConnectionCall,
+  binding: StateBinding,
+): Promise<ToolCallResult> {
   if (!elicitationModes(ctx.capabilities).url) {
-    throw missingRequiredClientCapability(`${call.tool} needs a connection to ${call.provider}, which needs URL elicitation ({"elicitation":{"url":{}}}) on this request`, { elicitation: { url: {} } });
+    throw missingRequiredClientCapability(
+      `${call.tool} needs a connection to ${call.provider}, which needs URL elicitation ({"elicitation":{"url":{}}}) on this request`,
+      { elicitation: { url: {} } },
+    );
   }
   const request = navigationRequest(ctx, call, 'mrtr');
-  const { navigation, connectUrl } = (await findReusableNavigation(deps.broker, request)) ?? (await startNavigation(deps.broker, request));
+  const { navigation, connectUrl } =
+    (await findReusableNavigation(deps.broker, request)) ?? (await startNavigation(deps.broker, request));
   const name = deps.broker.providers.get(call.provider)?.provider.displayName ?? call.provider;
   const message = `To ${call.purpose}, connect your ${name} account (${navigation.targetHost}). The link opens ${deps.broker.publicUrl.host}, where you sign in and confirm before being sent to ${navigation.targetHost}.`;
-  const { token } = await deps.requestState.seal(binding, { navigationId: navigation.id, generation: 0, ttlSeconds: ttlOf(deps.broker, navigation) });
-  return { resultType: 'input_required', inputRequests: { [INPUT_KEY]: { method: 'elicitation/create', params: { mode: 'url', message, url: connectUrl } } }, requestState: token };
+  const { token } = await deps.requestState.seal(binding, {
+    navigationId: navigation.id,
+    generation: 0,
+    ttlSeconds: ttlOf(deps.broker, navigation),
+  });
+  return {
+    resultType: 'input_required',
+    inputRequests: { [INPUT_KEY]: { method: 'elicitation/create', params: { mode: 'url', message, url: connectUrl } } },
+    requestState: token,
+  };
 }
 
 /** Whether a flow was started by the OAuth client this call comes through (undefined matches only undefined). */
-export function sameClient(navigation: Pick<NavigationRecord, 'clientId'>, ctx: Pick<ToolContext, 'clientId'>): boolean {
+export function sameClient(
+  navigation: Pick<NavigationRecord, 'clientId'>,
+  ctx: Pick<ToolContext, 'clientId'>,
+): boolean {
   return (navigation.clientId ?? '') === (ctx.clientId ?? '');
 }
 
 /** The navigation a call of this tool starts, in `lineage`. */
 export function navigationRequest(ctx: ToolContext, call: ConnectionCall, lineage: Lineage): NavigationRequest {
-  return { principal: ctx.principal, clientId: ctx.clientId, tool: call.tool, requestDigest: call.requestDigest, provider: call.provider, purpose: call.purpose, lineage };
+  return {
+    principal: ctx.principal,
+    clientId: ctx.clientId,
+    tool: call.tool,
+    requestDigest: call.requestDigest,
+    provider: call.provider,
+    purpose: call.purpose,
+    lineage,
+  };
 }
 
 // The state outlives its navigation by an hour, so a late retry still learns the flow expired and

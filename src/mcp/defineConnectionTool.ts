@@ -33,7 +33,12 @@ export interface ConnectionToolSpec<S extends z.ZodObject> {
    * operation (send it to providers that honour one). The outcome is kept with the receipt, so it must
    * be JSON and hold nothing secret.
    */
-  perform(call: { input: z.output<S>; fetch: ConnectionFetch; idempotencyKey: string; connection: ConnectionInfo }): Promise<Record<string, unknown>>;
+  perform(call: {
+    input: z.output<S>;
+    fetch: ConnectionFetch;
+    idempotencyKey: string;
+    connection: ConnectionInfo;
+  }): Promise<Record<string, unknown>>;
   /** The result for an outcome, fresh or read back from its receipt. */
   render(outcome: Record<string, unknown>): ToolCallResult;
 }
@@ -72,21 +77,36 @@ export function defineConnectionTool<S extends z.ZodObject>(spec: ConnectionTool
       tool: spec.name,
       provider: spec.provider,
       purpose: spec.purpose?.(input) ?? `use ${spec.name}`,
-      requestDigest: argumentsDigest([spec.name, ...Object.keys(spec.input.shape).map((key) => digestPart(input[key as keyof typeof input]))]),
+      requestDigest: argumentsDigest([
+        spec.name,
+        ...Object.keys(spec.input.shape).map((key) => digestPart(input[key as keyof typeof input])),
+      ]),
       arguments: input as Record<string, unknown>,
       replayable: spec.replayable ?? false,
       async perform(access, idempotencyKey) {
         const connection = connectionOf(access);
         try {
-          const outcome = await spec.perform({ input, fetch: connectionFetch(deps.fetch, connection, access.token), idempotencyKey, connection });
+          const outcome = await spec.perform({
+            input,
+            fetch: connectionFetch(deps.fetch, connection, access.token),
+            idempotencyKey,
+            connection,
+          });
           return { status: 'succeeded', outcome };
         } catch (err) {
           // A definite refusal is this operation's outcome, kept with its receipt: no retry sends it again.
-          if (err instanceof ProviderRefusedError) return { status: 'failed', outcome: { error: 'provider_refused', httpStatus: err.status, message: err.message } };
+          if (err instanceof ProviderRefusedError)
+            return {
+              status: 'failed',
+              outcome: { error: 'provider_refused', httpStatus: err.status, message: err.message },
+            };
           throw err;
         }
       },
-      render: ({ status, outcome }) => (status === 'failed' && outcome['error'] === 'provider_refused' ? errorResult(String(outcome['message']), outcome) : spec.render(outcome)),
+      render: ({ status, outcome }) =>
+        status === 'failed' && outcome['error'] === 'provider_refused'
+          ? errorResult(String(outcome['message']), outcome)
+          : spec.render(outcome),
     };
   };
   const tool = defineTool({
@@ -97,7 +117,12 @@ export function defineConnectionTool<S extends z.ZodObject>(spec: ConnectionTool
     ...(spec.annotations ? { annotations: spec.annotations } : {}),
     handler: (input, ctx, deps: McpToolDeps) => runConnectionTool(deps.connection, ctx, build(input, deps)),
   });
-  return { ...tool, provider: spec.provider, scopes: spec.scopes, connectionCall: (rawArgs, deps) => build(parseArguments(spec.name, spec.input, rawArgs), deps) };
+  return {
+    ...tool,
+    provider: spec.provider,
+    scopes: spec.scopes,
+    connectionCall: (rawArgs, deps) => build(parseArguments(spec.name, spec.input, rawArgs), deps),
+  };
 }
 
 // Strings as they are, anything else as its JSON; an absent field as NUL, which no argument holds (defineTool.ts refuses it).

@@ -36,7 +36,12 @@ export interface FormToolSpec<S extends z.ZodObject> extends Omit<ToolSpec<S, Mc
   /** The same question again, for the ids offered before (an MRTR retry that carried no answer). */
   askAgain(input: z.output<S>, offered: string[], principal: Principal, deps: McpToolDeps): Promise<ElicitFormRequest>;
   /** The user's answer (undefined: none arrived in time); the only place the tool acts. */
-  answer(input: z.output<S>, reply: ElicitReply | undefined, claim: FormClaim, deps: McpToolDeps): Promise<ToolCallResult>;
+  answer(
+    input: z.output<S>,
+    reply: ElicitReply | undefined,
+    claim: FormClaim,
+    deps: McpToolDeps,
+  ): Promise<ToolCallResult>;
 }
 
 /** A tool that acts only after the user answers a form. */
@@ -45,7 +50,12 @@ export interface FormTool extends Tool<McpToolDeps> {
   form: {
     parse(rawArgs: unknown): Record<string, unknown>;
     ask(input: Record<string, unknown>, ctx: ToolContext, deps: McpToolDeps): Promise<FormQuestion>;
-    answer(input: Record<string, unknown>, reply: ElicitReply | undefined, claim: FormClaim, deps: McpToolDeps): Promise<ToolCallResult>;
+    answer(
+      input: Record<string, unknown>,
+      reply: ElicitReply | undefined,
+      claim: FormClaim,
+      deps: McpToolDeps,
+    ): Promise<ToolCallResult>;
   };
 }
 
@@ -57,12 +67,27 @@ export interface FormTool extends Tool<McpToolDeps> {
  * hands the answer to the same `answer`.
  */
 export function defineFormTool<S extends z.ZodObject>(spec: FormToolSpec<S>): FormTool {
-  const { inputKey, phase: _phase, digest: _digest, ask: _ask, askAgain: _askAgain, answer: _answer, ...described } = spec;
+  const {
+    inputKey,
+    phase: _phase,
+    digest: _digest,
+    ask: _ask,
+    askAgain: _askAgain,
+    answer: _answer,
+    ...described
+  } = spec;
   const tool = defineTool({
     ...described,
     requires: { elicitation: { form: {} } },
     async handler(input, ctx, deps: McpToolDeps) {
-      const binding: StateBinding = { clientId: ctx.clientId, principal: ctx.principal, method: 'tools/call', tool: spec.name, digest: spec.digest(input), phase: spec.phase };
+      const binding: StateBinding = {
+        clientId: ctx.clientId,
+        principal: ctx.principal,
+        method: 'tools/call',
+        tool: spec.name,
+        digest: spec.digest(input),
+        phase: spec.phase,
+      };
       if (ctx.requestState === undefined) {
         const { form, offered } = await spec.ask(input, ctx, deps);
         const { token } = await deps.requestState.seal(binding, { candidates: offered });
@@ -76,8 +101,22 @@ export function defineFormTool<S extends z.ZodObject>(spec: FormToolSpec<S>): Fo
         return { resultType: 'input_required', inputRequests: { [inputKey]: form }, requestState: ctx.requestState };
       }
       const reply = ElicitResultSchema.safeParse(raw);
-      if (!reply.success) throw new InvalidInputError(`inputResponses.${inputKey} is not an elicitation result ({action, content}). Nothing was done.`);
-      return spec.answer(input, reply.data, { principal: state.principal, nonce: state.nonce, expiresAt: state.expiresAt, offered: state.candidates, answerableLater: true }, deps);
+      if (!reply.success)
+        throw new InvalidInputError(
+          `inputResponses.${inputKey} is not an elicitation result ({action, content}). Nothing was done.`,
+        );
+      return spec.answer(
+        input,
+        reply.data,
+        {
+          principal: state.principal,
+          nonce: state.nonce,
+          expiresAt: state.expiresAt,
+          offered: state.candidates,
+          answerableLater: true,
+        },
+        deps,
+      );
     },
   });
   // The nested transport hands back what parse produced: the same schema's output.

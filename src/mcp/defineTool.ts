@@ -23,7 +23,12 @@ export interface ToolSpec<S extends z.ZodObject, D> {
   title: string;
   description: string;
   inputSchema: S;
-  annotations?: { readOnlyHint?: boolean; destructiveHint?: boolean; idempotentHint?: boolean; openWorldHint?: boolean };
+  annotations?: {
+    readOnlyHint?: boolean;
+    destructiveHint?: boolean;
+    idempotentHint?: boolean;
+    openWorldHint?: boolean;
+  };
   /** Client capabilities every call needs (checked per request, answered with -32021). */
   requires?: ClientCapabilities;
   handler(args: z.output<S>, ctx: ToolContext, deps: D): Promise<ToolCallResult>;
@@ -75,7 +80,8 @@ export function defineTool<S extends z.ZodObject, D>(spec: ToolSpec<S, D>): Tool
 /** Tool arguments from outside, parsed with the tool's schema; InvalidInputError names each bad field. */
 export function parseArguments<S extends z.ZodType>(tool: string, schema: S, rawArgs: unknown): z.output<S> {
   // Postgres text cannot hold NUL, and no tool has a use for it: refused at the edge for every tool.
-  if (containsNul(rawArgs)) throw new InvalidInputError(`Invalid arguments for ${tool}: strings must not contain NUL (\\u0000) characters.`);
+  if (containsNul(rawArgs))
+    throw new InvalidInputError(`Invalid arguments for ${tool}: strings must not contain NUL (\\u0000) characters.`);
   const parsed = schema.safeParse(rawArgs ?? {});
   if (!parsed.success) {
     const fields = parsed.error.issues.map((i) => `${i.path.join('.') || 'arguments'}: ${i.message}`);
@@ -97,5 +103,10 @@ export function completeResult(text: string, structured: Record<string, unknown>
 
 /** A tool-level failure (`isError: true`): the model reads the text and may try again; not a JSON-RPC error. */
 export function errorResult(text: string, structured?: Record<string, unknown>): CallToolResult {
-  return { resultType: 'complete', isError: true, content: [{ type: 'text', text }], ...(structured ? { structuredContent: structured } : {}) };
+  return {
+    resultType: 'complete',
+    isError: true,
+    content: [{ type: 'text', text }],
+    ...(structured ? { structuredContent: structured } : {}),
+  };
 }

@@ -11,7 +11,10 @@ export interface DeleteCandidate {
   createdAt: Date;
 }
 
-export function deleteConfirmationForm(workspaceUri: string, candidates: readonly DeleteCandidate[]): ElicitFormRequest {
+export function deleteConfirmationForm(
+  workspaceUri: string,
+  candidates: readonly DeleteCandidate[],
+): ElicitFormRequest {
   const lines = candidates.map((c) => `• ${c.id}: "${c.title}" (created ${c.createdAt.toISOString().slice(0, 10)})`);
   const message =
     candidates.length === 1
@@ -20,8 +23,18 @@ export function deleteConfirmationForm(workspaceUri: string, candidates: readonl
   const requestedSchema: FormSchema = {
     type: 'object',
     properties: {
-      note_id: { type: 'string', title: 'Note to delete', description: 'The id of the note to delete', enum: candidates.map((c) => c.id) },
-      confirm: { type: 'boolean', title: 'Yes, delete it', description: 'Tick to delete the chosen note permanently', default: false },
+      note_id: {
+        type: 'string',
+        title: 'Note to delete',
+        description: 'The id of the note to delete',
+        enum: candidates.map((c) => c.id),
+      },
+      confirm: {
+        type: 'boolean',
+        title: 'Yes, delete it',
+        description: 'Tick to delete the chosen note permanently',
+        default: false,
+      },
     },
     required: ['note_id', 'confirm'],
   };

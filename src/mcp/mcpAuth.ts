@@ -2,7 +2,11 @@ import { createRemoteJWKSet, customFetch, errors, jwtVerify, type JWTVerifyGetKe
 import type { Principal } from '../auth/principal.js';
 import { ForbiddenError, UnauthenticatedError, UnavailableError } from '../errors/appError.js';
 import { discoverIssuerMetadata, MAX_AUTH_RESPONSE_BYTES } from '../oauth/oauthClient.js';
-import { ACCESS_TOKEN_ALGORITHMS, ACCESS_TOKEN_REQUIRED_CLAIMS, checkAccessTokenType } from '../security/accessTokenPolicy.js';
+import {
+  ACCESS_TOKEN_ALGORITHMS,
+  ACCESS_TOKEN_REQUIRED_CLAIMS,
+  checkAccessTokenType,
+} from '../security/accessTokenPolicy.js';
 import { checkUrl } from '../security/urlPolicy.js';
 import type { Clock } from '../shared/clock.js';
 import { strictFetch, type Fetch } from '../shared/httpClient.js';
@@ -31,7 +35,9 @@ export interface VerifiedBearer {
 
 export type BearerVerifier = (authorization: string | undefined) => Promise<VerifiedBearer>;
 /** Like BearerVerifier, with the token's verified claims (the operator CLI reads its role claim). */
-export type ClaimsVerifier = (authorization: string | undefined) => Promise<VerifiedBearer & { claims: Readonly<Record<string, unknown>> }>;
+export type ClaimsVerifier = (
+  authorization: string | undefined,
+) => Promise<VerifiedBearer & { claims: Readonly<Record<string, unknown>> }>;
 
 const CACHE_MAX = 10_000;
 
@@ -58,10 +64,14 @@ const NO_CLAIMS: Readonly<Record<string, unknown>> = Object.freeze({});
 export function createClaimsVerifier(options: BearerVerifierOptions): ClaimsVerifier {
   checkUrl(options.issuer, { allowLoopback: options.allowLoopback }, 'MCP token issuer');
   const keys = singleFlight(() => discoverJwks(options), { keepResult: true });
-  const verified = new Map<string, { principal: Principal; clientId: string | undefined; claims: Readonly<Record<string, unknown>>; exp: number }>();
+  const verified = new Map<
+    string,
+    { principal: Principal; clientId: string | undefined; claims: Readonly<Record<string, unknown>>; exp: number }
+  >();
 
   return async (authorization) => {
-    if (authorization === undefined && options.anonymousPrincipal) return { principal: options.anonymousPrincipal, clientId: undefined, claims: NO_CLAIMS };
+    if (authorization === undefined && options.anonymousPrincipal)
+      return { principal: options.anonymousPrincipal, clientId: undefined, claims: NO_CLAIMS };
     const match = /^Bearer ([A-Za-z0-9._~+/-]+=*)$/.exec(authorization ?? '');
     if (!match?.[1]) throw new UnauthenticatedError('A bearer access token is required.');
     const token = match[1];
@@ -81,12 +91,15 @@ export function createClaimsVerifier(options: BearerVerifierOptions): ClaimsVeri
       }));
       checkAccessTokenType(protectedHeader, payload);
     } catch (err) {
-      if (err instanceof errors.JOSEError) throw new UnauthenticatedError('The access token is not valid for this server.', { cause: err });
+      if (err instanceof errors.JOSEError)
+        throw new UnauthenticatedError('The access token is not valid for this server.', { cause: err });
       throw err;
     }
     const scopes = typeof payload['scope'] === 'string' ? payload['scope'].split(' ') : [];
     if (options.requiredScope && !scopes.includes(options.requiredScope)) {
-      throw new ForbiddenError(`The access token lacks the scope "${options.requiredScope}".`, { details: { scope: options.requiredScope } });
+      throw new ForbiddenError(`The access token lacks the scope "${options.requiredScope}".`, {
+        details: { scope: options.requiredScope },
+      });
     }
     const principal = { iss: payload.iss!, sub: payload.sub! };
     const clientId = [payload['client_id'], payload['azp']].find((v): v is string => typeof v === 'string' && v !== '');
@@ -107,7 +120,11 @@ async function discoverJwks(options: BearerVerifierOptions): Promise<JWTVerifyGe
   const metadata = await discoverIssuerMetadata({ issuer: options.issuer, fetch: options.fetch });
   let jwksUrl: URL;
   try {
-    jwksUrl = checkUrl(metadata.jwksUri ?? '', { allowLoopback: options.allowLoopback, expectedHost: new URL(options.issuer).host }, `the jwks_uri of ${options.issuer}`);
+    jwksUrl = checkUrl(
+      metadata.jwksUri ?? '',
+      { allowLoopback: options.allowLoopback, expectedHost: new URL(options.issuer).host },
+      `the jwks_uri of ${options.issuer}`,
+    );
   } catch (err) {
     throw new UnavailableError(`The key set of ${options.issuer} is refused.`, { cause: err });
   }
@@ -123,4 +140,3 @@ async function discoverJwks(options: BearerVerifierOptions): Promise<JWTVerifyGe
     }
   };
 }
-

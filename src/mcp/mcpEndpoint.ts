@@ -59,10 +59,17 @@ export function createMcpEndpoint(deps: McpEndpointDeps): (req: IncomingMessage,
   };
 }
 
-async function handle(deps: McpEndpointDeps, req: IncomingMessage, res: ServerResponse, requestId: string): Promise<void> {
-  if (!deps.allowedHosts.has(req.headers.host ?? '')) return sendError(res, null, forbidden('Forbidden: this Host is not served here'));
+async function handle(
+  deps: McpEndpointDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+  requestId: string,
+): Promise<void> {
+  if (!deps.allowedHosts.has(req.headers.host ?? ''))
+    return sendError(res, null, forbidden('Forbidden: this Host is not served here'));
   const origin = req.headers.origin;
-  if (origin !== undefined && !deps.allowedOrigins.has(origin)) return sendError(res, null, forbidden('Forbidden: Origin not allowed'));
+  if (origin !== undefined && !deps.allowedOrigins.has(origin))
+    return sendError(res, null, forbidden('Forbidden: Origin not allowed'));
   if (req.method !== 'POST' && req.method !== 'GET' && req.method !== 'DELETE') {
     res.setHeader('Allow', 'POST, GET, DELETE');
     return sendError(res, null, httpMethodNotAllowed('Method not allowed'));
@@ -72,12 +79,17 @@ async function handle(deps: McpEndpointDeps, req: IncomingMessage, res: ServerRe
   try {
     caller = await deps.verifyBearer(req.headers.authorization);
   } catch (err) {
-    if (err instanceof AppError && (err.code === 'unauthenticated' || err.code === 'forbidden')) return challenge(deps, res, err);
+    if (err instanceof AppError && (err.code === 'unauthenticated' || err.code === 'forbidden'))
+      return challenge(deps, res, err);
     // The issuer's keys cannot be had: no token can be checked, which is not the caller's fault.
     if (err instanceof AppError && err.code === 'unavailable') {
       deps.logger.error({ err, requestId }, 'MCP bearer tokens cannot be verified');
       res.setHeader('Retry-After', '30');
-      return sendError(res, null, unavailable('The authorization server cannot be reached to verify the access token. Try again later.'));
+      return sendError(
+        res,
+        null,
+        unavailable('The authorization server cannot be reached to verify the access token. Try again later.'),
+      );
     }
     throw err;
   }
@@ -86,11 +98,13 @@ async function handle(deps: McpEndpointDeps, req: IncomingMessage, res: ServerRe
   if (req.method === 'DELETE') return deps.legacy.delete(req, res, caller);
 
   const contentType = req.headers['content-type'] ?? '';
-  if (!/^application\/json\s*(;|$)/i.test(contentType)) return sendError(res, null, unsupportedMediaType('Content-Type must be application/json'));
+  if (!/^application\/json\s*(;|$)/i.test(contentType))
+    return sendError(res, null, unsupportedMediaType('Content-Type must be application/json'));
   const accept = req.headers.accept ?? '*/*';
   const wantsJson = /application\/json|\*\/\*|application\/\*/i.test(accept);
   const wantsSse = /text\/event-stream/i.test(accept);
-  if (!wantsJson && !wantsSse) return sendError(res, null, notAcceptable('Accept must include application/json or text/event-stream'));
+  if (!wantsJson && !wantsSse)
+    return sendError(res, null, notAcceptable('Accept must include application/json or text/event-stream'));
 
   let body: string;
   try {
@@ -135,7 +149,10 @@ async function handle(deps: McpEndpointDeps, req: IncomingMessage, res: ServerRe
 function challenge(deps: McpEndpointDeps, res: ServerResponse, err: AppError): void {
   const scope = deps.requiredScope ? `, scope="${deps.requiredScope}"` : '';
   if (err.code === 'forbidden') {
-    res.setHeader('WWW-Authenticate', `Bearer error="insufficient_scope"${scope}, resource_metadata="${deps.resourceMetadataUrl}"`);
+    res.setHeader(
+      'WWW-Authenticate',
+      `Bearer error="insufficient_scope"${scope}, resource_metadata="${deps.resourceMetadataUrl}"`,
+    );
     return sendRaw(res, 403, JSON.stringify({ error: 'insufficient_scope', error_description: err.message }));
   }
   res.setHeader('WWW-Authenticate', `Bearer resource_metadata="${deps.resourceMetadataUrl}"${scope}`);

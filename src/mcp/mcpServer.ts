@@ -39,12 +39,19 @@ export function createModernServer<D>(deps: ModernServerDeps<D>): ModernServer {
     resultType: 'complete',
     supportedVersions: SUPPORTED_VERSIONS,
     capabilities: { tools: {} },
-    instructions: 'Notes tools with an explicit workspaceUri; deletions are confirmed by the user in a form. Call notes_workspaces first.',
+    instructions:
+      'Notes tools with an explicit workspaceUri; deletions are confirmed by the user in a form. Call notes_workspaces first.',
     ttlMs: DISCOVER_TTL_MS,
     cacheScope: 'public',
     _meta: meta,
   });
-  const toolsList = JSON.stringify({ resultType: 'complete', tools: deps.tools.map((t) => t.descriptor), ttlMs: TOOLS_TTL_MS, cacheScope: 'public', _meta: meta });
+  const toolsList = JSON.stringify({
+    resultType: 'complete',
+    tools: deps.tools.map((t) => t.descriptor),
+    ttlMs: TOOLS_TTL_MS,
+    cacheScope: 'public',
+    _meta: meta,
+  });
   const byName = new Map(deps.tools.map((t) => [t.name, t]));
 
   async function callTool(request: Request, caller: VerifiedBearer, requestId: string): Promise<string> {
@@ -54,13 +61,21 @@ export function createModernServer<D>(deps: ModernServerDeps<D>): ModernServer {
     const tool = byName.get(name);
     if (!tool) throw invalidParams(`Unknown tool: ${name.slice(0, 64)}. Known tools: ${[...byName.keys()].join(', ')}`);
     const missing = missingCapabilities(tool.requires, request.capabilities);
-    if (missing) throw missingRequiredClientCapability(`${name} needs the client capability ${JSON.stringify(missing)} on this request`, missing);
+    if (missing)
+      throw missingRequiredClientCapability(
+        `${name} needs the client capability ${JSON.stringify(missing)} on this request`,
+        missing,
+      );
     const inputResponses = params['inputResponses'];
     const requestState = params['requestState'];
-    if (inputResponses !== undefined && (typeof inputResponses !== 'object' || inputResponses === null || Array.isArray(inputResponses))) {
+    if (
+      inputResponses !== undefined &&
+      (typeof inputResponses !== 'object' || inputResponses === null || Array.isArray(inputResponses))
+    ) {
       throw invalidParams('params.inputResponses must be an object');
     }
-    if (requestState !== undefined && typeof requestState !== 'string') throw invalidParams('params.requestState must be a string');
+    if (requestState !== undefined && typeof requestState !== 'string')
+      throw invalidParams('params.requestState must be a string');
     const ctx: ToolContext = {
       principal: caller.principal,
       clientId: caller.clientId,
@@ -72,7 +87,10 @@ export function createModernServer<D>(deps: ModernServerDeps<D>): ModernServer {
     };
     const result = await tool.call(params['arguments'], ctx, deps.toolDeps);
     // The server's own _meta keys; a tool may add its own (namespaced) beside them.
-    return JSON.stringify({ ...result, _meta: '_meta' in result && result._meta ? { ...meta, ...result._meta } : meta });
+    return JSON.stringify({
+      ...result,
+      _meta: '_meta' in result && result._meta ? { ...meta, ...result._meta } : meta,
+    });
   }
 
   return {
@@ -82,7 +100,8 @@ export function createModernServer<D>(deps: ModernServerDeps<D>): ModernServer {
           case 'server/discover':
             return discover;
           case 'tools/list':
-            if (request.params['cursor'] !== undefined) throw invalidParams('Unknown cursor: tools/list has a single page');
+            if (request.params['cursor'] !== undefined)
+              throw invalidParams('Unknown cursor: tools/list has a single page');
             return toolsList;
           case 'tools/call':
             return await callTool(request, caller, requestId);
@@ -91,7 +110,8 @@ export function createModernServer<D>(deps: ModernServerDeps<D>): ModernServer {
         }
       } catch (err) {
         const mapped = toJsonRpcError(err);
-        if (mapped.kind === 'internalError') deps.logger.error({ err, requestId, method: request.method }, 'MCP request failed');
+        if (mapped.kind === 'internalError')
+          deps.logger.error({ err, requestId, method: request.method }, 'MCP request failed');
         throw mapped;
       }
     },
@@ -99,7 +119,10 @@ export function createModernServer<D>(deps: ModernServerDeps<D>): ModernServer {
 }
 
 /** The capabilities `required` asks for that `declared` lacks, or undefined (only elicitation modes so far). */
-function missingCapabilities(required: ClientCapabilities | undefined, declared: ClientCapabilities): ClientCapabilities | undefined {
+function missingCapabilities(
+  required: ClientCapabilities | undefined,
+  declared: ClientCapabilities,
+): ClientCapabilities | undefined {
   const wanted = required?.elicitation;
   if (!wanted) return undefined;
   const modes = elicitationModes(declared);

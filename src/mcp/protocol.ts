@@ -20,7 +20,8 @@ export interface ClientCapabilities {
 /** The modes of elicitation this request's capabilities allow (MCP 2026-07-28, Elicitation, Capabilities: `{}` means form). */
 export function elicitationModes(capabilities: ClientCapabilities): { form: boolean; url: boolean } {
   const elicitation = capabilities.elicitation;
-  if (elicitation === undefined || elicitation === null || typeof elicitation !== 'object') return { form: false, url: false };
+  if (elicitation === undefined || elicitation === null || typeof elicitation !== 'object')
+    return { form: false, url: false };
   const form = 'form' in elicitation;
   const url = 'url' in elicitation;
   return { form: form || !url, url };
@@ -50,9 +51,24 @@ export interface FormSchema {
 }
 
 export type FormProperty =
-  | { type: 'string'; title?: string; description?: string; enum?: string[]; minLength?: number; maxLength?: number; default?: string }
+  | {
+      type: 'string';
+      title?: string;
+      description?: string;
+      enum?: string[];
+      minLength?: number;
+      maxLength?: number;
+      default?: string;
+    }
   | { type: 'boolean'; title?: string; description?: string; default?: boolean }
-  | { type: 'number' | 'integer'; title?: string; description?: string; minimum?: number; maximum?: number; default?: number };
+  | {
+      type: 'number' | 'integer';
+      title?: string;
+      description?: string;
+      minimum?: number;
+      maximum?: number;
+      default?: number;
+    };
 
 /** URL mode, 2026-07-28: no elicitationId (MCP 2026-07-28 changelog: removed with notifications/elicitation/complete). */
 export interface ElicitUrlRequest {

@@ -74,7 +74,11 @@ export interface RequestStateCodec {
   open(token: string, expected: StateBinding): Promise<SealedState>;
 }
 
-export function createRequestStateCodec(deps: { keyring: Keyring; clock: Clock; ttlSeconds: number }): RequestStateCodec {
+export function createRequestStateCodec(deps: {
+  keyring: Keyring;
+  clock: Clock;
+  ttlSeconds: number;
+}): RequestStateCodec {
   return {
     async seal(binding, refs) {
       const candidates = refs.candidates ?? [];
@@ -102,7 +106,17 @@ export function createRequestStateCodec(deps: { keyring: Keyring; clock: Clock; 
         .setIssuedAt(now)
         .setExpirationTime(now + ttl)
         .encrypt(key);
-      return { token, state: { ...binding, nonce, candidates, navigationId: refs.navigationId, generation, expiresAt: new Date((now + ttl) * 1000) } };
+      return {
+        token,
+        state: {
+          ...binding,
+          nonce,
+          candidates,
+          navigationId: refs.navigationId,
+          generation,
+          expiresAt: new Date((now + ttl) * 1000),
+        },
+      };
     },
 
     async open(token, expected) {
@@ -116,11 +130,19 @@ export function createRequestStateCodec(deps: { keyring: Keyring; clock: Clock; 
             if (!found) throw new RequestStateError('requestState was sealed with an unknown key');
             return found.key;
           },
-          { issuer: ISSUER, audience: AUDIENCE, keyManagementAlgorithms: ['dir'], contentEncryptionAlgorithms: ['A256GCM'], currentDate: deps.clock.now(), requiredClaims: ['exp'] },
+          {
+            issuer: ISSUER,
+            audience: AUDIENCE,
+            keyManagementAlgorithms: ['dir'],
+            contentEncryptionAlgorithms: ['A256GCM'],
+            currentDate: deps.clock.now(),
+            requiredClaims: ['exp'],
+          },
         );
         payload = PayloadSchema.parse(result.payload);
       } catch (err) {
-        if (err instanceof errors.JWTExpired) throw new RequestStateError('requestState has expired; call the tool again without it', { cause: err });
+        if (err instanceof errors.JWTExpired)
+          throw new RequestStateError('requestState has expired; call the tool again without it', { cause: err });
         if (err instanceof RequestStateError) throw err;
         throw new RequestStateError('requestState is not valid (tampered or not from this server)', { cause: err });
       }
@@ -132,14 +154,26 @@ export function createRequestStateCodec(deps: { keyring: Keyring; clock: Clock; 
         payload.ph === expected.phase &&
         (payload.ci ?? '') === (expected.clientId ?? '');
       if (!matches) throw new RequestStateError('requestState belongs to another caller or another operation');
-      if (payload.d !== expected.digest) throw new RequestStateError('requestState was issued for different arguments; call the tool again without it');
-      return { ...expected, nonce: payload.n, candidates: payload.c, navigationId: payload.nv, generation: payload.g ?? 0, expiresAt: new Date(payload.exp * 1000) };
+      if (payload.d !== expected.digest)
+        throw new RequestStateError('requestState was issued for different arguments; call the tool again without it');
+      return {
+        ...expected,
+        nonce: payload.n,
+        candidates: payload.c,
+        navigationId: payload.nv,
+        generation: payload.g ?? 0,
+        expiresAt: new Date(payload.exp * 1000),
+      };
     },
   };
 }
 
 /** Opens a state presented on a tool call; a state that fails is a JSON-RPC error, in-band (MCP 2026-07-28 MRTR, Error Handling), -32602 as the TypeScript SDK answers it. */
-export async function openPresentedState(codec: RequestStateCodec, token: string, binding: StateBinding): Promise<SealedState> {
+export async function openPresentedState(
+  codec: RequestStateCodec,
+  token: string,
+  binding: StateBinding,
+): Promise<SealedState> {
   try {
     return await codec.open(token, binding);
   } catch (err) {

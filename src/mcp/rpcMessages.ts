@@ -16,7 +16,9 @@ export function errorMessage(id: RequestId | null, err: McpProtocolError): strin
 
 /** The `error` member of a response: `data` only when there is some. */
 export function errorMember(err: McpProtocolError): { code: number; message: string; data?: unknown } {
-  return err.data === undefined ? { code: err.code, message: err.message } : { code: err.code, message: err.message, data: err.data };
+  return err.data === undefined
+    ? { code: err.code, message: err.message }
+    : { code: err.code, message: err.message, data: err.data };
 }
 
 /** A request from the server (2025-11-25 sessions only: the modern wire has none). */

@@ -85,13 +85,18 @@ export const headerMismatch = named('headerMismatch');
 export const sessionEnded = named('sessionEnded');
 
 /** -32021: `data.requiredCapabilities` is a ClientCapabilities object, not a list. */
-export function missingRequiredClientCapability(message: string, requiredCapabilities: ClientCapabilities): McpProtocolError {
+export function missingRequiredClientCapability(
+  message: string,
+  requiredCapabilities: ClientCapabilities,
+): McpProtocolError {
   return new McpProtocolError('missingRequiredClientCapability', message, { data: { requiredCapabilities } });
 }
 
 /** -32022 names what we speak and echoes what was asked for. */
 export function unsupportedProtocolVersion(requested: string): McpProtocolError {
-  return new McpProtocolError('unsupportedProtocolVersion', 'Unsupported protocol version', { data: { supported: SUPPORTED_VERSIONS, requested } });
+  return new McpProtocolError('unsupportedProtocolVersion', 'Unsupported protocol version', {
+    data: { supported: SUPPORTED_VERSIONS, requested },
+  });
 }
 
 /** 2025-11-25 URL elicitation in URL mode, each with its elicitationId. */
@@ -104,7 +109,11 @@ export interface LegacyUrlElicitation {
 
 /** -32042 (2025-11-25 only): the host opens the links, and may retry the call after completion. */
 export function urlElicitationRequired(data: { elicitations: LegacyUrlElicitation[] }): McpProtocolError {
-  return new McpProtocolError('urlElicitationRequired', 'This request requires connecting an account. Open the link, then retry the call.', { data });
+  return new McpProtocolError(
+    'urlElicitationRequired',
+    'This request requires connecting an account. Open the link, then retry the call.',
+    { data },
+  );
 }
 
 /**
@@ -112,7 +121,12 @@ export function urlElicitationRequired(data: { elicitations: LegacyUrlElicitatio
  * result: its own message when exposed, else "Internal error", which the
  * caller logs.
  */
-export function toToolError(err: unknown): { text: string; structured: { error: AppErrorCode; message: string }; log: boolean; code: AppErrorCode } {
+export function toToolError(err: unknown): {
+  text: string;
+  structured: { error: AppErrorCode; message: string };
+  log: boolean;
+  code: AppErrorCode;
+} {
   const appError = toAppError(err);
   const text = appError.expose ? appError.message : 'Internal error. Try again later.';
   return { text, structured: { error: appError.code, message: text }, log: !appError.expose, code: appError.code };

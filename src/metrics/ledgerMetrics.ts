@@ -2,7 +2,12 @@ import { Counter, Histogram, type Registry } from 'prom-client';
 import { State } from '../flow/navigationStates.js';
 import type { Queryable } from '../db/pool.js';
 import type { Logger } from '../shared/logger.js';
-import { countTransitions, findCompletionLatencyBuckets, findLedgerHead, type LatencyBucket } from './ledgerMetricsRepo.js';
+import {
+  countTransitions,
+  findCompletionLatencyBuckets,
+  findLedgerHead,
+  type LatencyBucket,
+} from './ledgerMetricsRepo.js';
 import { singleFlight } from '../shared/singleFlight.js';
 
 // Flow figures derived from the append-only ledger at scrape time, so they are

@@ -11,7 +11,9 @@ import type { Queryable } from '../db/pool.js';
 
 /** The highest chain position written so far (0 for an empty ledger). */
 export async function findLedgerHead(db: Queryable): Promise<number> {
-  const { rows } = await db.query<{ head: string }>('SELECT coalesce(max(chain_seq), 0) AS head FROM navigation_events');
+  const { rows } = await db.query<{ head: string }>(
+    'SELECT coalesce(max(chain_seq), 0) AS head FROM navigation_events',
+  );
   return Number(rows[0]?.head ?? 0);
 }
 
@@ -46,7 +48,12 @@ export interface LatencyBucket {
  * a bound belongs to that bound), so catching up over a million flows moves a
  * dozen rows, not a million.
  */
-export async function findCompletionLatencyBuckets(db: Queryable, after: number, upTo: number, bounds: readonly number[]): Promise<LatencyBucket[]> {
+export async function findCompletionLatencyBuckets(
+  db: Queryable,
+  after: number,
+  upTo: number,
+  bounds: readonly number[],
+): Promise<LatencyBucket[]> {
   const { rows } = await db.query<{ bucket: number; n: string; total: number }>(
     `SELECT (SELECT count(*) FROM unnest($3::float8[]) AS b(le) WHERE b.le < d.s)::int AS bucket, count(*) AS n, sum(d.s)::float8 AS total
        FROM (SELECT greatest(0, extract(epoch FROM v.created_at - p.created_at))::float8 AS s

@@ -53,8 +53,18 @@ export function createMetrics(deps: MetricsDeps): Metrics {
     buckets: HTTP_BUCKETS,
     registers: [registry],
   });
-  const sweepRows = new Counter({ name: 'broker_sweep_rows_total', help: 'Rows the background sweep expired or deleted on this instance, by kind.', labelNames: ['kind'] as const, registers: [registry] });
-  const sweeps = new Counter({ name: 'broker_sweeps_total', help: 'Background sweeps run by this instance, by outcome.', labelNames: ['outcome'] as const, registers: [registry] });
+  const sweepRows = new Counter({
+    name: 'broker_sweep_rows_total',
+    help: 'Rows the background sweep expired or deleted on this instance, by kind.',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+  });
+  const sweeps = new Counter({
+    name: 'broker_sweeps_total',
+    help: 'Background sweeps run by this instance, by outcome.',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
   const collectErrors = new Counter({
     name: 'broker_metrics_collect_errors_total',
     help: 'Scrapes that could not read the database for a figure (the last figures were served), by source.',
@@ -65,7 +75,11 @@ export function createMetrics(deps: MetricsDeps): Metrics {
   });
   const collectFailed = (source: string) => collectErrors.inc({ source });
   const syncLedger = registerLedgerMetrics(registry, { pool: deps.pool, logger: deps.logger, collectFailed });
-  const gateFigures = cachedGateFigures({ pool: deps.pool, cacheMs: deps.gateCacheMs ?? 30_000, now: deps.now ?? Date.now });
+  const gateFigures = cachedGateFigures({
+    pool: deps.pool,
+    cacheMs: deps.gateCacheMs ?? 30_000,
+    now: deps.now ?? Date.now,
+  });
   const refreshGates = registerGateMetrics(registry, { logger: deps.logger, collectFailed, read: gateFigures });
 
   return {
@@ -82,7 +96,8 @@ export function createMetrics(deps: MetricsDeps): Metrics {
     sweepSucceeded(rows) {
       sweeps.inc({ outcome: 'ok' });
       // Every kind appears (0 included), so a rate() has a series from the first sweep on.
-      for (const [kind, n] of Object.entries(rows)) if (typeof n === 'number') sweepRows.inc({ kind: snakeCase(kind) }, n);
+      for (const [kind, n] of Object.entries(rows))
+        if (typeof n === 'number') sweepRows.inc({ kind: snakeCase(kind) }, n);
     },
     sweepFailed() {
       sweeps.inc({ outcome: 'failed' });

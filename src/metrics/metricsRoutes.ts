@@ -25,12 +25,17 @@ export function metricsRoutes(deps: MetricsRoutesDeps): Router {
   router.get('/metrics', async (req, res) => {
     const { token, openWithoutToken } = deps.access;
     if (token === undefined && !openWithoutToken) {
-      throw new ForbiddenError('Metrics are off: set METRICS_TOKEN (32 or more characters) to serve GET /metrics, and scrape with "Authorization: Bearer <METRICS_TOKEN>".');
+      throw new ForbiddenError(
+        'Metrics are off: set METRICS_TOKEN (32 or more characters) to serve GET /metrics, and scrape with "Authorization: Bearer <METRICS_TOKEN>".',
+      );
     }
     if (token !== undefined) {
       const presented = /^Bearer ([\x21-\x7e]+)$/.exec(req.get('authorization') ?? '')?.[1];
       // Digests compared, so neither the token nor its length shows in the timing.
-      if (presented === undefined || !equalInConstantTime(digestOf(presented).toString('hex'), digestOf(token.reveal()).toString('hex'))) {
+      if (
+        presented === undefined ||
+        !equalInConstantTime(digestOf(presented).toString('hex'), digestOf(token.reveal()).toString('hex'))
+      ) {
         res.setHeader('WWW-Authenticate', 'Bearer realm="metrics"');
         throw new UnauthenticatedError('GET /metrics needs "Authorization: Bearer <METRICS_TOKEN>".');
       }

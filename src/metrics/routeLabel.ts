@@ -15,9 +15,15 @@ export function routeLabel(path: string, mcpPath = '/mcp'): string {
   if (path === mcpPath) return '/mcp';
   if (exact.has(path)) return path;
   // One opaque segment after /connect/ is a connect link (GET shows it, POST consents).
-  if (path.startsWith('/connect/') && path.indexOf('/', '/connect/'.length) === -1 && path.length > '/connect/'.length) return '/connect/:handle';
+  if (path.startsWith('/connect/') && path.indexOf('/', '/connect/'.length) === -1 && path.length > '/connect/'.length)
+    return '/connect/:handle';
   // One segment after /oauth/callback/ is a provider's callback (a provider id, from the configuration).
-  if (path.startsWith('/oauth/callback/') && path.indexOf('/', '/oauth/callback/'.length) === -1 && path.length > '/oauth/callback/'.length) return '/oauth/callback/:provider';
+  if (
+    path.startsWith('/oauth/callback/') &&
+    path.indexOf('/', '/oauth/callback/'.length) === -1 &&
+    path.length > '/oauth/callback/'.length
+  )
+    return '/oauth/callback/:provider';
   for (const [prefix, label] of prefixes) {
     if (path === prefix || path.startsWith(`${prefix}/`)) return label;
   }

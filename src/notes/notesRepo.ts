@@ -12,7 +12,14 @@ interface NoteRow {
 }
 
 function fromRow(row: NoteRow): Note {
-  return { id: row.id, workspaceUri: row.workspace_uri, noteUri: row.note_uri, title: row.title, body: row.body, createdAt: row.created_at };
+  return {
+    id: row.id,
+    workspaceUri: row.workspace_uri,
+    noteUri: row.note_uri,
+    title: row.title,
+    body: row.body,
+    createdAt: row.created_at,
+  };
 }
 
 // LIKE metacharacters in a canonical URI are matched literally.
@@ -46,7 +53,12 @@ export async function findNotesWithin(db: Queryable, workspaceUri: string, limit
 }
 
 /** Notes below `workspaceUri` whose title contains `title`, case-insensitively. */
-export async function findNotesByTitle(db: Queryable, workspaceUri: string, title: string, limit: number): Promise<Note[]> {
+export async function findNotesByTitle(
+  db: Queryable,
+  workspaceUri: string,
+  title: string,
+  limit: number,
+): Promise<Note[]> {
   const { rows } = await db.query<NoteRow>(
     `SELECT id, workspace_uri, note_uri, title, body, created_at FROM notes
       WHERE note_uri LIKE $1 AND strpos(lower(title), lower($2)) > 0
@@ -67,7 +79,10 @@ export async function findNotesByIds(db: Queryable, ids: readonly string[]): Pro
 /** The live note, locked until the transaction ends so a concurrent delete waits. */
 export async function lockNote(db: Queryable, id: string): Promise<Note | undefined> {
   // FOR UPDATE: the deleting transaction re-checks this row and must not race another writer.
-  const { rows } = await db.query<NoteRow>('SELECT id, workspace_uri, note_uri, title, body, created_at FROM notes WHERE id = $1 FOR UPDATE', [id]);
+  const { rows } = await db.query<NoteRow>(
+    'SELECT id, workspace_uri, note_uri, title, body, created_at FROM notes WHERE id = $1 FOR UPDATE',
+    [id],
+  );
   return rows[0] ? fromRow(rows[0]) : undefined;
 }
 

@@ -17,7 +17,9 @@ const MAX_LENGTH = 2048;
 /** Parses and canonicalises a `file:` URI from outside; throws InvalidInputError on anything odd. */
 export function canonicalFileUri(input: string, what = 'workspaceUri'): CanonicalUri {
   const fail = (why: string): never => {
-    throw new InvalidInputError(`${what} ${why}. Use a file URI such as file:///work/notes/alice (see notes_workspaces).`);
+    throw new InvalidInputError(
+      `${what} ${why}. Use a file URI such as file:///work/notes/alice (see notes_workspaces).`,
+    );
   };
   if (input.length === 0 || input.length > MAX_LENGTH) fail('must be 1 to 2048 characters');
   if (/[\p{Cc}\\]/u.test(input)) fail('contains a control character or a backslash');

@@ -83,7 +83,12 @@ function authServerFetch(fetch: Fetch): client.CustomFetch {
 
 function metadataOf(config: client.Configuration): ServerMetadata {
   const m = config.serverMetadata();
-  return { authorizationEndpoint: m.authorization_endpoint, tokenEndpoint: m.token_endpoint, jwksUri: m.jwks_uri, userinfoEndpoint: m.userinfo_endpoint };
+  return {
+    authorizationEndpoint: m.authorization_endpoint,
+    tokenEndpoint: m.token_endpoint,
+    jwksUri: m.jwks_uri,
+    userinfoEndpoint: m.userinfo_endpoint,
+  };
 }
 
 /**
@@ -96,7 +101,11 @@ export async function discoverIssuerMetadata(options: { issuer: string; fetch: F
   const customFetch = authServerFetch(options.fetch);
   try {
     // Discovery sends no client credentials; openid-client's API wants a client id all the same.
-    return metadataOf(await client.discovery(new URL(options.issuer), 'resource-server', undefined, client.None(), { [client.customFetch]: customFetch }));
+    return metadataOf(
+      await client.discovery(new URL(options.issuer), 'resource-server', undefined, client.None(), {
+        [client.customFetch]: customFetch,
+      }),
+    );
   } catch (err) {
     throw new UnavailableError(`The metadata of ${options.issuer} could not be loaded.`, { cause: err });
   }
@@ -107,7 +116,12 @@ export interface OAuthServer {
   metadata(): ServerMetadata;
   beginAuthorization(params: AuthorizationParams): Promise<AuthorizationChecks & { url: URL }>;
   /** Checks state, PKCE, `iss` (RFC 9207) and, where expected, the nonce and ID Token, then exchanges the code. */
-  completeAuthorization(currentUrl: URL, redirectUri: string, checks: AuthorizationChecks, options?: TokenRequestOptions): Promise<ServerTokens>;
+  completeAuthorization(
+    currentUrl: URL,
+    redirectUri: string,
+    checks: AuthorizationChecks,
+    options?: TokenRequestOptions,
+  ): Promise<ServerTokens>;
   refresh(refreshToken: string, options?: Omit<TokenRequestOptions, 'idTokenExpected'>): Promise<ServerTokens>;
   /** The UserInfo claims for an access token, checked to belong to `subject`; undefined when the server has no UserInfo endpoint. */
   userInfo(accessToken: string, subject: string): Promise<Record<string, unknown> | undefined>;
@@ -117,7 +131,13 @@ export async function discoverServer(options: ServerOptions): Promise<OAuthServe
   const customFetch = authServerFetch(options.fetch);
   let config: client.Configuration;
   try {
-    config = await client.discovery(new URL(options.issuer), options.clientId, options.clientSecret.reveal(), undefined, { [client.customFetch]: customFetch });
+    config = await client.discovery(
+      new URL(options.issuer),
+      options.clientId,
+      options.clientSecret.reveal(),
+      undefined,
+      { [client.customFetch]: customFetch },
+    );
     config[client.customFetch] = customFetch;
   } catch (err) {
     return oauthErrorHandler(err);
@@ -131,7 +151,9 @@ export async function discoverServer(options: ServerOptions): Promise<OAuthServe
  * OAuth 2.0 with explicit endpoints.
  */
 export interface ProviderServerOptions {
-  server: { discover: string; algorithm: 'oidc' | 'oauth2' } | { issuer: string | undefined; authorizationEndpoint: string; tokenEndpoint: string };
+  server:
+    | { discover: string; algorithm: 'oidc' | 'oauth2' }
+    | { issuer: string | undefined; authorizationEndpoint: string; tokenEndpoint: string };
   clientId: string;
   clientSecret: Secret;
   clientAuth: ClientAuthMethod;
@@ -144,14 +166,23 @@ export interface ProviderServerOptions {
 
 export async function connectProviderServer(options: ProviderServerOptions): Promise<OAuthServer> {
   const secret = options.clientSecret.reveal();
-  const auth = options.clientAuth === 'client_secret_basic' ? client.ClientSecretBasic(secret) : client.ClientSecretPost(secret);
+  const auth =
+    options.clientAuth === 'client_secret_basic' ? client.ClientSecretBasic(secret) : client.ClientSecretPost(secret);
   const bounded = authServerFetch(options.fetch);
   let config: client.Configuration | undefined;
-  const customFetch = conformingFetch(bounded, () => config?.serverMetadata().token_endpoint, options.conformer, options.keepExtras ?? []);
+  const customFetch = conformingFetch(
+    bounded,
+    () => config?.serverMetadata().token_endpoint,
+    options.conformer,
+    options.keepExtras ?? [],
+  );
   const { server } = options;
   try {
     if ('discover' in server) {
-      config = await client.discovery(new URL(server.discover), options.clientId, undefined, auth, { [client.customFetch]: customFetch, algorithm: server.algorithm });
+      config = await client.discovery(new URL(server.discover), options.clientId, undefined, auth, {
+        [client.customFetch]: customFetch,
+        algorithm: server.algorithm,
+      });
     } else {
       // openid-client needs an issuer identifier; without one (GitHub publishes none) a name that no `iss` can equal.
       const metadata: client.ServerMetadata = {
@@ -175,7 +206,12 @@ export async function connectProviderServer(options: ProviderServerOptions): Pro
  * make it RFC 6749 §5.1/§5.2, and hand openid-client a standard JSON
  * response. Other endpoints (discovery, key sets, UserInfo) pass unchanged.
  */
-function conformingFetch(fetch: client.CustomFetch, tokenEndpoint: () => string | undefined, conformer: Conformer, keep: readonly string[]): client.CustomFetch {
+function conformingFetch(
+  fetch: client.CustomFetch,
+  tokenEndpoint: () => string | undefined,
+  conformer: Conformer,
+  keep: readonly string[],
+): client.CustomFetch {
   return async (url, init) => {
     const response = await fetch(url, init);
     const endpoint = tokenEndpoint();
@@ -189,8 +225,12 @@ function conformingFetch(fetch: client.CustomFetch, tokenEndpoint: () => string 
     }
     const conformed = conformer({ status: response.status, headers: Object.fromEntries(response.headers), body }, keep);
     // The extras ride in a member of the conformer's own making (openid-client keeps unknown members), so concurrent exchanges never share state.
-    const standardBody = conformed.status === 200 ? { ...conformed.body, [EXTRAS_MEMBER]: conformed.extras } : conformed.body;
-    return new Response(JSON.stringify(standardBody), { status: conformed.status, headers: { 'content-type': 'application/json' } });
+    const standardBody =
+      conformed.status === 200 ? { ...conformed.body, [EXTRAS_MEMBER]: conformed.extras } : conformed.body;
+    return new Response(JSON.stringify(standardBody), {
+      status: conformed.status,
+      headers: { 'content-type': 'application/json' },
+    });
   };
 }
 
@@ -222,7 +262,15 @@ function serverOver(config: client.Configuration, { knownIssuer }: { knownIssuer
   };
   return {
     metadata: () => metadataOf(config),
-    async beginAuthorization({ redirectUri, scope, scopeParam = 'scope', resource, pkce = true, nonce: withNonce = true, extra = {} }) {
+    async beginAuthorization({
+      redirectUri,
+      scope,
+      scopeParam = 'scope',
+      resource,
+      pkce = true,
+      nonce: withNonce = true,
+      extra = {},
+    }) {
       const codeVerifier = pkce ? client.randomPKCECodeVerifier() : '';
       const state = client.randomState();
       const nonce = withNonce ? client.randomNonce() : '';
@@ -232,14 +280,22 @@ function serverOver(config: client.Configuration, { knownIssuer }: { knownIssuer
         // No scopes at all (Notion: the user picks pages on its consent screen) sends no empty parameter.
         ...(scope !== '' && { [scopeParam]: scope }),
         response_type: 'code',
-        ...(pkce && { code_challenge: await client.calculatePKCECodeChallenge(codeVerifier), code_challenge_method: 'S256' }),
+        ...(pkce && {
+          code_challenge: await client.calculatePKCECodeChallenge(codeVerifier),
+          code_challenge_method: 'S256',
+        }),
         state,
         ...(withNonce && { nonce }),
         ...(resource ? { resource } : {}),
       });
       return { url, state, nonce, codeVerifier };
     },
-    async completeAuthorization(currentUrl, redirectUri, checks, { resource, extra = {}, idTokenExpected = true } = {}) {
+    async completeAuthorization(
+      currentUrl,
+      redirectUri,
+      checks,
+      { resource, extra = {}, idTokenExpected = true } = {},
+    ) {
       // Without an issuer identifier an `iss` cannot be compared (RFC 9207 §2.4); the per-provider redirect URI is then the mix-up defence (RFC 9700 §4.4.2).
       const response = new URL(currentUrl);
       if (!knownIssuer) response.searchParams.delete('iss');
@@ -270,7 +326,9 @@ function serverOver(config: client.Configuration, { knownIssuer }: { knownIssuer
     },
     async refresh(refreshToken, { resource, extra = {} } = {}) {
       try {
-        return toTokens(await client.refreshTokenGrant(config, refreshToken, { ...extra, ...(resource ? { resource } : {}) }));
+        return toTokens(
+          await client.refreshTokenGrant(config, refreshToken, { ...extra, ...(resource ? { resource } : {}) }),
+        );
       } catch (err) {
         return oauthErrorHandler(err);
       }
@@ -318,7 +376,12 @@ export function createOidcClient(options: OidcClientOptions): OidcClient {
     () =>
       discoverServer(options).then((discovered) => {
         const m = discovered.metadata();
-        const endpoints = { authorization_endpoint: m.authorizationEndpoint ?? '', token_endpoint: m.tokenEndpoint ?? '', userinfo_endpoint: m.userinfoEndpoint, jwks_uri: m.jwksUri };
+        const endpoints = {
+          authorization_endpoint: m.authorizationEndpoint ?? '',
+          token_endpoint: m.tokenEndpoint ?? '',
+          userinfo_endpoint: m.userinfoEndpoint,
+          jwks_uri: m.jwksUri,
+        };
         for (const [name, value] of Object.entries(endpoints)) {
           if (value !== undefined) policyChecked(value, policy, `the ${options.issuer} ${name}`);
         }
@@ -337,12 +400,18 @@ export function createOidcClient(options: OidcClientOptions): OidcClient {
     async completeLogin(currentUrl, redirectUri, checks) {
       const server = await discover();
       const tokens = await server.completeAuthorization(currentUrl, redirectUri, checks);
-      if (!tokens.idTokenSubject || !tokens.idTokenIssuer) return oauthErrorHandler(new client.ClientError('no ID Token claims'));
+      if (!tokens.idTokenSubject || !tokens.idTokenIssuer)
+        return oauthErrorHandler(new client.ClientError('no ID Token claims'));
       // An IdP that keeps profile claims out of the ID Token (code flow) serves them at UserInfo.
       const claims = { ...(await server.userInfo(tokens.accessToken, tokens.idTokenSubject)), ...tokens.idTokenClaims };
       const name = typeof claims['name'] === 'string' ? claims['name'] : undefined;
       const username = typeof claims['preferred_username'] === 'string' ? claims['preferred_username'] : undefined;
-      return { issuer: tokens.idTokenIssuer, subject: tokens.idTokenSubject, displayName: username ?? name ?? tokens.idTokenSubject, claims };
+      return {
+        issuer: tokens.idTokenIssuer,
+        subject: tokens.idTokenSubject,
+        displayName: username ?? name ?? tokens.idTokenSubject,
+        claims,
+      };
     },
   };
 }
@@ -352,7 +421,8 @@ function policyChecked(raw: string, policy: UrlPolicy, what: string): URL {
   try {
     return checkUrl(raw, policy, what);
   } catch (err) {
-    if (err instanceof UrlPolicyError) throw new UnavailableError(`Sign-in is unavailable: ${err.message}`, { cause: err });
+    if (err instanceof UrlPolicyError)
+      throw new UnavailableError(`Sign-in is unavailable: ${err.message}`, { cause: err });
     throw err;
   }
 }

@@ -14,7 +14,9 @@ export function oauthErrorHandler(err: unknown): never {
   }
   if (err instanceof client.ResponseBodyError) {
     if (err.error === 'invalid_grant') {
-      throw new InvalidInputError('This sign-in response was already used or has expired. Start again.', { cause: err });
+      throw new InvalidInputError('This sign-in response was already used or has expired. Start again.', {
+        cause: err,
+      });
     }
     throw new UpstreamAuthError('The authorization server refused the request.', { cause: err });
   }
@@ -36,7 +38,9 @@ function isNetworkFailure(err: unknown): boolean {
   if (err instanceof TypeError) return true;
   if (!(err instanceof Error)) return false;
   const code = (err as NodeJS.ErrnoException).code;
-  return err.name === 'TimeoutError' || err.name === 'AbortError' || (typeof code === 'string' && /^E[A-Z]+$/.test(code));
+  return (
+    err.name === 'TimeoutError' || err.name === 'AbortError' || (typeof code === 'string' && /^E[A-Z]+$/.test(code))
+  );
 }
 
 // Error codes are a closed ASCII vocabulary (RFC 6749 §4.1.2.1); anything else is not echoed.

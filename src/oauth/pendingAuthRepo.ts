@@ -46,7 +46,19 @@ export async function insertPendingAuthorization(db: Queryable, p: PendingAuthor
   await db.query(
     `INSERT INTO oauth_transactions (state_digest, navigation_id, provider, code_verifier_sealed, key_id, nonce, redirect_uri, browser_iss, browser_sub, created_at, expires_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-    [p.stateDigest, p.navigationId, p.provider, p.codeVerifierSealed, p.keyId, p.nonce, p.redirectUri, p.browserIss, p.browserSub, p.createdAt, p.expiresAt],
+    [
+      p.stateDigest,
+      p.navigationId,
+      p.provider,
+      p.codeVerifierSealed,
+      p.keyId,
+      p.nonce,
+      p.redirectUri,
+      p.browserIss,
+      p.browserSub,
+      p.createdAt,
+      p.expiresAt,
+    ],
   );
 }
 
@@ -55,7 +67,10 @@ export async function insertPendingAuthorization(db: Queryable, p: PendingAuthor
  * a replayed or forged callback finds nothing. Expired rows are consumed too,
  * and the caller refuses them.
  */
-export async function consumePendingAuthorization(db: Queryable, stateDigest: Buffer): Promise<PendingAuthorization | undefined> {
+export async function consumePendingAuthorization(
+  db: Queryable,
+  stateDigest: Buffer,
+): Promise<PendingAuthorization | undefined> {
   const { rows } = await db.query<Row>(
     `DELETE FROM oauth_transactions WHERE state_digest = $1
      RETURNING state_digest, navigation_id, provider, code_verifier_sealed, key_id, nonce, redirect_uri, browser_iss, browser_sub, created_at, expires_at`,

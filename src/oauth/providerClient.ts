@@ -6,7 +6,13 @@ import { checkUrl } from '../security/urlPolicy.js';
 import { strictFetch, type Fetch } from '../shared/httpClient.js';
 import { singleFlight } from '../shared/singleFlight.js';
 import { conformerFor } from '../providers/conformers/registry.js';
-import { connectProviderServer, MAX_AUTH_RESPONSE_BYTES, type AuthorizationChecks, type OAuthServer, type ServerTokens } from './oauthClient.js';
+import {
+  connectProviderServer,
+  MAX_AUTH_RESPONSE_BYTES,
+  type AuthorizationChecks,
+  type OAuthServer,
+  type ServerTokens,
+} from './oauthClient.js';
 import { tokenAnswerPaths, upstreamConnectionOf, type UpstreamConnection } from './upstreamAccount.js';
 
 export interface ProviderAuthorization extends AuthorizationChecks {
@@ -45,9 +51,15 @@ export interface ProviderClient {
  * access token is checked as a JWT for an audience only where the provider
  * issues those; otherwise it is opaque to the broker.
  */
-export function createProviderClient(provider: Provider, options: { fetch: Fetch; allowLoopback: boolean; now: () => Date }): ProviderClient {
+export function createProviderClient(
+  provider: Provider,
+  options: { fetch: Fetch; allowLoopback: boolean; now: () => Date },
+): ProviderClient {
   const hostOf = (configured: string | undefined) => new URL(configured ?? provider.issuer ?? '').host;
-  const policyFor = (configured: string | undefined) => ({ allowLoopback: options.allowLoopback, expectedHost: hostOf(configured) });
+  const policyFor = (configured: string | undefined) => ({
+    allowLoopback: options.allowLoopback,
+    expectedHost: hostOf(configured),
+  });
   const authorizePolicy = policyFor(provider.authorizationEndpoint);
   // Metadata loaded once, lazily; a failure is tried again on the next call.
   const connect = async (): Promise<{ oauth: OAuthServer; jwks: JWTVerifyGetKey | undefined }> => {
@@ -55,7 +67,11 @@ export function createProviderClient(provider: Provider, options: { fetch: Fetch
       server:
         provider.kind === 'oidc' || provider.metadataDiscovery
           ? { discover: provider.issuer ?? '', algorithm: provider.kind }
-          : { issuer: provider.issuer, authorizationEndpoint: provider.authorizationEndpoint ?? '', tokenEndpoint: provider.tokenEndpoint ?? '' },
+          : {
+              issuer: provider.issuer,
+              authorizationEndpoint: provider.authorizationEndpoint ?? '',
+              tokenEndpoint: provider.tokenEndpoint ?? '',
+            },
       clientId: provider.clientId,
       clientSecret: provider.clientSecret,
       clientAuth: provider.clientAuth,
@@ -69,7 +85,9 @@ export function createProviderClient(provider: Provider, options: { fetch: Fetch
     if (provider.audience === undefined) return { oauth, jwks: undefined };
     checkUrl(metadata.jwksUri ?? '', policyFor(undefined), `${provider.id} jwks_uri`);
     const fetchKeys = strictFetch(options.fetch, { maxBytes: MAX_AUTH_RESPONSE_BYTES });
-    const jwks = createRemoteJWKSet(new URL(metadata.jwksUri ?? ''), { [joseCustomFetch]: (url, init) => fetchKeys(url, init as RequestInit) });
+    const jwks = createRemoteJWKSet(new URL(metadata.jwksUri ?? ''), {
+      [joseCustomFetch]: (url, init) => fetchKeys(url, init as RequestInit),
+    });
     return { oauth, jwks };
   };
   const ready = singleFlight(connect, { keepResult: true });
@@ -85,17 +103,26 @@ export function createProviderClient(provider: Provider, options: { fetch: Fetch
           currentDate: options.now(),
         });
       } catch (cause) {
-        throw new UpstreamAuthError(`${provider.displayName} issued an access token that is not for ${provider.audience}.`, { cause });
+        throw new UpstreamAuthError(
+          `${provider.displayName} issued an access token that is not for ${provider.audience}.`,
+          { cause },
+        );
       }
     }
     return {
       accessToken: tokens.accessToken,
       refreshToken: tokens.refreshToken,
-      expiresAt: tokens.expiresInSeconds === undefined ? undefined : new Date(options.now().getTime() + tokens.expiresInSeconds * 1000),
+      expiresAt:
+        tokens.expiresInSeconds === undefined
+          ? undefined
+          : new Date(options.now().getTime() + tokens.expiresInSeconds * 1000),
     };
   }
 
-  const tokenOptions = { ...(provider.resource !== undefined && { resource: provider.resource }), extra: provider.tokenParams };
+  const tokenOptions = {
+    ...(provider.resource !== undefined && { resource: provider.resource }),
+    extra: provider.tokenParams,
+  };
   return {
     provider,
     async destination() {
@@ -118,7 +145,10 @@ export function createProviderClient(provider: Provider, options: { fetch: Fetch
     },
     async completeAuthorization(currentUrl, redirectUri, checks) {
       const { oauth, jwks } = await ready();
-      const tokens = await oauth.completeAuthorization(currentUrl, redirectUri, checks, { ...tokenOptions, idTokenExpected: provider.kind === 'oidc' });
+      const tokens = await oauth.completeAuthorization(currentUrl, redirectUri, checks, {
+        ...tokenOptions,
+        idTokenExpected: provider.kind === 'oidc',
+      });
       const checked = await toProviderTokens(tokens, jwks);
       return { tokens: checked, connection: await upstreamConnectionOf(provider, tokens, options) };
     },

@@ -26,7 +26,8 @@ export const API_USER_AGENT = 'connect-broker';
 /** The token-answer paths a provider entry reads, for its conformer to keep. */
 export function tokenAnswerPaths(provider: Provider): string[] {
   const paths: string[] = [];
-  if (provider.identity.from === 'tokenResponse') paths.push(provider.identity.subjectPath, ...(provider.identity.namePath ? [provider.identity.namePath] : []));
+  if (provider.identity.from === 'tokenResponse')
+    paths.push(provider.identity.subjectPath, ...(provider.identity.namePath ? [provider.identity.namePath] : []));
   if (provider.connectionApiBase) paths.push(provider.connectionApiBase.tokenResponsePath);
   return paths;
 }
@@ -40,11 +41,23 @@ export function tokenAnswerPaths(provider: Provider): string[] {
  * and its allowed host suffixes. Any failure is UpstreamAuthError: a
  * connection whose account is unknown is not stored.
  */
-export async function upstreamConnectionOf(provider: Provider, tokens: ServerTokens, deps: { fetch: Fetch; allowLoopback: boolean }): Promise<UpstreamConnection> {
+export async function upstreamConnectionOf(
+  provider: Provider,
+  tokens: ServerTokens,
+  deps: { fetch: Fetch; allowLoopback: boolean },
+): Promise<UpstreamConnection> {
   const refuse = (why: string, cause?: unknown): never => {
-    throw new UpstreamAuthError(`${provider.displayName} connected, but ${why}. Nothing was stored; try connecting again.`, cause === undefined ? undefined : { cause });
+    throw new UpstreamAuthError(
+      `${provider.displayName} connected, but ${why}. Nothing was stored; try connecting again.`,
+      cause === undefined ? undefined : { cause },
+    );
   };
-  const getJson = async (url: string, method: 'GET' | 'POST', body: Readonly<Record<string, string>> | undefined, what: string): Promise<unknown> => {
+  const getJson = async (
+    url: string,
+    method: 'GET' | 'POST',
+    body: Readonly<Record<string, string>> | undefined,
+    what: string,
+  ): Promise<unknown> => {
     // The provider's API headers override the defaults (GitHub's Accept); Authorization is always the new token.
     const headers = new Headers({ accept: 'application/json', 'user-agent': API_USER_AGENT });
     for (const [name, value] of Object.entries(provider.apiHeaders)) headers.set(name, value);
@@ -52,7 +65,11 @@ export async function upstreamConnectionOf(provider: Provider, tokens: ServerTok
     if (body) headers.set('content-type', 'application/json');
     let response: Response;
     try {
-      response = await strictFetch(deps.fetch, { maxBytes: MAX_ACCOUNT_RESPONSE_BYTES })(url, { method, headers, ...(body ? { body: JSON.stringify(body) } : {}) });
+      response = await strictFetch(deps.fetch, { maxBytes: MAX_ACCOUNT_RESPONSE_BYTES })(url, {
+        method,
+        headers,
+        ...(body ? { body: JSON.stringify(body) } : {}),
+      });
     } catch (cause) {
       return refuse(`its ${what} could not be read`, cause);
     }
@@ -77,7 +94,8 @@ export async function upstreamConnectionOf(provider: Provider, tokens: ServerTok
   } else {
     const answer = await getJson(identity.url, identity.method, identity.body, 'identity call');
     subject = isObject(answer) ? scalar(memberAt(answer, identity.subjectPath)) : undefined;
-    name = identity.namePath !== undefined && isObject(answer) ? scalar(memberAt(answer, identity.namePath)) : undefined;
+    name =
+      identity.namePath !== undefined && isObject(answer) ? scalar(memberAt(answer, identity.namePath)) : undefined;
   }
   if (subject === undefined) return refuse('it did not say who you are there');
 
@@ -98,7 +116,8 @@ export async function upstreamConnectionOf(provider: Provider, tokens: ServerTok
     if (raw === undefined) return refuse(`it named no ${tokenResponsePath}`);
     try {
       const url = checkUrl(raw, { allowLoopback: deps.allowLoopback }, `${provider.id} ${tokenResponsePath}`);
-      if (!allowedHostSuffixes.some((suffix) => url.hostname.endsWith(suffix))) return refuse(`its ${tokenResponsePath} is not on ${allowedHostSuffixes.join(' or ')}`);
+      if (!allowedHostSuffixes.some((suffix) => url.hostname.endsWith(suffix)))
+        return refuse(`its ${tokenResponsePath} is not on ${allowedHostSuffixes.join(' or ')}`);
       apiBase = url.href.replace(/\/$/, '');
     } catch (err) {
       if (err instanceof UrlPolicyError) return refuse(`its ${tokenResponsePath} is not a URL the broker calls`, err);
@@ -107,13 +126,21 @@ export async function upstreamConnectionOf(provider: Provider, tokens: ServerTok
   }
 
   // RFC 6749 §5.1: a token answer without `scope` granted what was asked for.
-  const grantedScopes = tokens.scope === undefined ? [...provider.scopes] : tokens.scope.split(' ').filter((s) => s !== '');
+  const grantedScopes =
+    tokens.scope === undefined ? [...provider.scopes] : tokens.scope.split(' ').filter((s) => s !== '');
   return { upstreamSubject: subject, upstreamName: name, grantedScopes, metadata, apiBase };
 }
 
 /** A string, a finite number or a boolean as text, bounded; anything else is absent. */
 function scalar(value: unknown): string | undefined {
-  const text = typeof value === 'number' && Number.isFinite(value) ? String(value) : typeof value === 'boolean' ? String(value) : value;
+  const text =
+    typeof value === 'number' && Number.isFinite(value)
+      ? String(value)
+      : typeof value === 'boolean'
+        ? String(value)
+        : value;
   const control = (ch: string) => ch.charCodeAt(0) < 0x20 || ch.charCodeAt(0) === 0x7f;
-  return typeof text === 'string' && text !== '' && text.length <= MAX_VALUE && ![...text].some(control) ? text : undefined;
+  return typeof text === 'string' && text !== '' && text.length <= MAX_VALUE && ![...text].some(control)
+    ? text
+    : undefined;
 }

@@ -21,7 +21,17 @@ export interface ColumnChart {
   width: number;
   height: number;
   plot: { left: number; top: number; right: number; bottom: number };
-  columns: { x: number; y: number; w: number; h: number; label: string; value: number; tone: string; labelX: number; showLabel: boolean }[];
+  columns: {
+    x: number;
+    y: number;
+    w: number;
+    h: number;
+    label: string;
+    value: number;
+    tone: string;
+    labelX: number;
+    showLabel: boolean;
+  }[];
   ticks: Tick[];
   max: number;
   total: number;
@@ -32,7 +42,17 @@ export interface RowChart {
   width: number;
   height: number;
   plot: { left: number; top: number; right: number; bottom: number };
-  rows: { x: number; y: number; w: number; h: number; label: string; value: number; tone: string; labelY: number; valueX: number }[];
+  rows: {
+    x: number;
+    y: number;
+    w: number;
+    h: number;
+    label: string;
+    value: number;
+    tone: string;
+    labelY: number;
+    valueX: number;
+  }[];
   ticks: Tick[];
   max: number;
   total: number;
@@ -54,7 +74,10 @@ function tickValues(max: number): number[] {
   return Array.from({ length: parts + 1 }, (_, i) => (max * i) / parts);
 }
 
-export function columnChart(points: readonly Point[], options: { width?: number; height?: number; labelEvery?: number } = {}): ColumnChart {
+export function columnChart(
+  points: readonly Point[],
+  options: { width?: number; height?: number; labelEvery?: number } = {},
+): ColumnChart {
   const width = options.width ?? 640;
   const height = options.height ?? 200;
   const plot = { left: 44, top: 8, right: width - 8, bottom: height - 28 };
@@ -88,7 +111,10 @@ export function columnChart(points: readonly Point[], options: { width?: number;
   };
 }
 
-export function rowChart(points: readonly Point[], options: { width?: number; rowHeight?: number; labelWidth?: number } = {}): RowChart {
+export function rowChart(
+  points: readonly Point[],
+  options: { width?: number; rowHeight?: number; labelWidth?: number } = {},
+): RowChart {
   const width = options.width ?? 640;
   const rowHeight = options.rowHeight ?? 22;
   const labelWidth = options.labelWidth ?? 220;
@@ -134,7 +160,8 @@ export function latencyLabels(bounds: readonly number[]): string[] {
 /** One count per bucket index (0 … bounds.length), zero where the query returned none. */
 export function fillBuckets(rows: readonly { bucket: number; count: number }[], bucketCount: number): number[] {
   const counts = new Array<number>(bucketCount).fill(0);
-  for (const r of rows) if (r.bucket >= 0 && r.bucket < bucketCount) counts[r.bucket] = (counts[r.bucket] ?? 0) + r.count;
+  for (const r of rows)
+    if (r.bucket >= 0 && r.bucket < bucketCount) counts[r.bucket] = (counts[r.bucket] ?? 0) + r.count;
   return counts;
 }
 

@@ -8,7 +8,9 @@ import type { Queryable } from '../db/pool.js';
 
 /** How many flows are in each state (states with none are absent). At 1M flows: an index-only scan, about 0.13 s. */
 export async function countFlowsByState(db: Queryable): Promise<Map<string, number>> {
-  const { rows } = await db.query<{ status: string; n: string }>('SELECT status, count(*) AS n FROM elicitation_navigations GROUP BY status');
+  const { rows } = await db.query<{ status: string; n: string }>(
+    'SELECT status, count(*) AS n FROM elicitation_navigations GROUP BY status',
+  );
   return new Map(rows.map((r) => [r.status, Number(r.n)]));
 }
 
@@ -45,7 +47,11 @@ export interface LatencyHistogram {
  * chain_seq index; each one's pending entry from the (navigation_id, id) index
  * (about 60 ms at 1M flows, whatever the ledger's size).
  */
-export async function findCompletionLatencyHistogram(db: Queryable, bounds: readonly number[], window: number): Promise<LatencyHistogram> {
+export async function findCompletionLatencyHistogram(
+  db: Queryable,
+  bounds: readonly number[],
+  window: number,
+): Promise<LatencyHistogram> {
   const { rows } = await db.query<{ bucket: number; n: string }>(
     `WITH v AS (
        SELECT navigation_id, chain_seq, created_at FROM navigation_events
@@ -67,6 +73,9 @@ export async function findCompletionLatencyHistogram(db: Queryable, bounds: read
 
 /** The flow an operator re-issued this one in place of, if it was re-issued from one. */
 export async function findReissuedFrom(db: Queryable, id: string): Promise<string | undefined> {
-  const { rows } = await db.query<{ reissued_from: string | null }>('SELECT reissued_from FROM elicitation_navigations WHERE id = $1', [id]);
+  const { rows } = await db.query<{ reissued_from: string | null }>(
+    'SELECT reissued_from FROM elicitation_navigations WHERE id = $1',
+    [id],
+  );
   return rows[0]?.reissued_from ?? undefined;
 }

@@ -1,4 +1,10 @@
-import { canTransition, navigationStates, openStates, transitions, type NavigationState } from '../flow/navigationStates.js';
+import {
+  canTransition,
+  navigationStates,
+  openStates,
+  transitions,
+  type NavigationState,
+} from '../flow/navigationStates.js';
 
 // Which recovery actions a flow's page offers. The use cases
 // in broker/recovery.ts decide for real; this only hides forms that would be
@@ -44,7 +50,8 @@ export const NOTICES: Record<Notice, string> = {
   closed: 'The flow was marked terminal. The event below records your reason.',
   approved: 'Approved: the next retry of the original call performs the operation.',
   rejected: 'Rejected: the flow has ended and the operation will not be performed.',
-  redriven: 'Re-driven: the operation was performed again with the same idempotency key, and its outcome is recorded below.',
+  redriven:
+    'Re-driven: the operation was performed again with the same idempotency key, and its outcome is recorded below.',
   redrive_waiting:
     'The re-drive is recorded, but it cannot be performed right now (the arguments were not kept, or the user has no connection to the provider any more). The reconcile sweep will try again.',
 };

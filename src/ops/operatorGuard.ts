@@ -43,14 +43,21 @@ export function requireOperator(deps: OperatorGuardDeps): RequestHandler {
       const current = await currentSession(deps, readSessionCookie(req));
       const subject = current?.session.subject;
       if (!current || !subject) {
-        if (req.method === 'GET') return void res.redirect(303, `/login?return_to=${encodeURIComponent(req.originalUrl)}`);
+        if (req.method === 'GET')
+          return void res.redirect(303, `/login?return_to=${encodeURIComponent(req.originalUrl)}`);
         throw new ForbiddenError('Sign in as an operator first.');
       }
       if (!current.session.operator) {
         await recordRefusal(deps, req, `web:${subject.sub}`);
         throw new ForbiddenError('Operators only: your account does not have the operator role.');
       }
-      const operator: OperatorContext = { actor: `operator:${subject.sub}`, subject, name: current.session.displayName ?? subject.sub, cookie: current.cookie, csrf: csrfTokenFor(current.cookie) };
+      const operator: OperatorContext = {
+        actor: `operator:${subject.sub}`,
+        subject,
+        name: current.session.displayName ?? subject.sub,
+        cookie: current.cookie,
+        csrf: csrfTokenFor(current.cookie),
+      };
       res.locals['operator'] = operator;
       next();
     })().catch(next);
@@ -58,10 +65,21 @@ export function requireOperator(deps: OperatorGuardDeps): RequestHandler {
 }
 
 /** Every refused attempt at an operator route or command leaves a row (append-only). */
-export async function recordRefusal(deps: OperatorGuardDeps, req: Pick<Request, 'method' | 'baseUrl' | 'path'>, actor: string): Promise<void> {
+export async function recordRefusal(
+  deps: OperatorGuardDeps,
+  req: Pick<Request, 'method' | 'baseUrl' | 'path'>,
+  actor: string,
+): Promise<void> {
   // The full path (the router is mounted at /ops): /ops/flows, not /flows.
   const path = `${req.baseUrl}${req.path === '/' ? '' : req.path}`.slice(0, 200);
   const what = `${req.method} ${path}`;
   deps.logger.warn({ actor, what }, 'operator access refused');
-  await recordOperatorAction(deps.pool, 'access_refused', `not an operator: ${what}`, actor, { method: req.method, path }, deps.clock.now());
+  await recordOperatorAction(
+    deps.pool,
+    'access_refused',
+    `not an operator: ${what}`,
+    actor,
+    { method: req.method, path },
+    deps.clock.now(),
+  );
 }

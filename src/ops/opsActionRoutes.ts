@@ -45,7 +45,10 @@ export function opsActionRoutes(deps: OpsRoutesDeps): Router {
     const receipt = await requestRedrive(broker, id, act);
     // The request is recorded; performing it now is a courtesy. If it fails, the reconcile sweep retries it.
     const outcome = await redrive(deps.ops.redrive, receipt, act.actor).catch((err: unknown) => {
-      deps.logger.warn({ err, receiptId: receipt.id }, 're-drive from the operator page failed; left to the reconcile sweep');
+      deps.logger.warn(
+        { err, receiptId: receipt.id },
+        're-drive from the operator page failed; left to the reconcile sweep',
+      );
       return undefined;
     });
     res.redirect(303, back(receipt.navigationId, outcome ? 'redriven' : 'redrive_waiting'));

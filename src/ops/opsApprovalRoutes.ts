@@ -6,7 +6,9 @@ import { parseInput } from '../web/parse.js';
 import { operatorForm, pageModel, readAct } from './opsForms.js';
 import type { OpsRoutesDeps } from './opsDeps.js';
 
-const QueueQuery = z.strictObject({ status: z.preprocess((v) => (v === '' ? undefined : v), z.enum(['pending', 'approved', 'rejected']).optional()) });
+const QueueQuery = z.strictObject({
+  status: z.preprocess((v) => (v === '' ? undefined : v), z.enum(['pending', 'approved', 'rejected']).optional()),
+});
 const DecisionParams = z.strictObject({ id: z.uuid(), decision: z.enum(['approve', 'reject']) });
 const QUEUE_LIMIT = 200;
 
@@ -27,7 +29,11 @@ export function opsApprovalRoutes(deps: OpsRoutesDeps): Router {
       deps.render('ops/approvals', {
         ...pageModel(res, 'Approval queue', 'approvals'),
         status,
-        approvals: approvals.map((a) => ({ ...a, requestedAt: a.requestedAt.toISOString(), decidedAt: a.decidedAt?.toISOString() })),
+        approvals: approvals.map((a) => ({
+          ...a,
+          requestedAt: a.requestedAt.toISOString(),
+          decidedAt: a.decidedAt?.toISOString(),
+        })),
       }),
     );
   });

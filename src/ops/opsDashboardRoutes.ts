@@ -7,7 +7,15 @@ import { pauseConnections, resumeConnections } from '../ledger/killSwitch.js';
 import { findStuckFlows } from '../ledger/ledgerQueriesRepo.js';
 import { findSwitch, URL_ELICITATION_PAUSED } from '../ledger/operatorRepo.js';
 import { parseInput } from '../web/parse.js';
-import { columnChart, dailySeries, fillBuckets, LATENCY_BOUNDS_SECONDS, latencyLabels, rowChart, seriesStart } from './charts.js';
+import {
+  columnChart,
+  dailySeries,
+  fillBuckets,
+  LATENCY_BOUNDS_SECONDS,
+  latencyLabels,
+  rowChart,
+  seriesStart,
+} from './charts.js';
 import { countFlowsByState, countFlowsPerDay, findCompletionLatencyHistogram } from './dashboardRepo.js';
 import { operatorForm, pageModel, readAct } from './opsForms.js';
 import type { OpsRoutesDeps } from './opsDeps.js';
@@ -55,10 +63,15 @@ export function opsDashboardRoutes(deps: OpsRoutesDeps): Router {
         stuck: capped(stuck.length),
         pendingApprovals: capped(pending.length),
         byState: rowChart(states),
-        latency: columnChart(latencyLabels(LATENCY_BOUNDS_SECONDS).map((label, i) => ({ label, value: latencyCounts[i] ?? 0 }))),
+        latency: columnChart(
+          latencyLabels(LATENCY_BOUNDS_SECONDS).map((label, i) => ({ label, value: latencyCounts[i] ?? 0 })),
+        ),
         latencySample: latency.sample,
         latencyWindow: LATENCY_WINDOW,
-        perDay: columnChart(days.map((d) => ({ ...d, label: d.label.slice(5) })), { labelEvery: 5 }),
+        perDay: columnChart(
+          days.map((d) => ({ ...d, label: d.label.slice(5) })),
+          { labelEvery: 5 },
+        ),
         days: DAYS,
       }),
     );

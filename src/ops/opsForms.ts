@@ -15,14 +15,19 @@ export const IdParams = z.strictObject({ id: z.uuid() });
 
 const ActionBody = z.strictObject({
   _csrf: z.string().max(128),
-  reason: z.string().trim().min(3, 'give a reason of at least 3 characters').max(500, 'keep the reason under 500 characters'),
+  reason: z
+    .string()
+    .trim()
+    .min(3, 'give a reason of at least 3 characters')
+    .max(500, 'keep the reason under 500 characters'),
 });
 
 /** Middleware for an operator form POST: refuses other origins, then reads a small urlencoded body. */
 export function operatorForm(publicOrigin: string): RequestHandler {
   const sameOrigin = requireSameOrigin(publicOrigin);
   const body = formBody({ limit: 4096 });
-  return (req, res, next) => sameOrigin(req, res, (err?: unknown) => (err === undefined ? body(req, res, next) : next(err)));
+  return (req, res, next) =>
+    sameOrigin(req, res, (err?: unknown) => (err === undefined ? body(req, res, next) : next(err)));
 }
 
 /** The operator's act from a submitted form: the CSRF token is checked first, then the reason. */
@@ -30,7 +35,8 @@ export function readAct(req: Request, res: Response): OperatorAct {
   const operator = operatorOf(res);
   const body: unknown = req.body;
   const token = typeof body === 'object' && body !== null ? (body as Record<string, unknown>)['_csrf'] : undefined;
-  if (!isValidCsrf(operator.cookie, token)) throw new ForbiddenError('This form has expired. Reload the page and try again.');
+  if (!isValidCsrf(operator.cookie, token))
+    throw new ForbiddenError('This form has expired. Reload the page and try again.');
   const { reason } = parseInput(ActionBody, body, 'form');
   return { reason, actor: operator.actor, subject: operator.subject };
 }

@@ -55,7 +55,10 @@ export interface Provider {
 const providerId = z.string().regex(/^[a-z][a-z0-9_-]{0,31}$/, 'must be a short lower-case identifier');
 const scopeToken = z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, 'must be an RFC 6749 scope token');
 // A secret in the file, or the name of an environment variable holding it (so the file can be committed).
-const SecretSchema = z.union([z.string().min(1).max(500), z.strictObject({ env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'must be an environment variable name') })]);
+const SecretSchema = z.union([
+  z.string().min(1).max(500),
+  z.strictObject({ env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'must be an environment variable name') }),
+]);
 
 /** What the deployment owns, beside the provider's own facts. */
 const deploymentFields = {
@@ -99,13 +102,20 @@ export class ProviderConfigError extends Error {
  * URL; a rejected file stops start-up with every problem listed.
  */
 export function parseProviders(entries: unknown, options: { allowLoopback: boolean; readEnv?: Env }): Provider[] {
-  if (!Array.isArray(entries)) throw new ProviderConfigError('Invalid provider configuration: expected an array of providers');
+  if (!Array.isArray(entries))
+    throw new ProviderConfigError('Invalid provider configuration: expected an array of providers');
   const env = options.readEnv ?? (() => undefined);
   const problems: string[] = [];
   const providers: Provider[] = [];
   const ids = new Set<string>();
   for (const [index, entry] of entries.entries()) {
-    const report = (list: readonly string[]) => problems.push(...list.map((p) => `[${index}]${typeof (entry as { id?: unknown })?.id === 'string' ? ` (${(entry as { id: string }).id})` : ''} ${p}`));
+    const report = (list: readonly string[]) =>
+      problems.push(
+        ...list.map(
+          (p) =>
+            `[${index}]${typeof (entry as { id?: unknown })?.id === 'string' ? ` (${(entry as { id: string }).id})` : ''} ${p}`,
+        ),
+      );
     const result = parseEntry(entry, { allowLoopback: options.allowLoopback, env });
     if ('problems' in result) {
       report(result.problems);
@@ -115,7 +125,8 @@ export function parseProviders(entries: unknown, options: { allowLoopback: boole
     ids.add(result.provider.id);
     providers.push(result.provider);
   }
-  if (problems.length > 0) throw new ProviderConfigError(`Invalid provider configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+  if (problems.length > 0)
+    throw new ProviderConfigError(`Invalid provider configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
   return providers;
 }
 
@@ -188,7 +199,10 @@ function fromCatalog(entry: unknown, options: { allowLoopback: boolean; env: Env
   const e = parsed.data;
   const known = catalog.get(e.catalog);
   const problems: string[] = [];
-  if (!known) problems.push(`catalog: ${JSON.stringify(e.catalog)} is not in the catalog (it has: ${[...catalog.keys()].join(', ')})`);
+  if (!known)
+    problems.push(
+      `catalog: ${JSON.stringify(e.catalog)} is not in the catalog (it has: ${[...catalog.keys()].join(', ')})`,
+    );
   const secret = secretOf(e.clientSecret, options.env, problems);
   const expanded = known ? expandCollecting(() => expandEntry(known, e.params, options), problems) : undefined;
   if (problems.length > 0 || !secret || !expanded) return { problems };
@@ -198,12 +212,26 @@ function fromCatalog(entry: unknown, options: { allowLoopback: boolean; env: Env
 function fromCustom(entry: unknown, options: { allowLoopback: boolean; env: Env }): Parsed {
   const shape = entry as Record<string, unknown>;
   const { clientId, clientSecret, scopes, highRisk, ...facts } = shape;
-  const deployment = z.strictObject(deploymentFields).safeParse({ id: shape['id'], clientId, clientSecret, scopes, highRisk, ...(shape['displayName'] !== undefined && { displayName: shape['displayName'] }) });
+  const deployment = z
+    .strictObject(deploymentFields)
+    .safeParse({
+      id: shape['id'],
+      clientId,
+      clientSecret,
+      scopes,
+      highRisk,
+      ...(shape['displayName'] !== undefined && { displayName: shape['displayName'] }),
+    });
   const entrySchema = CatalogEntrySchema.safeParse(facts);
-  const problems = [...(deployment.success ? [] : issuesOf(deployment.error)), ...(entrySchema.success ? [] : issuesOf(entrySchema.error))];
+  const problems = [
+    ...(deployment.success ? [] : issuesOf(deployment.error)),
+    ...(entrySchema.success ? [] : issuesOf(entrySchema.error)),
+  ];
   const secret = deployment.success ? secretOf(deployment.data.clientSecret, options.env, problems) : undefined;
   // A custom entry's parameters are declared in the entry itself: their defaults fill its templates.
-  const expanded = entrySchema.success ? expandCollecting(() => expandEntry(entrySchema.data, {}, options), problems) : undefined;
+  const expanded = entrySchema.success
+    ? expandCollecting(() => expandEntry(entrySchema.data, {}, options), problems)
+    : undefined;
   if (problems.length > 0 || !deployment.success || !secret || !expanded) return { problems };
   return { provider: toProvider(expanded, { ...deployment.data, clientSecret: secret, catalog: undefined }) };
 }

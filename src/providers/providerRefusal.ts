@@ -28,7 +28,14 @@ export class ProviderRefusedError extends InvalidInputError {
 export function providerMessage(body: unknown): string {
   if (!isObject(body)) return '';
   const error = body['error'];
-  const candidates = [body['message'], isObject(error) ? error['message'] : undefined, body['error_description'], body['detail'], body['title'], error];
+  const candidates = [
+    body['message'],
+    isObject(error) ? error['message'] : undefined,
+    body['error_description'],
+    body['detail'],
+    body['title'],
+    error,
+  ];
   const found = candidates.find((value): value is string => typeof value === 'string' && plainText(value) !== '');
   return found === undefined ? '' : plainText(found).slice(0, MAX_MESSAGE);
 }
@@ -42,6 +49,7 @@ export function providerMessage(body: unknown): string {
 export function providerRefusal(provider: string, status: number, body: unknown, what: string): AppError {
   const message = providerMessage(body);
   const said = `HTTP ${status}${message ? `: ${message}` : ''}`;
-  if (status === 429 || status >= 500) return new UnavailableError(`${provider} could not ${what} now (${said}). Try again later.`, { expose: true });
+  if (status === 429 || status >= 500)
+    return new UnavailableError(`${provider} could not ${what} now (${said}). Try again later.`, { expose: true });
   return new ProviderRefusedError(`${provider} refused to ${what} (${said}).`, status);
 }

@@ -8,5 +8,9 @@ import { ProviderConfigError } from './providerConfig.js';
  * parse, or holds something other than an array.
  */
 export function readProvidersFile(path: string): Promise<unknown[]> {
-  return readListFile(path, { variable: 'PROVIDERS_FILE', items: 'providers', error: (message, cause) => new ProviderConfigError(message, cause === undefined ? undefined : { cause }) });
+  return readListFile(path, {
+    variable: 'PROVIDERS_FILE',
+    items: 'providers',
+    error: (message, cause) => new ProviderConfigError(message, cause === undefined ? undefined : { cause }),
+  });
 }

@@ -38,7 +38,11 @@ export function banner(facts: BannerFacts): string {
     lines.push(
       `  Report Service (OAuth)     ${facts.dev.reportsIssuer}`,
       `  Report Service API         ${facts.dev.reportsApiUrl}/reports`,
-      ...(facts.dev.githubOrigin ? [`  GitHub-like provider       ${facts.dev.githubOrigin}  (plain OAuth 2.0; the github catalog entry, host ${new URL(facts.dev.githubOrigin).host})`] : []),
+      ...(facts.dev.githubOrigin
+        ? [
+            `  GitHub-like provider       ${facts.dev.githubOrigin}  (plain OAuth 2.0; the github catalog entry, host ${new URL(facts.dev.githubOrigin).host})`,
+          ]
+        : []),
       `  Development CA             ${facts.dev.caFile}  (trust it, or accept the warning once per port)`,
       '',
       `Demo users: ${facts.dev.users.join(', ')}. Development password for all: ${facts.dev.password}`,
@@ -47,10 +51,18 @@ export function banner(facts: BannerFacts): string {
     );
   }
   if (facts.dev?.networkHost) {
-    lines.push('', `!! DEV_ALLOW_NETWORK=true: development mode listens on ${facts.dev.networkHost}, beyond loopback, with known demo passwords.`, '!! Publish these ports to loopback only (as docker-compose.yml does); never on a shared network.');
+    lines.push(
+      '',
+      `!! DEV_ALLOW_NETWORK=true: development mode listens on ${facts.dev.networkHost}, beyond loopback, with known demo passwords.`,
+      '!! Publish these ports to loopback only (as docker-compose.yml does); never on a shared network.',
+    );
   }
   if (facts.anonymousMcp) {
-    lines.push('', '!! MCP_ALLOW_ANONYMOUS=true: /mcp serves requests WITHOUT a bearer token as an anonymous principal.', '!! Development and loopback only; never expose this server.');
+    lines.push(
+      '',
+      '!! MCP_ALLOW_ANONYMOUS=true: /mcp serves requests WITHOUT a bearer token as an anonymous principal.',
+      '!! Development and loopback only; never expose this server.',
+    );
   }
   lines.push('Press Ctrl-C to stop.', '');
   return lines.join('\n');

@@ -15,14 +15,27 @@ export interface RunningServer {
 }
 
 /** Listens with TLS on host:port (0 = any free port). A taken port fails with a message that says which. */
-export async function listenHttps(tls: TlsPair, handler: RequestListener, host: string, port: number, name: string): Promise<RunningServer> {
+export async function listenHttps(
+  tls: TlsPair,
+  handler: RequestListener,
+  host: string,
+  port: number,
+  name: string,
+): Promise<RunningServer> {
   const server = createServer({ cert: tls.certPem, key: tls.keyPem, minVersion: 'TLSv1.2' }, handler);
   server.keepAliveTimeout = 5_000;
   server.headersTimeout = 20_000;
   server.requestTimeout = 120_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) =>
-      reject(err.code === 'EADDRINUSE' ? new Error(`${name}: port ${port} on ${host} is already in use; set another port (see README, Configuration)`, { cause: err }) : err),
+      reject(
+        err.code === 'EADDRINUSE'
+          ? new Error(
+              `${name}: port ${port} on ${host} is already in use; set another port (see README, Configuration)`,
+              { cause: err },
+            )
+          : err,
+      ),
     );
     server.listen(port, host, () => resolve());
   });

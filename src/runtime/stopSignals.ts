@@ -17,7 +17,11 @@ export interface StopSignalHandlers {
 }
 
 /** Decides what each stop signal means; `now` is injectable for the unit test. */
-export function stopSignalHandler(handlers: StopSignalHandlers, now: () => number = Date.now, forceAfterMs = FORCE_AFTER_MS): (signal: NodeJS.Signals) => void {
+export function stopSignalHandler(
+  handlers: StopSignalHandlers,
+  now: () => number = Date.now,
+  forceAfterMs = FORCE_AFTER_MS,
+): (signal: NodeJS.Signals) => void {
   let firstAt: number | undefined;
   return (signal) => {
     if (firstAt === undefined) {

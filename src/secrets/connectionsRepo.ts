@@ -63,12 +63,31 @@ export async function upsertConnection(db: Queryable, c: ConnectionWrite, now: D
             metadata = EXCLUDED.metadata, api_base = EXCLUDED.api_base, navigation_id = EXCLUDED.navigation_id,
             connected_at = EXCLUDED.connected_at, updated_at = EXCLUDED.updated_at
      RETURNING *`,
-    [randomUUID(), c.subject.iss, c.subject.sub, c.provider, c.upstreamSubject ?? null, c.upstreamName ?? null, [...c.grantedScopes], JSON.stringify(c.metadata), c.apiBase ?? null, c.navigationId ?? null, now],
+    [
+      randomUUID(),
+      c.subject.iss,
+      c.subject.sub,
+      c.provider,
+      c.upstreamSubject ?? null,
+      c.upstreamName ?? null,
+      [...c.grantedScopes],
+      JSON.stringify(c.metadata),
+      c.apiBase ?? null,
+      c.navigationId ?? null,
+      now,
+    ],
   );
   return fromRow(rows[0]!);
 }
 
-export async function findConnection(db: Queryable, subject: Principal, provider: string): Promise<ConnectionRecord | undefined> {
-  const { rows } = await db.query<Row>('SELECT * FROM connections WHERE subject_iss = $1 AND subject_sub = $2 AND provider = $3', [subject.iss, subject.sub, provider]);
+export async function findConnection(
+  db: Queryable,
+  subject: Principal,
+  provider: string,
+): Promise<ConnectionRecord | undefined> {
+  const { rows } = await db.query<Row>(
+    'SELECT * FROM connections WHERE subject_iss = $1 AND subject_sub = $2 AND provider = $3',
+    [subject.iss, subject.sub, provider],
+  );
   return rows[0] && fromRow(rows[0]);
 }

@@ -30,7 +30,8 @@ interface Row {
   row_version: number;
 }
 
-const COLUMNS = 'id, subject_iss, subject_sub, provider, kind, ciphertext, key_id, expires_at, navigation_id, row_version';
+const COLUMNS =
+  'id, subject_iss, subject_sub, provider, kind, ciphertext, key_id, expires_at, navigation_id, row_version';
 const fromRow = (r: Row): StoredSecret => ({
   id: r.id,
   subject: { iss: r.subject_iss, sub: r.subject_sub },
@@ -54,12 +55,28 @@ export async function upsertSecret(db: Queryable, s: SecretWrite, now: Date): Pr
         SET ciphertext = EXCLUDED.ciphertext, key_id = EXCLUDED.key_id, expires_at = EXCLUDED.expires_at,
             navigation_id = COALESCE(EXCLUDED.navigation_id, secrets.navigation_id),
             row_version = secrets.row_version + 1, updated_at = EXCLUDED.updated_at`,
-    [randomUUID(), s.subject.iss, s.subject.sub, s.provider, s.kind, s.ciphertext, s.keyId, s.expiresAt ?? null, s.navigationId ?? null, now],
+    [
+      randomUUID(),
+      s.subject.iss,
+      s.subject.sub,
+      s.provider,
+      s.kind,
+      s.ciphertext,
+      s.keyId,
+      s.expiresAt ?? null,
+      s.navigationId ?? null,
+      now,
+    ],
   );
 }
 
 /** The subject's secrets for a provider; with `lock`, held until the transaction ends (refresh single-flight). */
-export async function findSecrets(db: Queryable, subject: Principal, provider: string, lock = false): Promise<StoredSecret[]> {
+export async function findSecrets(
+  db: Queryable,
+  subject: Principal,
+  provider: string,
+  lock = false,
+): Promise<StoredSecret[]> {
   // FOR UPDATE when refreshing: a second refresher waits, then sees the fresh token.
   const { rows } = await db.query<Row>(
     `SELECT ${COLUMNS} FROM secrets WHERE subject_iss = $1 AND subject_sub = $2 AND provider = $3 ORDER BY kind${lock ? ' FOR UPDATE' : ''}`,
@@ -69,5 +86,9 @@ export async function findSecrets(db: Queryable, subject: Principal, provider: s
 }
 
 export async function deleteSecrets(db: Queryable, subject: Principal, provider: string): Promise<void> {
-  await db.query('DELETE FROM secrets WHERE subject_iss = $1 AND subject_sub = $2 AND provider = $3', [subject.iss, subject.sub, provider]);
+  await db.query('DELETE FROM secrets WHERE subject_iss = $1 AND subject_sub = $2 AND provider = $3', [
+    subject.iss,
+    subject.sub,
+    provider,
+  ]);
 }

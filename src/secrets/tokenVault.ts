@@ -15,18 +15,31 @@ export interface TokenVaultDeps {
 }
 
 // The AAD names the row a ciphertext belongs to, so it cannot be moved to another user, provider or kind.
-const aadOf = (subject: Principal, provider: string, kind: SecretKind) => `${subject.iss}\n${subject.sub}\n${provider}\n${kind}`;
+const aadOf = (subject: Principal, provider: string, kind: SecretKind) =>
+  `${subject.iss}\n${subject.sub}\n${provider}\n${kind}`;
 const REFRESH_MARGIN_MS = 30_000;
 
 /** The plaintext of a stored secret (its row's identity is the AAD). */
-export const openSecret = (box: SecretBox, s: StoredSecret): string => box.open({ ciphertext: s.ciphertext, keyId: s.keyId }, aadOf(s.subject, s.provider, s.kind));
+export const openSecret = (box: SecretBox, s: StoredSecret): string =>
+  box.open({ ciphertext: s.ciphertext, keyId: s.keyId }, aadOf(s.subject, s.provider, s.kind));
 
 /** Seals and stores a token set for (subject, provider), in the caller's transaction. */
-export async function storeTokens(tx: Queryable, deps: Pick<TokenVaultDeps, 'box' | 'clock'>, subject: Principal, provider: string, tokens: ProviderTokens, navigationId: string | undefined): Promise<void> {
+export async function storeTokens(
+  tx: Queryable,
+  deps: Pick<TokenVaultDeps, 'box' | 'clock'>,
+  subject: Principal,
+  provider: string,
+  tokens: ProviderTokens,
+  navigationId: string | undefined,
+): Promise<void> {
   const now = deps.clock.now();
   const write = async (kind: SecretKind, value: string, expiresAt: Date | undefined) => {
     const sealed = deps.box.seal(value, aadOf(subject, provider, kind));
-    await upsertSecret(tx, { subject, provider, kind, ciphertext: sealed.ciphertext, keyId: sealed.keyId, expiresAt, navigationId }, now);
+    await upsertSecret(
+      tx,
+      { subject, provider, kind, ciphertext: sealed.ciphertext, keyId: sealed.keyId, expiresAt, navigationId },
+      now,
+    );
   };
   await write('access_token', tokens.accessToken, tokens.expiresAt);
   if (tokens.refreshToken) await write('refresh_token', tokens.refreshToken, undefined);
@@ -38,9 +51,15 @@ export async function storeTokens(tx: Queryable, deps: Pick<TokenVaultDeps, 'box
  * rows are locked, staleness is checked again under the lock, and only then
  * is the provider called, so two instances never spend one refresh token. A refused refresh forgets the tokens.
  */
-export async function accessTokenFor(deps: TokenVaultDeps, subject: Principal, provider: string): Promise<string | undefined> {
+export async function accessTokenFor(
+  deps: TokenVaultDeps,
+  subject: Principal,
+  provider: string,
+): Promise<string | undefined> {
   const open = (s: StoredSecret) => openSecret(deps.box, s);
-  const fresh = (s: StoredSecret | undefined) => s !== undefined && (s.expiresAt === undefined || s.expiresAt.getTime() > deps.clock.now().getTime() + REFRESH_MARGIN_MS);
+  const fresh = (s: StoredSecret | undefined) =>
+    s !== undefined &&
+    (s.expiresAt === undefined || s.expiresAt.getTime() > deps.clock.now().getTime() + REFRESH_MARGIN_MS);
   const stored = await findSecrets(deps.pool, subject, provider);
   if (stored.length === 0) return undefined; // never connected: nothing to lock or refresh
   const unlocked = stored.find((s) => s.kind === 'access_token');

@@ -25,7 +25,13 @@ export function plainText(text: string): string {
  */
 export function quoteForeign(text: string, maxChars: number): string {
   const chars = [...plainText(text).replace(/[\u201c\u201d]/gu, '"')];
-  const shown = chars.length > maxChars ? `${chars.slice(0, maxChars - 1).join('').trimEnd()}…` : chars.join('');
+  const shown =
+    chars.length > maxChars
+      ? `${chars
+          .slice(0, maxChars - 1)
+          .join('')
+          .trimEnd()}…`
+      : chars.join('');
   return `${OPEN}${shown}${CLOSE}`;
 }
 

@@ -20,7 +20,8 @@ export class UrlPolicyError extends Error {
 }
 
 // Query parameter names that would put a credential in a URL (logs, history, Referer).
-const SECRET_PARAMS = /^(access_?token|refresh_?token|id_?token|token|client_?secret|secret|password|passwd|api_?key|apikey|key|code_verifier|assertion|session|sig|signature)$/i;
+const SECRET_PARAMS =
+  /^(access_?token|refresh_?token|id_?token|token|client_?secret|secret|password|passwd|api_?key|apikey|key|code_verifier|assertion|session|sig|signature)$/i;
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
 
 /** Returns the parsed URL if it passes the policy; throws UrlPolicyError naming the first rule it breaks. */
@@ -39,12 +40,15 @@ export function checkUrl(raw: string, policy: UrlPolicy, what = 'URL'): URL {
   const url = new URL(raw);
   const loopback = LOOPBACK_HOSTS.has(url.hostname) || url.hostname.startsWith('127.');
   if (url.username || url.password) fail('carries user information');
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback && policy.allowLoopback)) fail('must use https');
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback && policy.allowLoopback))
+    fail('must use https');
   if (loopback && !policy.allowLoopback) fail('points at a loopback host');
-  if (url.hostname.split('.').some((label) => label.toLowerCase().startsWith('xn--'))) fail('has a punycode (IDN) host');
+  if (url.hostname.split('.').some((label) => label.toLowerCase().startsWith('xn--')))
+    fail('has a punycode (IDN) host');
   const ipLiteral = isIP(url.hostname.replace(/^\[|\]$/g, '')) !== 0;
   if (ipLiteral && !policy.allowIpLiteral && !(loopback && policy.allowLoopback)) fail('has an IP-address host');
-  if (policy.expectedHost !== undefined && url.host !== policy.expectedHost) fail(`is not on the configured host ${policy.expectedHost}`);
+  if (policy.expectedHost !== undefined && url.host !== policy.expectedHost)
+    fail(`is not on the configured host ${policy.expectedHost}`);
   for (const name of url.searchParams.keys()) {
     if (SECRET_PARAMS.test(name)) fail(`carries a credential in its query (${name})`);
   }
@@ -53,6 +57,8 @@ export function checkUrl(raw: string, policy: UrlPolicy, what = 'URL'): URL {
 }
 
 function printable(raw: string): string {
-  const shown = [...raw].map((ch) => (INVISIBLE.test(ch) || ch.charCodeAt(0) < 0x20 ? `\\u{${ch.codePointAt(0)!.toString(16)}}` : ch)).join('');
+  const shown = [...raw]
+    .map((ch) => (INVISIBLE.test(ch) || ch.charCodeAt(0) < 0x20 ? `\\u{${ch.codePointAt(0)!.toString(16)}}` : ch))
+    .join('');
   return shown.length > 200 ? `${shown.slice(0, 200)}…` : shown;
 }

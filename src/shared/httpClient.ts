@@ -23,7 +23,9 @@ export function createFetch(options: { extraCaPems?: readonly string[]; timeoutM
     fetch(input, {
       ...init,
       // Our deadline holds even when the caller brings its own signal (openid-client always does, at 30 s).
-      signal: init?.signal ? AbortSignal.any([init.signal, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs),
+      signal: init?.signal
+        ? AbortSignal.any([init.signal, AbortSignal.timeout(timeoutMs)])
+        : AbortSignal.timeout(timeoutMs),
       // undici's dispatcher option is not in the DOM RequestInit type
       ...({ dispatcher } as object),
     })) as Fetch;
@@ -47,8 +49,10 @@ export function strictFetch(fetch: Fetch, options: { maxBytes: number }): Fetch 
       await response.body?.cancel().catch(() => undefined);
       throw new FetchRefusedError(`${url} ${why}`);
     };
-    if (response.type === 'opaqueredirect' || (response.status >= 300 && response.status < 400)) return refuse(`answered a redirect (${response.status}), which is not followed`);
-    if (Number(response.headers.get('content-length') ?? 0) > options.maxBytes) return refuse(`answered more than ${options.maxBytes} bytes`);
+    if (response.type === 'opaqueredirect' || (response.status >= 300 && response.status < 400))
+      return refuse(`answered a redirect (${response.status}), which is not followed`);
+    if (Number(response.headers.get('content-length') ?? 0) > options.maxBytes)
+      return refuse(`answered more than ${options.maxBytes} bytes`);
     const chunks: Uint8Array[] = [];
     let size = 0;
     if (response.body) {
@@ -62,6 +66,10 @@ export function strictFetch(fetch: Fetch, options: { maxBytes: number }): Fetch 
     const headers = new Headers(response.headers);
     headers.delete('content-encoding');
     headers.delete('content-length');
-    return new Response(response.body ? Buffer.concat(chunks) : null, { status: response.status, statusText: response.statusText, headers });
+    return new Response(response.body ? Buffer.concat(chunks) : null, {
+      status: response.status,
+      statusText: response.statusText,
+      headers,
+    });
   }) as Fetch;
 }

@@ -28,7 +28,9 @@ export async function readListFile(path: string, kind: ListFileKind): Promise<un
   const entries = yaml ? parseYaml(text, path, kind) : parseJson(text, path, kind);
   if (!Array.isArray(entries)) {
     const held = entries === null ? 'nothing' : typeof entries === 'object' ? 'a mapping' : `a ${typeof entries}`;
-    throw kind.error(`${kind.variable} ${path} must hold a ${yaml ? 'YAML list' : 'JSON array'} of ${kind.items}, not ${held}`);
+    throw kind.error(
+      `${kind.variable} ${path} must hold a ${yaml ? 'YAML list' : 'JSON array'} of ${kind.items}, not ${held}`,
+    );
   }
   return entries;
 }
@@ -42,7 +44,10 @@ function parseYaml(text: string, path: string, kind: ListFileKind): unknown {
   if (problem) {
     const { line, col } = lineCounter.linePos(problem.pos[0]);
     const hint = problem.code === 'TAG_RESOLVE_FAILED' ? ' (custom tags are not supported)' : '';
-    throw kind.error(`${kind.variable} ${path} is not valid YAML: line ${line}, column ${col}: ${problem.message}${hint}`, problem);
+    throw kind.error(
+      `${kind.variable} ${path} is not valid YAML: line ${line}, column ${col}: ${problem.message}${hint}`,
+      problem,
+    );
   }
   try {
     return doc.toJS();
@@ -61,7 +66,10 @@ function parseJson(text: string, path: string, kind: ListFileKind): unknown {
     // V8 names an offset ("… in JSON at position 42"); an operator needs the line and column.
     const position = /at position (\d+)/.exec(message)?.[1];
     const where = position === undefined ? '' : ` ${lineAndColumn(json, Number(position))}:`;
-    throw kind.error(`${kind.variable} ${path} is not valid JSON:${where} ${message.replace(/ in JSON at position \d+.*$/, '')}`, cause);
+    throw kind.error(
+      `${kind.variable} ${path} is not valid JSON:${where} ${message.replace(/ in JSON at position \d+.*$/, '')}`,
+      cause,
+    );
   }
 }
 

@@ -37,7 +37,9 @@ const OAUTH_CODE_CONTAINERS = ['query', 'body', 'params', 'searchParams', 'callb
 const atEveryDepth = (path: string): string[] => [path, `*.${path}`, `*.*.${path}`, `*.*.*.${path}`];
 
 export const redactPaths: string[] = [
-  ...SECRET_KEYS.flatMap((k) => (/^[A-Za-z_]\w*$/.test(k) ? atEveryDepth(k) : [`["${k}"]`, `*["${k}"]`, `*.*["${k}"]`, `*.*.*["${k}"]`])),
+  ...SECRET_KEYS.flatMap((k) =>
+    /^[A-Za-z_]\w*$/.test(k) ? atEveryDepth(k) : [`["${k}"]`, `*["${k}"]`, `*.*["${k}"]`, `*.*.*["${k}"]`],
+  ),
   ...OAUTH_CODE_CONTAINERS.flatMap((container) => atEveryDepth(`${container}.code`)),
 ];
 

@@ -17,7 +17,11 @@ const localPath = z
 
 const loginQuery = z.strictObject({ return_to: localPath.optional() });
 // The callback may carry extra parameters (iss, session_state…); openid-client reads the URL itself.
-const callbackQuery = z.object({ state: z.string().max(512).optional(), code: z.string().max(4096).optional(), error: z.string().max(256).optional() });
+const callbackQuery = z.object({
+  state: z.string().max(512).optional(),
+  code: z.string().max(4096).optional(),
+  error: z.string().max(256).optional(),
+});
 const logoutBody = z.strictObject({ _csrf: z.string().max(128) });
 
 export interface AuthRoutesDeps extends SignInDeps {
@@ -47,12 +51,15 @@ export function authRoutes(deps: AuthRoutesDeps): Router {
     parseInput(callbackQuery, req.query, 'query');
     const currentUrl = new URL(req.originalUrl, deps.publicUrl);
     const cookies = { session: readSessionCookie(req), login: readLoginCookie(req) };
-    const { newCookie, returnTo, loginCookie } = await completeSignIn(deps, cookies, currentUrl).catch((err: unknown) => {
-      // A response that failed is spent too: the browser forgets its sign-in, a retry starts again.
-      const state = currentUrl.searchParams.get('state');
-      if (state && cookies.login) writeLoginCookie(res, deps.logins.take(cookies.login, state, deps.clock.now()).rest, loginMaxAge);
-      throw err;
-    });
+    const { newCookie, returnTo, loginCookie } = await completeSignIn(deps, cookies, currentUrl).catch(
+      (err: unknown) => {
+        // A response that failed is spent too: the browser forgets its sign-in, a retry starts again.
+        const state = currentUrl.searchParams.get('state');
+        if (state && cookies.login)
+          writeLoginCookie(res, deps.logins.take(cookies.login, state, deps.clock.now()).rest, loginMaxAge);
+        throw err;
+      },
+    );
     writeLoginCookie(res, loginCookie, loginMaxAge);
     writeSessionCookie(res, newCookie, deps.sessionTtlSeconds);
     res.redirect(303, returnTo);
@@ -61,7 +68,8 @@ export function authRoutes(deps: AuthRoutesDeps): Router {
   router.post('/logout', requireSameOrigin(deps.publicUrl.origin), formBody({ limit: 2048 }), async (req, res) => {
     const body = parseInput(logoutBody, req.body, 'form');
     const cookie = readSessionCookie(req);
-    if (!isValidCsrf(cookie, body._csrf)) throw new ForbiddenError('This form has expired. Reload the page and try again.');
+    if (!isValidCsrf(cookie, body._csrf))
+      throw new ForbiddenError('This form has expired. Reload the page and try again.');
     await signOut(deps, cookie);
     clearSessionCookie(res);
     res.redirect(303, '/');

@@ -9,7 +9,12 @@ const keys = [{ kid: 'k1', key: new Secret(randomBytes(32).toString('base64url')
 const cookies = createLoginCookies(createSecretBox(createKeyring(keys, 'browser-login')));
 const now = new Date('2030-01-01T00:00:00Z');
 const inTen = new Date(now.getTime() + 600_000);
-const login = (returnTo = '/') => ({ codeVerifier: 'verifier-canary-9d2f0b7c3e1a4f6b8d0c2e4a6b8d0f1a3c5e7', nonce: 'nonce-canary', returnTo, expiresAt: inTen });
+const login = (returnTo = '/') => ({
+  codeVerifier: 'verifier-canary-9d2f0b7c3e1a4f6b8d0c2e4a6b8d0f1a3c5e7',
+  nonce: 'nonce-canary',
+  returnTo,
+  expiresAt: inTen,
+});
 
 describe('login cookie', () => {
   it('keeps no plaintext PKCE verifier, nonce or return target', () => {
@@ -48,6 +53,11 @@ describe('login cookie', () => {
     expect(cookies.take(value, 's4', now).login).toBeDefined();
     let small: string | undefined;
     for (const state of ['s1', 's2', 's3', 's4']) small = cookies.add(small, state, login(), now);
-    expect(['s1', 's2', 's3', 's4'].map((s) => cookies.take(small, s, now).login !== undefined)).toEqual([false, true, true, true]);
+    expect(['s1', 's2', 's3', 's4'].map((s) => cookies.take(small, s, now).login !== undefined)).toEqual([
+      false,
+      true,
+      true,
+      true,
+    ]);
   });
 });

@@ -11,13 +11,21 @@ describe('a flood of unauthenticated sign-in requests', () => {
   // The broker's clock stands still unless a test moves it, so no bucket refills behind a test's back.
   const startedAt = Date.now();
   let advancedMs = 0;
-  const { stack } = useBrokerStack({ loginRateLimit: DEFAULT_LOGIN_RATE_LIMIT, clock: { now: () => new Date(startedAt + advancedMs) } });
+  const { stack } = useBrokerStack({
+    loginRateLimit: DEFAULT_LOGIN_RATE_LIMIT,
+    clock: { now: () => new Date(startedAt + advancedMs) },
+  });
 
   /** Every row of every table in the test's schema. */
   async function rowCounts(): Promise<Record<string, number>> {
-    const { rows } = await stack.db.pool.query<{ table_name: string }>(`SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'`);
+    const { rows } = await stack.db.pool.query<{ table_name: string }>(
+      `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'`,
+    );
     const counts: Record<string, number> = {};
-    for (const { table_name: table } of rows) counts[table] = (await stack.db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${table}"`)).rows[0]!.n;
+    for (const { table_name: table } of rows)
+      counts[table] = (
+        await stack.db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${table}"`)
+      ).rows[0]!.n;
     return counts;
   }
 
@@ -27,13 +35,21 @@ describe('a flood of unauthenticated sign-in requests', () => {
     let retryAfter: string | null = null;
     for (let i = 0; i < 500; i += 25) {
       const batch = await Promise.all(
-        Array.from({ length: 25 }, () => stack.fetch(`${stack.brokerUrl}/login?return_to=/`, { redirect: 'manual', headers: { accept: 'application/json' } })),
+        Array.from({ length: 25 }, () =>
+          stack.fetch(`${stack.brokerUrl}/login?return_to=/`, {
+            redirect: 'manual',
+            headers: { accept: 'application/json' },
+          }),
+        ),
       );
       for (const response of batch) {
         statuses.push(response.status);
         if (response.status === 429) {
           retryAfter = response.headers.get('retry-after');
-          expect(await response.json()).toMatchObject({ error: 'rate_limited', message: expect.stringContaining('Wait a moment') });
+          expect(await response.json()).toMatchObject({
+            error: 'rate_limited',
+            message: expect.stringContaining('Wait a moment'),
+          });
         } else await response.arrayBuffer();
       }
     }
@@ -46,7 +62,10 @@ describe('a flood of unauthenticated sign-in requests', () => {
   });
 
   it('limits the callback with the same bucket', async () => {
-    const response = await stack.fetch(`${stack.brokerUrl}/auth/callback?state=x&code=y`, { redirect: 'manual', headers: { accept: 'application/json' } });
+    const response = await stack.fetch(`${stack.brokerUrl}/auth/callback?state=x&code=y`, {
+      redirect: 'manual',
+      headers: { accept: 'application/json' },
+    });
     expect(response.status).toBe(429);
     expect(response.headers.get('retry-after')).toMatch(/^\d+$/);
   });

@@ -11,7 +11,16 @@ describe('hasOperatorRole', () => {
   });
 
   it('refuses look-alikes, other types and a missing claim', () => {
-    for (const roles of [['operators'], ['Operator'], 'superoperator', ['op erator'], { operator: true }, 1, null, [['operator']]]) {
+    for (const roles of [
+      ['operators'],
+      ['Operator'],
+      'superoperator',
+      ['op erator'],
+      { operator: true },
+      1,
+      null,
+      [['operator']],
+    ]) {
       expect(hasOperatorRole({ roles }, policy), JSON.stringify(roles)).toBe(false);
     }
     expect(hasOperatorRole({}, policy)).toBe(false);

@@ -19,7 +19,10 @@ describe('browser sign-in', () => {
   const atCallback = (url: URL) => url.pathname === '/auth/callback';
 
   /** Runs the login up to the broker's callback, which is not followed. */
-  async function signInUntilCallback(browser: TestBrowser, login = 'alice'): Promise<{ form: BrowserResponse; callback: URL }> {
+  async function signInUntilCallback(
+    browser: TestBrowser,
+    login = 'alice',
+  ): Promise<{ form: BrowserResponse; callback: URL }> {
     const form = await browser.get(`${stack.brokerUrl}/login?return_to=/`);
     const done = await browser.submitForm(form, { login, password: DEV_PASSWORD }, { stopAt: atCallback });
     expect(done.location, 'the identity provider redirects back to the broker').toBeDefined();
@@ -27,7 +30,9 @@ describe('browser sign-in', () => {
   }
 
   async function sessionRows() {
-    const { rows } = await stack.db.pool.query('SELECT id_digest, subject_iss, subject_sub, display_name, operator FROM web_sessions WHERE subject_sub IS NOT NULL');
+    const { rows } = await stack.db.pool.query(
+      'SELECT id_digest, subject_iss, subject_sub, display_name, operator FROM web_sessions WHERE subject_sub IS NOT NULL',
+    );
     return rows as { id_digest: Buffer; subject_iss: string; subject_sub: string; display_name: string }[];
   }
 
@@ -58,9 +63,19 @@ describe('browser sign-in', () => {
     expect(cookie).toMatchObject({ secure: true, httpOnly: true, sameSite: 'Lax', path: '/', hostOnly: true });
 
     const rows = (await sessionRows()).filter((r) => r.id_digest.equals(digestOf(cookie!.value)));
-    expect(rows).toEqual([expect.objectContaining({ subject_iss: stack.dev.idp.issuer, subject_sub: 'alice', display_name: 'alice', operator: false })]);
+    expect(rows).toEqual([
+      expect.objectContaining({
+        subject_iss: stack.dev.idp.issuer,
+        subject_sub: 'alice',
+        display_name: 'alice',
+        operator: false,
+      }),
+    ]);
     expect(home.text).not.toContain('href="/ops"');
-    expect(browser.cookiesFor(`${stack.brokerUrl}/`).some((c) => c.name === '__Host-broker_login'), 'the spent sign-in is forgotten').toBe(false);
+    expect(
+      browser.cookiesFor(`${stack.brokerUrl}/`).some((c) => c.name === '__Host-broker_login'),
+      'the spent sign-in is forgotten',
+    ).toBe(false);
   });
 
   it('remembers the operator role of a sign-in whose claims carry it (the demo ops user)', async () => {
@@ -80,7 +95,9 @@ describe('browser sign-in', () => {
     const before = browser.cookiesFor(`${stack.brokerUrl}/`).find((c) => c.name === '__Host-broker_session')!.value;
     // Signing in again from a browser that holds a session (planted or its own) replaces that session.
     const again = await browser.get(`${stack.brokerUrl}/login?return_to=/`, { stopAt: atCallback });
-    const done = again.location ? again : await browser.submitForm(again, { login: 'alice', password: DEV_PASSWORD }, { stopAt: atCallback });
+    const done = again.location
+      ? again
+      : await browser.submitForm(again, { login: 'alice', password: DEV_PASSWORD }, { stopAt: atCallback });
     await browser.get(done.location!);
     const after = browser.cookiesFor(`${stack.brokerUrl}/`).find((c) => c.name === '__Host-broker_session')!.value;
     expect(after).not.toBe(before);
@@ -89,7 +106,8 @@ describe('browser sign-in', () => {
   });
 
   it('writes nothing to the database before the identity provider sends the browser back', async () => {
-    const sessions = async () => (await stack.db.pool.query('SELECT count(*)::int AS n FROM web_sessions')).rows[0].n as number;
+    const sessions = async () =>
+      (await stack.db.pool.query('SELECT count(*)::int AS n FROM web_sessions')).rows[0].n as number;
     const before = await sessions();
     const browser = newBrowser();
     const form = await browser.get(`${stack.brokerUrl}/login?return_to=/notes/recognisable-target`);
@@ -101,7 +119,8 @@ describe('browser sign-in', () => {
     const [expiry, , ciphertext] = login!.value.split('.');
     expect(Number(expiry) * 1000).toBeGreaterThan(Date.now());
     const opened = Buffer.from(ciphertext!, 'base64url').toString('latin1');
-    for (const clear of [new URL(done.location!).searchParams.get('state')!, 'recognisable-target']) expect(opened + login!.value).not.toContain(clear);
+    for (const clear of [new URL(done.location!).searchParams.get('state')!, 'recognisable-target'])
+      expect(opened + login!.value).not.toContain(clear);
     await browser.get(done.location!);
     expect(await sessions()).toBe(before + 1);
   });
@@ -176,14 +195,22 @@ describe('browser sign-in', () => {
 
     const forged = await browser.post(`${stack.brokerUrl}/logout`, { _csrf: 'forged' }, { origin: stack.brokerUrl });
     expect(forged.status).toBe(403);
-    const crossSite = await browser.submitForm(home, {}, { form: '/logout', headers: { origin: 'https://evil.example' } });
+    const crossSite = await browser.submitForm(
+      home,
+      {},
+      { form: '/logout', headers: { origin: 'https://evil.example' } },
+    );
     expect(crossSite.status).toBe(403);
-    expect((await stack.db.pool.query('SELECT 1 FROM web_sessions WHERE id_digest = $1', [digestOf(cookie)])).rowCount).toBe(1);
+    expect(
+      (await stack.db.pool.query('SELECT 1 FROM web_sessions WHERE id_digest = $1', [digestOf(cookie)])).rowCount,
+    ).toBe(1);
 
     const out = await browser.submitForm(home, {}, { form: '/logout' });
     expect(out.url).toBe(`${stack.brokerUrl}/`);
     expect(out.text).toContain('Sign in');
-    expect((await stack.db.pool.query('SELECT 1 FROM web_sessions WHERE id_digest = $1', [digestOf(cookie)])).rowCount).toBe(0);
+    expect(
+      (await stack.db.pool.query('SELECT 1 FROM web_sessions WHERE id_digest = $1', [digestOf(cookie)])).rowCount,
+    ).toBe(0);
     expect(browser.cookiesFor(`${stack.brokerUrl}/`).some((c) => c.name === '__Host-broker_session')).toBe(false);
   });
 

@@ -20,7 +20,15 @@ describe('completion reaches a waiting retry on another instance (LISTEN/NOTIFY)
     const callback = held.location!;
 
     const started = Date.now();
-    const waiting = retryConnection(stack, tokens.alice, 'reports_create', args, elicited.requestState, 'accept', stack.secondUrl);
+    const waiting = retryConnection(
+      stack,
+      tokens.alice,
+      'reports_create',
+      args,
+      elicited.requestState,
+      'accept',
+      stack.secondUrl,
+    );
     await new Promise((r) => setTimeout(r, 400));
     const landed = await run.browser.get(callback);
     expect(landed.text).toContain('Report Service is connected');
@@ -40,7 +48,11 @@ describe('completion reaches a waiting retry on another instance (LISTEN/NOTIFY)
       const args = { title: 'Slow user', body: 'y' };
       const elicited = await elicitConnection(quick, token, 'reports_create', args);
       const pending = await retryConnection(quick, token, 'reports_create', args, elicited.requestState, 'accept');
-      expect(pending.json.result).toEqual({ resultType: 'input_required', requestState: expect.any(String), _meta: expect.any(Object) });
+      expect(pending.json.result).toEqual({
+        resultType: 'input_required',
+        requestState: expect.any(String),
+        _meta: expect.any(Object),
+      });
       expect(pending.json.result?.['requestState']).not.toBe(elicited.requestState);
       const status = await quick.db.pool.query('SELECT status FROM elicitation_navigations');
       expect(status.rows).toEqual([{ status: 'NAVIGATION_ACCEPTED' }]);

@@ -27,7 +27,10 @@ interface Flow {
 describe('connect flow faults in the browser', () => {
   let clockOffsetMs = 0;
   const clock = { now: () => new Date(Date.now() + clockOffsetMs) };
-  const { stack, tokens } = useBrokerStack({ clock, retryWaitMs: RETRY_WAIT_MS, navigationTtlSeconds: NAVIGATION_TTL_SECONDS }, { users: ['alice'] });
+  const { stack, tokens } = useBrokerStack(
+    { clock, retryWaitMs: RETRY_WAIT_MS, navigationTtlSeconds: NAVIGATION_TTL_SECONDS },
+    { users: ['alice'] },
+  );
 
   afterEach(async () => {
     clockOffsetMs = 0;
@@ -36,12 +39,20 @@ describe('connect flow faults in the browser', () => {
   });
 
   const query = async (sql: string, params: unknown[] = []) => (await stack.db.pool.query(sql, params)).rows;
-  const navigation = async (flow: Flow) => (await query('SELECT status, row_version, updated_at FROM elicitation_navigations WHERE id = $1', [flow.id]))[0];
-  const events = async (flow: Flow) => query('SELECT event, actor, from_status, to_status, evidence FROM navigation_events WHERE navigation_id = $1 ORDER BY id', [flow.id]);
-  const countOf = async (table: 'consent_receipts' | 'oauth_transactions' | 'operation_receipts' | 'secrets', flow: Flow) =>
-    (await query(`SELECT count(*)::int AS n FROM ${table} WHERE navigation_id = $1`, [flow.id]))[0].n as number;
+  const navigation = async (flow: Flow) =>
+    (await query('SELECT status, row_version, updated_at FROM elicitation_navigations WHERE id = $1', [flow.id]))[0];
+  const events = async (flow: Flow) =>
+    query(
+      'SELECT event, actor, from_status, to_status, evidence FROM navigation_events WHERE navigation_id = $1 ORDER BY id',
+      [flow.id],
+    );
+  const countOf = async (
+    table: 'consent_receipts' | 'oauth_transactions' | 'operation_receipts' | 'secrets',
+    flow: Flow,
+  ) => (await query(`SELECT count(*)::int AS n FROM ${table} WHERE navigation_id = $1`, [flow.id]))[0].n as number;
   const storedSecrets = () => query('SELECT id, kind, row_version, ciphertext FROM secrets ORDER BY kind');
-  const reportsTitled = async (title: string) => (await reportsAt(stack, 'rs-user-alice')).filter((r) => r.title === title);
+  const reportsTitled = async (title: string) =>
+    (await reportsAt(stack, 'rs-user-alice')).filter((r) => r.title === title);
 
   async function elicit(title: string): Promise<Flow> {
     const args = { title, body: `${title}: body` };
@@ -62,7 +73,10 @@ describe('connect flow faults in the browser', () => {
   /** A browser signed in to the broker as `login`, without any connect link. */
   async function signedIn(login: string): Promise<TestBrowser> {
     const browser = createTestBrowser({ fetch: stack.fetch });
-    const home = await browser.submitForm(await browser.get(`${stack.brokerUrl}/login?return_to=/`), { login, password: DEV_PASSWORD });
+    const home = await browser.submitForm(await browser.get(`${stack.brokerUrl}/login?return_to=/`), {
+      login,
+      password: DEV_PASSWORD,
+    });
     expect(home.url).toBe(`${stack.brokerUrl}/`);
     return browser;
   }
@@ -86,9 +100,19 @@ describe('connect flow faults in the browser', () => {
 
     expect(await navigation(flow)).toEqual(before);
     expect(await events(flow)).toContainEqual(
-      expect.objectContaining({ event: 'subject_mismatch', actor: 'browser:mallory', from_status: 'USER_REVIEW', to_status: 'USER_REVIEW', evidence: expect.objectContaining({ where: 'connect_page', browserSub: 'mallory' }) }),
+      expect.objectContaining({
+        event: 'subject_mismatch',
+        actor: 'browser:mallory',
+        from_status: 'USER_REVIEW',
+        to_status: 'USER_REVIEW',
+        evidence: expect.objectContaining({ where: 'connect_page', browserSub: 'mallory' }),
+      }),
     );
-    expect([await countOf('consent_receipts', flow), await countOf('oauth_transactions', flow), await countOf('secrets', flow)]).toEqual([0, 0, 0]);
+    expect([
+      await countOf('consent_receipts', flow),
+      await countOf('oauth_transactions', flow),
+      await countOf('secrets', flow),
+    ]).toEqual([0, 0, 0]);
     await expectNothingAccepted(flow);
 
     const done = await consentAndAuthorize(stack, await openConnectLink(stack, flow.url, 'alice'), 'alice');
@@ -101,13 +125,22 @@ describe('connect flow faults in the browser', () => {
     const before = await navigation(flow);
     const mallory = await signedIn('mallory');
     const cookie = mallory.cookiesFor(stack.brokerUrl).find((c) => c.name === SESSION_COOKIE)!;
-    const page = await mallory.post(new URL(new URL(flow.url).pathname, stack.brokerUrl).href, { _csrf: csrfTokenFor(cookie.value) }, { origin: stack.brokerUrl, followRedirects: false });
+    const page = await mallory.post(
+      new URL(new URL(flow.url).pathname, stack.brokerUrl).href,
+      { _csrf: csrfTokenFor(cookie.value) },
+      { origin: stack.brokerUrl, followRedirects: false },
+    );
 
     expect(page.status).toBe(403);
     expect(page.location).toBeUndefined();
     expect(page.text).toContain('belongs to another user');
     expect(await navigation(flow)).toEqual(before);
-    expect(await events(flow)).toContainEqual(expect.objectContaining({ event: 'subject_mismatch', evidence: expect.objectContaining({ where: 'consent', browserSub: 'mallory' }) }));
+    expect(await events(flow)).toContainEqual(
+      expect.objectContaining({
+        event: 'subject_mismatch',
+        evidence: expect.objectContaining({ where: 'consent', browserSub: 'mallory' }),
+      }),
+    );
     expect([await countOf('consent_receipts', flow), await countOf('oauth_transactions', flow)]).toEqual([0, 0]);
   });
 
@@ -122,7 +155,12 @@ describe('connect flow faults in the browser', () => {
     expect(page.text).toContain('You are not the user who started this connection');
     expect(await navigation(flow)).toEqual(before);
     expect(await events(flow)).toContainEqual(
-      expect.objectContaining({ event: 'subject_mismatch', from_status: 'OUT_OF_BAND_PENDING', to_status: 'OUT_OF_BAND_PENDING', evidence: expect.objectContaining({ where: 'callback', browserSub: 'mallory' }) }),
+      expect.objectContaining({
+        event: 'subject_mismatch',
+        from_status: 'OUT_OF_BAND_PENDING',
+        to_status: 'OUT_OF_BAND_PENDING',
+        evidence: expect.objectContaining({ where: 'callback', browserSub: 'mallory' }),
+      }),
     );
     expect(await storedSecrets()).toEqual([]);
     await expectNothingAccepted(flow);
@@ -148,7 +186,14 @@ describe('connect flow faults in the browser', () => {
       retryResult: retry.json.result?.['resultType'],
       receipts: await countOf('operation_receipts', flow),
       reports: (await reportsTitled(flow.args.title)).length,
-    }).toEqual({ callbackRefused: true, navigationVerified: false, secretsStored: 0, retryResult: 'input_required', receipts: 0, reports: 0 });
+    }).toEqual({
+      callbackRefused: true,
+      navigationVerified: false,
+      secretsStored: 0,
+      retryResult: 'input_required',
+      receipts: 0,
+      reports: 0,
+    });
   });
 
   it('lets the link be fetched many times, signed out and signed in, without changing the navigation', async () => {
@@ -160,15 +205,26 @@ describe('connect flow faults in the browser', () => {
       expect([page.status, page.text.includes('Sign in to connect')]).toEqual([200, true]);
     }
     const run = await openConnectLink(stack, flow.url, 'alice');
-    for (let i = 0; i < 3; i++) expect((await run.browser.get(flow.url)).text).toContain(`Continue to ${stack.dev.reports.issuer}`);
+    for (let i = 0; i < 3; i++)
+      expect((await run.browser.get(flow.url)).text).toContain(`Continue to ${stack.dev.reports.issuer}`);
 
     expect(await navigation(flow)).toEqual(before);
     expect((await events(flow)).map((e) => e.event)).toEqual(['created', 'present']);
     expect([await countOf('consent_receipts', flow), await countOf('oauth_transactions', flow)]).toEqual([0, 0]);
 
     expect((await consentAndAuthorize(stack, run, 'alice')).text).toContain('Report Service is connected');
-    const accepted = await retryConnection(stack, tokens.alice, 'reports_create', flow.args, flow.requestState, 'accept');
-    expect(accepted.json.result).toMatchObject({ resultType: 'complete', structuredContent: { status: 'created', report: { title: 'Prefetched link' } } });
+    const accepted = await retryConnection(
+      stack,
+      tokens.alice,
+      'reports_create',
+      flow.args,
+      flow.requestState,
+      'accept',
+    );
+    expect(accepted.json.result).toMatchObject({
+      resultType: 'complete',
+      structuredContent: { status: 'created', report: { title: 'Prefetched link' } },
+    });
   });
 
   it('rejects a second callback with the same state and changes nothing', async () => {
@@ -210,7 +266,11 @@ describe('connect flow faults in the browser', () => {
     const run = await openConnectLink(stack, flow.url, 'alice');
     const before = [await navigation(flow), await events(flow)];
     const forged = new URL('/oauth/callback/reports', stack.brokerUrl);
-    forged.search = new URLSearchParams({ code: randomToken(), state: randomToken(), iss: stack.dev.reports.issuer }).toString();
+    forged.search = new URLSearchParams({
+      code: randomToken(),
+      state: randomToken(),
+      iss: stack.dev.reports.issuer,
+    }).toString();
 
     const page = await run.browser.get(forged.href);
     expect(page.status).toBe(400);
@@ -224,7 +284,14 @@ describe('connect flow faults in the browser', () => {
     const flow = await elicit('Duplicate callback');
     const { browser, callbackUrl } = await authorizeUntilCallback(flow);
     expect((await browser.get(callbackUrl)).text).toContain('Report Service is connected');
-    const accepted = await retryConnection(stack, tokens.alice, 'reports_create', flow.args, flow.requestState, 'accept');
+    const accepted = await retryConnection(
+      stack,
+      tokens.alice,
+      'reports_create',
+      flow.args,
+      flow.requestState,
+      'accept',
+    );
     expect(accepted.json.result).toMatchObject({ resultType: 'complete', structuredContent: { status: 'created' } });
     const before = [await navigation(flow), await events(flow), await storedSecrets()];
     expect(before[0]).toMatchObject({ status: 'MRTR_RETRY_ACCEPTED' });
@@ -236,17 +303,22 @@ describe('connect flow faults in the browser', () => {
     expect(await reportsTitled(flow.args.title)).toHaveLength(1);
   });
 
-  it.each(['//evil.example/', 'https://evil.example', '/\\evil.example', '/\t/evil.example'])('refuses to sign in with the off-site return target %s and changes nothing', async (target) => {
-    const count = async () => (await query('SELECT (SELECT count(*) FROM web_sessions)::int AS s'))[0];
-    const before = await count();
-    const browser = createTestBrowser({ fetch: stack.fetch });
-    const page = await browser.get(`${stack.brokerUrl}/login?return_to=${encodeURIComponent(target)}`, { followRedirects: false });
+  it.each(['//evil.example/', 'https://evil.example', '/\\evil.example', '/\t/evil.example'])(
+    'refuses to sign in with the off-site return target %s and changes nothing',
+    async (target) => {
+      const count = async () => (await query('SELECT (SELECT count(*) FROM web_sessions)::int AS s'))[0];
+      const before = await count();
+      const browser = createTestBrowser({ fetch: stack.fetch });
+      const page = await browser.get(`${stack.brokerUrl}/login?return_to=${encodeURIComponent(target)}`, {
+        followRedirects: false,
+      });
 
-    expect(page.status).toBe(400);
-    expect(page.headers.get('location')).toBeNull();
-    expect(browser.cookies()).toEqual([]);
-    expect(await count()).toEqual(before);
-  });
+      expect(page.status).toBe(400);
+      expect(page.headers.get('location')).toBeNull();
+      expect(browser.cookies()).toEqual([]);
+      expect(await count()).toEqual(before);
+    },
+  );
 
   it('answers a state-only input_required after the bounded wait when the user accepted but never completed', async () => {
     const flow = await elicit('Accepted, never completed');
@@ -266,23 +338,45 @@ describe('connect flow faults in the browser', () => {
 
   it('gives a new connect link, and accepts nothing, when the navigation expired before the user completed it', async () => {
     const flow = await elicit('Expired before completion');
-    const waiting = await retryConnection(stack, tokens.alice, 'reports_create', flow.args, flow.requestState, 'accept');
+    const waiting = await retryConnection(
+      stack,
+      tokens.alice,
+      'reports_create',
+      flow.args,
+      flow.requestState,
+      'accept',
+    );
     const requestState = waiting.json.result?.['requestState'] as string;
     clockOffsetMs = (NAVIGATION_TTL_SECONDS + 1) * 1000;
 
     const next = await retryConnection(stack, tokens.alice, 'reports_create', flow.args, requestState, undefined);
-    const params = (next.json.result as { inputRequests?: { connect?: { method: string; params: { mode: string; url: string } } } }).inputRequests?.connect;
+    const params = (
+      next.json.result as { inputRequests?: { connect?: { method: string; params: { mode: string; url: string } } } }
+    ).inputRequests?.connect;
     expect(next.json.result).toMatchObject({ resultType: 'input_required', requestState: expect.any(String) });
     expect(params).toMatchObject({ method: 'elicitation/create', params: { mode: 'url' } });
     expect(params!.params.url).not.toBe(flow.url);
     expect(new URL(params!.params.url).origin).toBe(stack.brokerUrl);
 
     expect((await navigation(flow)).status).toBe('EXPIRED');
-    expect((await events(flow)).at(-1)).toMatchObject({ event: 'expire', from_status: 'NAVIGATION_ACCEPTED', to_status: 'EXPIRED' });
+    expect((await events(flow)).at(-1)).toMatchObject({
+      event: 'expire',
+      from_status: 'NAVIGATION_ACCEPTED',
+      to_status: 'EXPIRED',
+    });
     const newHandle = new URL(params!.params.url).pathname.split('/').pop()!;
-    const [fresh] = await query('SELECT id, status, subject_sub FROM elicitation_navigations WHERE handle_digest = $1', [digestOf(newHandle)]);
+    const [fresh] = await query(
+      'SELECT id, status, subject_sub FROM elicitation_navigations WHERE handle_digest = $1',
+      [digestOf(newHandle)],
+    );
     expect(fresh).toMatchObject({ status: 'USER_REVIEW', subject_sub: 'alice' });
-    expect((await query('SELECT count(*)::int AS n FROM operation_receipts WHERE navigation_id = ANY($1)', [[flow.id, fresh.id]]))[0].n).toBe(0);
+    expect(
+      (
+        await query('SELECT count(*)::int AS n FROM operation_receipts WHERE navigation_id = ANY($1)', [
+          [flow.id, fresh.id],
+        ])
+      )[0].n,
+    ).toBe(0);
     expect(await reportsTitled(flow.args.title)).toEqual([]);
     const old = await openConnectLink(stack, flow.url, 'alice');
     expect([old.review.status, old.review.text.includes('This link has expired')]).toEqual([410, true]);
@@ -290,18 +384,25 @@ describe('connect flow faults in the browser', () => {
 
   it('accepts the operation exactly once when two instances race the same retry', async () => {
     const flow = await elicit('Raced retry');
-    expect((await consentAndAuthorize(stack, await openConnectLink(stack, flow.url, 'alice'), 'alice')).text).toContain('Report Service is connected');
+    expect((await consentAndAuthorize(stack, await openConnectLink(stack, flow.url, 'alice'), 'alice')).text).toContain(
+      'Report Service is connected',
+    );
 
     const answers = await Promise.all([
       retryConnection(stack, tokens.alice, 'reports_create', flow.args, flow.requestState, 'accept'),
       retryConnection(stack, tokens.alice, 'reports_create', flow.args, flow.requestState, 'accept', stack.secondUrl),
     ]);
     const ids = answers.map((a) => {
-      expect(a.json.result).toMatchObject({ resultType: 'complete', structuredContent: { status: 'created', report: { title: 'Raced retry' } } });
+      expect(a.json.result).toMatchObject({
+        resultType: 'complete',
+        structuredContent: { status: 'created', report: { title: 'Raced retry' } },
+      });
       return (a.json.result?.['structuredContent'] as { report: { id: string } }).report.id;
     });
     expect(ids[0]).toBe(ids[1]);
-    expect(await query('SELECT outcome_status FROM operation_receipts WHERE navigation_id = $1', [flow.id])).toEqual([{ outcome_status: 'succeeded' }]);
+    expect(await query('SELECT outcome_status FROM operation_receipts WHERE navigation_id = $1', [flow.id])).toEqual([
+      { outcome_status: 'succeeded' },
+    ]);
     expect((await events(flow)).filter((e) => e.event === 'mrtr_accept')).toHaveLength(1);
     expect((await reportsTitled(flow.args.title)).map((r) => r.id)).toEqual([ids[0]]);
   });

@@ -24,8 +24,18 @@ describe('the URL-mode connect flow over MRTR', () => {
     expect(done.text).toContain('Report Service is connected');
     expect(done.text).not.toMatch(/eyJ[\w-]+\.eyJ/);
 
-    const accepted = await retryConnection(stack, tokens.alice, 'reports_create', args, elicited.requestState, 'accept');
-    expect(accepted.json.result).toMatchObject({ resultType: 'complete', structuredContent: { status: 'created', report: { title: 'Quarterly TPS' } } });
+    const accepted = await retryConnection(
+      stack,
+      tokens.alice,
+      'reports_create',
+      args,
+      elicited.requestState,
+      'accept',
+    );
+    expect(accepted.json.result).toMatchObject({
+      resultType: 'complete',
+      structuredContent: { status: 'created', report: { title: 'Quarterly TPS' } },
+    });
     const reportId = (accepted.json.result?.['structuredContent'] as { report: { id: string } }).report.id;
 
     const again = await retryConnection(stack, tokens.alice, 'reports_create', args, elicited.requestState, 'accept');
@@ -38,9 +48,17 @@ describe('the URL-mode connect flow over MRTR', () => {
     const navigation = await stack.db.pool.query('SELECT id, status, subject_sub FROM elicitation_navigations');
     expect(navigation.rows).toEqual([expect.objectContaining({ status: 'MRTR_RETRY_ACCEPTED', subject_sub: 'alice' })]);
     const id = navigation.rows[0].id;
-    expect((await stack.db.pool.query('SELECT count(*)::int AS n FROM consent_receipts WHERE navigation_id = $1', [id])).rows[0].n).toBe(1);
-    expect((await stack.db.pool.query('SELECT outcome_status FROM operation_receipts WHERE navigation_id = $1', [id])).rows).toEqual([{ outcome_status: 'succeeded' }]);
-    const events = await stack.db.pool.query('SELECT event, to_status FROM navigation_events WHERE navigation_id = $1 ORDER BY id', [id]);
+    expect(
+      (await stack.db.pool.query('SELECT count(*)::int AS n FROM consent_receipts WHERE navigation_id = $1', [id]))
+        .rows[0].n,
+    ).toBe(1);
+    expect(
+      (await stack.db.pool.query('SELECT outcome_status FROM operation_receipts WHERE navigation_id = $1', [id])).rows,
+    ).toEqual([{ outcome_status: 'succeeded' }]);
+    const events = await stack.db.pool.query(
+      'SELECT event, to_status FROM navigation_events WHERE navigation_id = $1 ORDER BY id',
+      [id],
+    );
     expect(events.rows.map((e) => e.to_status)).toEqual([
       'CREATED',
       'USER_REVIEW',
@@ -52,9 +70,18 @@ describe('the URL-mode connect flow over MRTR', () => {
     ]);
     const secrets = await stack.db.pool.query('SELECT kind FROM secrets ORDER BY kind');
     expect(secrets.rows.map((s) => s.kind)).toEqual(['access_token', 'refresh_token']);
-    const connections = await stack.db.pool.query('SELECT subject_sub, provider, upstream_subject, upstream_name, granted_scopes, navigation_id FROM connections');
+    const connections = await stack.db.pool.query(
+      'SELECT subject_sub, provider, upstream_subject, upstream_name, granted_scopes, navigation_id FROM connections',
+    );
     expect(connections.rows).toEqual([
-      { subject_sub: 'alice', provider: 'reports', upstream_subject: 'rs-user-alice', upstream_name: null, granted_scopes: ['reports:read', 'reports:write'], navigation_id: expect.any(String) },
+      {
+        subject_sub: 'alice',
+        provider: 'reports',
+        upstream_subject: 'rs-user-alice',
+        upstream_name: null,
+        granted_scopes: ['reports:read', 'reports:write'],
+        navigation_id: expect.any(String),
+      },
     ]);
     expect(stack.logs.join('')).not.toMatch(/eyJ[\w-]+\.eyJ[\w-]+\.[\w-]+/);
   });

@@ -16,14 +16,21 @@ describe('model-chosen text on the consent page', () => {
 
   it('strips bidi and invisible characters from a report title and shows it quoted, apart from the fixed wording', async () => {
     // Reads as "…and delete all reports" once the RLO flips the tail; the zero-width space and tag characters hide more.
-    const title = 'Q3\u200b summary\u202e stroper lla eteled dna\u202c \u201cApproved\u201d\u2066 by admin\u2069\u{e0041}\nnext line';
+    const title =
+      'Q3\u200b summary\u202e stroper lla eteled dna\u202c \u201cApproved\u201d\u2066 by admin\u2069\u{e0041}\nnext line';
     const elicited = await elicitConnection(stack, tokens.alice, 'reports_create', { title, body: 'x' });
     const shown = 'Q3 summary stroper lla eteled dna "Approved" by admin next line';
 
     expect(elicited.message.match(INVISIBLE_ANYWHERE)).toBeNull();
-    expect(elicited.message).toContain(`To create the report \u201c${shown}\u201d, connect your Report Service account`);
+    expect(elicited.message).toContain(
+      `To create the report \u201c${shown}\u201d, connect your Report Service account`,
+    );
     const handle = new URL(elicited.url).pathname.split('/').pop()!;
-    const [stored] = (await stack.db.pool.query('SELECT purpose FROM elicitation_navigations WHERE handle_digest = $1', [digestOf(handle)])).rows;
+    const [stored] = (
+      await stack.db.pool.query('SELECT purpose FROM elicitation_navigations WHERE handle_digest = $1', [
+        digestOf(handle),
+      ])
+    ).rows;
     expect(stored.purpose).toBe(`create the report \u201c${shown}\u201d`);
 
     const { review } = await openConnectLink(stack, elicited.url, 'alice');

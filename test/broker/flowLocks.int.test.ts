@@ -13,18 +13,26 @@ describe('flow locks and the ledger', () => {
   // Two links of one user for one provider, both at the provider's Allow page: each verifying
   // transaction locked its own flow, then waited for the other's to settle it as a sibling.
   it('two callbacks of one user at once do not deadlock: one connects, the other is told it was completed meanwhile', async () => {
-    const links = [await elicitConnection(stack, tokens.alice, 'reports_create', { title: 'deadlock one', body: '' }), await elicitConnection(stack, tokens.alice, 'reports_list', {})];
+    const links = [
+      await elicitConnection(stack, tokens.alice, 'reports_create', { title: 'deadlock one', body: '' }),
+      await elicitConnection(stack, tokens.alice, 'reports_list', {}),
+    ];
     // Each browser up to the Report Service's Allow page.
     const allowPages = await Promise.all(
       links.map(async (link) => {
         const run = await openConnectLink(stack, link.url, 'alice');
         const login = await run.browser.submitForm(run.review, {}, { form: '/connect/' });
-        return { browser: run.browser, page: await run.browser.submitForm(login, { login: 'alice', password: DEV_PASSWORD }) };
+        return {
+          browser: run.browser,
+          page: await run.browser.submitForm(login, { login: 'alice', password: DEV_PASSWORD }),
+        };
       }),
     );
     for (const { page } of allowPages) expect(page.text).toContain('Allow access?');
 
-    const { rows: flows } = await stack.db.pool.query<{ id: string }>("SELECT id FROM elicitation_navigations WHERE subject_sub = 'alice' AND status = 'OUT_OF_BAND_PENDING'");
+    const { rows: flows } = await stack.db.pool.query<{ id: string }>(
+      "SELECT id FROM elicitation_navigations WHERE subject_sub = 'alice' AND status = 'OUT_OF_BAND_PENDING'",
+    );
     expect(flows).toHaveLength(2);
     // Hold both flows so the two callbacks queue behind this transaction and are let go together.
     const holder = await stack.db.pool.connect();
@@ -32,29 +40,50 @@ describe('flow locks and the ledger', () => {
     try {
       await holder.query('BEGIN');
       const { rows } = await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-      await holder.query('SELECT id FROM elicitation_navigations WHERE id = ANY($1::uuid[]) FOR UPDATE', [flows.map((f) => f.id)]);
-      const callbacks = Promise.all(allowPages.map(({ browser, page }) => browser.submitForm(page, {}, { form: '/confirm' })));
-      await until(async () => (await stack.db.pool.query<{ n: number }>(QUEUED_BEHIND, [rows[0]!.pid])).rows[0]!.n === 2);
+      await holder.query('SELECT id FROM elicitation_navigations WHERE id = ANY($1::uuid[]) FOR UPDATE', [
+        flows.map((f) => f.id),
+      ]);
+      const callbacks = Promise.all(
+        allowPages.map(({ browser, page }) => browser.submitForm(page, {}, { form: '/confirm' })),
+      );
+      await until(
+        async () => (await stack.db.pool.query<{ n: number }>(QUEUED_BEHIND, [rows[0]!.pid])).rows[0]!.n === 2,
+      );
       await holder.query('COMMIT');
       answers = await callbacks;
     } finally {
       holder.release();
     }
 
-    const outcomes = answers.map((a) => (a.status === 200 && a.text.includes('Report Service is connected') ? 'connected' : a.status === 409 && a.text.includes('completed meanwhile') ? 'completed meanwhile' : `HTTP ${a.status}`)).sort();
+    const outcomes = answers
+      .map((a) =>
+        a.status === 200 && a.text.includes('Report Service is connected')
+          ? 'connected'
+          : a.status === 409 && a.text.includes('completed meanwhile')
+            ? 'completed meanwhile'
+            : `HTTP ${a.status}`,
+      )
+      .sort();
     expect(outcomes).toEqual(['completed meanwhile', 'connected']);
-    const { rows: after } = await stack.db.pool.query<{ status: string }>("SELECT status FROM elicitation_navigations WHERE subject_sub = 'alice' ORDER BY status");
+    const { rows: after } = await stack.db.pool.query<{ status: string }>(
+      "SELECT status FROM elicitation_navigations WHERE subject_sub = 'alice' ORDER BY status",
+    );
     expect(after.map((r) => r.status)).toEqual(['REQUIREMENT_VERIFIED', 'REQUIREMENT_VERIFIED']);
     // The tokens of the one callback that connected, none of the other's.
-    const { rows: stored } = await stack.db.pool.query<{ n: number }>("SELECT count(DISTINCT navigation_id)::int AS n FROM secrets WHERE subject_sub = 'alice'");
+    const { rows: stored } = await stack.db.pool.query<{ n: number }>(
+      "SELECT count(DISTINCT navigation_id)::int AS n FROM secrets WHERE subject_sub = 'alice'",
+    );
     expect(stored).toEqual([{ n: 1 }]);
   });
 
   // A ledger row takes the chain lock (migrations/0004_ledger_chain.sql) and then, for its foreign
   // key, a share lock on its flow: a refusal for a flow whose callback held it FOR UPDATE waited for
   // the callback, holding the chain lock the callback needed next.
-  it("another user opening a link while its callback verifies it does not deadlock: the view is refused and recorded, the callback connects", async () => {
-    const link = await elicitConnection(stack, tokens.bob, 'reports_create', { title: 'refused during the callback', body: '' });
+  it('another user opening a link while its callback verifies it does not deadlock: the view is refused and recorded, the callback connects', async () => {
+    const link = await elicitConnection(stack, tokens.bob, 'reports_create', {
+      title: 'refused during the callback',
+      body: '',
+    });
     const mallory = await openConnectLink(stack, link.url, 'mallory');
     expect(mallory.review.status).toBe(403);
     const run = await openConnectLink(stack, link.url, 'bob');
@@ -74,22 +103,36 @@ describe('flow locks and the ledger', () => {
         [stack.dev.idp.issuer],
       );
       const answered = run.browser.submitForm(allow, {}, { form: '/confirm' });
-      const callbackPid = await until(async () => (await stack.db.pool.query<{ pid: number }>(BLOCKED_BY, [rows[0]!.pid])).rows[0]?.pid);
+      const callbackPid = await until(
+        async () => (await stack.db.pool.query<{ pid: number }>(BLOCKED_BY, [rows[0]!.pid])).rows[0]?.pid,
+      );
       // Mallory's view writes its refusal now: it waits for the flow (then deadlocks) or it does not wait at all.
       let viewed = false;
       const viewing = mallory.browser.get(link.url).finally(() => (viewed = true));
-      await until(async () => viewed || (await stack.db.pool.query(BLOCKED_BY, [callbackPid])).rowCount! > 0 || undefined);
+      await until(
+        async () => viewed || (await stack.db.pool.query(BLOCKED_BY, [callbackPid])).rowCount! > 0 || undefined,
+      );
       await holder.query('ROLLBACK');
       [callback, view] = await Promise.all([answered, viewing]);
     } finally {
       holder.release();
     }
 
-    expect({ status: view.status, refused: view.text.includes('This link belongs to someone else') }).toEqual({ status: 403, refused: true });
-    expect({ status: callback.status, connected: callback.text.includes('Report Service is connected') }).toEqual({ status: 200, connected: true });
-    const { rows: refusals } = await stack.db.pool.query("SELECT 1 FROM navigation_events WHERE event = 'subject_mismatch' AND actor = 'browser:mallory'");
+    expect({ status: view.status, refused: view.text.includes('This link belongs to someone else') }).toEqual({
+      status: 403,
+      refused: true,
+    });
+    expect({ status: callback.status, connected: callback.text.includes('Report Service is connected') }).toEqual({
+      status: 200,
+      connected: true,
+    });
+    const { rows: refusals } = await stack.db.pool.query(
+      "SELECT 1 FROM navigation_events WHERE event = 'subject_mismatch' AND actor = 'browser:mallory'",
+    );
     expect(refusals).toHaveLength(2);
-    const { rows: flows } = await stack.db.pool.query<{ status: string }>("SELECT status FROM elicitation_navigations WHERE subject_sub = 'bob'");
+    const { rows: flows } = await stack.db.pool.query<{ status: string }>(
+      "SELECT status FROM elicitation_navigations WHERE subject_sub = 'bob'",
+    );
     expect(flows).toEqual([{ status: 'REQUIREMENT_VERIFIED' }]);
   });
 });

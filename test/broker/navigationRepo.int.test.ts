@@ -20,19 +20,26 @@ describe('navigation repository', () => {
   });
   const by = { actor: 'test', now: new Date() };
 
-  it.each(transitions.map((t) => [t.from, t.event, t.to] as const))('persists %s --%s--> %s with its ledger entry in one transaction', async (from, event, to) => {
-    const row = navigation(from);
-    await insertNavigation(db.pool, row);
-    const updated = await withTransaction(db.pool, (tx) => advance(tx, row, event, by));
-    expect(updated).toMatchObject({ status: to, rowVersion: 2 });
-    expect((await findNavigationById(db.pool, row.id))?.status).toBe(to);
-    expect(await findEntries(db.pool, row.id)).toEqual([expect.objectContaining({ fromStatus: from, toStatus: to, event, actor: 'test' })]);
-  });
+  it.each(transitions.map((t) => [t.from, t.event, t.to] as const))(
+    'persists %s --%s--> %s with its ledger entry in one transaction',
+    async (from, event, to) => {
+      const row = navigation(from);
+      await insertNavigation(db.pool, row);
+      const updated = await withTransaction(db.pool, (tx) => advance(tx, row, event, by));
+      expect(updated).toMatchObject({ status: to, rowVersion: 2 });
+      expect((await findNavigationById(db.pool, row.id))?.status).toBe(to);
+      expect(await findEntries(db.pool, row.id)).toEqual([
+        expect.objectContaining({ fromStatus: from, toStatus: to, event, actor: 'test' }),
+      ]);
+    },
+  );
 
   it('refuses every pair the table lacks and writes nothing', async () => {
     const row = navigation('CREATED');
     await insertNavigation(db.pool, row);
-    await expect(withTransaction(db.pool, (tx) => advance(tx, row, 'mrtr_accept', by))).rejects.toMatchObject({ code: 'invalid_transition' });
+    await expect(withTransaction(db.pool, (tx) => advance(tx, row, 'mrtr_accept', by))).rejects.toMatchObject({
+      code: 'invalid_transition',
+    });
     expect((await findNavigationById(db.pool, row.id))?.status).toBe('CREATED');
     expect(await findEntries(db.pool, row.id)).toEqual([]);
   });
@@ -61,8 +68,12 @@ describe('navigation repository', () => {
     const row = navigation('CREATED');
     await insertNavigation(db.pool, row);
     await withTransaction(db.pool, (tx) => advance(tx, row, 'present', by));
-    await expect(db.pool.query("UPDATE navigation_events SET actor = 'x' WHERE navigation_id = $1", [row.id])).rejects.toThrow(/append-only/);
-    await expect(db.pool.query('DELETE FROM navigation_events WHERE navigation_id = $1', [row.id])).rejects.toThrow(/append-only/);
+    await expect(
+      db.pool.query("UPDATE navigation_events SET actor = 'x' WHERE navigation_id = $1", [row.id]),
+    ).rejects.toThrow(/append-only/);
+    await expect(db.pool.query('DELETE FROM navigation_events WHERE navigation_id = $1', [row.id])).rejects.toThrow(
+      /append-only/,
+    );
     await expect(db.pool.query('TRUNCATE navigation_events CASCADE')).rejects.toThrow(/append-only/);
     expect(await findEntries(db.pool, row.id)).toHaveLength(1);
   });
@@ -80,7 +91,9 @@ describe('advance through a chain of events', () => {
   it('moves with one compare-and-set and writes one ledger entry per step, in order', async () => {
     const row = navigation('OUT_OF_BAND_PENDING');
     await insertNavigation(db.pool, row);
-    const updated = await withTransaction(db.pool, (tx) => advance(tx, row, ['callback_received', 'callback_verified'], { actor: 'test', now: new Date() }));
+    const updated = await withTransaction(db.pool, (tx) =>
+      advance(tx, row, ['callback_received', 'callback_verified'], { actor: 'test', now: new Date() }),
+    );
     expect(updated).toMatchObject({ status: 'REQUIREMENT_VERIFIED', rowVersion: 2 });
     expect((await findEntries(db.pool, row.id)).map((e) => [e.fromStatus, e.event, e.toStatus])).toEqual([
       ['OUT_OF_BAND_PENDING', 'callback_received', 'COMPLETION_NOTIFIED'],
@@ -91,7 +104,11 @@ describe('advance through a chain of events', () => {
   it('refuses the whole chain when one step is not in the table, and writes nothing', async () => {
     const row = navigation('OUT_OF_BAND_PENDING');
     await insertNavigation(db.pool, row);
-    await expect(withTransaction(db.pool, (tx) => advance(tx, row, ['callback_received', 'mrtr_accept'], { actor: 'test', now: new Date() }))).rejects.toMatchObject({ code: 'invalid_transition' });
+    await expect(
+      withTransaction(db.pool, (tx) =>
+        advance(tx, row, ['callback_received', 'mrtr_accept'], { actor: 'test', now: new Date() }),
+      ),
+    ).rejects.toMatchObject({ code: 'invalid_transition' });
     expect((await findNavigationById(db.pool, row.id))?.status).toBe('OUT_OF_BAND_PENDING');
     expect(await findEntries(db.pool, row.id)).toEqual([]);
   });

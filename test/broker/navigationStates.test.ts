@@ -69,15 +69,37 @@ describe('navigation state machine', () => {
 
   it('derives the terminal states from the table', () => {
     expect([...terminalStates].sort()).toEqual(
-      ['CANCELLED', 'DECLINED', 'EXPIRED', 'MRTR_RETRY_ACCEPTED', 'OPERATION_REJECTED', 'ORIGINAL_RESPONSE_ACCEPTED', 'RETRY_RESPONSE_ACCEPTED', 'USER_RETRY'].sort(),
+      [
+        'CANCELLED',
+        'DECLINED',
+        'EXPIRED',
+        'MRTR_RETRY_ACCEPTED',
+        'OPERATION_REJECTED',
+        'ORIGINAL_RESPONSE_ACCEPTED',
+        'RETRY_RESPONSE_ACCEPTED',
+        'USER_RETRY',
+      ].sort(),
     );
   });
 
   it('derives the open and the verified states from the table', () => {
-    expect([...openStates].sort()).toEqual(['COMPLETION_NOTIFIED', 'CREATED', 'NAVIGATION_ACCEPTED', 'OUT_OF_BAND_PENDING', 'USER_REVIEW']);
-    expect([...verifiedStates].sort()).toEqual(
-      ['ERROR_RETRY_ELIGIBLE', 'MRTR_RETRY_ACCEPTED', 'NESTED_SERVER_CONTINUES', 'OPERATION_REJECTED', 'OPTIONAL_CLIENT_RETRY', 'ORIGINAL_RESPONSE_ACCEPTED', 'REQUIREMENT_VERIFIED', 'RETRY_RESPONSE_ACCEPTED'],
-    );
+    expect([...openStates].sort()).toEqual([
+      'COMPLETION_NOTIFIED',
+      'CREATED',
+      'NAVIGATION_ACCEPTED',
+      'OUT_OF_BAND_PENDING',
+      'USER_REVIEW',
+    ]);
+    expect([...verifiedStates].sort()).toEqual([
+      'ERROR_RETRY_ELIGIBLE',
+      'MRTR_RETRY_ACCEPTED',
+      'NESTED_SERVER_CONTINUES',
+      'OPERATION_REJECTED',
+      'OPTIONAL_CLIENT_RETRY',
+      'ORIGINAL_RESPONSE_ACCEPTED',
+      'REQUIREMENT_VERIFIED',
+      'RETRY_RESPONSE_ACCEPTED',
+    ]);
   });
 
   it('derives the expirable, consentable and declined states from the table', () => {
@@ -90,14 +112,16 @@ describe('navigation state machine', () => {
     expect([...completableStates].sort()).toEqual(['COMPLETION_NOTIFIED', 'OUT_OF_BAND_PENDING']);
   });
 
-  it('derives each lineage\'s acceptance from the table, ending in its accepted state', () => {
+  it("derives each lineage's acceptance from the table, ending in its accepted state", () => {
     expect(acceptEvents).toEqual({
       mrtr: ['mrtr_accept'],
       nested: ['nested_continue', 'nested_accept'],
       error_retry: ['error_retry_eligible', 'client_retry', 'retry_accept'],
     });
     for (const lineage of ['mrtr', 'nested', 'error_retry'] as const) {
-      expect(acceptEvents[lineage].reduce(nextState, State.REQUIREMENT_VERIFIED), lineage).toBe(acceptedStates[lineage]);
+      expect(acceptEvents[lineage].reduce(nextState, State.REQUIREMENT_VERIFIED), lineage).toBe(
+        acceptedStates[lineage],
+      );
     }
   });
 
@@ -108,7 +132,7 @@ describe('navigation state machine', () => {
 
   it('reaches every state from CREATED', () => {
     const seen = new Set(['CREATED']);
-    for (let grew = true; grew; ) {
+    for (let grew = true; grew;) {
       grew = false;
       for (const t of transitions) {
         if (seen.has(t.from) && !seen.has(t.to)) {

@@ -27,7 +27,10 @@ describe('the database knows the same navigation states as the transition table'
   };
   /** The predicate of a partial index, as Postgres prints it. */
   const predicateOf = async (index: string) => {
-    const { rows } = await db.pool.query<{ pred: string }>(`SELECT pg_get_expr(indpred, indrelid) AS pred FROM pg_index WHERE indexrelid = $1::regclass`, [index]);
+    const { rows } = await db.pool.query<{ pred: string }>(
+      `SELECT pg_get_expr(indpred, indrelid) AS pred FROM pg_index WHERE indexrelid = $1::regclass`,
+      [index],
+    );
     return rows[0]!.pred;
   };
   /** The strings of `column = ANY (ARRAY['A'::text, …])` (or `<> ALL`): what a CHECK or an index predicate lists. */
@@ -38,8 +41,14 @@ describe('the database knows the same navigation states as the transition table'
   };
   const expectSameStates = (allowed: readonly string[], expected: Iterable<string>, what: string) => {
     const table = [...expected];
-    expect(table.filter((s) => !allowed.includes(s)), `states of the table that ${what} leaves out`).toEqual([]);
-    expect(allowed.filter((s) => !table.includes(s)), `states ${what} names that the table lacks`).toEqual([]);
+    expect(
+      table.filter((s) => !allowed.includes(s)),
+      `states of the table that ${what} leaves out`,
+    ).toEqual([]);
+    expect(
+      allowed.filter((s) => !table.includes(s)),
+      `states ${what} names that the table lacks`,
+    ).toEqual([]);
   };
 
   it('allows exactly navigationStates in the CHECK constraint on elicitation_navigations.status', async () => {
@@ -49,25 +58,34 @@ describe('the database knows the same navigation states as the transition table'
     expectSameStates(listed(checks[0]!.def, 'status'), navigationStates, 'the CHECK on elicitation_navigations.status');
   });
 
-  it('holds any CHECK on the ledger\'s from_status and to_status to the same states', async () => {
+  it("holds any CHECK on the ledger's from_status and to_status to the same states", async () => {
     // Up to migrations/0011 the ledger's columns carry none (advance() writes only states of the
     // table); a constraint added later must agree with the table.
     for (const column of ['from_status', 'to_status']) {
-      for (const check of await checksOn('navigation_events', column)) expectSameStates(listed(check.def, column), navigationStates, `navigation_events.${check.name}`);
+      for (const check of await checksOn('navigation_events', column))
+        expectSameStates(listed(check.def, column), navigationStates, `navigation_events.${check.name}`);
     }
   });
 
   it('indexes the open flows by exactly openStates, the list the open-flow queries pass', async () => {
-    expectSameStates(listed(await predicateOf('elicitation_navigations_open_idx'), 'status'), openStates, 'elicitation_navigations_open_idx');
+    expectSameStates(
+      listed(await predicateOf('elicitation_navigations_open_idx'), 'status'),
+      openStates,
+      'elicitation_navigations_open_idx',
+    );
   });
 
   it('indexes the out-of-order completions by completionEvents and completableStates', async () => {
     const pred = await predicateOf('navigation_events_unexpected_completion_idx');
     expect(listed(pred, 'event').sort()).toEqual([...completionEvents].sort());
-    expectSameStates(listed(pred, 'from_status', '<> ALL'), completableStates, 'navigation_events_unexpected_completion_idx');
+    expectSameStates(
+      listed(pred, 'from_status', '<> ALL'),
+      completableStates,
+      'navigation_events_unexpected_completion_idx',
+    );
   });
 
-  it('names only states of the table in the ledger\'s single-state indexes', async () => {
+  it("names only states of the table in the ledger's single-state indexes", async () => {
     for (const index of ['navigation_events_pending_idx', 'navigation_events_verified_idx']) {
       const [, state] = /^\(to_status = '([^']+)'::text\)$/.exec(await predicateOf(index)) ?? [];
       expect(navigationStates, index).toContain(state);

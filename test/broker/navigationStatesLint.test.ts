@@ -20,17 +20,23 @@ describe('the lint rule that keeps navigation states in their module', { timeout
   it('refuses a state compared as a string and a state written into SQL', async () => {
     const planted = [
       "export const isExpired = (status: string) => status === 'EXPIRED';",
-      'export const sql = `SELECT id FROM elicitation_navigations WHERE status IN (\'USER_REVIEW\', \'OPERATION_REJECTED\')`;',
+      "export const sql = `SELECT id FROM elicitation_navigations WHERE status IN ('USER_REVIEW', 'OPERATION_REJECTED')`;",
     ].join('\n');
-    expect(await stateErrors(planted)).toEqual(['EXPIRED is a navigation state', 'USER_REVIEW is a navigation state', 'OPERATION_REJECTED is a navigation state']);
+    expect(await stateErrors(planted)).toEqual([
+      'EXPIRED is a navigation state',
+      'USER_REVIEW is a navigation state',
+      'OPERATION_REJECTED is a navigation state',
+    ]);
   });
 
   it('knows every state of the transition table', async () => {
-    for (const state of navigationStates) expect(await stateErrors(`export const s = '${state}';`), state).toEqual([`${state} is a navigation state`]);
+    for (const state of navigationStates)
+      expect(await stateErrors(`export const s = '${state}';`), state).toEqual([`${state} is a navigation state`]);
   });
 
   it('refuses them in every folder of src/', async () => {
-    for (const file of ['src/ops/planted.ts', 'src/ledger/plantedRepo.ts', 'src/metrics/planted.ts']) expect(await stateErrors("export const s = 'CREATED';", file), file).toHaveLength(1);
+    for (const file of ['src/ops/planted.ts', 'src/ledger/plantedRepo.ts', 'src/metrics/planted.ts'])
+      expect(await stateErrors("export const s = 'CREATED';", file), file).toHaveLength(1);
   });
 
   it('leaves comments, other words and names through the module alone', async () => {
@@ -50,7 +56,9 @@ describe('the lint rule that keeps navigation states in their module', { timeout
 
   it('finds no state literal anywhere in src/ beside the module', async () => {
     const results = await eslint.lintFiles([join(root, 'src')]);
-    const hits = results.flatMap((r) => r.messages.filter((m) => m.ruleId === 'broker/no-state-literals').map((m) => `${r.filePath}:${m.line}`));
+    const hits = results.flatMap((r) =>
+      r.messages.filter((m) => m.ruleId === 'broker/no-state-literals').map((m) => `${r.filePath}:${m.line}`),
+    );
     expect(hits).toEqual([]);
   });
 });

@@ -16,10 +16,17 @@ describe('the perform lease of an operation receipt', () => {
     await stack.db.pool.query("DELETE FROM secrets WHERE subject_sub = 'alice'");
     const elicited = await elicitConnection(stack, tokens.alice, 'reports_create', args);
     await consentAndAuthorize(stack, await openConnectLink(stack, elicited.url, 'alice'), 'alice');
-    nock(stack.dev.reports.issuer, { allowUnmocked: true }).post('/api/reports').replyWithError({ code: 'ECONNRESET', message: 'socket hang up' });
+    nock(stack.dev.reports.issuer, { allowUnmocked: true })
+      .post('/api/reports')
+      .replyWithError({ code: 'ECONNRESET', message: 'socket hang up' });
     const lost = await retryConnection(stack, tokens.alice, 'reports_create', args, elicited.requestState, 'accept');
     expect(lost.json.result).toMatchObject({ isError: true });
-    const receipt = (await stack.db.pool.query<{ id: string }>("SELECT r.id FROM operation_receipts r JOIN elicitation_navigations n ON n.id = r.navigation_id WHERE n.purpose LIKE $1 AND r.outcome_status = 'pending'", [`%${args.title}%`])).rows[0]!;
+    const receipt = (
+      await stack.db.pool.query<{ id: string }>(
+        "SELECT r.id FROM operation_receipts r JOIN elicitation_navigations n ON n.id = r.navigation_id WHERE n.purpose LIKE $1 AND r.outcome_status = 'pending'",
+        [`%${args.title}%`],
+      )
+    ).rows[0]!;
     return { ...elicited, receiptId: receipt.id };
   }
 
@@ -43,16 +50,26 @@ describe('the perform lease of an operation receipt', () => {
     const op = await pendingOperation(args);
     const keys = slowReportService(600);
 
-    const retries = [stack.brokerUrl, stack.brokerUrl, stack.secondUrl, stack.secondUrl, stack.brokerUrl].map((base) => retryConnection(stack, tokens.alice, 'reports_create', args, op.requestState, 'accept', base));
+    const retries = [stack.brokerUrl, stack.brokerUrl, stack.secondUrl, stack.secondUrl, stack.brokerUrl].map((base) =>
+      retryConnection(stack, tokens.alice, 'reports_create', args, op.requestState, 'accept', base),
+    );
     const sweep = stack.reconcile(0, 10);
     const answers = await Promise.all(retries);
     await sweep;
 
     expect(keys).toEqual([op.receiptId]);
     for (const answer of answers) {
-      expect(answer.json.result).toMatchObject({ resultType: 'complete', structuredContent: { status: 'created', report: { id: 'rep_leased0001' } } });
+      expect(answer.json.result).toMatchObject({
+        resultType: 'complete',
+        structuredContent: { status: 'created', report: { id: 'rep_leased0001' } },
+      });
     }
-    const receipt = (await stack.db.pool.query('SELECT outcome_status, perform_lease_owner, perform_lease_until FROM operation_receipts WHERE id = $1', [op.receiptId])).rows[0];
+    const receipt = (
+      await stack.db.pool.query(
+        'SELECT outcome_status, perform_lease_owner, perform_lease_until FROM operation_receipts WHERE id = $1',
+        [op.receiptId],
+      )
+    ).rows[0];
     expect(receipt).toEqual({ outcome_status: 'succeeded', perform_lease_owner: null, perform_lease_until: null });
   });
 
@@ -60,7 +77,10 @@ describe('the perform lease of an operation receipt', () => {
     const args = { title: 'Slow performer', body: 'wait' };
     const op = await pendingOperation(args);
     // Someone else holds the lease (another instance, mid-call) for longer than the retry may wait.
-    await stack.db.pool.query("UPDATE operation_receipts SET perform_lease_owner = gen_random_uuid(), perform_lease_until = now() + interval '1 minute' WHERE id = $1", [op.receiptId]);
+    await stack.db.pool.query(
+      "UPDATE operation_receipts SET perform_lease_owner = gen_random_uuid(), perform_lease_until = now() + interval '1 minute' WHERE id = $1",
+      [op.receiptId],
+    );
     const keys = slowReportService(0);
     const answer = await retryConnection(stack, tokens.alice, 'reports_create', args, op.requestState, 'accept');
     expect(answer.json.result).toMatchObject({ isError: true });
@@ -70,7 +90,10 @@ describe('the perform lease of an operation receipt', () => {
     expect(keys).toEqual([]);
 
     // The holder died: once its lease runs out the next retry performs it, with the same key.
-    await stack.db.pool.query("UPDATE operation_receipts SET perform_lease_until = now() - interval '1 second' WHERE id = $1", [op.receiptId]);
+    await stack.db.pool.query(
+      "UPDATE operation_receipts SET perform_lease_until = now() - interval '1 second' WHERE id = $1",
+      [op.receiptId],
+    );
     const after = await retryConnection(stack, tokens.alice, 'reports_create', args, op.requestState, 'accept');
     expect(after.json.result).toMatchObject({ structuredContent: { status: 'created' } });
     expect(keys).toEqual([op.receiptId]);

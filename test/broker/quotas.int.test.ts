@@ -9,10 +9,24 @@ import { useBrokerStack } from '../support/useBrokerStack.js';
 // concurrent waits, refusal rows per flow. A refusal is a clear tool error with
 // a retry hint and changes nothing; an identical call reuses its open flow.
 describe('per-principal quotas', () => {
-  const { stack, tokens } = useBrokerStack({ retryWaitMs: 1_500, legacyUrlElicitation: 'error', quotas: { navigationsPerHour: 4, openPerProvider: 2, waitsPerPrincipal: 1, refusalsPerFlow: 3 } }, { users: ['alice', 'bob', 'mallory', 'ops'] });
+  const { stack, tokens } = useBrokerStack(
+    {
+      retryWaitMs: 1_500,
+      legacyUrlElicitation: 'error',
+      quotas: { navigationsPerHour: 4, openPerProvider: 2, waitsPerPrincipal: 1, refusalsPerFlow: 3 },
+    },
+    { users: ['alice', 'bob', 'mallory', 'ops'] },
+  );
 
-  const flowsOf = async (sub: string) => (await stack.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM elicitation_navigations WHERE subject_sub = $1', [sub])).rows[0]!.n;
-  const refusal = (response: Awaited<ReturnType<typeof callTool>>) => response.json.result as { isError?: boolean; structuredContent?: { error: string; message: string } };
+  const flowsOf = async (sub: string) =>
+    (
+      await stack.db.pool.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM elicitation_navigations WHERE subject_sub = $1',
+        [sub],
+      )
+    ).rows[0]!.n;
+  const refusal = (response: Awaited<ReturnType<typeof callTool>>) =>
+    response.json.result as { isError?: boolean; structuredContent?: { error: string; message: string } };
 
   it('gives an identical call its open flow and link again instead of a second flow (MRTR and -32042)', async () => {
     const args = { title: 'Asked twice', body: '' };
@@ -22,7 +36,9 @@ describe('per-principal quotas', () => {
     expect(await flowsOf('mallory')).toBe(1);
     // The new state refers to the same flow: consenting with either continues it.
     const handle = new URL(first.url).pathname.split('/').pop()!;
-    const [flow] = (await stack.db.pool.query('SELECT id FROM elicitation_navigations WHERE handle_digest = $1', [digestOf(handle)])).rows;
+    const [flow] = (
+      await stack.db.pool.query('SELECT id FROM elicitation_navigations WHERE handle_digest = $1', [digestOf(handle)])
+    ).rows;
     expect(flow).toBeDefined();
 
     const legacy = await connectLegacy(stack, tokens.mallory, {});
@@ -41,7 +57,13 @@ describe('per-principal quotas', () => {
     await elicitConnection(stack, tokens.bob, 'reports_create', { title: 'Open one', body: '' });
     await elicitConnection(stack, tokens.bob, 'reports_create', { title: 'Open two', body: '' });
     const third = await callTool(stack, tokens.bob, 'reports_create', { title: 'Open three', body: '' }, {}, URL_CAPS);
-    expect(refusal(third)).toMatchObject({ isError: true, structuredContent: { error: 'rate_limited', message: expect.stringMatching(/2 unfinished links .* finish or decline one .* retry after/) } });
+    expect(refusal(third)).toMatchObject({
+      isError: true,
+      structuredContent: {
+        error: 'rate_limited',
+        message: expect.stringMatching(/2 unfinished links .* finish or decline one .* retry after/),
+      },
+    });
     expect(await flowsOf('bob')).toBe(2);
   });
 
@@ -49,11 +71,24 @@ describe('per-principal quotas', () => {
     // Each flow is ended by the user (declined), so only the hourly quota is in play.
     for (const title of ['Hour one', 'Hour two', 'Hour three', 'Hour four']) {
       const elicited = await elicitConnection(stack, tokens.alice, 'reports_create', { title, body: '' });
-      await retryConnection(stack, tokens.alice, 'reports_create', { title, body: '' }, elicited.requestState, 'decline');
+      await retryConnection(
+        stack,
+        tokens.alice,
+        'reports_create',
+        { title, body: '' },
+        elicited.requestState,
+        'decline',
+      );
     }
     expect(await flowsOf('alice')).toBe(4);
     const fifth = await callTool(stack, tokens.alice, 'reports_create', { title: 'Hour five', body: '' }, {}, URL_CAPS);
-    expect(refusal(fifth)).toMatchObject({ isError: true, structuredContent: { error: 'rate_limited', message: expect.stringMatching(/4 connection flows in the last hour.*Retry in \d+ min/) } });
+    expect(refusal(fifth)).toMatchObject({
+      isError: true,
+      structuredContent: {
+        error: 'rate_limited',
+        message: expect.stringMatching(/4 connection flows in the last hour.*Retry in \d+ min/),
+      },
+    });
     expect(await flowsOf('alice')).toBe(4);
   });
 
@@ -61,8 +96,16 @@ describe('per-principal quotas', () => {
     const args = { title: 'Waiting once', body: '' };
     const elicited = await elicitConnection(stack, tokens.ops, 'reports_create', args);
     // Two retries at once: one waits for the user (and gets a state-only answer), the other is refused at once.
-    const answers = await Promise.all([1, 2].map(() => retryConnection(stack, tokens.ops, 'reports_create', args, elicited.requestState, 'accept')));
-    const kinds = answers.map((a) => (refusal(a).structuredContent?.error === 'rate_limited' ? 'refused' : (a.json.result as { resultType: string }).resultType)).sort();
+    const answers = await Promise.all(
+      [1, 2].map(() => retryConnection(stack, tokens.ops, 'reports_create', args, elicited.requestState, 'accept')),
+    );
+    const kinds = answers
+      .map((a) =>
+        refusal(a).structuredContent?.error === 'rate_limited'
+          ? 'refused'
+          : (a.json.result as { resultType: string }).resultType,
+      )
+      .sort();
     expect(kinds).toEqual(['input_required', 'refused']);
     const refused = answers.find((a) => refusal(a).structuredContent?.error === 'rate_limited')!;
     expect(refusal(refused).structuredContent?.message).toContain('calls waiting');

@@ -11,7 +11,11 @@ describe('sibling flows on the 2026-07-28 path', () => {
   const { stack, tokens } = useBrokerStack({ retryWaitMs: 300 }, { users: ['alice'] });
 
   const query = async (sql: string, params: unknown[] = []) => (await stack.db.pool.query(sql, params)).rows;
-  const flowOf = async (title: string) => (await query('SELECT id, status FROM elicitation_navigations WHERE purpose LIKE $1', [`%${title}%`]))[0] as { id: string; status: string };
+  const flowOf = async (title: string) =>
+    (await query('SELECT id, status FROM elicitation_navigations WHERE purpose LIKE $1', [`%${title}%`]))[0] as {
+      id: string;
+      status: string;
+    };
 
   it('accepts the retry through its own flow once a sibling link of the same provider connected the user', async () => {
     const args = { title: 'MRTR sibling', body: '' };
@@ -24,7 +28,9 @@ describe('sibling flows on the 2026-07-28 path', () => {
     expect(done.json.result).toMatchObject({ resultType: 'complete', structuredContent: { status: 'created' } });
     const flow = await flowOf(args.title);
     expect(flow.status).toBe('MRTR_RETRY_ACCEPTED');
-    expect(await query('SELECT count(*)::int AS n FROM operation_receipts WHERE navigation_id = $1', [flow.id])).toEqual([{ n: 1 }]);
+    expect(
+      await query('SELECT count(*)::int AS n FROM operation_receipts WHERE navigation_id = $1', [flow.id]),
+    ).toEqual([{ n: 1 }]);
     expect((await reportsAt(stack, 'rs-user-alice')).filter((r) => r.title === args.title)).toHaveLength(1);
   });
 

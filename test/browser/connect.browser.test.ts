@@ -29,7 +29,9 @@ function watch(page: Page): Watched {
   page.on('response', (response) => {
     if (response.status() >= 400) watched.failures.push(`${response.status()} ${response.url()}`);
   });
-  page.on('requestfailed', (request) => watched.failures.push(`${request.failure()?.errorText ?? 'failed'} ${request.url()}`));
+  page.on('requestfailed', (request) =>
+    watched.failures.push(`${request.failure()?.errorText ?? 'failed'} ${request.url()}`),
+  );
   return watched;
 }
 
@@ -109,14 +111,16 @@ describe('the connect link in Chromium', () => {
     await context.close();
 
     const accepted = await retryConnection(stack, alice, 'reports_create', args, elicited.requestState, 'accept');
-    expect(accepted.json.result).toMatchObject({ resultType: 'complete', structuredContent: { status: 'created', report: { title: 'Browser TPS' } } });
+    expect(accepted.json.result).toMatchObject({
+      resultType: 'complete',
+      structuredContent: { status: 'created', report: { title: 'Browser TPS' } },
+    });
     const listed = await callTool(stack, alice, 'reports_list', {}, {}, {});
     const reports = (listed.json.result?.['structuredContent'] as { reports: { title: string }[] }).reports;
     expect(reports.filter((r) => r.title === 'Browser TPS')).toHaveLength(1);
     const receipts = await stack.db.pool.query('SELECT outcome_status FROM operation_receipts');
     expect(receipts.rows).toEqual([{ outcome_status: 'succeeded' }]);
   });
-
 
   it('sets a model-chosen title apart on the review page: quoted, isolated, without bidi or invisible characters', async () => {
     const alice = await tokenFor(stack, 'alice');
@@ -137,7 +141,12 @@ describe('the connect link in Chromium', () => {
       const computed = getComputedStyle(q);
       return { unicodeBidi: computed.unicodeBidi, borderStyle: computed.borderTopStyle, quotes: computed.quotes, before: getComputedStyle(q, '::before').content };
     })()`);
-    expect(style).toEqual({ unicodeBidi: 'isolate', borderStyle: 'dashed', quotes: '"\u201c" "\u201d"', before: 'open-quote' });
+    expect(style).toEqual({
+      unicodeBidi: 'isolate',
+      borderStyle: 'dashed',
+      quotes: '"\u201c" "\u201d"',
+      before: 'open-quote',
+    });
     expect(await page.locator('.purpose').evaluate((el) => el.childNodes[0]?.textContent)).toBe('create the report ');
     expect(await page.textContent('main')).toContain('Quoted text was chosen by the app, not by the broker');
     expect(/[\u200b-\u200f\u202a-\u202e\u2066-\u2069]/u.test((await page.textContent('main')) ?? '')).toBe(false);
@@ -164,13 +173,18 @@ describe('the connect link in Chromium', () => {
     expect(await page.textContent('header')).toContain('Signed in as mallory');
     expect(await page.getByRole('button').count()).toBe(0);
     // Chromium reports a 4xx document as a console error; that one line, and nothing else (no CSP report).
-    expect(watched.problems).toEqual([`${elicited.url}: Failed to load resource: the server responded with a status of 403 (Forbidden)`]);
+    expect(watched.problems).toEqual([
+      `${elicited.url}: Failed to load resource: the server responded with a status of 403 (Forbidden)`,
+    ]);
     expect(watched.failures).toEqual([`403 ${elicited.url}`]);
     await context.close();
 
     const navigation = await stack.db.pool.query('SELECT id, status, subject_sub FROM elicitation_navigations');
     expect(navigation.rows).toEqual([expect.objectContaining({ status: 'USER_REVIEW', subject_sub: 'alice' })]);
-    const events = await stack.db.pool.query('SELECT event, actor FROM navigation_events WHERE navigation_id = $1 ORDER BY id', [navigation.rows[0].id]);
+    const events = await stack.db.pool.query(
+      'SELECT event, actor FROM navigation_events WHERE navigation_id = $1 ORDER BY id',
+      [navigation.rows[0].id],
+    );
     expect(events.rows).toContainEqual({ event: 'subject_mismatch', actor: 'browser:mallory' });
     for (const table of ['secrets', 'consent_receipts', 'oauth_transactions', 'operation_receipts']) {
       expect((await stack.db.pool.query(`SELECT count(*)::int AS n FROM ${table}`)).rows, table).toEqual([{ n: 0 }]);

@@ -62,7 +62,9 @@ describe('the GitHub-like provider\u2019s connect link in Chromium', () => {
     await look('01-review.png');
 
     await proceed.click();
-    await page.waitForURL((url) => url.origin === github.origin && url.pathname.startsWith('/login/oauth/interaction/'));
+    await page.waitForURL(
+      (url) => url.origin === github.origin && url.pathname.startsWith('/login/oauth/interaction/'),
+    );
     expect(await page.textContent('header')).toContain('GitHub (development)');
     expect(await page.textContent('h1')).toBe('Sign in');
     expect(await page.textContent('main')).toContain('Sign in to continue to Connect Broker');
@@ -92,15 +94,24 @@ describe('the GitHub-like provider\u2019s connect link in Chromium', () => {
     await context.close();
 
     const accepted = await retryConnection(stack, alice, 'github_create_issue', args, elicited.requestState, 'accept');
-    expect(accepted.json.result).toMatchObject({ resultType: 'complete', structuredContent: { status: 'created', issue: { repository: 'alice/demo', title: args.title } } });
+    expect(accepted.json.result).toMatchObject({
+      resultType: 'complete',
+      structuredContent: { status: 'created', issue: { repository: 'alice/demo', title: args.title } },
+    });
     const number = (accepted.json.result?.['structuredContent'] as { issue: { number: number } }).issue.number;
     const again = await retryConnection(stack, alice, 'github_create_issue', args, elicited.requestState, 'accept');
     expect((again.json.result?.['structuredContent'] as { issue: { number: number } }).issue.number).toBe(number);
     expect(JSON.stringify([accepted.json, again.json])).not.toMatch(GITHUB_TOKEN);
 
     const reader = await devGithubToken(github, stack.fetch, 'alice');
-    expect((await devGithubIssues(github, stack.fetch, reader, 'alice/demo')).filter((i) => i.title === args.title)).toEqual([expect.objectContaining({ number })]);
-    expect((await stack.db.pool.query('SELECT lineage, outcome_status FROM operation_receipts')).rows).toEqual([{ lineage: 'mrtr', outcome_status: 'succeeded' }]);
-    expect((await stack.db.pool.query("SELECT upstream_name FROM connections WHERE provider = 'github'")).rows).toEqual([{ upstream_name: 'alice' }]);
+    expect(
+      (await devGithubIssues(github, stack.fetch, reader, 'alice/demo')).filter((i) => i.title === args.title),
+    ).toEqual([expect.objectContaining({ number })]);
+    expect((await stack.db.pool.query('SELECT lineage, outcome_status FROM operation_receipts')).rows).toEqual([
+      { lineage: 'mrtr', outcome_status: 'succeeded' },
+    ]);
+    expect((await stack.db.pool.query("SELECT upstream_name FROM connections WHERE provider = 'github'")).rows).toEqual(
+      [{ upstream_name: 'alice' }],
+    );
   });
 });

@@ -108,7 +108,13 @@ describe('an MCP host that does its own OAuth', () => {
 
   function expectMcpToken(host: InMemoryHostOAuth, clientId: string): void {
     const claims = decodeJwt(String(host.saved?.access_token));
-    expect(claims).toMatchObject({ iss: stack.dev.idp.issuer, aud: stack.mcpResourceUrl, sub: 'alice', scope: 'mcp', client_id: clientId });
+    expect(claims).toMatchObject({
+      iss: stack.dev.idp.issuer,
+      aud: stack.mcpResourceUrl,
+      sub: 'alice',
+      scope: 'mcp',
+      client_id: clientId,
+    });
   }
 
   it('registers itself (DCR), signs alice in through Chromium, and lists the notes tools', async () => {
@@ -116,7 +122,9 @@ describe('an MCP host that does its own OAuth', () => {
     expect(tools).toEqual(expect.arrayContaining(NOTES_TOOLS));
     expect(problems).toEqual([]);
     const clientId = String(host.registered?.client_id);
-    expect(host.registered).toMatchObject({ redirect_uris: [expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/oauth\/callback$/)] });
+    expect(host.registered).toMatchObject({
+      redirect_uris: [expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/oauth\/callback$/)],
+    });
     expectMcpToken(host, clientId);
     // Discovery from the 401, in the order the MCP authorization spec gives.
     expect(wire.slice(0, 4)).toEqual([
@@ -144,7 +152,10 @@ describe('an MCP host that does its own OAuth', () => {
       await page.waitForURL((url) => url.pathname.startsWith('/interaction/'));
       await page.getByRole('button', { name: 'Allow' }).click();
       // The hand-off to its loopback callback (a port it chose) is not blocked by the CSP.
-      await Promise.race([page.waitForURL((url) => url.protocol === 'http:' && url.pathname === '/oauth/callback'), blocked]);
+      await Promise.race([
+        page.waitForURL((url) => url.protocol === 'http:' && url.pathname === '/oauth/callback'),
+        blocked,
+      ]);
       expect(problems).toEqual([]);
 
       const [initialized, listed] = await listToolsThrough(bridge);
@@ -153,11 +164,27 @@ describe('an MCP host that does its own OAuth', () => {
 
       // What it stored: a registration with a port-numbered loopback redirect, and the broker's token.
       const folder = join(configDir, 'mcp-remote-v1');
-      const stored = async (suffix: string) => JSON.parse(await readFile(join(folder, (await readdir(folder)).find((f) => f.endsWith(suffix))!), 'utf8')) as Record<string, unknown>;
+      const stored = async (suffix: string) =>
+        JSON.parse(
+          await readFile(
+            join(
+              folder,
+              (await readdir(folder)).find((f) => f.endsWith(suffix))!,
+            ),
+            'utf8',
+          ),
+        ) as Record<string, unknown>;
       const registered = await stored('_client_info.json');
-      expect(registered['redirect_uris']).toEqual([expect.stringMatching(/^http:\/\/(localhost|127\.0\.0\.1):\d+\/oauth\/callback$/)]);
+      expect(registered['redirect_uris']).toEqual([
+        expect.stringMatching(/^http:\/\/(localhost|127\.0\.0\.1):\d+\/oauth\/callback$/),
+      ]);
       const claims = decodeJwt(String((await stored('_tokens.json'))['access_token']));
-      expect(claims).toMatchObject({ iss: stack.dev.idp.issuer, aud: stack.mcpResourceUrl, sub: 'alice', client_id: registered['client_id'] });
+      expect(claims).toMatchObject({
+        iss: stack.dev.idp.issuer,
+        aud: stack.mcpResourceUrl,
+        sub: 'alice',
+        client_id: registered['client_id'],
+      });
     } finally {
       await bridge.quit();
       await context.close();

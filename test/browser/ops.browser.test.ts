@@ -26,16 +26,44 @@ describe('operator pages in Chromium', () => {
     browser = await launchChromium(stack.tls.certPem);
     // Some history for the charts: flows in several states and lineages over the last days, with
     // completion → verified latencies from 1 s to 3 min.
-    const states: NavigationState[] = ['MRTR_RETRY_ACCEPTED', 'EXPIRED', 'OUT_OF_BAND_PENDING', 'DECLINED', 'ORIGINAL_RESPONSE_ACCEPTED', 'RETRY_RESPONSE_ACCEPTED'];
+    const states: NavigationState[] = [
+      'MRTR_RETRY_ACCEPTED',
+      'EXPIRED',
+      'OUT_OF_BAND_PENDING',
+      'DECLINED',
+      'ORIGINAL_RESPONSE_ACCEPTED',
+      'RETRY_RESPONSE_ACCEPTED',
+    ];
     const lineages = ['mrtr', 'nested', 'error_retry'] as const;
     for (let i = 0; i < 24; i++) {
       const createdAt = new Date(Date.now() - (i % 9) * 86_400_000 - 10 * MINUTE);
-      const flow = navigationFixture(states[i % states.length]!, { lineage: lineages[i % 3]!, createdAt, updatedAt: createdAt, expiresAt: new Date(createdAt.getTime() + 15 * MINUTE) });
+      const flow = navigationFixture(states[i % states.length]!, {
+        lineage: lineages[i % 3]!,
+        createdAt,
+        updatedAt: createdAt,
+        expiresAt: new Date(createdAt.getTime() + 15 * MINUTE),
+      });
       await insertNavigation(stack.db.pool, flow);
       const pending = new Date(createdAt.getTime() + MINUTE);
       await appendEntries(stack.db.pool, [
-        { navigationId: flow.id, fromStatus: 'NAVIGATION_ACCEPTED', toStatus: 'OUT_OF_BAND_PENDING', event: 'browser_consent', actor: 'web:alice', evidence: {}, at: pending },
-        { navigationId: flow.id, fromStatus: 'COMPLETION_NOTIFIED', toStatus: 'REQUIREMENT_VERIFIED', event: 'callback_verified', actor: 'web:alice', evidence: {}, at: new Date(pending.getTime() + 1000 * [1, 4, 8, 25, 45, 180][i % 6]!) },
+        {
+          navigationId: flow.id,
+          fromStatus: 'NAVIGATION_ACCEPTED',
+          toStatus: 'OUT_OF_BAND_PENDING',
+          event: 'browser_consent',
+          actor: 'web:alice',
+          evidence: {},
+          at: pending,
+        },
+        {
+          navigationId: flow.id,
+          fromStatus: 'COMPLETION_NOTIFIED',
+          toStatus: 'REQUIREMENT_VERIFIED',
+          event: 'callback_verified',
+          actor: 'web:alice',
+          evidence: {},
+          at: new Date(pending.getTime() + 1000 * [1, 4, 8, 25, 45, 180][i % 6]!),
+        },
       ]);
     }
     await insertNavigation(stack.db.pool, open);

@@ -57,7 +57,12 @@ describe('sign-in in Chromium', () => {
     // The pending sign-in is only the browser's sealed login cookie: no session, nothing in the database.
     const cookies = await context.cookies(stack.brokerUrl);
     expect(cookies.find((c) => c.name === '__Host-broker_session')).toBeUndefined();
-    expect(cookies.find((c) => c.name === '__Host-broker_login')).toMatchObject({ secure: true, httpOnly: true, sameSite: 'Lax', path: '/' });
+    expect(cookies.find((c) => c.name === '__Host-broker_login')).toMatchObject({
+      secure: true,
+      httpOnly: true,
+      sameSite: 'Lax',
+      path: '/',
+    });
     await context.close();
   });
 });

@@ -18,11 +18,17 @@ const oidcEntry = (id: string) => ({
   clientId: 'client',
   clientSecret: 'secret',
 });
-const explicitEntry = { ...oidcEntry('explicit'), kind: 'oauth2', identity: { from: 'tokenResponse', subjectPath: 'user_id' } };
+const explicitEntry = {
+  ...oidcEntry('explicit'),
+  kind: 'oauth2',
+  identity: { from: 'tokenResponse', subjectPath: 'user_id' },
+};
 
 describe('checkProviders', () => {
   it('bounds each discovery by the timeout, all of them at once', async () => {
-    const providers = parseProviders([oidcEntry('one'), oidcEntry('two'), oidcEntry('three')], { allowLoopback: false });
+    const providers = parseProviders([oidcEntry('one'), oidcEntry('two'), oidcEntry('three')], {
+      allowLoopback: false,
+    });
     const asked: string[] = [];
     // A server that accepts the request and never answers.
     const hanging: Fetch = (input) => {
@@ -32,8 +38,16 @@ describe('checkProviders', () => {
     const started = Date.now();
     const checks = await checkProviders(providers, { fetch: hanging, allowLoopback: false, timeoutMs: 300 });
     const elapsed = Date.now() - started;
-    expect(checks).toEqual(['one', 'two', 'three'].map((id) => ({ id, ok: false, result: `discovery from https://${id}.example.com failed: no answer within 0.3 s` })));
-    expect(asked).toEqual(['one', 'two', 'three'].map((id) => `https://${id}.example.com/.well-known/openid-configuration`));
+    expect(checks).toEqual(
+      ['one', 'two', 'three'].map((id) => ({
+        id,
+        ok: false,
+        result: `discovery from https://${id}.example.com failed: no answer within 0.3 s`,
+      })),
+    );
+    expect(asked).toEqual(
+      ['one', 'two', 'three'].map((id) => `https://${id}.example.com/.well-known/openid-configuration`),
+    );
     expect(elapsed).toBeGreaterThanOrEqual(290);
     expect(elapsed).toBeLessThan(800);
   });
@@ -41,6 +55,8 @@ describe('checkProviders', () => {
   it('passes an entry with explicit endpoints without a request', async () => {
     const providers = parseProviders([explicitEntry], { allowLoopback: false });
     const refusing: Fetch = () => Promise.reject(new Error('no request was expected'));
-    expect(await checkProviders(providers, { fetch: refusing, allowLoopback: false, timeoutMs: 300 })).toEqual([{ id: 'explicit', ok: true, result: EXPLICIT_ENDPOINTS }]);
+    expect(await checkProviders(providers, { fetch: refusing, allowLoopback: false, timeoutMs: 300 })).toEqual([
+      { id: 'explicit', ok: true, result: EXPLICIT_ENDPOINTS },
+    ]);
   });
 });

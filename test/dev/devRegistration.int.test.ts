@@ -32,7 +32,14 @@ beforeAll(async () => {
   tls = await loadOrCreateLocalTls(join(dir, 'tls'));
   fetch = createFetch({ extraCaPems: [tls.caPem] });
   const secrets = await loadOrCreateDevSecrets(dir);
-  dev = await startLocalDevStack({ tls, fetch, secrets, render: createRender({ cache: false }), logger: createLogger({ level: 'silent' }), brokerUrl: BROKER_URL });
+  dev = await startLocalDevStack({
+    tls,
+    fetch,
+    secrets,
+    render: createRender({ cache: false }),
+    logger: createLogger({ level: 'silent' }),
+    brokerUrl: BROKER_URL,
+  });
   issuer = dev.idp.issuer;
 });
 afterAll(async () => {
@@ -41,7 +48,11 @@ afterAll(async () => {
 });
 
 async function register(metadata: Record<string, unknown>): Promise<{ status: number; body: Record<string, unknown> }> {
-  const response = await fetch(`${issuer}/reg`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(metadata) });
+  const response = await fetch(`${issuer}/reg`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(metadata),
+  });
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
 
@@ -57,7 +68,14 @@ const publicClient = (redirectUris: string[]) => ({
 /** Sign in as alice and press Allow if asked; the code is read from the redirect, which is not followed. */
 function authorizeAsAlice(clientId: string, redirectUri: string): Promise<AuthorizeResult> {
   const browser = createTestBrowser({ fetch });
-  return authorizeCode(browser, { issuer, client: { clientId, clientSecret: '', redirectUri }, scope: 'mcp', resource: MCP_RESOURCE, login: 'alice', allowConsent: true });
+  return authorizeCode(browser, {
+    issuer,
+    client: { clientId, clientSecret: '', redirectUri },
+    scope: 'mcp',
+    resource: MCP_RESOURCE,
+    login: 'alice',
+    allowConsent: true,
+  });
 }
 
 /** A public client's token request (no client authentication, PKCE only). */
@@ -65,19 +83,39 @@ async function redeem(clientId: string, redirectUri: string, authorized: Authori
   const response = await fetch(`${issuer}/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ grant_type: 'authorization_code', client_id: clientId, code: authorized.code, redirect_uri: redirectUri, code_verifier: authorized.pkce.verifier, resource: MCP_RESOURCE }),
+    body: new URLSearchParams({
+      grant_type: 'authorization_code',
+      client_id: clientId,
+      code: authorized.code,
+      redirect_uri: redirectUri,
+      code_verifier: authorized.pkce.verifier,
+      resource: MCP_RESOURCE,
+    }),
   });
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
 
 function expectMcpToken(body: Record<string, unknown>, clientId: string): void {
-  expect(decodeJwt(String(body['access_token']))).toMatchObject({ iss: issuer, aud: MCP_RESOURCE, sub: 'alice', scope: 'mcp', client_id: clientId });
+  expect(decodeJwt(String(body['access_token']))).toMatchObject({
+    iss: issuer,
+    aud: MCP_RESOURCE,
+    sub: 'alice',
+    scope: 'mcp',
+    client_id: clientId,
+  });
 }
 
 describe('the development identity provider for MCP hosts', () => {
   it('advertises registration and Client ID Metadata Documents in its metadata', async () => {
-    const metadata = (await (await fetch(`${issuer}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
-    expect(metadata).toMatchObject({ registration_endpoint: `${issuer}/reg`, client_id_metadata_document_supported: true, code_challenge_methods_supported: ['S256'] });
+    const metadata = (await (await fetch(`${issuer}/.well-known/openid-configuration`)).json()) as Record<
+      string,
+      unknown
+    >;
+    expect(metadata).toMatchObject({
+      registration_endpoint: `${issuer}/reg`,
+      client_id_metadata_document_supported: true,
+      code_challenge_methods_supported: ['S256'],
+    });
   });
 
   it('registers a public loopback client (RFC 7591) and issues it an MCP token on another port than it registered', async () => {
@@ -113,7 +151,14 @@ describe('the development identity provider for MCP hosts', () => {
     const browser = createTestBrowser({ fetch });
     const pkce = createPkce();
     for (const redirectUri of ['http://127.0.0.1:53682/other/callback', 'https://127.0.0.1:53682/dev-token/callback']) {
-      const params = { client_id: DEV_TOKEN_CLIENT_ID, response_type: 'code', redirect_uri: redirectUri, scope: 'mcp', code_challenge: pkce.challenge, code_challenge_method: 'S256' };
+      const params = {
+        client_id: DEV_TOKEN_CLIENT_ID,
+        response_type: 'code',
+        redirect_uri: redirectUri,
+        scope: 'mcp',
+        code_challenge: pkce.challenge,
+        code_challenge_method: 'S256',
+      };
       const page = await browser.get(authorizationUrl(issuer, params), { stopAt: () => true });
       expect(page.status).toBe(400);
       expect(page.text).toContain('redirect_uri did not match any of the client');
@@ -128,7 +173,16 @@ describe('the development identity provider for MCP hosts', () => {
       // CSP has no syntax for IPv6 hosts: the scheme stands in.
       ['http://[::1]:50999/oauth/callback', 'http:'],
     ] as const) {
-      const params = { client_id: clientId, response_type: 'code', redirect_uri: redirectUri, scope: 'mcp', resource: MCP_RESOURCE, code_challenge: createPkce().challenge, code_challenge_method: 'S256', state: 's' };
+      const params = {
+        client_id: clientId,
+        response_type: 'code',
+        redirect_uri: redirectUri,
+        scope: 'mcp',
+        resource: MCP_RESOURCE,
+        code_challenge: createPkce().challenge,
+        code_challenge_method: 'S256',
+        state: 's',
+      };
       const browser = createTestBrowser({ fetch });
       const login = await browser.get(authorizationUrl(issuer, params));
       expect(formAction(login.headers)).toContain(formTarget);
@@ -144,17 +198,28 @@ describe('the development identity provider for MCP hosts', () => {
     let documents: HttpsTestServer;
     let untrusted: HttpsTestServer;
 
-    const document = (clientId: string) => ({ client_id: clientId, client_name: 'Example MCP host', redirect_uris: ['http://127.0.0.1/oauth/callback'], token_endpoint_auth_method: 'none', grant_types: ['authorization_code'], response_types: ['code'] });
+    const document = (clientId: string) => ({
+      client_id: clientId,
+      client_name: 'Example MCP host',
+      redirect_uris: ['http://127.0.0.1/oauth/callback'],
+      token_endpoint_auth_method: 'none',
+      grant_types: ['authorization_code'],
+      response_types: ['code'],
+    });
 
     beforeAll(async () => {
       documents = await listenHttps(tls);
       documents.setHandler((req, res) => {
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(document(`${documents.origin}${req.url ?? ''}`)));
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify(document(`${documents.origin}${req.url ?? ''}`)));
       });
       // A certificate from a CA the identity provider does not trust.
       untrusted = await listenHttps(await loadOrCreateLocalTls(join(dir, 'other-tls')));
       untrusted.setHandler((req, res) => {
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(document(`${untrusted.origin}${req.url ?? ''}`)));
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify(document(`${untrusted.origin}${req.url ?? ''}`)));
       });
     });
     afterAll(async () => {
@@ -173,7 +238,14 @@ describe('the development identity provider for MCP hosts', () => {
 
     it('refuses a client whose document is served with a certificate it cannot verify', async () => {
       const clientId = `${untrusted.origin}/oauth/client-metadata.json`;
-      const params = { client_id: clientId, response_type: 'code', redirect_uri: 'http://127.0.0.1:51234/oauth/callback', scope: 'mcp', code_challenge: createPkce().challenge, code_challenge_method: 'S256' };
+      const params = {
+        client_id: clientId,
+        response_type: 'code',
+        redirect_uri: 'http://127.0.0.1:51234/oauth/callback',
+        scope: 'mcp',
+        code_challenge: createPkce().challenge,
+        code_challenge_method: 'S256',
+      };
       const page = await createTestBrowser({ fetch }).get(authorizationUrl(issuer, params), { stopAt: () => true });
       expect(page.status).toBe(400);
       expect(page.text).toContain('invalid_client');

@@ -34,7 +34,11 @@ async function reportsToken(login: string, scope: string, resource = dev.reports
   return String(token.body['access_token']);
 }
 
-function api(path: string, token: string | undefined, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}) {
+function api(
+  path: string,
+  token: string | undefined,
+  init: { method?: string; body?: unknown; headers?: Record<string, string> } = {},
+) {
   return dev.fetch(`${dev.reports.apiResource}${path}`, {
     method: init.method ?? 'GET',
     headers: {
@@ -107,7 +111,11 @@ describe('Report Service API', () => {
   it('replays a POST with the same Idempotency-Key and body: same id, one report', async () => {
     const key = `receipt-${randomUUID()}`;
     const send = () =>
-      api('/reports', alice, { method: 'POST', body: { title: key, body: 'once' }, headers: { 'idempotency-key': key } });
+      api('/reports', alice, {
+        method: 'POST',
+        body: { title: key, body: 'once' },
+        headers: { 'idempotency-key': key },
+      });
     const first = await send();
     const second = await send();
     expect([first.status, second.status]).toEqual([201, 201]);

@@ -31,9 +31,7 @@ describe('report store', () => {
   it('leaves no temporary files behind after concurrent writes', async () => {
     const filePath = join(dir, 'report-service.json');
     const store = await openReportStore({ filePath });
-    await Promise.all(
-      Array.from({ length: 10 }, (_, i) => store.create({ subject: 's', title: `t${i}`, body: '' })),
-    );
+    await Promise.all(Array.from({ length: 10 }, (_, i) => store.create({ subject: 's', title: `t${i}`, body: '' })));
     expect(await readdir(dir)).toEqual(['report-service.json']);
     const saved = JSON.parse(await readFile(filePath, 'utf8')) as { reports: unknown[] };
     expect(saved.reports).toHaveLength(10);

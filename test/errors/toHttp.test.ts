@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { AppError, ConflictError, InvalidInputError, NotFoundError, UpstreamAuthError } from '../../src/errors/appError.js';
+import {
+  AppError,
+  ConflictError,
+  InvalidInputError,
+  NotFoundError,
+  UpstreamAuthError,
+} from '../../src/errors/appError.js';
 import { toHttp } from '../../src/errors/toHttp.js';
 
 describe('toHttp', () => {
@@ -19,7 +25,11 @@ describe('toHttp', () => {
 
   it('shows an exposed message with its safe details, and does not ask for a log line', () => {
     const mapped = toHttp(new InvalidInputError('Invalid query.', { details: { fields: ['a'] } }), 'req-1');
-    expect(mapped).toEqual({ status: 400, log: false, body: { error: 'invalid_input', message: 'Invalid query.', requestId: 'req-1', details: { fields: ['a'] } } });
+    expect(mapped).toEqual({
+      status: 400,
+      log: false,
+      body: { error: 'invalid_input', message: 'Invalid query.', requestId: 'req-1', details: { fields: ['a'] } },
+    });
   });
 
   it('never shows the message of an unexposed error, and logs it', () => {
@@ -31,27 +41,72 @@ describe('toHttp', () => {
 
   it('turns anything that is not an AppError into a generic 500', () => {
     const mapped = toHttp(new TypeError('secret detail'), 'req-3');
-    expect(mapped).toEqual({ status: 500, log: true, body: { error: 'internal', message: 'Internal error.', requestId: 'req-3' } });
+    expect(mapped).toEqual({
+      status: 500,
+      log: true,
+      body: { error: 'internal', message: 'Internal error.', requestId: 'req-3' },
+    });
   });
 
   describe('errors of the HTTP stack that carry a client status', () => {
-    const httpError = (status: number, message: string, extra: object = {}) => Object.assign(new Error(message), { status, statusCode: status, expose: status < 500, ...extra });
+    const httpError = (status: number, message: string, extra: object = {}) =>
+      Object.assign(new Error(message), { status, statusCode: status, expose: status < 500, ...extra });
 
     it.each([
-      ['a bad percent-encoding in a path parameter (router)', Object.assign(new URIError("Failed to decode param '%ZZ'"), { status: 400, statusCode: 400 }), 400, 'invalid_input', 'The request is malformed.'],
-      ['a missing static file (send, unexposed)', httpError(404, "ENOENT: no such file or directory, stat '/srv/public/nope.css'", { expose: false, path: '/srv/public/nope.css' }), 404, 'not_found', 'There is no page here.'],
-      ['a form too large (raw-body)', httpError(413, 'request entity too large', { type: 'entity.too.large', limit: 2048 }), 413, 'payload_too_large', 'The request body is too large.'],
-      ['malformed JSON (body-parser)', httpError(400, 'Unexpected token } in JSON at position 7', { type: 'entity.parse.failed', body: '{"a":1,}' }), 400, 'invalid_input', 'The request is malformed.'],
-      ['an unsupported charset', httpError(415, 'unsupported charset "KOI8-R"'), 415, 'invalid_input', 'Unsupported Media Type.'],
-    ])('maps %s to that status with a fixed message, no stack and no log line', (_what, error, status, code, message) => {
-      const mapped = toHttp(error, 'req-4');
-      expect(mapped).toEqual({ status, log: false, body: { error: code, message, requestId: 'req-4' } });
-      expect(JSON.stringify(mapped)).not.toMatch(/ENOENT|%ZZ|Unexpected token|KOI8|at \w/);
-    });
+      [
+        'a bad percent-encoding in a path parameter (router)',
+        Object.assign(new URIError("Failed to decode param '%ZZ'"), { status: 400, statusCode: 400 }),
+        400,
+        'invalid_input',
+        'The request is malformed.',
+      ],
+      [
+        'a missing static file (send, unexposed)',
+        httpError(404, "ENOENT: no such file or directory, stat '/srv/public/nope.css'", {
+          expose: false,
+          path: '/srv/public/nope.css',
+        }),
+        404,
+        'not_found',
+        'There is no page here.',
+      ],
+      [
+        'a form too large (raw-body)',
+        httpError(413, 'request entity too large', { type: 'entity.too.large', limit: 2048 }),
+        413,
+        'payload_too_large',
+        'The request body is too large.',
+      ],
+      [
+        'malformed JSON (body-parser)',
+        httpError(400, 'Unexpected token } in JSON at position 7', { type: 'entity.parse.failed', body: '{"a":1,}' }),
+        400,
+        'invalid_input',
+        'The request is malformed.',
+      ],
+      [
+        'an unsupported charset',
+        httpError(415, 'unsupported charset "KOI8-R"'),
+        415,
+        'invalid_input',
+        'Unsupported Media Type.',
+      ],
+    ])(
+      'maps %s to that status with a fixed message, no stack and no log line',
+      (_what, error, status, code, message) => {
+        const mapped = toHttp(error, 'req-4');
+        expect(mapped).toEqual({ status, log: false, body: { error: code, message, requestId: 'req-4' } });
+        expect(JSON.stringify(mapped)).not.toMatch(/ENOENT|%ZZ|Unexpected token|KOI8|at \w/);
+      },
+    );
 
     it('keeps a 5xx from the HTTP stack generic and logged', () => {
       const mapped = toHttp(httpError(503, 'secret detail'), 'req-5');
-      expect(mapped).toEqual({ status: 500, log: true, body: { error: 'internal', message: 'Internal error.', requestId: 'req-5' } });
+      expect(mapped).toEqual({
+        status: 500,
+        log: true,
+        body: { error: 'internal', message: 'Internal error.', requestId: 'req-5' },
+      });
     });
 
     it('treats a status without the http-errors statusCode pair (an upstream response on an OAuth error) as internal', () => {

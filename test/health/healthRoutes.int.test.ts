@@ -16,7 +16,13 @@ describe('health routes', () => {
   });
 
   async function serve(testDb: TestDb): Promise<string> {
-    const app = express().use(healthRoutes({ pool: testDb.pool, migrations: await readMigrations(), logger: createLogger({ level: 'silent' }) }));
+    const app = express().use(
+      healthRoutes({
+        pool: testDb.pool,
+        migrations: await readMigrations(),
+        logger: createLogger({ level: 'silent' }),
+      }),
+    );
     server = createServer(app).listen(0, '127.0.0.1');
     await new Promise((r) => server!.once('listening', r));
     return `http://127.0.0.1:${(server!.address() as AddressInfo).port}`;
@@ -35,7 +41,11 @@ describe('health routes', () => {
     const base = await serve(db);
     const before = await fetch(`${base}/readyz`);
     expect(before.status).toBe(503);
-    expect(await before.json()).toMatchObject({ status: 'not_ready', database: 'ok', migrations: { current: false, applied: 0 } });
+    expect(await before.json()).toMatchObject({
+      status: 'not_ready',
+      database: 'ok',
+      migrations: { current: false, applied: 0 },
+    });
     await migrate(db.pool);
     const after = await fetch(`${base}/readyz`);
     expect(after.status).toBe(200);

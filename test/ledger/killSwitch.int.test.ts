@@ -31,16 +31,34 @@ describe('the kill switch (broker ledger pause-connections)', () => {
     expect(paused.code).toBe(0);
     expect(paused.output).toContain('1 pending OAuth transaction(s) revoked');
 
-    const refused = await callTool(stack, mallory, 'reports_create', { title: 'After the switch', body: '' }, {}, URL_CAPS);
-    expect(refused.json.result).toMatchObject({ isError: true, content: [{ text: expect.stringContaining('paused by the operator (incident 42: provider compromised)') }] });
-    expect((await stack.db.pool.query("SELECT count(*)::int AS n FROM elicitation_navigations WHERE subject_sub = 'mallory'")).rows[0].n).toBe(0);
+    const refused = await callTool(
+      stack,
+      mallory,
+      'reports_create',
+      { title: 'After the switch', body: '' },
+      {},
+      URL_CAPS,
+    );
+    expect(refused.json.result).toMatchObject({
+      isError: true,
+      content: [{ text: expect.stringContaining('paused by the operator (incident 42: provider compromised)') }],
+    });
+    expect(
+      (
+        await stack.db.pool.query(
+          "SELECT count(*)::int AS n FROM elicitation_navigations WHERE subject_sub = 'mallory'",
+        )
+      ).rows[0].n,
+    ).toBe(0);
     expect((await cli('flows', '--subject', 'bob')).code).toBe(0);
     const earlyRun = await openConnectLink(stack, early.url, 'alice');
     const refusedConsent = await earlyRun.browser.submitForm(earlyRun.review, {}, { form: '/connect/' });
     expect(refusedConsent.status).toBe(503);
     expect(refusedConsent.text).toContain('Connecting is paused by the operator');
     expect((await stack.db.pool.query('SELECT count(*)::int AS n FROM oauth_transactions')).rows[0].n).toBe(0);
-    expect((await stack.db.pool.query("SELECT status FROM elicitation_navigations WHERE subject_sub = 'alice'")).rows).toEqual([{ status: 'USER_REVIEW' }]);
+    expect(
+      (await stack.db.pool.query("SELECT status FROM elicitation_navigations WHERE subject_sub = 'alice'")).rows,
+    ).toEqual([{ status: 'USER_REVIEW' }]);
 
     // bob finishes at the provider: the callback finds no transaction; the flow is neither failed nor verified.
     const consent = await run.browser.submitForm(atProvider, { login: 'bob', password: DEV_PASSWORD });
@@ -51,7 +69,14 @@ describe('the kill switch (broker ledger pause-connections)', () => {
     expect((await stack.db.pool.query('SELECT count(*)::int AS n FROM secrets')).rows[0].n).toBe(0);
 
     expect((await cli('resume-connections', '--reason', 'incident 42 closed')).code).toBe(0);
-    const again = await callTool(stack, mallory, 'reports_create', { title: 'After the switch', body: '' }, {}, URL_CAPS);
+    const again = await callTool(
+      stack,
+      mallory,
+      'reports_create',
+      { title: 'After the switch', body: '' },
+      {},
+      URL_CAPS,
+    );
     expect(again.json.result?.['resultType']).toBe('input_required');
 
     const actions = await stack.db.pool.query('SELECT action, reason, actor FROM operator_actions ORDER BY id');
@@ -59,6 +84,8 @@ describe('the kill switch (broker ledger pause-connections)', () => {
       { action: 'pause_connections', reason: 'incident 42: provider compromised', actor: 'cli:ops' },
       { action: 'resume_connections', reason: 'incident 42 closed', actor: 'cli:ops' },
     ]);
-    await expect(stack.db.pool.query("UPDATE operator_actions SET reason = 'nothing happened'")).rejects.toThrow(/append-only/);
+    await expect(stack.db.pool.query("UPDATE operator_actions SET reason = 'nothing happened'")).rejects.toThrow(
+      /append-only/,
+    );
   });
 });

@@ -17,8 +17,12 @@ describe('the ledger hash chain', () => {
       [0, 1, 2].map(async () => {
         const n = navigation();
         await insertNavigation(db.pool, n);
-        const reviewed = await withTransaction(db.pool, (tx) => advance(tx, n, 'present', { actor: 'test', now: new Date() }));
-        await withTransaction(db.pool, (tx) => advance(tx, reviewed, ['host_accept', 'browser_consent'], { actor: 'test', now: new Date() }));
+        const reviewed = await withTransaction(db.pool, (tx) =>
+          advance(tx, n, 'present', { actor: 'test', now: new Date() }),
+        );
+        await withTransaction(db.pool, (tx) =>
+          advance(tx, reviewed, ['host_accept', 'browser_consent'], { actor: 'test', now: new Date() }),
+        );
       }),
     );
   });
@@ -50,22 +54,31 @@ describe('the ledger hash chain', () => {
   });
 
   it('names a row whose recorded predecessor was swapped', async () => {
-    await tamper('UPDATE navigation_events SET prev_hash = (SELECT hash FROM navigation_events WHERE chain_seq = 1) WHERE chain_seq = 3');
+    await tamper(
+      'UPDATE navigation_events SET prev_hash = (SELECT hash FROM navigation_events WHERE chain_seq = 1) WHERE chain_seq = 3',
+    );
     expect((await verifyChain(db.pool)).firstBreak).toMatchObject({ chainSeq: 3 });
   });
 
   // verifyChain walks the chain in ranges; every break is found wherever it falls relative to a range's edge.
   it('reports its progress range by range', async () => {
     const seen: [number, number][] = [];
-    expect(await verifyChain(db.pool, 4, (checked, last) => seen.push([checked, last]))).toEqual({ rows: 9, firstBreak: undefined });
-    expect(seen).toEqual([[4, 9], [8, 9], [9, 9]]);
+    expect(await verifyChain(db.pool, 4, (checked, last) => seen.push([checked, last]))).toEqual({
+      rows: 9,
+      firstBreak: undefined,
+    });
+    expect(seen).toEqual([
+      [4, 9],
+      [8, 9],
+      [9, 9],
+    ]);
   });
 
   it.each([1, 2, 3, 5])('gives the same answers when it checks the chain in ranges of %i', async (chunk) => {
     expect(await verifyChain(db.pool, chunk)).toEqual({ rows: 9, firstBreak: undefined });
     await tamper('DELETE FROM navigation_events WHERE chain_seq IN (5, 6)');
     expect((await verifyChain(db.pool, chunk)).firstBreak).toMatchObject({ chainSeq: 7, reason: 'gap' });
-    await tamper("UPDATE navigation_events SET evidence = '{\"forged\": true}' WHERE chain_seq = 3");
+    await tamper('UPDATE navigation_events SET evidence = \'{"forged": true}\' WHERE chain_seq = 3');
     expect((await verifyChain(db.pool, chunk)).firstBreak).toMatchObject({ chainSeq: 3, reason: 'hash' });
     await tamper('DELETE FROM navigation_events WHERE chain_seq IN (1, 2)');
     expect((await verifyChain(db.pool, chunk)).firstBreak).toMatchObject({ chainSeq: 3 });

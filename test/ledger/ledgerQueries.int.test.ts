@@ -1,5 +1,10 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { findFlowDetail, findFlows, findReconcileFindings, findStuckFlows } from '../../src/ledger/ledgerQueriesRepo.js';
+import {
+  findFlowDetail,
+  findFlows,
+  findReconcileFindings,
+  findStuckFlows,
+} from '../../src/ledger/ledgerQueriesRepo.js';
 import { operatorCli } from '../support/operatorCli.js';
 import { navigationFixture } from '../support/navigationFixture.js';
 import { randomUUID } from 'node:crypto';
@@ -15,7 +20,11 @@ describe('ledger queries on real flows', () => {
   const ids: Record<string, string> = {};
 
   const idOf = async (title: string) =>
-    (await stack.db.pool.query<{ id: string }>('SELECT id FROM elicitation_navigations WHERE purpose LIKE $1', [`%${title}%`])).rows[0]!.id;
+    (
+      await stack.db.pool.query<{ id: string }>('SELECT id FROM elicitation_navigations WHERE purpose LIKE $1', [
+        `%${title}%`,
+      ])
+    ).rows[0]!.id;
 
   beforeAll(async () => {
     const { alice, bob, mallory } = tokens;
@@ -34,17 +43,33 @@ describe('ledger queries on real flows', () => {
 
   it('lists flows with filters', async () => {
     const now = new Date();
-    expect((await findFlows(stack.db.pool, { limit: 10 }, now)).map((f) => f.id).sort()).toEqual(Object.values(ids).sort());
-    expect((await findFlows(stack.db.pool, { limit: 10, state: 'MRTR_RETRY_ACCEPTED' }, now)).map((f) => f.id)).toEqual([ids['accepted']]);
-    expect((await findFlows(stack.db.pool, { limit: 10, subject: 'bob' }, now)).map((f) => f.status)).toEqual(['REQUIREMENT_VERIFIED']);
+    expect((await findFlows(stack.db.pool, { limit: 10 }, now)).map((f) => f.id).sort()).toEqual(
+      Object.values(ids).sort(),
+    );
+    expect((await findFlows(stack.db.pool, { limit: 10, state: 'MRTR_RETRY_ACCEPTED' }, now)).map((f) => f.id)).toEqual(
+      [ids['accepted']],
+    );
+    expect((await findFlows(stack.db.pool, { limit: 10, subject: 'bob' }, now)).map((f) => f.status)).toEqual([
+      'REQUIREMENT_VERIFIED',
+    ]);
     expect(await findFlows(stack.db.pool, { limit: 10, lineage: 'nested' }, now)).toEqual([]);
     expect(await findFlows(stack.db.pool, { limit: 10, olderThanSeconds: 3600 }, now)).toEqual([]);
-    expect(await findFlows(stack.db.pool, { limit: 10, provider: 'reports', tool: 'reports_create' }, now)).toHaveLength(3);
+    expect(
+      await findFlows(stack.db.pool, { limit: 10, provider: 'reports', tool: 'reports_create' }, now),
+    ).toHaveLength(3);
   });
 
   it('shows one flow with every event, its consent and its receipt', async () => {
     const detail = (await findFlowDetail(stack.db.pool, ids['accepted']!))!;
-    expect(detail.events.map((e) => e.to)).toEqual(['CREATED', 'USER_REVIEW', 'NAVIGATION_ACCEPTED', 'OUT_OF_BAND_PENDING', 'COMPLETION_NOTIFIED', 'REQUIREMENT_VERIFIED', 'MRTR_RETRY_ACCEPTED']);
+    expect(detail.events.map((e) => e.to)).toEqual([
+      'CREATED',
+      'USER_REVIEW',
+      'NAVIGATION_ACCEPTED',
+      'OUT_OF_BAND_PENDING',
+      'COMPLETION_NOTIFIED',
+      'REQUIREMENT_VERIFIED',
+      'MRTR_RETRY_ACCEPTED',
+    ]);
     expect(detail.consent).toMatchObject({ browserSub: 'alice' });
     expect(detail.receipt).toMatchObject({ lineage: 'mrtr', outcomeStatus: 'succeeded' });
     expect(JSON.stringify(detail)).not.toMatch(/eyJ[\w-]+\.eyJ/);
@@ -68,7 +93,11 @@ describe('ledger queries on real flows', () => {
     const cli = await operatorCli(stack);
     const healthy = await cli('gates', '--json');
     expect(healthy.code).toBe(0);
-    const gates = JSON.parse(healthy.output.trim().split('\n').at(-1)!) as { gate: string; figure: string; pass: boolean }[];
+    const gates = JSON.parse(healthy.output.trim().split('\n').at(-1)!) as {
+      gate: string;
+      figure: string;
+      pass: boolean;
+    }[];
     expect(gates.map((g) => g.gate)).toEqual([
       'navigations with a consent receipt',
       'completion → verified p50 / p99',
@@ -93,7 +122,9 @@ describe('ledger queries on real flows', () => {
     expect(table.output).toMatch(/MRTR_RETRY_ACCEPTED\s+mrtr\s+alice/);
     const json = await cli('flow', ids['verified']!, '--json');
     expect(json.code).toBe(0);
-    expect(JSON.parse(json.output.trim().split('\n').at(-1)!)).toMatchObject({ flow: { status: 'REQUIREMENT_VERIFIED', subject: 'bob' } });
+    expect(JSON.parse(json.output.trim().split('\n').at(-1)!)).toMatchObject({
+      flow: { status: 'REQUIREMENT_VERIFIED', subject: 'bob' },
+    });
     const bad = await cli('flows', '--limit', 'lots');
     expect(bad.code).toBe(2);
     expect(bad.output).toContain('--limit must be a whole number');
@@ -107,7 +138,9 @@ describe('ledger queries on real flows', () => {
     for (const age of ['999999d', '99999999999']) {
       const refused = await cli('flows', '--older-than', age);
       expect(refused.code, age).toBe(2);
-      expect(refused.output, age).toContain('--older-than must be a number of seconds, or of minutes, hours or days such as 90, 30m, 2h, 7d, up to 3650d');
+      expect(refused.output, age).toContain(
+        '--older-than must be a number of seconds, or of minutes, hours or days such as 90, 30m, 2h, 7d, up to 3650d',
+      );
     }
     const recent = await cli('flows', '--older-than', '2h', '--json');
     expect(recent.code).toBe(0);
@@ -117,33 +150,80 @@ describe('ledger queries on real flows', () => {
   it('answers for flows of the 2025-11-25 lineages too, on the command line as well', async () => {
     // A nested flow accepted through its lineage's edges, and a -32042 flow left at the provider.
     const subject = { iss: stack.dev.idp.issuer, sub: 'bob' };
-    const nested = navigationFixture('CREATED', { subject, lineage: 'nested', purpose: 'create the report "Nested one"' });
-    const errorRetry = navigationFixture('CREATED', { subject, lineage: 'error_retry', purpose: 'create the report "Error retry one"', expiresAt: new Date(Date.now() + 1000) });
+    const nested = navigationFixture('CREATED', {
+      subject,
+      lineage: 'nested',
+      purpose: 'create the report "Nested one"',
+    });
+    const errorRetry = navigationFixture('CREATED', {
+      subject,
+      lineage: 'error_retry',
+      purpose: 'create the report "Error retry one"',
+      expiresAt: new Date(Date.now() + 1000),
+    });
     const by = { actor: 'test:seed', now: new Date() };
     await withTransaction(stack.db.pool, async (tx) => {
       for (const n of [nested, errorRetry]) await insertNavigation(tx, n);
-      const verified = await advance(tx, nested, ['present', 'browser_consent', 'browser_consent', 'callback_received', 'callback_verified'], by);
-      await insertReceiptOnce(tx, { id: randomUUID(), operationKey: `seed-${nested.id}`, navigationId: nested.id, lineage: 'nested', jsonrpcId: '7', retryGeneration: undefined, requirementReceipt: 'seed', createdAt: by.now });
+      const verified = await advance(
+        tx,
+        nested,
+        ['present', 'browser_consent', 'browser_consent', 'callback_received', 'callback_verified'],
+        by,
+      );
+      await insertReceiptOnce(tx, {
+        id: randomUUID(),
+        operationKey: `seed-${nested.id}`,
+        navigationId: nested.id,
+        lineage: 'nested',
+        jsonrpcId: '7',
+        retryGeneration: undefined,
+        requirementReceipt: 'seed',
+        createdAt: by.now,
+      });
       await advance(tx, verified, ['nested_continue', 'nested_accept'], by);
       await advance(tx, errorRetry, ['present', 'browser_consent', 'browser_consent'], by);
     });
     const now = new Date();
-    expect((await findFlows(stack.db.pool, { limit: 10, lineage: 'nested' }, now)).map((f) => [f.id, f.status])).toEqual([[nested.id, 'ORIGINAL_RESPONSE_ACCEPTED']]);
-    expect((await findFlows(stack.db.pool, { limit: 10, lineage: 'error_retry' }, now)).map((f) => [f.id, f.status])).toEqual([[errorRetry.id, 'OUT_OF_BAND_PENDING']]);
+    expect(
+      (await findFlows(stack.db.pool, { limit: 10, lineage: 'nested' }, now)).map((f) => [f.id, f.status]),
+    ).toEqual([[nested.id, 'ORIGINAL_RESPONSE_ACCEPTED']]);
+    expect(
+      (await findFlows(stack.db.pool, { limit: 10, lineage: 'error_retry' }, now)).map((f) => [f.id, f.status]),
+    ).toEqual([[errorRetry.id, 'OUT_OF_BAND_PENDING']]);
     const detail = (await findFlowDetail(stack.db.pool, nested.id))!;
-    expect(detail.events.map((e) => e.event)).toEqual(['present', 'browser_consent', 'browser_consent', 'callback_received', 'callback_verified', 'nested_continue', 'nested_accept']);
+    expect(detail.events.map((e) => e.event)).toEqual([
+      'present',
+      'browser_consent',
+      'browser_consent',
+      'callback_received',
+      'callback_verified',
+      'nested_continue',
+      'nested_accept',
+    ]);
     expect(detail.receipt).toMatchObject({ lineage: 'nested', jsonrpcId: '7', outcomeStatus: 'pending' });
-    expect((await findStuckFlows(stack.db.pool, new Date(Date.now() + 5000), 10)).map((f) => f.id)).toContain(errorRetry.id);
+    expect((await findStuckFlows(stack.db.pool, new Date(Date.now() + 5000), 10)).map((f) => f.id)).toContain(
+      errorRetry.id,
+    );
     const findings = await findReconcileFindings(stack.db.pool, new Date(Date.now() + 600_000), 300);
-    expect(findings.filter((f) => f.kind === 'accepted_without_outcome').map((f) => f.detail)).toContainEqual(expect.stringContaining(nested.id));
+    expect(findings.filter((f) => f.kind === 'accepted_without_outcome').map((f) => f.detail)).toContainEqual(
+      expect.stringContaining(nested.id),
+    );
     // (The gates test above took bob's consent receipt away: that flow is listed too.)
-    expect(findings.filter((f) => f.kind === 'consent_missing').map((f) => f.id)).toEqual(expect.arrayContaining([errorRetry.id, nested.id]));
+    expect(findings.filter((f) => f.kind === 'consent_missing').map((f) => f.id)).toEqual(
+      expect.arrayContaining([errorRetry.id, nested.id]),
+    );
 
     const cli = await operatorCli(stack);
     const listed = await cli('flows', '--lineage', 'error_retry', '--json');
-    expect(JSON.parse(listed.output.trim().split('\n').at(-1)!)).toEqual([expect.objectContaining({ id: errorRetry.id, lineage: 'error_retry', status: 'OUT_OF_BAND_PENDING' })]);
+    expect(JSON.parse(listed.output.trim().split('\n').at(-1)!)).toEqual([
+      expect.objectContaining({ id: errorRetry.id, lineage: 'error_retry', status: 'OUT_OF_BAND_PENDING' }),
+    ]);
     const closed = await cli('close', errorRetry.id, '--reason', 'user gave up on the legacy host');
     expect(closed.code).toBe(0);
-    expect((await findFlowDetail(stack.db.pool, errorRetry.id))!.events.at(-1)).toMatchObject({ event: 'operator_close', actor: 'cli:ops', to: 'EXPIRED' });
+    expect((await findFlowDetail(stack.db.pool, errorRetry.id))!.events.at(-1)).toMatchObject({
+      event: 'operator_close',
+      actor: 'cli:ops',
+      to: 'EXPIRED',
+    });
   });
 });

@@ -34,7 +34,12 @@ describe('ledger queries over every state the transition table defines', () => {
     const by = { actor: 'test:seed', now: new Date() };
     await withTransaction(db.pool, async (tx) => {
       await insertNavigation(tx, rejected);
-      await advance(tx, rejected, ['present', 'browser_consent', 'browser_consent', 'callback_received', 'callback_verified', 'operator_reject'], by);
+      await advance(
+        tx,
+        rejected,
+        ['present', 'browser_consent', 'browser_consent', 'callback_received', 'callback_verified', 'operator_reject'],
+        by,
+      );
     });
     const ofRejected = await insertSecret(rejected.id);
     const orphan = await insertSecret(null);

@@ -14,7 +14,11 @@ const run = promisify(execFile);
 
 async function depcruise(target: string): Promise<{ code: number; output: string }> {
   try {
-    const { stdout } = await run(join(root, 'node_modules/.bin/depcruise'), [target, '--config', '.dependency-cruiser.cjs', '--output-type', 'err'], { cwd: root });
+    const { stdout } = await run(
+      join(root, 'node_modules/.bin/depcruise'),
+      [target, '--config', '.dependency-cruiser.cjs', '--output-type', 'err'],
+      { cwd: root },
+    );
     return { code: 0, output: stdout };
   } catch (err) {
     const failed = err as { code: number; stdout: string };
@@ -26,14 +30,23 @@ describe('the dependency rules', () => {
   let planted: string;
   beforeAll(async () => {
     planted = await mkdtemp(join(root, 'test/lint/planted-'));
-    await writeFile(join(planted, 'registry.ts'), "import { tool } from './tool.js';\nexport interface Deps { pool: string }\nexport const tools = [tool];\n");
+    await writeFile(
+      join(planted, 'registry.ts'),
+      "import { tool } from './tool.js';\nexport interface Deps { pool: string }\nexport const tools = [tool];\n",
+    );
     // Only a type comes back, and it still closes the cycle.
-    await writeFile(join(planted, 'tool.ts'), "import type { Deps } from './registry.js';\nexport const tool = (deps: Deps) => deps.pool;\n");
+    await writeFile(
+      join(planted, 'tool.ts'),
+      "import type { Deps } from './registry.js';\nexport const tool = (deps: Deps) => deps.pool;\n",
+    );
     // A folder edge the rules forbid: a domain (notes/) importing the transport (mcp/).
     await mkdir(join(planted, 'src/notes'), { recursive: true });
     await mkdir(join(planted, 'src/mcp'), { recursive: true });
     await writeFile(join(planted, 'src/mcp/protocol.ts'), 'export const VERSION = 1;\n');
-    await writeFile(join(planted, 'src/notes/note.ts'), "import { VERSION } from '../mcp/protocol.js';\nexport const note = VERSION;\n");
+    await writeFile(
+      join(planted, 'src/notes/note.ts'),
+      "import { VERSION } from '../mcp/protocol.js';\nexport const note = VERSION;\n",
+    );
   });
   afterAll(async () => {
     await rm(planted, { recursive: true, force: true });

@@ -21,13 +21,26 @@ describe('flows bound to the MCP client that started them', () => {
     const registered = await stack.fetch(new URL('/reg', stack.dev.idp.issuer), {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ client_name: 'second host', redirect_uris: [DEV_TOKEN_REDIRECT_URI], token_endpoint_auth_method: 'none', grant_types: ['authorization_code'], response_types: ['code'] }),
+      body: JSON.stringify({
+        client_name: 'second host',
+        redirect_uris: [DEV_TOKEN_REDIRECT_URI],
+        token_endpoint_auth_method: 'none',
+        grant_types: ['authorization_code'],
+        response_types: ['code'],
+      }),
     });
     expect(registered.status).toBe(201);
     const { client_id: clientId } = (await registered.json()) as { client_id: string };
     [viaDevToken, viaOtherClient] = await Promise.all([
       tokenFor(stack, 'alice'),
-      fetchDevToken({ issuer: stack.dev.idp.issuer, resource: stack.mcpResourceUrl, login: 'alice', password: DEV_PASSWORD, fetch: stack.fetch, clientId }),
+      fetchDevToken({
+        issuer: stack.dev.idp.issuer,
+        resource: stack.mcpResourceUrl,
+        login: 'alice',
+        password: DEV_PASSWORD,
+        fetch: stack.fetch,
+        clientId,
+      }),
     ]);
     expect(decodeJwt(viaOtherClient).sub).toBe(decodeJwt(viaDevToken).sub);
     expect(decodeJwt(viaOtherClient)['client_id']).toBe(clientId);
@@ -38,14 +51,27 @@ describe('flows bound to the MCP client that started them', () => {
   it('keeps the client on the navigation and refuses its requestState from another client of the same user (MRTR)', async () => {
     const args = { title: 'Bound to its client', body: '' };
     const elicited = await elicitConnection(stack, viaDevToken, 'reports_create', args);
-    const [flow] = await query('SELECT id, client_id FROM elicitation_navigations WHERE purpose LIKE $1', [`%${args.title}%`]);
+    const [flow] = await query('SELECT id, client_id FROM elicitation_navigations WHERE purpose LIKE $1', [
+      `%${args.title}%`,
+    ]);
     expect(flow.client_id).toBe(decodeJwt(viaDevToken)['client_id']);
     await consentAndAuthorize(stack, await openConnectLink(stack, elicited.url, 'alice'), 'alice');
 
-    const stolen = await retryConnection(stack, viaOtherClient, 'reports_create', args, elicited.requestState, 'accept');
+    const stolen = await retryConnection(
+      stack,
+      viaOtherClient,
+      'reports_create',
+      args,
+      elicited.requestState,
+      'accept',
+    );
     expect(stolen.json.error).toMatchObject({ code: -32602, message: expect.stringContaining('another caller') });
-    expect(await query('SELECT count(*)::int AS n FROM operation_receipts WHERE navigation_id = $1', [flow.id])).toEqual([{ n: 0 }]);
-    expect((await query('SELECT status FROM elicitation_navigations WHERE id = $1', [flow.id]))[0].status).toBe('REQUIREMENT_VERIFIED');
+    expect(
+      await query('SELECT count(*)::int AS n FROM operation_receipts WHERE navigation_id = $1', [flow.id]),
+    ).toEqual([{ n: 0 }]);
+    expect((await query('SELECT status FROM elicitation_navigations WHERE id = $1', [flow.id]))[0].status).toBe(
+      'REQUIREMENT_VERIFIED',
+    );
 
     const own = await retryConnection(stack, viaDevToken, 'reports_create', args, elicited.requestState, 'accept');
     expect(own.json.result).toMatchObject({ resultType: 'complete', structuredContent: { status: 'created' } });
@@ -66,7 +92,10 @@ describe('flows bound to the MCP client that started them', () => {
 
       const done = await first.client.callTool({ name: 'reports_create', arguments: args });
       expect(done.structuredContent).toMatchObject({ status: 'created' });
-      const receipts = await query('SELECT n.id, n.client_id FROM operation_receipts r JOIN elicitation_navigations n ON n.id = r.navigation_id WHERE n.purpose LIKE $1', [`%${args.title}%`]);
+      const receipts = await query(
+        'SELECT n.id, n.client_id FROM operation_receipts r JOIN elicitation_navigations n ON n.id = r.navigation_id WHERE n.purpose LIKE $1',
+        [`%${args.title}%`],
+      );
       expect(receipts).toEqual([{ id: elicitationId, client_id: decodeJwt(viaDevToken)['client_id'] }]);
       // The first client's retry answers its own recorded outcome, whatever the other does.
       const again = await first.client.callTool({ name: 'reports_create', arguments: args });

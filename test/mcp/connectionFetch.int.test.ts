@@ -32,7 +32,16 @@ describe('the fetch a connection tool gets', () => {
       else if (req.url === '/api/moved') res.writeHead(302, { location: `${evil.origin}/stolen` }).end();
       else res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ url: req.url }));
     });
-    const connection = { provider: 'reports', displayName: 'Report Service', apiBase: `${api.origin}/api`, scopes: ['reports:read'], apiHeaders: { 'X-Api-Version': '2024-01-01' }, account: { subject: 'u1', name: undefined }, grantedScopes: ['reports:read'], metadata: {} };
+    const connection = {
+      provider: 'reports',
+      displayName: 'Report Service',
+      apiBase: `${api.origin}/api`,
+      scopes: ['reports:read'],
+      apiHeaders: { 'X-Api-Version': '2024-01-01' },
+      account: { subject: 'u1', name: undefined },
+      grantedScopes: ['reports:read'],
+      metadata: {},
+    };
     bound = connectionFetch(createFetch({ extraCaPems: [tls.caPem] }), connection, TOKEN);
   });
   afterAll(async () => {
@@ -85,8 +94,12 @@ describe('the fetch a connection tool gets', () => {
   });
 
   it('refuses CR/LF in a header, and a header that would replace the token or the host', async () => {
-    await expect(bound('/x', { headers: { 'x-note': 'a\r\nAuthorization: Bearer other' } })).rejects.toBeInstanceOf(ConnectionFetchRefusedError);
-    await expect(bound('/x', { headers: { Authorization: 'Bearer other' } })).rejects.toBeInstanceOf(ConnectionFetchRefusedError);
+    await expect(bound('/x', { headers: { 'x-note': 'a\r\nAuthorization: Bearer other' } })).rejects.toBeInstanceOf(
+      ConnectionFetchRefusedError,
+    );
+    await expect(bound('/x', { headers: { Authorization: 'Bearer other' } })).rejects.toBeInstanceOf(
+      ConnectionFetchRefusedError,
+    );
     await expect(bound('/x', { headers: { host: evilHost() } })).rejects.toBeInstanceOf(ConnectionFetchRefusedError);
     expect(seen.api).toHaveLength(0);
   });

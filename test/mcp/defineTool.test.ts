@@ -17,7 +17,11 @@ describe('errorResult', () => {
 
   it('has no structuredContent member when it is given none', () => {
     const result = errorResult('You declined to connect.');
-    expect(result).toEqual({ resultType: 'complete', isError: true, content: [{ type: 'text', text: 'You declined to connect.' }] });
+    expect(result).toEqual({
+      resultType: 'complete',
+      isError: true,
+      content: [{ type: 'text', text: 'You declined to connect.' }],
+    });
     expect('structuredContent' in result).toBe(false);
   });
 
@@ -68,6 +72,11 @@ describe('the input schema a tool lists', () => {
       inputSchema: z.strictObject({ query: z.string().max(10), limit: z.number().int().min(1).max(50).default(20) }),
       handler: async () => completeResult('ok', {}),
     });
-    expect(tool.descriptor.inputSchema).toMatchObject({ type: 'object', required: ['query'], additionalProperties: false, properties: { limit: { default: 20 } } });
+    expect(tool.descriptor.inputSchema).toMatchObject({
+      type: 'object',
+      required: ['query'],
+      additionalProperties: false,
+      properties: { limit: { default: 20 } },
+    });
   });
 });

@@ -5,7 +5,12 @@ import type { ElicitFormRequest } from '../../src/mcp/protocol.js';
 // Every form the broker can emit, built with representative inputs. A new
 // form builder in src/mcp/elicitationForms.ts must be added here.
 const everyForm: [string, ElicitFormRequest][] = [
-  ['delete confirmation, one candidate', deleteConfirmationForm('file:///work/notes/alice', [{ id: 'note_aaaaaaaaaaaa', title: 'TPS', createdAt: new Date() }])],
+  [
+    'delete confirmation, one candidate',
+    deleteConfirmationForm('file:///work/notes/alice', [
+      { id: 'note_aaaaaaaaaaaa', title: 'TPS', createdAt: new Date() },
+    ]),
+  ],
   [
     'delete confirmation, several candidates',
     deleteConfirmationForm('file:///work/notes/alice', [
@@ -15,7 +20,8 @@ const everyForm: [string, ElicitFormRequest][] = [
   ],
 ];
 
-const SECRET_WORDS = /pass(word|phrase|code)?|secret|token|api[ _-]?key|credential|private[ _-]?key|card|cvv|iban|ssn|pin\b/i;
+const SECRET_WORDS =
+  /pass(word|phrase|code)?|secret|token|api[ _-]?key|credential|private[ _-]?key|card|cvv|iban|ssn|pin\b/i;
 
 describe('form-mode elicitations', () => {
   it.each(everyForm)('%s asks for no secret: flat primitive fields with innocent names', (_name, form) => {
@@ -33,7 +39,10 @@ describe('form-mode elicitations', () => {
   it('requires a choice among the offered ids and a confirm boolean, even for one candidate', () => {
     const form = everyForm[0]![1];
     expect(form.params.requestedSchema.required).toEqual(['note_id', 'confirm']);
-    expect(form.params.requestedSchema.properties['note_id']).toMatchObject({ type: 'string', enum: ['note_aaaaaaaaaaaa'] });
+    expect(form.params.requestedSchema.properties['note_id']).toMatchObject({
+      type: 'string',
+      enum: ['note_aaaaaaaaaaaa'],
+    });
     const content = deleteConfirmationContent(['note_aaaaaaaaaaaa']);
     expect(content.safeParse({ note_id: 'note_aaaaaaaaaaaa', confirm: true }).success).toBe(true);
     expect(content.safeParse({ note_id: 'note_bbbbbbbbbbbb', confirm: true }).success).toBe(false);

@@ -6,7 +6,13 @@ const metaOf = (version: unknown = '2026-07-28', capabilities: unknown = {}) => 
   'io.modelcontextprotocol/clientCapabilities': capabilities,
 });
 const headers = { 'mcp-protocol-version': '2026-07-28' };
-const request = (extra: Record<string, unknown> = {}, params: Record<string, unknown> = { _meta: metaOf() }) => ({ jsonrpc: '2.0', id: 7, method: 'tools/list', params, ...extra });
+const request = (extra: Record<string, unknown> = {}, params: Record<string, unknown> = { _meta: metaOf() }) => ({
+  jsonrpc: '2.0',
+  id: 7,
+  method: 'tools/list',
+  params,
+  ...extra,
+});
 
 function refusal(message: unknown, h: Record<string, string> = headers) {
   try {
@@ -21,7 +27,12 @@ function refusal(message: unknown, h: Record<string, string> = headers) {
 
 describe('readEnvelope (the 2026-07-28 ladder)', () => {
   it('accepts a well-formed request and reads its capabilities', () => {
-    expect(readEnvelope(request({}, { _meta: metaOf('2026-07-28', { elicitation: { form: {} } }) }), { ...headers, 'mcp-method': 'tools/list' })).toMatchObject({
+    expect(
+      readEnvelope(request({}, { _meta: metaOf('2026-07-28', { elicitation: { form: {} } }) }), {
+        ...headers,
+        'mcp-method': 'tools/list',
+      }),
+    ).toMatchObject({
       kind: 'request',
       id: 7,
       method: 'tools/list',
@@ -30,7 +41,10 @@ describe('readEnvelope (the 2026-07-28 ladder)', () => {
   });
 
   it('treats a message without id as a notification', () => {
-    expect(readEnvelope({ jsonrpc: '2.0', method: 'notifications/cancelled' }, {})).toEqual({ kind: 'notification', method: 'notifications/cancelled' });
+    expect(readEnvelope({ jsonrpc: '2.0', method: 'notifications/cancelled' }, {})).toEqual({
+      kind: 'notification',
+      method: 'notifications/cancelled',
+    });
   });
 
   it('refuses a batch with -32600/400', () => {
@@ -42,12 +56,20 @@ describe('readEnvelope (the 2026-07-28 ladder)', () => {
   });
 
   it('refuses a missing or non-string protocolVersion with -32602/400', () => {
-    expect(refusal(request({}, { _meta: { 'io.modelcontextprotocol/clientCapabilities': {} } }))).toMatchObject({ id: 7, code: -32602, status: 400 });
+    expect(refusal(request({}, { _meta: { 'io.modelcontextprotocol/clientCapabilities': {} } }))).toMatchObject({
+      id: 7,
+      code: -32602,
+      status: 400,
+    });
     expect(refusal(request({}, { _meta: metaOf(20260728) }))).toMatchObject({ id: 7, code: -32602, status: 400 });
   });
 
   it('refuses missing clientCapabilities with -32602/400', () => {
-    expect(refusal(request({}, { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' } }))).toMatchObject({ id: 7, code: -32602, status: 400 });
+    expect(refusal(request({}, { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' } }))).toMatchObject({
+      id: 7,
+      code: -32602,
+      status: 400,
+    });
   });
 
   it('refuses a missing MCP-Protocol-Version header with -32020/400', () => {
@@ -70,23 +92,38 @@ describe('readEnvelope (the 2026-07-28 ladder)', () => {
   it('refuses Mcp-Method or Mcp-Name headers that disagree with the body with -32020/400', () => {
     expect(refusal(request(), { ...headers, 'mcp-method': 'tools/call' })).toMatchObject({ code: -32020, status: 400 });
     const call = { jsonrpc: '2.0', id: 'x', method: 'tools/call', params: { name: 'notes_list', _meta: metaOf() } };
-    expect(refusal(call, { ...headers, 'mcp-name': 'notes_delete' })).toMatchObject({ id: 'x', code: -32020, status: 400 });
+    expect(refusal(call, { ...headers, 'mcp-name': 'notes_delete' })).toMatchObject({
+      id: 'x',
+      code: -32020,
+      status: 400,
+    });
   });
 
   it('decodes =?base64?…?= header values before comparing', () => {
     const call = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'notes_list', _meta: metaOf() } };
     const encoded = `=?base64?${Buffer.from('notes_list').toString('base64')}?=`;
-    expect(readEnvelope(call, { ...headers, 'mcp-method': 'tools/call', 'mcp-name': encoded })).toMatchObject({ kind: 'request' });
+    expect(readEnvelope(call, { ...headers, 'mcp-method': 'tools/call', 'mcp-name': encoded })).toMatchObject({
+      kind: 'request',
+    });
   });
 
   it('refuses a request without the Mcp-Method header, or a tools/call without Mcp-Name, with -32020/400', () => {
     expect(refusal(request())).toMatchObject({ id: 7, code: -32020, status: 400 });
     const call = { jsonrpc: '2.0', id: 'n', method: 'tools/call', params: { name: 'notes_list', _meta: metaOf() } };
-    expect(refusal(call, { ...headers, 'mcp-method': 'tools/call' })).toMatchObject({ id: 'n', code: -32020, status: 400 });
+    expect(refusal(call, { ...headers, 'mcp-method': 'tools/call' })).toMatchObject({
+      id: 'n',
+      code: -32020,
+      status: 400,
+    });
   });
 
   it('answers initialize, even with a modern _meta, with -32601/404 naming the supported versions', () => {
-    expect(refusal({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { _meta: metaOf() } })).toEqual({ id: 1, code: -32601, status: 404, data: { supported: ['2026-07-28', '2025-11-25'] } });
+    expect(refusal({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { _meta: metaOf() } })).toEqual({
+      id: 1,
+      code: -32601,
+      status: 404,
+      data: { supported: ['2026-07-28', '2025-11-25'] },
+    });
   });
 
   it.each([

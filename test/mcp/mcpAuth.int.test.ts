@@ -26,7 +26,13 @@ afterEach(() => {
 });
 
 function metadata(jwksUri: string): Record<string, unknown> {
-  return { issuer: ISSUER, authorization_endpoint: `${ISSUER}/auth`, token_endpoint: `${ISSUER}/token`, jwks_uri: jwksUri, response_types_supported: ['code'] };
+  return {
+    issuer: ISSUER,
+    authorization_endpoint: `${ISSUER}/auth`,
+    token_endpoint: `${ISSUER}/token`,
+    jwks_uri: jwksUri,
+    response_types_supported: ['code'],
+  };
 }
 
 interface MintOptions {
@@ -62,13 +68,18 @@ describe("the MCP bearer's key set comes only from a checked URL", () => {
   function expectUnavailable(response: { status: number; headers: Headers; json: Record<string, unknown> }) {
     expect(response.status).toBe(503);
     expect(response.headers.get('retry-after')).toBe('30');
-    expect(response.json['error']).toMatchObject({ code: -32603, message: expect.stringContaining('cannot be reached to verify the access token') });
+    expect(response.json['error']).toMatchObject({
+      code: -32603,
+      message: expect.stringContaining('cannot be reached to verify the access token'),
+    });
   }
 
   // The tests in this block run in order: the verifier keeps a discovery that succeeded.
   it('refuses every token when discovery names an http:// jwks_uri, and fetches nothing from it', async () => {
     const discovery = nock(ISSUER).get(DISCOVERY).reply(200, metadata('http://idp.example.test/jwks'));
-    const keys = nock('http://idp.example.test').get('/jwks').reply(200, { keys: [jwk] });
+    const keys = nock('http://idp.example.test')
+      .get('/jwks')
+      .reply(200, { keys: [jwk] });
     expectUnavailable(await callWithValidToken());
     discovery.done();
     expect(keys.isDone(), 'the http:// key set was requested').toBe(false);
@@ -77,7 +88,9 @@ describe("the MCP bearer's key set comes only from a checked URL", () => {
 
   it('refuses every token when the jwks_uri is on another host than the issuer, and fetches nothing from it', async () => {
     const discovery = nock(ISSUER).get(DISCOVERY).reply(200, metadata('https://keys.example.test/jwks'));
-    const keys = nock('https://keys.example.test').get('/jwks').reply(200, { keys: [jwk] });
+    const keys = nock('https://keys.example.test')
+      .get('/jwks')
+      .reply(200, { keys: [jwk] });
     expectUnavailable(await callWithValidToken());
     discovery.done();
     expect(keys.isDone(), 'the other host was asked for keys').toBe(false);
@@ -85,17 +98,27 @@ describe("the MCP bearer's key set comes only from a checked URL", () => {
   });
 
   it('does not follow a redirect from the discovery document', async () => {
-    const discovery = nock(ISSUER).get(DISCOVERY).reply(302, '', { Location: `${ISSUER}/moved${DISCOVERY}` });
-    const moved = nock(ISSUER).get(`/moved${DISCOVERY}`).reply(200, metadata(`${ISSUER}/jwks`));
+    const discovery = nock(ISSUER)
+      .get(DISCOVERY)
+      .reply(302, '', { Location: `${ISSUER}/moved${DISCOVERY}` });
+    const moved = nock(ISSUER)
+      .get(`/moved${DISCOVERY}`)
+      .reply(200, metadata(`${ISSUER}/jwks`));
     expectUnavailable(await callWithValidToken());
     discovery.done();
     expect(moved.isDone(), 'the redirect was followed').toBe(false);
   });
 
   it('does not follow a redirect from the key set', async () => {
-    const discovery = nock(ISSUER).get(DISCOVERY).reply(200, metadata(`${ISSUER}/jwks`));
-    const keys = nock(ISSUER).get('/jwks').reply(302, '', { Location: `${ISSUER}/elsewhere` });
-    const elsewhere = nock(ISSUER).get('/elsewhere').reply(200, { keys: [jwk] });
+    const discovery = nock(ISSUER)
+      .get(DISCOVERY)
+      .reply(200, metadata(`${ISSUER}/jwks`));
+    const keys = nock(ISSUER)
+      .get('/jwks')
+      .reply(302, '', { Location: `${ISSUER}/elsewhere` });
+    const elsewhere = nock(ISSUER)
+      .get('/elsewhere')
+      .reply(200, { keys: [jwk] });
     expectUnavailable(await callWithValidToken());
     discovery.done();
     keys.done();
@@ -105,14 +128,20 @@ describe("the MCP bearer's key set comes only from a checked URL", () => {
 
   it('refuses a key set larger than 512 KiB', async () => {
     // A valid key set but for its size (jose ignores unknown members).
-    const keys = nock(ISSUER).get('/jwks').reply(200, JSON.stringify({ keys: [jwk], padding: 'x'.repeat(600 * 1024) }), { 'Content-Type': 'application/json' });
+    const keys = nock(ISSUER)
+      .get('/jwks')
+      .reply(200, JSON.stringify({ keys: [jwk], padding: 'x'.repeat(600 * 1024) }), {
+        'Content-Type': 'application/json',
+      });
     expectUnavailable(await callWithValidToken());
     keys.done();
     expect(stack.logs.join('')).toContain('answered more than 524288 bytes');
   });
 
   it('accepts the same token once the issuer serves a proper key set', async () => {
-    const keys = nock(ISSUER).get('/jwks').reply(200, { keys: [jwk] });
+    const keys = nock(ISSUER)
+      .get('/jwks')
+      .reply(200, { keys: [jwk] });
     const response = await callWithValidToken();
     expect(response.status).toBe(200);
     keys.done();
@@ -121,19 +150,25 @@ describe("the MCP bearer's key set comes only from a checked URL", () => {
   describe('the RFC 9068 typ header', () => {
     it('accepts an access token with typ at+jwt (what oidc-provider sets) or application/at+jwt', async () => {
       for (const typ of ['at+jwt', 'application/at+jwt', 'AT+JWT']) {
-        const response = await mcpPost(stack, listTools, { token: await mint({ audience: stack.mcpResourceUrl, typ }) });
+        const response = await mcpPost(stack, listTools, {
+          token: await mint({ audience: stack.mcpResourceUrl, typ }),
+        });
         expect(response.status, typ).toBe(200);
       }
     });
 
     it('accepts an access token without typ, as issuers before RFC 9068 send them', async () => {
-      const response = await mcpPost(stack, listTools, { token: await mint({ audience: stack.mcpResourceUrl, typ: null }) });
+      const response = await mcpPost(stack, listTools, {
+        token: await mint({ audience: stack.mcpResourceUrl, typ: null }),
+      });
       expect(response.status).toBe(200);
     });
 
     it('refuses a token whose typ says it is not an access token (JWT, as on an ID Token)', async () => {
       for (const typ of ['JWT', 'application/jwt', 'dpop+jwt']) {
-        const response = await mcpPost(stack, listTools, { token: await mint({ audience: stack.mcpResourceUrl, typ }) });
+        const response = await mcpPost(stack, listTools, {
+          token: await mint({ audience: stack.mcpResourceUrl, typ }),
+        });
         expect(response.status, typ).toBe(401);
         expect(response.json['error']).toBe('invalid_token');
       }
@@ -144,8 +179,19 @@ describe("the MCP bearer's key set comes only from a checked URL", () => {
 describe("the verified token's client id", () => {
   const audience = 'https://broker.example.test/mcp';
   const verify = () => {
-    nock(ISSUER).get(DISCOVERY).reply(200, metadata(`${ISSUER}/jwks`)).get('/jwks').reply(200, { keys: [jwk] });
-    return createBearerVerifier({ issuer: ISSUER, audience, requiredScope: 'mcp', fetch: createFetch(), clock: systemClock, allowLoopback: false });
+    nock(ISSUER)
+      .get(DISCOVERY)
+      .reply(200, metadata(`${ISSUER}/jwks`))
+      .get('/jwks')
+      .reply(200, { keys: [jwk] });
+    return createBearerVerifier({
+      issuer: ISSUER,
+      audience,
+      requiredScope: 'mcp',
+      fetch: createFetch(),
+      clock: systemClock,
+      allowLoopback: false,
+    });
   };
 
   it('is client_id, else azp, else undefined, beside a principal that is only (iss, sub)', async () => {

@@ -5,17 +5,26 @@ import { useBrokerStack } from '../support/useBrokerStack.js';
 describe('POST /mcp on the wire', () => {
   const { stack, tokens } = useBrokerStack({}, { users: ['alice'] });
 
-  const request = (method: string, params: Record<string, unknown> = {}, id: unknown = 1) => ({ jsonrpc: '2.0', id, method, params: { _meta: meta(), ...params } });
+  const request = (method: string, params: Record<string, unknown> = {}, id: unknown = 1) => ({
+    jsonrpc: '2.0',
+    id,
+    method,
+    params: { _meta: meta(), ...params },
+  });
 
   describe('authorization', () => {
     it('answers 401 with a resource_metadata challenge when no token is sent', async () => {
       const response = await mcpPost(stack, request('tools/list'));
       expect(response.status).toBe(401);
-      expect(response.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${stack.brokerUrl}/.well-known/oauth-protected-resource/mcp", scope="mcp"`);
+      expect(response.headers.get('www-authenticate')).toBe(
+        `Bearer resource_metadata="${stack.brokerUrl}/.well-known/oauth-protected-resource/mcp", scope="mcp"`,
+      );
     });
 
     it('answers 401 to a token that is not a JWT from the issuer', async () => {
-      const response = await mcpPost(stack, request('tools/list'), { token: 'eyJhbGciOiJub25lIn0.eyJzdWIiOiJhbGljZSJ9.' });
+      const response = await mcpPost(stack, request('tools/list'), {
+        token: 'eyJhbGciOiJub25lIn0.eyJzdWIiOiJhbGljZSJ9.',
+      });
       expect(response.status).toBe(401);
       expect(response.json['error']).toBe('invalid_token');
     });
@@ -26,7 +35,13 @@ describe('POST /mcp on the wire', () => {
       // The IdP's own ID token is signed by the same keys but is not for this resource.
       const response = await stack.fetch(`${stack.dev.idp.issuer}/.well-known/openid-configuration`);
       expect(response.status).toBe(200);
-      const token = await fetchDevToken({ issuer: stack.dev.idp.issuer, resource: stack.mcpResourceUrl, login: 'bob', password: DEV_PASSWORD, fetch: stack.fetch });
+      const token = await fetchDevToken({
+        issuer: stack.dev.idp.issuer,
+        resource: stack.mcpResourceUrl,
+        login: 'bob',
+        password: DEV_PASSWORD,
+        fetch: stack.fetch,
+      });
       const [h, p, s] = token.split('.');
       const payload = JSON.parse(Buffer.from(p!, 'base64url').toString());
       const forged = `${h}.${Buffer.from(JSON.stringify({ ...payload, aud: 'https://elsewhere.example/mcp' })).toString('base64url')}.${s}`;
@@ -50,14 +65,37 @@ describe('POST /mcp on the wire', () => {
 
   describe('transport', () => {
     it('refuses a foreign Host or Origin with 403 (DNS rebinding)', async () => {
-      expect((await mcpPost(stack, request('tools/list'), { token: tokens.alice, headers: { origin: 'https://evil.example' } })).status).toBe(403);
-      expect((await mcpPost(stack, request('tools/list'), { token: tokens.alice, headers: { origin: stack.brokerUrl } })).status).toBe(200);
+      expect(
+        (
+          await mcpPost(stack, request('tools/list'), {
+            token: tokens.alice,
+            headers: { origin: 'https://evil.example' },
+          })
+        ).status,
+      ).toBe(403);
+      expect(
+        (await mcpPost(stack, request('tools/list'), { token: tokens.alice, headers: { origin: stack.brokerUrl } }))
+          .status,
+      ).toBe(200);
       const { request: httpsRequest } = await import('node:https');
       const status = await new Promise<number>((resolve, reject) => {
-        const req = httpsRequest(`${stack.brokerUrl}/mcp`, { method: 'POST', ca: stack.tls.caPem, servername: 'localhost', headers: { host: 'evil.example.com', authorization: `Bearer ${tokens.alice}`, 'content-type': 'application/json' } }, (res) => {
-          res.resume();
-          resolve(res.statusCode ?? 0);
-        });
+        const req = httpsRequest(
+          `${stack.brokerUrl}/mcp`,
+          {
+            method: 'POST',
+            ca: stack.tls.caPem,
+            servername: 'localhost',
+            headers: {
+              host: 'evil.example.com',
+              authorization: `Bearer ${tokens.alice}`,
+              'content-type': 'application/json',
+            },
+          },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        );
         req.on('error', reject);
         req.end(JSON.stringify(request('tools/list')));
       });
@@ -66,17 +104,29 @@ describe('POST /mcp on the wire', () => {
 
     it('answers GET and DELETE without a legacy session with 400, and other methods with 405', async () => {
       for (const method of ['GET', 'DELETE']) {
-        const response = await stack.fetch(`${stack.brokerUrl}/mcp`, { method, headers: { authorization: `Bearer ${tokens.alice}` } });
+        const response = await stack.fetch(`${stack.brokerUrl}/mcp`, {
+          method,
+          headers: { authorization: `Bearer ${tokens.alice}` },
+        });
         expect(response.status).toBe(400);
-        expect(((await response.json()) as { error: { message: string } }).error.message).toContain('Mcp-Session-Id header is required');
+        expect(((await response.json()) as { error: { message: string } }).error.message).toContain(
+          'Mcp-Session-Id header is required',
+        );
       }
-      const put = await stack.fetch(`${stack.brokerUrl}/mcp`, { method: 'PUT', headers: { authorization: `Bearer ${tokens.alice}` } });
+      const put = await stack.fetch(`${stack.brokerUrl}/mcp`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${tokens.alice}` },
+      });
       expect(put.status).toBe(405);
       expect(put.headers.get('allow')).toBe('POST, GET, DELETE');
     });
 
     it('answers a notification with 202 and no body', async () => {
-      const response = await mcpPost(stack, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1 } }, { token: tokens.alice });
+      const response = await mcpPost(
+        stack,
+        { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1 } },
+        { token: tokens.alice },
+      );
       expect(response.status).toBe(202);
       expect(response.text).toBe('');
     });
@@ -94,12 +144,20 @@ describe('POST /mcp on the wire', () => {
     });
 
     it('refuses a body that is not JSON with 415, and one over 1 MiB with 413', async () => {
-      expect((await mcpPost(stack, 'x', { token: tokens.alice, raw: true, headers: { 'content-type': 'text/plain' } })).status).toBe(415);
-      expect((await mcpPost(stack, request('tools/list', { pad: 'x'.repeat(1_100_000) }), { token: tokens.alice })).status).toBe(413);
+      expect(
+        (await mcpPost(stack, 'x', { token: tokens.alice, raw: true, headers: { 'content-type': 'text/plain' } }))
+          .status,
+      ).toBe(415);
+      expect(
+        (await mcpPost(stack, request('tools/list', { pad: 'x'.repeat(1_100_000) }), { token: tokens.alice })).status,
+      ).toBe(413);
     });
 
     it('answers over SSE when the client accepts only an event stream', async () => {
-      const response = await mcpPost(stack, request('tools/list'), { token: tokens.alice, headers: { accept: 'text/event-stream' } });
+      const response = await mcpPost(stack, request('tools/list'), {
+        token: tokens.alice,
+        headers: { accept: 'text/event-stream' },
+      });
       expect(response.status).toBe(200);
       expect(response.headers.get('content-type')).toBe('text/event-stream');
       const data = /^event: message\ndata: (.*)\n\n$/.exec(response.text)?.[1];
@@ -109,26 +167,56 @@ describe('POST /mcp on the wire', () => {
 
   describe('the ladder, on the wire', () => {
     it('answers an unsupported version with -32022/400 and exactly {supported, requested}', async () => {
-      const body = { jsonrpc: '2.0', id: 'v', method: 'tools/list', params: { _meta: { ...meta(), 'io.modelcontextprotocol/protocolVersion': '1900-01-01' } } };
-      const response = await mcpPost(stack, body, { token: tokens.alice, headers: { 'mcp-protocol-version': '1900-01-01' } });
+      const body = {
+        jsonrpc: '2.0',
+        id: 'v',
+        method: 'tools/list',
+        params: { _meta: { ...meta(), 'io.modelcontextprotocol/protocolVersion': '1900-01-01' } },
+      };
+      const response = await mcpPost(stack, body, {
+        token: tokens.alice,
+        headers: { 'mcp-protocol-version': '1900-01-01' },
+      });
       expect(response.status).toBe(400);
-      expect(response.json).toEqual({ jsonrpc: '2.0', id: 'v', error: { code: -32022, message: 'Unsupported protocol version', data: { supported: [VERSION, '2025-11-25'], requested: '1900-01-01' } } });
+      expect(response.json).toEqual({
+        jsonrpc: '2.0',
+        id: 'v',
+        error: {
+          code: -32022,
+          message: 'Unsupported protocol version',
+          data: { supported: [VERSION, '2025-11-25'], requested: '1900-01-01' },
+        },
+      });
     });
 
     it('answers missing _meta with -32602/400 echoing the id', async () => {
-      const response = await mcpPost(stack, { jsonrpc: '2.0', id: 42, method: 'tools/list', params: {} }, { token: tokens.alice });
+      const response = await mcpPost(
+        stack,
+        { jsonrpc: '2.0', id: 42, method: 'tools/list', params: {} },
+        { token: tokens.alice },
+      );
       expect(response.status).toBe(400);
       expect(response.json).toMatchObject({ id: 42, error: { code: -32602 } });
     });
 
     it('answers a header mismatch with -32020/400', async () => {
-      const response = await mcpPost(stack, request('tools/list'), { token: tokens.alice, headers: { 'mcp-method': 'tools/call' } });
+      const response = await mcpPost(stack, request('tools/list'), {
+        token: tokens.alice,
+        headers: { 'mcp-method': 'tools/call' },
+      });
       expect(response.status).toBe(400);
       expect(response.json).toMatchObject({ id: 1, error: { code: -32020 } });
     });
 
     it('answers unknown methods, initialize included, with -32601/404', async () => {
-      for (const method of ['initialize', 'ping', 'logging/setLevel', 'resources/subscribe', 'prompts/list', 'unknown/method']) {
+      for (const method of [
+        'initialize',
+        'ping',
+        'logging/setLevel',
+        'resources/subscribe',
+        'prompts/list',
+        'unknown/method',
+      ]) {
         const response = await mcpPost(stack, request(method, {}, method), { token: tokens.alice });
         expect(response.status, method).toBe(404);
         expect(response.json).toMatchObject({ id: method, error: { code: -32601 } });
@@ -137,15 +225,37 @@ describe('POST /mcp on the wire', () => {
 
     it('answers notes_delete without form elicitation with -32021/400 naming {"elicitation":{"form":{}}}', async () => {
       for (const capabilities of [{}, { elicitation: { url: {} } }]) {
-        const response = await callTool(stack, tokens.alice, 'notes_delete', { workspaceUri: 'file:///work/notes/alice', title: 'TPS' }, {}, capabilities);
+        const response = await callTool(
+          stack,
+          tokens.alice,
+          'notes_delete',
+          { workspaceUri: 'file:///work/notes/alice', title: 'TPS' },
+          {},
+          capabilities,
+        );
         expect(response.status).toBe(400);
-        expect(response.json.error).toEqual({ code: -32021, message: expect.any(String), data: { requiredCapabilities: { elicitation: { form: {} } } } });
+        expect(response.json.error).toEqual({
+          code: -32021,
+          message: expect.any(String),
+          data: { requiredCapabilities: { elicitation: { form: {} } } },
+        });
       }
     });
 
     it('accepts both the empty and the explicit form declaration', async () => {
-      for (const capabilities of [{ elicitation: {} }, { elicitation: { form: {} } }, { elicitation: { form: {}, url: {} } }]) {
-        const response = await callTool(stack, tokens.alice, 'notes_delete', { workspaceUri: 'file:///work/notes/alice', title: 'TPS' }, {}, capabilities);
+      for (const capabilities of [
+        { elicitation: {} },
+        { elicitation: { form: {} } },
+        { elicitation: { form: {}, url: {} } },
+      ]) {
+        const response = await callTool(
+          stack,
+          tokens.alice,
+          'notes_delete',
+          { workspaceUri: 'file:///work/notes/alice', title: 'TPS' },
+          {},
+          capabilities,
+        );
         expect(response.json.result?.['resultType']).toBe('input_required');
       }
     });
@@ -153,7 +263,10 @@ describe('POST /mcp on the wire', () => {
     it('answers an unknown tool with -32602 in-band', async () => {
       const response = await callTool(stack, tokens.alice, 'rm_rf', {});
       expect(response.status).toBe(200);
-      expect(response.json.error).toMatchObject({ code: -32602, message: expect.stringContaining('Known tools: github_create_issue, github_list_issues, notes_create') });
+      expect(response.json.error).toMatchObject({
+        code: -32602,
+        message: expect.stringContaining('Known tools: github_create_issue, github_list_issues, notes_create'),
+      });
     });
   });
 
@@ -175,11 +288,25 @@ describe('POST /mcp on the wire', () => {
       const first = await mcpPost(stack, request('tools/list'), { token: tokens.alice });
       const second = await mcpPost(stack, request('tools/list'), { token: tokens.alice });
       expect(first.text).toBe(second.text);
-      const result = first.json.result as { tools: { name: string; description: string; inputSchema: { type: string } }[]; ttlMs: number; cacheScope: string; resultType: string };
+      const result = first.json.result as {
+        tools: { name: string; description: string; inputSchema: { type: string } }[];
+        ttlMs: number;
+        cacheScope: string;
+        resultType: string;
+      };
       expect(result.resultType).toBe('complete');
       expect(result.cacheScope).toBe('public');
       expect(result.ttlMs).toBeGreaterThanOrEqual(0);
-      expect(result.tools.map((t) => t.name)).toEqual(['github_create_issue', 'github_list_issues', 'notes_create', 'notes_delete', 'notes_list', 'notes_workspaces', 'reports_create', 'reports_list']);
+      expect(result.tools.map((t) => t.name)).toEqual([
+        'github_create_issue',
+        'github_list_issues',
+        'notes_create',
+        'notes_delete',
+        'notes_list',
+        'notes_workspaces',
+        'reports_create',
+        'reports_list',
+      ]);
       for (const tool of result.tools) {
         expect(tool.name).toMatch(/^[A-Za-z0-9_./-]{1,64}$/);
         expect(tool.description.length).toBeGreaterThan(0);

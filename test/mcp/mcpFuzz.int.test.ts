@@ -47,7 +47,11 @@ interface Plan {
   origin: Maybe<string>;
 }
 
-type Body = { kind: 'json'; value: unknown } | { kind: 'text'; text: string } | { kind: 'bytes'; bytes: Uint8Array } | { kind: 'oversized'; bytes: number };
+type Body =
+  | { kind: 'json'; value: unknown }
+  | { kind: 'text'; text: string }
+  | { kind: 'bytes'; bytes: Uint8Array }
+  | { kind: 'oversized'; bytes: number };
 
 interface FuzzRequest {
   httpMethod: string;
@@ -87,16 +91,37 @@ function clip(text: string, max = 240): string {
 }
 
 const anyJson = fc.jsonValue({ maxDepth: 3, stringUnit: 'binary' });
-const headerText = fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength: 40 });
+const headerText = fc.string({
+  unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)),
+  maxLength: 40,
+});
 const anyText = fc.string({ unit: 'binary', maxLength: 60 });
 
 const planArb: fc.Arbitrary<Plan> = fc.record({
-  httpMethod: fc.oneof({ weight: 40, arbitrary: fc.constant('POST') }, { weight: 1, arbitrary: fc.constantFrom('GET', 'DELETE', 'PUT', 'PATCH', 'OPTIONS') }),
-  auth: fc.oneof({ weight: 30, arbitrary: fc.constant('alice' as const) }, { weight: 1, arbitrary: fc.constantFrom('none' as const, 'garbled' as const) }),
+  httpMethod: fc.oneof(
+    { weight: 40, arbitrary: fc.constant('POST') },
+    { weight: 1, arbitrary: fc.constantFrom('GET', 'DELETE', 'PUT', 'PATCH', 'OPTIONS') },
+  ),
+  auth: fc.oneof(
+    { weight: 30, arbitrary: fc.constant('alice' as const) },
+    { weight: 1, arbitrary: fc.constantFrom('none' as const, 'garbled' as const) },
+  ),
   contentType: fc.oneof(
     { weight: 20, arbitrary: fc.constant('application/json') },
-    { weight: 2, arbitrary: fc.constantFrom('application/json; charset=utf-8', 'Application/JSON', 'application/json;') },
-    { weight: 1, arbitrary: fc.constantFrom<Maybe<string>>('text/plain', 'application/jsonx', 'application/x-www-form-urlencoded', 'json', ABSENT) },
+    {
+      weight: 2,
+      arbitrary: fc.constantFrom('application/json; charset=utf-8', 'Application/JSON', 'application/json;'),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom<Maybe<string>>(
+        'text/plain',
+        'application/jsonx',
+        'application/x-www-form-urlencoded',
+        'json',
+        ABSENT,
+      ),
+    },
     { weight: 1, arbitrary: headerText },
   ),
   accept: fc.oneof(
@@ -160,8 +185,23 @@ const workspaceUriArb = fc.oneof(
 );
 
 const titleArb = fc.oneof(
-  { weight: 6, arbitrary: fc.constantFrom('TPS report', 'TPS report (Q2)', 'Lunch ideas', 'tps', 'nothing matches this', '%', '_', "'; DROP TABLE notes; --") },
-  { weight: 4, arbitrary: fc.constantFrom('', '   ', '\u0000', 'TPS\u0000report', 'x'.repeat(201), 'é'.repeat(200), '\ud800') },
+  {
+    weight: 6,
+    arbitrary: fc.constantFrom(
+      'TPS report',
+      'TPS report (Q2)',
+      'Lunch ideas',
+      'tps',
+      'nothing matches this',
+      '%',
+      '_',
+      "'; DROP TABLE notes; --",
+    ),
+  },
+  {
+    weight: 4,
+    arbitrary: fc.constantFrom('', '   ', '\u0000', 'TPS\u0000report', 'x'.repeat(201), 'é'.repeat(200), '\ud800'),
+  },
   { weight: 3, arbitrary: anyText },
   { weight: 1, arbitrary: anyJson },
 );
@@ -172,7 +212,11 @@ const bodyTextArb = fc.oneof(fc.constantFrom('', 'Filed on time.', 'y'.repeat(20
 const createArgsArb = fc
   .oneof(
     fc.record({ workspaceUri: workspaceUriArb, title: titleArb, body: bodyTextArb, extra: anyJson }),
-    fc.record({ workspaceUri: fc.constantFrom('file:///work/notes/bob', 'file:///work/notes/mallory', 'file:///elsewhere'), title: titleArb, body: bodyTextArb }),
+    fc.record({
+      workspaceUri: fc.constantFrom('file:///work/notes/bob', 'file:///work/notes/mallory', 'file:///elsewhere'),
+      title: titleArb,
+      body: bodyTextArb,
+    }),
     fc.record({ workspaceUri: workspaceUriArb, title: fc.constantFrom('', '   ', 'x'.repeat(201)), body: bodyTextArb }),
     fc.record({ workspaceUri: workspaceUriArb, title: titleArb, body: fc.constantFrom('y'.repeat(20_001), 42, null) }),
     fc.record({ workspaceUri: workspaceUriArb, title: titleArb }, { requiredKeys: [] }),
@@ -200,15 +244,29 @@ const deleteArgsArb = fc.oneof(
   { weight: 3, arbitrary: fc.record({ workspaceUri: workspaceUriArb, title: fc.constant('TPS report') }) },
   { weight: 3, arbitrary: fc.record({ workspaceUri: workspaceUriArb, title: titleArb }) },
   { weight: 2, arbitrary: fc.constant({ workspaceUri: ALICE, title: 'TPS report' }) },
-  { weight: 1, arbitrary: fc.record({ workspaceUri: workspaceUriArb, title: titleArb, extra: anyJson }, { requiredKeys: [] }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ workspaceUri: workspaceUriArb, title: titleArb, extra: anyJson }, { requiredKeys: [] }),
+  },
   { weight: 1, arbitrary: anyJson },
 );
-const listArgsArb = fc.oneof(fc.record({ workspaceUri: workspaceUriArb }), fc.record({ workspaceUri: workspaceUriArb, more: anyJson }, { requiredKeys: [] }), anyJson);
-const workspacesArgsArb = fc.oneof(fc.constant({}), fc.record({ workspaceUri: workspaceUriArb }, { requiredKeys: [] }), anyJson);
+const listArgsArb = fc.oneof(
+  fc.record({ workspaceUri: workspaceUriArb }),
+  fc.record({ workspaceUri: workspaceUriArb, more: anyJson }, { requiredKeys: [] }),
+  anyJson,
+);
+const workspacesArgsArb = fc.oneof(
+  fc.constant({}),
+  fc.record({ workspaceUri: workspaceUriArb }, { requiredKeys: [] }),
+  anyJson,
+);
 
 const elicitResultArb = fc.record(
   {
-    action: fc.oneof({ weight: 4, arbitrary: fc.constantFrom('accept', 'decline', 'cancel') }, { weight: 1, arbitrary: anyJson }),
+    action: fc.oneof(
+      { weight: 4, arbitrary: fc.constantFrom('accept', 'decline', 'cancel') },
+      { weight: 1, arbitrary: anyJson },
+    ),
     content: fc.oneof(
       fc.record(
         {
@@ -245,18 +303,42 @@ function mayMutate(params: Record<string, unknown>): boolean {
 
 const capabilitiesArb = fc.oneof(
   { weight: 6, arbitrary: fc.constant<unknown>(FORM) },
-  { weight: 2, arbitrary: fc.constantFrom<unknown>({}, { elicitation: {} }, { elicitation: { url: {} } }, { elicitation: { form: {}, url: {} } }) },
-  { weight: 1, arbitrary: fc.constantFrom<unknown>({ elicitation: null }, { elicitation: [] }, { elicitation: 'form' }, { elicitation: { form: null } }, []) },
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom<unknown>(
+      {},
+      { elicitation: {} },
+      { elicitation: { url: {} } },
+      { elicitation: { form: {}, url: {} } },
+    ),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom<unknown>(
+      { elicitation: null },
+      { elicitation: [] },
+      { elicitation: 'form' },
+      { elicitation: { form: null } },
+      [],
+    ),
+  },
   { weight: 1, arbitrary: anyJson },
 );
 const metaArb = fc
   .record({
     'io.modelcontextprotocol/protocolVersion': present(
-      fc.oneof({ weight: 10, arbitrary: fc.constant<unknown>(VERSION) }, { weight: 1, arbitrary: fc.constantFrom<unknown>('2025-11-25', '2025-06-18', '1900-01-01', '', 20260728) }, { weight: 1, arbitrary: anyJson }),
+      fc.oneof(
+        { weight: 10, arbitrary: fc.constant<unknown>(VERSION) },
+        { weight: 1, arbitrary: fc.constantFrom<unknown>('2025-11-25', '2025-06-18', '1900-01-01', '', 20260728) },
+        { weight: 1, arbitrary: anyJson },
+      ),
       14,
     ),
     'io.modelcontextprotocol/clientCapabilities': present(capabilitiesArb, 14),
-    'io.modelcontextprotocol/clientInfo': present(fc.oneof(fc.constant<unknown>({ name: 'fuzz', version: '1' }), anyJson), 3),
+    'io.modelcontextprotocol/clientInfo': present(
+      fc.oneof(fc.constant<unknown>({ name: 'fuzz', version: '1' }), anyJson),
+      3,
+    ),
     progressToken: present(anyJson, 1, 6),
   })
   .map(compact);
@@ -280,7 +362,10 @@ function retryParamsArb(requestState: fc.Arbitrary<unknown>) {
     .record({
       _meta: metaArb,
       name: fc.constant('notes_delete'),
-      arguments: fc.oneof({ weight: 4, arbitrary: fc.constant<unknown>({ workspaceUri: ALICE, title: 'TPS report' }) }, { weight: 1, arbitrary: deleteArgsArb }),
+      arguments: fc.oneof(
+        { weight: 4, arbitrary: fc.constant<unknown>({ workspaceUri: ALICE, title: 'TPS report' }) },
+        { weight: 1, arbitrary: deleteArgsArb },
+      ),
       inputResponses: present(inputResponsesArb, 6, 1),
       requestState,
     })
@@ -294,7 +379,11 @@ function envelopeArb(requestState: fc.Arbitrary<unknown>): fc.Arbitrary<unknown>
     { weight: 3, arbitrary: callParamsArb(fc.constant('notes_delete'), deleteArgsArb, requestState) },
     callParamsArb(fc.constant('notes_list'), listArgsArb, requestState),
     callParamsArb(fc.constant('notes_workspaces'), workspacesArgsArb, requestState),
-    callParamsArb(fc.oneof(fc.constantFrom('', 'NOTES_LIST', 'notes_list ', 'initialize', 'x'.repeat(500)), anyText, anyJson), anyJson, requestState),
+    callParamsArb(
+      fc.oneof(fc.constantFrom('', 'NOTES_LIST', 'notes_list ', 'initialize', 'x'.repeat(500)), anyText, anyJson),
+      anyJson,
+      requestState,
+    ),
   );
   const otherParams = fc
     .record({
@@ -309,15 +398,37 @@ function envelopeArb(requestState: fc.Arbitrary<unknown>): fc.Arbitrary<unknown>
     {
       weight: 3,
       arbitrary: fc.record({
-        method: fc.constantFrom<unknown>('tools/list', 'server/discover', 'initialize', 'ping', 'logging/setLevel', 'resources/list', 'resources/read', 'prompts/get', 'subscriptions/listen', 'notifications/cancelled', 'notifications/initialized'),
+        method: fc.constantFrom<unknown>(
+          'tools/list',
+          'server/discover',
+          'initialize',
+          'ping',
+          'logging/setLevel',
+          'resources/list',
+          'resources/read',
+          'prompts/get',
+          'subscriptions/listen',
+          'notifications/cancelled',
+          'notifications/initialized',
+        ),
         params: present(fc.oneof({ weight: 8, arbitrary: otherParams }, { weight: 1, arbitrary: anyJson }), 12),
       }),
     },
-    { weight: 1, arbitrary: fc.record({ method: fc.oneof(anyText, fc.constantFrom('', 'm'.repeat(300)), anyJson), params: present(otherParams, 3) }) },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        method: fc.oneof(anyText, fc.constantFrom('', 'm'.repeat(300)), anyJson),
+        params: present(otherParams, 3),
+      }),
+    },
   );
   return fc
     .record({
-      jsonrpc: fc.oneof({ weight: 20, arbitrary: fc.constant<unknown>('2.0') }, { weight: 1, arbitrary: fc.constantFrom<unknown>(ABSENT, '1.0', 2, null) }, { weight: 1, arbitrary: anyJson }),
+      jsonrpc: fc.oneof(
+        { weight: 20, arbitrary: fc.constant<unknown>('2.0') },
+        { weight: 1, arbitrary: fc.constantFrom<unknown>(ABSENT, '1.0', 2, null) },
+        { weight: 1, arbitrary: anyJson },
+      ),
       id: fc.oneof(
         { weight: 12, arbitrary: fc.integer() },
         { weight: 6, arbitrary: fc.string({ maxLength: 24 }) },
@@ -328,7 +439,9 @@ function envelopeArb(requestState: fc.Arbitrary<unknown>): fc.Arbitrary<unknown>
       methodAndParams,
       stray: present(fc.oneof(fc.record({ result: anyJson }), fc.record({ error: anyJson })), 1, 20),
     })
-    .map(({ jsonrpc, id, methodAndParams: mp, stray }) => compact({ ...(stray === ABSENT ? {} : stray), jsonrpc, id, method: mp.method, params: mp.params }))
+    .map(({ jsonrpc, id, methodAndParams: mp, stray }) =>
+      compact({ ...(stray === ABSENT ? {} : stray), jsonrpc, id, method: mp.method, params: mp.params }),
+    )
     .filter((message) => !(isRecord(message['params']) && mayMutate(message['params'])));
 }
 
@@ -336,7 +449,15 @@ function bodyArb(requestState: fc.Arbitrary<unknown>): fc.Arbitrary<Body> {
   return fc.oneof(
     { weight: 10, arbitrary: envelopeArb(requestState).map((value): Body => ({ kind: 'json', value })) },
     { weight: 2, arbitrary: anyJson.map((value): Body => ({ kind: 'json', value })) },
-    { weight: 1, arbitrary: fc.oneof(anyText, fc.constantFrom('', '{', '[]', '[{}]', 'null', '{"jsonrpc":"2.0","id":1', '\ufeff{}', '{"a":1}{"b":2}')).map((text): Body => ({ kind: 'text', text })) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .oneof(
+          anyText,
+          fc.constantFrom('', '{', '[]', '[{}]', 'null', '{"jsonrpc":"2.0","id":1', '\ufeff{}', '{"a":1}{"b":2}'),
+        )
+        .map((text): Body => ({ kind: 'text', text })),
+    },
     { weight: 1, arbitrary: fc.uint8Array({ maxLength: 256 }).map((bytes): Body => ({ kind: 'bytes', bytes })) },
   );
 }
@@ -364,7 +485,16 @@ function materialize(body: Body, plan: Plan, ctx: { token: string; selfOrigin: s
     payload = body.bytes;
   } else {
     // A well-formed notes_list call whose workspaceUri makes the body exactly this big.
-    const skeleton = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'notes_list', arguments: { workspaceUri: '' }, _meta: { 'io.modelcontextprotocol/protocolVersion': VERSION, 'io.modelcontextprotocol/clientCapabilities': {} } } });
+    const skeleton = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: {
+        name: 'notes_list',
+        arguments: { workspaceUri: '' },
+        _meta: { 'io.modelcontextprotocol/protocolVersion': VERSION, 'io.modelcontextprotocol/clientCapabilities': {} },
+      },
+    });
     payload = skeleton.replace('"workspaceUri":""', `"workspaceUri":"${'a'.repeat(body.bytes - skeleton.length)}"`);
     parsed = JSON.parse(payload);
   }
@@ -445,21 +575,36 @@ function violations(request: FuzzRequest, response: WireResponse, selfOrigin: st
   const mediaType = (h['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
   const accept = h['accept'] ?? '*/*';
   const acceptable = /application\/json|\*\/\*|application\/\*|text\/event-stream/i.test(accept);
-  const originOk = h['origin'] === undefined || h['origin'] === selfOrigin || h['origin'] === selfOrigin.replace('127.0.0.1', 'localhost');
-  const passesHttpGates = request.httpMethod === 'POST' && request.auth === 'alice' && originOk && mediaType === 'application/json' && acceptable && request.size <= MAX_BODY_BYTES;
+  const originOk =
+    h['origin'] === undefined ||
+    h['origin'] === selfOrigin ||
+    h['origin'] === selfOrigin.replace('127.0.0.1', 'localhost');
+  const passesHttpGates =
+    request.httpMethod === 'POST' &&
+    request.auth === 'alice' &&
+    originOk &&
+    mediaType === 'application/json' &&
+    acceptable &&
+    request.size <= MAX_BODY_BYTES;
 
   if (status >= 500) problems.push(`a ${status}`);
-  if (![200, 202, 400, 404, 401, 403, 405, 406, 413, 415].includes(status)) problems.push(`an unexpected status ${status}`);
+  if (![200, 202, 400, 404, 401, 403, 405, 406, 413, 415].includes(status))
+    problems.push(`an unexpected status ${status}`);
   if (status === 401 && request.auth === 'alice') problems.push('401 for a valid token');
   if (status === 403 && originOk) problems.push('403 without a foreign Origin');
-  if (status === 405 && ['POST', 'GET', 'DELETE'].includes(request.httpMethod)) problems.push(`405 for a ${request.httpMethod}`);
+  if (status === 405 && ['POST', 'GET', 'DELETE'].includes(request.httpMethod))
+    problems.push(`405 for a ${request.httpMethod}`);
   if (status === 415 && mediaType === 'application/json') problems.push('415 for application/json');
   if (status === 406 && acceptable) problems.push(`406 for Accept: ${accept}`);
   if (status === 413 && request.size <= MAX_BODY_BYTES) problems.push(`413 for ${request.size} bytes`);
-  if (passesHttpGates && ![200, 202, 400, 404].includes(status)) problems.push(`${status} for a request that passes every HTTP gate`);
+  if (passesHttpGates && ![200, 202, 400, 404].includes(status))
+    problems.push(`${status} for a request that passes every HTTP gate`);
 
   // GET and DELETE belong to 2025-11-25 sessions: without a session header they are 400, never anything else.
-  if ((request.httpMethod === 'GET' || request.httpMethod === 'DELETE') && passesHttpGatesExceptMethod(request, originOk, acceptable)) {
+  if (
+    (request.httpMethod === 'GET' || request.httpMethod === 'DELETE') &&
+    passesHttpGatesExceptMethod(request, originOk, acceptable)
+  ) {
     if (status !== 400) problems.push(`${status} for a ${request.httpMethod} without a session`);
     if (!isRecord(parseJson(response.text))) problems.push(`${status} without a JSON object body`);
     return problems;
@@ -467,12 +612,14 @@ function violations(request: FuzzRequest, response: WireResponse, selfOrigin: st
 
   if (status === 202) {
     if (response.text !== '') problems.push('202 with a body');
-    if (!isRecord(request.parsed) || 'id' in request.parsed) problems.push('202 for something that is not a notification');
+    if (!isRecord(request.parsed) || 'id' in request.parsed)
+      problems.push('202 for something that is not a notification');
     return problems;
   }
 
   if ([401, 403, 405, 406, 413, 415].includes(status)) {
-    if (!/^application\/json/i.test(response.contentType)) problems.push(`${status} with Content-Type ${response.contentType}`);
+    if (!/^application\/json/i.test(response.contentType))
+      problems.push(`${status} with Content-Type ${response.contentType}`);
     if (!isRecord(parseJson(response.text))) problems.push(`${status} without a JSON object body`);
     return problems;
   }
@@ -491,16 +638,19 @@ function violations(request: FuzzRequest, response: WireResponse, selfOrigin: st
   const extraKeys = Object.keys(reply).filter((k) => !['jsonrpc', 'id', 'result', 'error'].includes(k));
   if (reply['jsonrpc'] !== '2.0') problems.push('jsonrpc is not "2.0"');
   if (extraKeys.length > 0) problems.push(`extra members ${extraKeys.join(',')}`);
-  if (('result' in reply) === ('error' in reply)) problems.push('not exactly one of result and error');
+  if ('result' in reply === 'error' in reply) problems.push('not exactly one of result and error');
   const requestId = isRecord(request.parsed) && isRequestId(request.parsed['id']) ? request.parsed['id'] : null;
-  if (JSON.stringify(reply['id']) !== JSON.stringify(requestId)) problems.push(`id ${JSON.stringify(reply['id'])} instead of ${JSON.stringify(requestId)}`);
+  if (JSON.stringify(reply['id']) !== JSON.stringify(requestId))
+    problems.push(`id ${JSON.stringify(reply['id'])} instead of ${JSON.stringify(requestId)}`);
 
   if ('error' in reply) {
     const error = reply['error'];
-    if (!isRecord(error) || !Number.isInteger(error['code']) || typeof error['message'] !== 'string') return [...problems, 'a malformed error object'];
+    if (!isRecord(error) || !Number.isInteger(error['code']) || typeof error['message'] !== 'string')
+      return [...problems, 'a malformed error object'];
     const code = error['code'] as number;
     if (code === -32603) problems.push('an internal error (-32603)');
-    if (code === -32042 || code === -32002 || (code >= -32019 && code <= -32000)) problems.push(`error code ${code}, which 2026-07-28 forbids`);
+    if (code === -32042 || code === -32002 || (code >= -32019 && code <= -32000))
+      problems.push(`error code ${code}, which 2026-07-28 forbids`);
     if (status === 404 && code !== -32601) problems.push(`404 with code ${code}`);
     if (status === 400 && !LADDER_400_CODES.has(code)) problems.push(`400 with code ${code}`);
     if (status !== 404 && code === -32601) problems.push(`-32601 with HTTP ${status}`);
@@ -512,24 +662,29 @@ function violations(request: FuzzRequest, response: WireResponse, selfOrigin: st
   if (!isRecord(result)) return [...problems, 'a result that is not an object'];
   // initialize without a modern envelope starts a 2025-11-25 session (a dual-era endpoint, MCP 2026-07-28 basic/versioning.mdx).
   if (isRecord(request.parsed) && request.parsed['method'] === 'initialize') {
-    if (result['protocolVersion'] !== '2025-11-25') problems.push(`initialize answered ${JSON.stringify(result['protocolVersion'])}`);
+    if (result['protocolVersion'] !== '2025-11-25')
+      problems.push(`initialize answered ${JSON.stringify(result['protocolVersion'])}`);
     if (!response.sessionId) problems.push('initialize without an Mcp-Session-Id header');
     return problems;
   }
-  if (result['resultType'] !== 'complete' && result['resultType'] !== 'input_required') problems.push(`resultType ${JSON.stringify(result['resultType'])}`);
+  if (result['resultType'] !== 'complete' && result['resultType'] !== 'input_required')
+    problems.push(`resultType ${JSON.stringify(result['resultType'])}`);
   if (result['resultType'] === 'input_required') {
     const method = isRecord(request.parsed) ? request.parsed['method'] : undefined;
     if (method !== 'tools/call') problems.push(`input_required on ${String(method)}`);
-    if (result['inputRequests'] === undefined && result['requestState'] === undefined) problems.push('input_required without inputRequests or requestState');
+    if (result['inputRequests'] === undefined && result['requestState'] === undefined)
+      problems.push('input_required without inputRequests or requestState');
     const modes = declaredModes(request.parsed);
     for (const [key, entry] of Object.entries(isRecord(result['inputRequests']) ? result['inputRequests'] : {})) {
       const params = isRecord(entry) && isRecord(entry['params']) ? entry['params'] : {};
       const mode = typeof params['mode'] === 'string' ? params['mode'] : 'form';
-      if (isRecord(entry) && entry['method'] === 'elicitation/create' && !modes.has(mode)) problems.push(`inputRequests.${key} asks for ${mode} elicitation, which the request did not declare`);
+      if (isRecord(entry) && entry['method'] === 'elicitation/create' && !modes.has(mode))
+        problems.push(`inputRequests.${key} asks for ${mode} elicitation, which the request did not declare`);
     }
   }
   const structured = result['structuredContent'];
-  if (result['isError'] === true && isRecord(structured) && structured['error'] === 'internal') problems.push(`an internal tool error: ${JSON.stringify(result['content'])}`);
+  if (result['isError'] === true && isRecord(structured) && structured['error'] === 'internal')
+    problems.push(`an internal tool error: ${JSON.stringify(result['content'])}`);
   return problems;
 }
 
@@ -537,7 +692,10 @@ function violations(request: FuzzRequest, response: WireResponse, selfOrigin: st
 
 describe('POST /mcp under property-based fuzzing', () => {
   // The fuzzer opens 2025-11-25 sessions it never ends; the session caps have their own tests.
-  const { stack, tokens } = useBrokerStack({ legacyLimits: { maxSessions: 1_000_000, maxSessionsPerPrincipal: 1_000_000 } }, { users: ['alice'] });
+  const { stack, tokens } = useBrokerStack(
+    { legacyLimits: { maxSessions: 1_000_000, maxSessionsPerPrincipal: 1_000_000 } },
+    { users: ['alice'] },
+  );
   let selfOrigin: string;
   /** A genuine requestState for notes_delete {alice, "TPS report"} (three candidates). */
   let realState: string;
@@ -563,7 +721,12 @@ describe('POST /mcp under property-based fuzzing', () => {
       ...(request.payload === undefined ? {} : { body: request.payload }),
     });
     const text = await response.text();
-    return { status: response.status, contentType: response.headers.get('content-type') ?? '', sessionId: response.headers.get('mcp-session-id') ?? '', text };
+    return {
+      status: response.status,
+      contentType: response.headers.get('content-type') ?? '',
+      sessionId: response.headers.get('mcp-session-id') ?? '',
+      text,
+    };
   }
 
   function errorLogLines(from: number): string[] {
@@ -579,11 +742,21 @@ describe('POST /mcp under property-based fuzzing', () => {
     const responses = await Promise.all(batch.map(send));
     const failures = batch.flatMap((request, i) => {
       const problems = violations(request, responses[i]!, selfOrigin);
-      return problems.length === 0 ? [] : [`${String(request[fc.toStringMethod]())}\n  → ${responses[i]!.status} ${clip(responses[i]!.text, 400)}\n  ✗ ${problems.join('; ')}`];
+      return problems.length === 0
+        ? []
+        : [
+            `${String(request[fc.toStringMethod]())}\n  → ${responses[i]!.status} ${clip(responses[i]!.text, 400)}\n  ✗ ${problems.join('; ')}`,
+          ];
     });
     const errors = errorLogLines(logMark);
-    expect(failures.map((f) => (errors.length > 0 ? `${f}\n  log: ${clip(errors.join(''), 1500)}` : f)), 'responses that break the contract').toEqual([]);
-    expect(errorLogLines(logMark).map((l) => clip(l, 600)), 'error lines in the broker log').toEqual([]);
+    expect(
+      failures.map((f) => (errors.length > 0 ? `${f}\n  log: ${clip(errors.join(''), 1500)}` : f)),
+      'responses that break the contract',
+    ).toEqual([]);
+    expect(
+      errorLogLines(logMark).map((l) => clip(l, 600)),
+      'error lines in the broker log',
+    ).toEqual([]);
     expect(await counts(), 'rows in notes, mrtr_nonces, workspace_grants').toEqual(rows);
   }
 
@@ -597,8 +770,16 @@ describe('POST /mcp under property-based fuzzing', () => {
   function stateArb(): fc.Arbitrary<unknown> {
     return fc.oneof(
       { weight: 4, arbitrary: fc.constant(realState) },
-      { weight: 1, arbitrary: fc.nat({ max: realState.length - 1 }).map((i) => `${realState.slice(0, i)}${realState[i] === 'A' ? 'B' : 'A'}${realState.slice(i + 1)}`) },
-      { weight: 1, arbitrary: fc.constantFrom('', 'x'.repeat(9000), `${realState}.`, realState.split('.').reverse().join('.')) },
+      {
+        weight: 1,
+        arbitrary: fc
+          .nat({ max: realState.length - 1 })
+          .map((i) => `${realState.slice(0, i)}${realState[i] === 'A' ? 'B' : 'A'}${realState.slice(i + 1)}`),
+      },
+      {
+        weight: 1,
+        arbitrary: fc.constantFrom('', 'x'.repeat(9000), `${realState}.`, realState.split('.').reverse().join('.')),
+      },
       { weight: 1, arbitrary: fc.oneof(anyText, anyJson) },
     );
   }
@@ -607,12 +788,26 @@ describe('POST /mcp under property-based fuzzing', () => {
     selfOrigin = stack.brokerUrl;
     const first = await stack.fetch(`${stack.brokerUrl}/mcp`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json', 'mcp-protocol-version': VERSION, 'mcp-method': 'tools/call', 'mcp-name': 'notes_delete', authorization: `Bearer ${tokens.alice}` },
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json',
+        'mcp-protocol-version': VERSION,
+        'mcp-method': 'tools/call',
+        'mcp-name': 'notes_delete',
+        authorization: `Bearer ${tokens.alice}`,
+      },
       body: JSON.stringify({
         jsonrpc: '2.0',
         id: 'setup',
         method: 'tools/call',
-        params: { name: 'notes_delete', arguments: { workspaceUri: ALICE, title: 'TPS report' }, _meta: { 'io.modelcontextprotocol/protocolVersion': VERSION, 'io.modelcontextprotocol/clientCapabilities': FORM } },
+        params: {
+          name: 'notes_delete',
+          arguments: { workspaceUri: ALICE, title: 'TPS report' },
+          _meta: {
+            'io.modelcontextprotocol/protocolVersion': VERSION,
+            'io.modelcontextprotocol/clientCapabilities': FORM,
+          },
+        },
       }),
     });
     const reply = (await first.json()) as { result: { resultType: string; requestState: string } };
@@ -624,10 +819,10 @@ describe('POST /mcp under property-based fuzzing', () => {
   });
 
   it('answers any JSON value as a body with a JSON-RPC response or an HTTP error, never a 5xx', async () => {
-    await fc.assert(
-      fc.asyncProperty(batchArb(anyJson.map((value): Body => ({ kind: 'json', value }))), runBatch),
-      { numRuns: 100, ...replay },
-    );
+    await fc.assert(fc.asyncProperty(batchArb(anyJson.map((value): Body => ({ kind: 'json', value }))), runBatch), {
+      numRuns: 100,
+      ...replay,
+    });
   });
 
   it('answers near-valid JSON-RPC envelopes for the notes tools without a 5xx, an internal error or a change in the database', async () => {
@@ -638,28 +833,63 @@ describe('POST /mcp under property-based fuzzing', () => {
     const bodies = fc.oneof(
       fc.uint8Array({ maxLength: 512 }).map((bytes): Body => ({ kind: 'bytes', bytes })),
       anyText.map((text): Body => ({ kind: 'text', text })),
-      fc.constantFrom(MAX_BODY_BYTES - 200, MAX_BODY_BYTES, MAX_BODY_BYTES + 1, 3 * MAX_BODY_BYTES).map((bytes): Body => ({ kind: 'oversized', bytes })),
+      fc
+        .constantFrom(MAX_BODY_BYTES - 200, MAX_BODY_BYTES, MAX_BODY_BYTES + 1, 3 * MAX_BODY_BYTES)
+        .map((bytes): Body => ({ kind: 'oversized', bytes })),
     );
     await fc.assert(fc.asyncProperty(batchArb(bodies), runBatch), { numRuns: 30, ...replay });
   });
 
   // Minimal reproductions of what the fuzzing found, one behaviour each.
 
-  async function callTool(name: string, args: unknown): Promise<{ status: number; reply: Record<string, unknown>; errorLog: string[] }> {
+  async function callTool(
+    name: string,
+    args: unknown,
+  ): Promise<{ status: number; reply: Record<string, unknown>; errorLog: string[] }> {
     const logMark = stack.logs.length;
     const response = await stack.fetch(`${stack.brokerUrl}/mcp`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json', 'mcp-protocol-version': VERSION, 'mcp-method': 'tools/call', 'mcp-name': name, authorization: `Bearer ${tokens.alice}` },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name, arguments: args, _meta: { 'io.modelcontextprotocol/protocolVersion': VERSION, 'io.modelcontextprotocol/clientCapabilities': FORM } } }),
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json',
+        'mcp-protocol-version': VERSION,
+        'mcp-method': 'tools/call',
+        'mcp-name': name,
+        authorization: `Bearer ${tokens.alice}`,
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 7,
+        method: 'tools/call',
+        params: {
+          name,
+          arguments: args,
+          _meta: {
+            'io.modelcontextprotocol/protocolVersion': VERSION,
+            'io.modelcontextprotocol/clientCapabilities': FORM,
+          },
+        },
+      }),
     });
-    return { status: response.status, reply: (await response.json()) as Record<string, unknown>, errorLog: errorLogLines(logMark) };
+    return {
+      status: response.status,
+      reply: (await response.json()) as Record<string, unknown>,
+      errorLog: errorLogLines(logMark),
+    };
   }
 
   it('answers a NUL character in a notes_delete title as invalid input, not as an internal error', async () => {
-    const { status, reply, errorLog } = await callTool('notes_delete', { workspaceUri: ALICE, title: 'TPS\u0000report' });
+    const { status, reply, errorLog } = await callTool('notes_delete', {
+      workspaceUri: ALICE,
+      title: 'TPS\u0000report',
+    });
 
     expect(status).toBe(200);
-    expect(reply['result']).toMatchObject({ resultType: 'complete', isError: true, structuredContent: { error: 'invalid_input' } });
+    expect(reply['result']).toMatchObject({
+      resultType: 'complete',
+      isError: true,
+      structuredContent: { error: 'invalid_input' },
+    });
     expect(errorLog.map((l) => clip(l, 300))).toEqual([]);
     expect(await counts()).toEqual(rows);
   });
@@ -672,7 +902,11 @@ describe('POST /mcp under property-based fuzzing', () => {
       const { status, reply, errorLog } = await callTool('notes_create', args);
 
       expect(status).toBe(200);
-      expect(reply['result'], JSON.stringify(args)).toMatchObject({ resultType: 'complete', isError: true, structuredContent: { error: 'invalid_input' } });
+      expect(reply['result'], JSON.stringify(args)).toMatchObject({
+        resultType: 'complete',
+        isError: true,
+        structuredContent: { error: 'invalid_input' },
+      });
       expect(errorLog.map((l) => clip(l, 300))).toEqual([]);
       expect(await counts()).toEqual(rows);
     }
@@ -681,8 +915,24 @@ describe('POST /mcp under property-based fuzzing', () => {
   it('still answers a valid tools/list after the fuzzing and holds the same rows', async () => {
     const response = await stack.fetch(`${stack.brokerUrl}/mcp`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': VERSION, 'mcp-method': 'tools/list', authorization: `Bearer ${tokens.alice}` },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 'after', method: 'tools/list', params: { _meta: { 'io.modelcontextprotocol/protocolVersion': VERSION, 'io.modelcontextprotocol/clientCapabilities': {} } } }),
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': VERSION,
+        'mcp-method': 'tools/list',
+        authorization: `Bearer ${tokens.alice}`,
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 'after',
+        method: 'tools/list',
+        params: {
+          _meta: {
+            'io.modelcontextprotocol/protocolVersion': VERSION,
+            'io.modelcontextprotocol/clientCapabilities': {},
+          },
+        },
+      }),
     });
     expect(response.status).toBe(200);
     const reply = (await response.json()) as { id: unknown; result: { resultType: string; tools: { name: string }[] } };

@@ -9,7 +9,8 @@ const k1 = key('k1');
 const k2 = key('k2');
 let now = new Date('2026-11-30T10:00:00Z');
 const clock = { now: () => now };
-const codec = (keys = [k1]) => createRequestStateCodec({ keyring: createKeyring(keys, 'mrtr-request-state'), clock, ttlSeconds: 300 });
+const codec = (keys = [k1]) =>
+  createRequestStateCodec({ keyring: createKeyring(keys, 'mrtr-request-state'), clock, ttlSeconds: 300 });
 
 const binding: StateBinding = {
   principal: { iss: 'https://idp.test', sub: 'alice' },
@@ -58,14 +59,22 @@ describe('requestState', () => {
 
   it('rejects a state presented by another principal', async () => {
     const { token } = await codec().seal(binding, {});
-    await expect(codec().open(token, { ...binding, principal: { iss: 'https://idp.test', sub: 'mallory' } })).rejects.toThrow(/another caller/);
-    await expect(codec().open(token, { ...binding, principal: { iss: 'https://other-idp.test', sub: 'alice' } })).rejects.toThrow(/another caller/);
+    await expect(
+      codec().open(token, { ...binding, principal: { iss: 'https://idp.test', sub: 'mallory' } }),
+    ).rejects.toThrow(/another caller/);
+    await expect(
+      codec().open(token, { ...binding, principal: { iss: 'https://other-idp.test', sub: 'alice' } }),
+    ).rejects.toThrow(/another caller/);
   });
 
   it('rejects a state presented with different arguments, or for another tool', async () => {
     const { token } = await codec().seal(binding, {});
-    await expect(codec().open(token, { ...binding, digest: argumentsDigest(['file:///work/notes/alice', 'TPX']) })).rejects.toThrow(/different arguments/);
-    await expect(codec().open(token, { ...binding, tool: 'notes_create' })).rejects.toThrow(/another caller or another operation/);
+    await expect(
+      codec().open(token, { ...binding, digest: argumentsDigest(['file:///work/notes/alice', 'TPX']) }),
+    ).rejects.toThrow(/different arguments/);
+    await expect(codec().open(token, { ...binding, tool: 'notes_create' })).rejects.toThrow(
+      /another caller or another operation/,
+    );
   });
 
   it('opens states sealed with a retired key after rotation, and refuses an unknown key id', async () => {

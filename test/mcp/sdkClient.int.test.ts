@@ -18,7 +18,12 @@ describe('the MCP SDK v2 client', () => {
 
   /** alice's 2026-07-28 client: with an `answer` it declares form elicitation and answers every form with it; without one it declares no capability. */
   async function connect(answer: ((params: ElicitRequestFormParams) => ElicitResult) | undefined) {
-    const { client, sent: wire, formAsks: asked, errors } = await connectSdkClient(stack, tokens.alice, { era: '2026-07-28', ...(answer ? { form: answer } : {}) });
+    const {
+      client,
+      sent: wire,
+      formAsks: asked,
+      errors,
+    } = await connectSdkClient(stack, tokens.alice, { era: '2026-07-28', ...(answer ? { form: answer } : {}) });
     return { client, wire, asked, errors };
   }
 
@@ -33,11 +38,17 @@ describe('the MCP SDK v2 client', () => {
       expect(client.getNegotiatedProtocolVersion()).toBe('2026-07-28');
       expect(client.getServerVersion()).toMatchObject({ name: 'connect-broker' });
       const { tools } = await client.listTools();
-      expect(tools.map((t) => t.name)).toEqual(expect.arrayContaining(['notes_create', 'notes_delete', 'notes_list', 'notes_workspaces']));
+      expect(tools.map((t) => t.name)).toEqual(
+        expect.arrayContaining(['notes_create', 'notes_delete', 'notes_list', 'notes_workspaces']),
+      );
       const list = wire.find((e) => e.body?.['method'] === 'tools/list');
       expect(list?.status).toBe(200);
       expect(list?.headers['mcp-protocol-version']).toBe('2026-07-28');
-      expect(list?.response).toMatchObject({ jsonrpc: '2.0', id: list?.body?.['id'], result: { resultType: 'complete', cacheScope: 'public' } });
+      expect(list?.response).toMatchObject({
+        jsonrpc: '2.0',
+        id: list?.body?.['id'],
+        result: { resultType: 'complete', cacheScope: 'public' },
+      });
       expect(errors, 'the SDK reported no protocol errors').toEqual([]);
     } finally {
       await client.close();
@@ -54,7 +65,10 @@ describe('the MCP SDK v2 client', () => {
       expect(tools.find((t) => t.name === 'notes_delete')).toBeDefined();
       expect(await noteExists(Q2.id)).toBe(true);
 
-      const result = await client.callTool({ name: 'notes_delete', arguments: { workspaceUri: WORKSPACE, title: Q2.title } });
+      const result = await client.callTool({
+        name: 'notes_delete',
+        arguments: { workspaceUri: WORKSPACE, title: Q2.title },
+      });
 
       expect(result.isError ?? false).toBe(false);
       expect(result.structuredContent).toMatchObject({ status: 'deleted', note: { id: Q2.id, title: Q2.title } });
@@ -68,20 +82,32 @@ describe('the MCP SDK v2 client', () => {
       expect(first?.status).toBe(200);
       expect(first?.headers['mcp-method']).toBe('tools/call');
       expect(first?.headers['mcp-name']).toBe('notes_delete');
-      const firstResult = first?.response?.['result'] as { resultType: string; requestState: string; inputRequests: Record<string, unknown> };
+      const firstResult = first?.response?.['result'] as {
+        resultType: string;
+        requestState: string;
+        inputRequests: Record<string, unknown>;
+      };
       expect(firstResult.resultType).toBe('input_required');
       expect(Object.keys(firstResult.inputRequests)).toEqual(['delete_choice']);
       const retryParams = retry?.body?.['params'] as Record<string, unknown>;
       expect(retry?.body?.['id']).not.toEqual(first?.body?.['id']);
       expect(retryParams['requestState']).toBe(firstResult.requestState);
       expect(retryParams['arguments']).toEqual({ workspaceUri: WORKSPACE, title: Q2.title });
-      expect(retryParams['inputResponses']).toEqual({ delete_choice: { action: 'accept', content: { note_id: Q2.id, confirm: true } } });
+      expect(retryParams['inputResponses']).toEqual({
+        delete_choice: { action: 'accept', content: { note_id: Q2.id, confirm: true } },
+      });
       expect(retry?.status).toBe(200);
-      expect(retry?.response).toMatchObject({ jsonrpc: '2.0', id: retry?.body?.['id'], result: { resultType: 'complete', structuredContent: { status: 'deleted' } } });
+      expect(retry?.response).toMatchObject({
+        jsonrpc: '2.0',
+        id: retry?.body?.['id'],
+        result: { resultType: 'complete', structuredContent: { status: 'deleted' } },
+      });
 
       // In the database: the note is gone, its confirmation nonce used up as "deleted".
       expect(await noteExists(Q2.id)).toBe(false);
-      const nonces = await stack.db.pool.query("SELECT outcome FROM mrtr_nonces WHERE principal_sub = 'alice' AND outcome = 'deleted'");
+      const nonces = await stack.db.pool.query(
+        "SELECT outcome FROM mrtr_nonces WHERE principal_sub = 'alice' AND outcome = 'deleted'",
+      );
       expect(nonces.rowCount).toBe(1);
       const others = await stack.db.pool.query("SELECT count(*)::int AS n FROM notes WHERE title LIKE 'TPS report%'");
       expect(others.rows[0].n).toBe(2);
@@ -95,7 +121,10 @@ describe('the MCP SDK v2 client', () => {
     const { client, wire, asked, errors } = await connect(() => ({ action: 'decline' }));
     try {
       await client.listTools();
-      const result = await client.callTool({ name: 'notes_delete', arguments: { workspaceUri: WORKSPACE, title: LUNCH.title } });
+      const result = await client.callTool({
+        name: 'notes_delete',
+        arguments: { workspaceUri: WORKSPACE, title: LUNCH.title },
+      });
 
       expect(result.isError ?? false).toBe(false);
       expect(result.structuredContent).toEqual({ status: 'declined' });
@@ -103,11 +132,17 @@ describe('the MCP SDK v2 client', () => {
       const [first, retry, ...more] = toolCalls(wire);
       expect(more).toEqual([]);
       expect((first?.response?.['result'] as { resultType: string }).resultType).toBe('input_required');
-      expect((retry?.body?.['params'] as Record<string, unknown>)['inputResponses']).toEqual({ delete_choice: { action: 'decline' } });
-      expect(retry?.response).toMatchObject({ result: { resultType: 'complete', structuredContent: { status: 'declined' } } });
+      expect((retry?.body?.['params'] as Record<string, unknown>)['inputResponses']).toEqual({
+        delete_choice: { action: 'decline' },
+      });
+      expect(retry?.response).toMatchObject({
+        result: { resultType: 'complete', structuredContent: { status: 'declined' } },
+      });
 
       expect(await noteExists(LUNCH.id)).toBe(true);
-      const nonces = await stack.db.pool.query("SELECT outcome FROM mrtr_nonces WHERE principal_sub = 'alice' AND outcome = 'declined'");
+      const nonces = await stack.db.pool.query(
+        "SELECT outcome FROM mrtr_nonces WHERE principal_sub = 'alice' AND outcome = 'declined'",
+      );
       expect(nonces.rowCount).toBe(1);
       expect(errors, 'the SDK reported no protocol errors').toEqual([]);
     } finally {
@@ -119,10 +154,12 @@ describe('the MCP SDK v2 client', () => {
     const { client, wire, errors } = await connect(undefined);
     try {
       await client.listTools();
-      const failure = await client.callTool({ name: 'notes_delete', arguments: { workspaceUri: WORKSPACE, title: LUNCH.title } }).then(
-        () => undefined,
-        (err: unknown) => err,
-      );
+      const failure = await client
+        .callTool({ name: 'notes_delete', arguments: { workspaceUri: WORKSPACE, title: LUNCH.title } })
+        .then(
+          () => undefined,
+          (err: unknown) => err,
+        );
 
       expect(failure).toBeInstanceOf(ProtocolError);
       expect(failure).toMatchObject({ code: -32021, data: { requiredCapabilities: { elicitation: { form: {} } } } });

@@ -28,14 +28,33 @@ import {
   type RpcErrorKind,
 } from '../../src/mcp/toMcp.js';
 
-const elicitation = { mode: 'url' as const, elicitationId: 'nav-1', url: 'https://broker.example/connect/x', message: 'Connect Reports' };
+const elicitation = {
+  mode: 'url' as const,
+  elicitationId: 'nav-1',
+  url: 'https://broker.example/connect/x',
+  message: 'Connect Reports',
+};
 
 // Written out, not read from the table: a changed code or status fails here.
 const rows: [RpcErrorKind, number, number, McpProtocolError, string, unknown][] = [
   ['parseError', -32700, 400, parseError('not JSON'), 'not JSON', undefined],
   ['invalidRequest', -32600, 400, invalidRequest('a batch'), 'a batch', undefined],
-  ['methodNotFound', -32601, 404, methodNotFound('Method not found: x', { data: { supported: ['2026-07-28'] } }), 'Method not found: x', { supported: ['2026-07-28'] }],
-  ['invalidParams', -32602, 200, invalidParams('params.name must be a string'), 'params.name must be a string', undefined],
+  [
+    'methodNotFound',
+    -32601,
+    404,
+    methodNotFound('Method not found: x', { data: { supported: ['2026-07-28'] } }),
+    'Method not found: x',
+    { supported: ['2026-07-28'] },
+  ],
+  [
+    'invalidParams',
+    -32602,
+    200,
+    invalidParams('params.name must be a string'),
+    'params.name must be a string',
+    undefined,
+  ],
   ['internalError', -32603, 200, internalError('Internal error'), 'Internal error', undefined],
   ['forbidden', -32600, 403, forbidden('Forbidden: Origin not allowed'), 'Forbidden: Origin not allowed', undefined],
   ['unknownSession', -32600, 404, unknownSession('Unknown or ended session'), 'Unknown or ended session', undefined],
@@ -56,7 +75,14 @@ const rows: [RpcErrorKind, number, number, McpProtocolError, string, unknown][] 
     'needs URL elicitation',
     { requiredCapabilities: { elicitation: { url: {} } } },
   ],
-  ['unsupportedProtocolVersion', -32022, 400, unsupportedProtocolVersion('1900-01-01'), 'Unsupported protocol version', { supported: ['2026-07-28', '2025-11-25'], requested: '1900-01-01' }],
+  [
+    'unsupportedProtocolVersion',
+    -32022,
+    400,
+    unsupportedProtocolVersion('1900-01-01'),
+    'Unsupported protocol version',
+    { supported: ['2026-07-28', '2025-11-25'], requested: '1900-01-01' },
+  ],
   ['sessionEnded', -32000, 200, sessionEnded('The session ended'), 'The session ended', undefined],
   [
     'urlElicitationRequired',
@@ -71,7 +97,13 @@ const rows: [RpcErrorKind, number, number, McpProtocolError, string, unknown][] 
 describe('the MCP error table', () => {
   it.each(rows)('%s is JSON-RPC %i travelling as HTTP %i', (kind, code, status, error, message, data) => {
     expect(error).toBeInstanceOf(McpProtocolError);
-    expect({ kind: error.kind, code: error.code, httpStatus: error.httpStatus, message: error.message, data: error.data }).toEqual({ kind, code, httpStatus: status, message, data });
+    expect({
+      kind: error.kind,
+      code: error.code,
+      httpStatus: error.httpStatus,
+      message: error.message,
+      data: error.data,
+    }).toEqual({ kind, code, httpStatus: status, message, data });
   });
 
   it('has a constructor tested above for every row', () => {
@@ -93,7 +125,12 @@ describe('toJsonRpcError (outside a tool)', () => {
   it('turns anything else into an in-band -32603 that keeps the cause and not its message', () => {
     const cause = new TypeError('secret detail');
     const mapped = toJsonRpcError(cause);
-    expect({ code: mapped.code, httpStatus: mapped.httpStatus, message: mapped.message, cause: mapped.cause }).toEqual({ code: -32603, httpStatus: 200, message: 'Internal error', cause });
+    expect({ code: mapped.code, httpStatus: mapped.httpStatus, message: mapped.message, cause: mapped.cause }).toEqual({
+      code: -32603,
+      httpStatus: 200,
+      message: 'Internal error',
+      cause,
+    });
   });
 });
 
@@ -109,11 +146,24 @@ describe('toToolError (inside tools/call)', () => {
 
   it('never shows the message of an unexposed error, and logs it', () => {
     const mapped = toToolError(new UpstreamAuthError('access_token=canary-7f3e'));
-    expect(mapped).toEqual({ text: 'Internal error. Try again later.', structured: { error: 'upstream_auth_failed', message: 'Internal error. Try again later.' }, log: true, code: 'upstream_auth_failed' });
+    expect(mapped).toEqual({
+      text: 'Internal error. Try again later.',
+      structured: { error: 'upstream_auth_failed', message: 'Internal error. Try again later.' },
+      log: true,
+      code: 'upstream_auth_failed',
+    });
   });
 
   it('maps what is not an AppError to internal', () => {
-    expect(toToolError(new Error('boom'))).toMatchObject({ log: true, code: 'internal', text: 'Internal error. Try again later.' });
-    expect(toToolError(new InvalidInputError('bad field'))).toMatchObject({ log: false, code: 'invalid_input', text: 'bad field' });
+    expect(toToolError(new Error('boom'))).toMatchObject({
+      log: true,
+      code: 'internal',
+      text: 'Internal error. Try again later.',
+    });
+    expect(toToolError(new InvalidInputError('bad field'))).toMatchObject({
+      log: false,
+      code: 'invalid_input',
+      text: 'bad field',
+    });
   });
 });

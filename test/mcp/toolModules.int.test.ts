@@ -18,7 +18,10 @@ const ARGS = { titleContains: '' };
 
 describe('TOOL_MODULES', () => {
   it('refuses, listing every problem: a module that cannot be imported, one without tools, a name already taken', async () => {
-    const error = await loadToolModules(['test/support/toolModules/missing.ts', 'test/support/toolModules/noTools.ts', MODULE, MODULE], tools).catch((err: unknown) => err);
+    const error = await loadToolModules(
+      ['test/support/toolModules/missing.ts', 'test/support/toolModules/noTools.ts', MODULE, MODULE],
+      tools,
+    ).catch((err: unknown) => err);
     expect(error).toBeInstanceOf(ToolModuleError);
     expect((error as ToolModuleError).problems).toEqual([
       expect.stringMatching(/^test\/support\/toolModules\/missing\.ts: cannot be imported/),
@@ -29,7 +32,9 @@ describe('TOOL_MODULES', () => {
 
   it('names each tool whose scopes its provider entry does not ask for (every connection would lack them)', async () => {
     const served = [...tools, ...(await loadToolModules([MODULE], tools))];
-    expect(toolScopeProblems(served, [{ id: 'reports', scopes: ['openid', 'reports:read', 'reports:write'] }])).toEqual([]);
+    expect(toolScopeProblems(served, [{ id: 'reports', scopes: ['openid', 'reports:read', 'reports:write'] }])).toEqual(
+      [],
+    );
     expect(toolScopeProblems(served, [{ id: 'reports', scopes: ['openid', 'reports:write'] }])).toEqual([
       'reports_list needs the scopes reports:read of reports, which its provider entry does not ask for',
       'reports_count needs the scopes reports:read of reports, which its provider entry does not ask for',
@@ -45,13 +50,20 @@ async function countTool(): Promise<ConnectionTool[]> {
 }
 
 describe('a tool from a module on 2026-07-28 and on the nested 2025-11-25 lineage', () => {
-  const { stack, tokens } = useBrokerStack(async () => ({ extraTools: await countTool(), legacyWaitMs: 15_000 }), { users: ['alice', 'bob'] });
+  const { stack, tokens } = useBrokerStack(async () => ({ extraTools: await countTool(), legacyWaitMs: 15_000 }), {
+    users: ['alice', 'bob'],
+  });
 
   afterEach(() => {
     expect(internalErrors(stack), 'the broker logged no internal error').toEqual([]);
   });
   const receipts = async (sub: string) =>
-    (await stack.db.pool.query("SELECT n.tool, r.lineage, r.outcome_status FROM operation_receipts r JOIN elicitation_navigations n ON n.id = r.navigation_id WHERE n.subject_sub = $1", [sub])).rows;
+    (
+      await stack.db.pool.query(
+        'SELECT n.tool, r.lineage, r.outcome_status FROM operation_receipts r JOIN elicitation_navigations n ON n.id = r.navigation_id WHERE n.subject_sub = $1',
+        [sub],
+      )
+    ).rows;
 
   it('asks to connect through MRTR, then answers the retry once the user connected', async () => {
     const elicited = await elicitConnection(stack, tokens.alice, 'reports_count', ARGS);
@@ -76,14 +88,26 @@ describe('a tool from a module on 2026-07-28 and on the nested 2025-11-25 lineag
     });
     try {
       const { tools: listed } = await legacy.client.listTools();
-      expect(listed.map((t) => t.name)).toEqual(['github_create_issue', 'github_list_issues', 'notes_create', 'notes_delete', 'notes_list', 'notes_workspaces', 'reports_count', 'reports_create', 'reports_list']);
+      expect(listed.map((t) => t.name)).toEqual([
+        'github_create_issue',
+        'github_list_issues',
+        'notes_create',
+        'notes_delete',
+        'notes_list',
+        'notes_workspaces',
+        'reports_count',
+        'reports_create',
+        'reports_list',
+      ]);
       const result = await legacy.client.callTool({ name: 'reports_count', arguments: ARGS });
       await browser;
       expect(result.isError ?? false).toBe(false);
       expect(result.structuredContent).toEqual({ count: (await reportsAt(stack, 'rs-user-bob')).length });
       expect(legacy.urlAsks).toHaveLength(1);
       expect(legacy.completed).toEqual([legacy.urlAsks[0]!.elicitationId]);
-      expect(await receipts('bob')).toEqual([{ tool: 'reports_count', lineage: 'nested', outcome_status: 'succeeded' }]);
+      expect(await receipts('bob')).toEqual([
+        { tool: 'reports_count', lineage: 'nested', outcome_status: 'succeeded' },
+      ]);
       expect(legacy.errors).toEqual([]);
     } finally {
       await closeLegacy(legacy);
@@ -92,7 +116,10 @@ describe('a tool from a module on 2026-07-28 and on the nested 2025-11-25 lineag
 });
 
 describe('a tool from a module on the -32042 2025-11-25 lineage', () => {
-  const { stack, tokens } = useBrokerStack(async () => ({ extraTools: await countTool(), legacyUrlElicitation: 'error', legacyWaitMs: 2_000 }), { users: ['alice'] });
+  const { stack, tokens } = useBrokerStack(
+    async () => ({ extraTools: await countTool(), legacyUrlElicitation: 'error', legacyWaitMs: 2_000 }),
+    { users: ['alice'] },
+  );
 
   it('answers -32042, then the retry after the browser completes, with the official SDK client', async () => {
     const legacy = await connectLegacy(stack, tokens.alice, {});

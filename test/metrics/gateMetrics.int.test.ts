@@ -21,7 +21,13 @@ describe('gate gauges', () => {
 
   it('report n/a as NaN while there are no flows, and are recomputed at most once per cache period', async () => {
     let now = 1_000_000;
-    const metrics = createMetrics({ pool: db.pool, logger, processMetrics: false, gateCacheMs: 30_000, now: () => now });
+    const metrics = createMetrics({
+      pool: db.pool,
+      logger,
+      processMetrics: false,
+      gateCacheMs: 30_000,
+      now: () => now,
+    });
     const empty = await metrics.registry.metrics();
     expect(sampleValue(empty, 'broker_gate_pass', { gate: 'consent_receipts' })).toBe(1);
     expect(sampleValue(empty, 'broker_gate_consent_share')).toBeNaN();

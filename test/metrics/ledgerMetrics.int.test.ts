@@ -17,8 +17,15 @@ async function seedVerified(db: TestDb, seconds: number): Promise<void> {
   const t0 = new Date(Date.UTC(2026, 0, 1, 12, 0, 0));
   const n = navigationFixture('CREATED', { createdAt: t0, updatedAt: t0 });
   await insertNavigation(db.pool, n);
-  const pending = await withTransaction(db.pool, (tx) => advance(tx, n, ['present', 'host_accept', 'browser_consent'], { actor: 'seed', now: t0 }));
-  await withTransaction(db.pool, (tx) => advance(tx, pending, ['callback_received', 'callback_verified'], { actor: 'seed', now: new Date(t0.getTime() + seconds * 1000) }));
+  const pending = await withTransaction(db.pool, (tx) =>
+    advance(tx, n, ['present', 'host_accept', 'browser_consent'], { actor: 'seed', now: t0 }),
+  );
+  await withTransaction(db.pool, (tx) =>
+    advance(tx, pending, ['callback_received', 'callback_verified'], {
+      actor: 'seed',
+      now: new Date(t0.getTime() + seconds * 1000),
+    }),
+  );
 }
 
 describe('ledger-derived metrics (flow transitions, completion latency)', () => {
@@ -37,24 +44,37 @@ describe('ledger-derived metrics (flow transitions, completion latency)', () => 
 
     for (const s of [0.25, 1, 1.5]) await seedVerified(db, s);
     const first = await running.registry.metrics();
-    expect(sampleValue(first, 'broker_flow_transitions_total', { event: 'callback_verified', to_status: 'REQUIREMENT_VERIFIED' })).toBe(3);
+    expect(
+      sampleValue(first, 'broker_flow_transitions_total', {
+        event: 'callback_verified',
+        to_status: 'REQUIREMENT_VERIFIED',
+      }),
+    ).toBe(3);
     for (const s of [120, 130, 700]) await seedVerified(db, s);
 
     const text = await running.registry.metrics();
     expect(await running.registry.metrics()).toBe(text); // scraping again counts nothing twice
-    const expected = await db.pool.query<{ event: string; to_status: string; n: number }>('SELECT event, to_status, count(*)::int AS n FROM navigation_events GROUP BY 1, 2');
+    const expected = await db.pool.query<{ event: string; to_status: string; n: number }>(
+      'SELECT event, to_status, count(*)::int AS n FROM navigation_events GROUP BY 1, 2',
+    );
     expect(expected.rows.length).toBeGreaterThanOrEqual(5);
-    for (const r of expected.rows) expect(sampleValue(text, 'broker_flow_transitions_total', { event: r.event, to_status: r.to_status })).toBe(r.n);
+    for (const r of expected.rows)
+      expect(sampleValue(text, 'broker_flow_transitions_total', { event: r.event, to_status: r.to_status })).toBe(r.n);
 
     // Prometheus `le`: a value equal to a bound (1 s, 120 s) belongs to that bound.
     const cumulative = { '0.5': 1, '1': 2, '2': 3, '90': 3, '120': 4, '180': 5, '600': 5, '+Inf': 6 };
-    for (const [le, n] of Object.entries(cumulative)) expect(sampleValue(text, 'broker_completion_to_verified_seconds_bucket', { le }), `le=${le}`).toBe(n);
+    for (const [le, n] of Object.entries(cumulative))
+      expect(sampleValue(text, 'broker_completion_to_verified_seconds_bucket', { le }), `le=${le}`).toBe(n);
     expect(sampleValue(text, 'broker_completion_to_verified_seconds_count')).toBe(6);
     expect(sampleValue(text, 'broker_completion_to_verified_seconds_sum')).toBeCloseTo(952.75, 6);
 
     // A restarted process catches up over the history, and concurrent first scrapes read it once.
     const restarted = createMetrics({ pool: db.newPool(), logger, processMetrics: false });
-    const scrapes = await Promise.all([restarted.registry.metrics(), restarted.registry.metrics(), restarted.registry.metrics()]);
+    const scrapes = await Promise.all([
+      restarted.registry.metrics(),
+      restarted.registry.metrics(),
+      restarted.registry.metrics(),
+    ]);
     for (const s of scrapes) expect(familyLines(s, ...LEDGER_FAMILIES)).toEqual(familyLines(text, ...LEDGER_FAMILIES));
   });
 

@@ -25,7 +25,10 @@ describe('who may read GET /metrics', () => {
 
   async function serve(access: MetricsAccess): Promise<string> {
     const metrics = createMetrics({ pool: db.pool, logger, processMetrics: false });
-    const app = express().use(requestId()).use(metricsRoutes({ metrics, access })).use(errorHandler({ logger, render: createRender({ cache: false }) }));
+    const app = express()
+      .use(requestId())
+      .use(metricsRoutes({ metrics, access }))
+      .use(errorHandler({ logger, render: createRender({ cache: false }) }));
     const server = createServer(app).listen(0, '127.0.0.1');
     servers.push(server);
     await new Promise((r) => server.once('listening', r));
@@ -40,9 +43,14 @@ describe('who may read GET /metrics', () => {
 
   it('is off without METRICS_TOKEN in production: 403 saying what to set', async () => {
     const url = await serve({ token: undefined, openWithoutToken: false });
-    const response = await fetch(url, { headers: { accept: 'application/json', authorization: 'Bearer anything-at-all-anything-at-all' } });
+    const response = await fetch(url, {
+      headers: { accept: 'application/json', authorization: 'Bearer anything-at-all-anything-at-all' },
+    });
     expect(response.status).toBe(403);
-    expect(await response.json()).toMatchObject({ error: 'forbidden', message: expect.stringContaining('set METRICS_TOKEN') });
+    expect(await response.json()).toMatchObject({
+      error: 'forbidden',
+      message: expect.stringContaining('set METRICS_TOKEN'),
+    });
   });
 
   it('with METRICS_TOKEN, wants it as a bearer even where it would otherwise be open', async () => {

@@ -25,12 +25,23 @@ describe('routeLabel', () => {
     expect(routeLabel(path)).toBe(label);
   });
 
-  it.each(['/oauth/callback', '/oauth/callback/', '/oauth/callback/a/b', '/connect/', '/connect/a/b', '/connectx', '/opsx', '/staticfoo', '/mcp/extra', '/wp-admin.php', '/login/', '/%2e%2e/etc/passwd', ''])(
-    'puts %j in "other": unknown paths never become labels',
-    (path) => {
-      expect(routeLabel(path)).toBe('other');
-    },
-  );
+  it.each([
+    '/oauth/callback',
+    '/oauth/callback/',
+    '/oauth/callback/a/b',
+    '/connect/',
+    '/connect/a/b',
+    '/connectx',
+    '/opsx',
+    '/staticfoo',
+    '/mcp/extra',
+    '/wp-admin.php',
+    '/login/',
+    '/%2e%2e/etc/passwd',
+    '',
+  ])('puts %j in "other": unknown paths never become labels', (path) => {
+    expect(routeLabel(path)).toBe('other');
+  });
 
   it('names the MCP endpoint by its configured path', () => {
     expect(routeLabel('/broker/mcp', '/broker/mcp')).toBe('/mcp');

@@ -34,7 +34,9 @@ describe('an oauth2 entry with RFC 8414 metadata discovery', () => {
   });
 
   const client = () => {
-    const [provider] = parseProviders([plainProviderEntry(plain, { metadataDiscovery: true })], { allowLoopback: true });
+    const [provider] = parseProviders([plainProviderEntry(plain, { metadataDiscovery: true })], {
+      allowLoopback: true,
+    });
     return createProviderClient(provider!, { fetch, allowLoopback: true, now: () => new Date() });
   };
 
@@ -59,7 +61,11 @@ describe('an oauth2 entry with RFC 8414 metadata discovery', () => {
     const { tokens, connection } = await c.completeAuthorization(response, REDIRECT_URI, begun);
     expect(tokens.accessToken).toMatch(/^[\w-]{20,}$/);
     // No ID Token: the account comes from the entry's identity call.
-    expect(connection).toMatchObject({ upstreamSubject: 'plain-alice', upstreamName: 'alice', grantedScopes: ['profile'] });
+    expect(connection).toMatchObject({
+      upstreamSubject: 'plain-alice',
+      upstreamName: 'alice',
+      grantedScopes: ['profile'],
+    });
     expect(plain.tokenRequests.at(-1)).toEqual({ basic: true });
   });
 
@@ -69,7 +75,9 @@ describe('an oauth2 entry with RFC 8414 metadata discovery', () => {
     const response = await authorize(begun.url);
     response.searchParams.delete('iss');
     const before = plain.tokenRequests.length;
-    await expect(c.completeAuthorization(response, REDIRECT_URI, begun)).rejects.toMatchObject({ code: 'upstream_auth_failed' });
+    await expect(c.completeAuthorization(response, REDIRECT_URI, begun)).rejects.toMatchObject({
+      code: 'upstream_auth_failed',
+    });
     expect(plain.tokenRequests.length).toBe(before);
   });
 });

@@ -15,17 +15,35 @@ function providerOf(entry: Record<string, unknown>): Provider {
 }
 
 function tokens(overrides: Partial<ServerTokens> = {}): ServerTokens {
-  return { accessToken: TOKEN, refreshToken: undefined, expiresInSeconds: undefined, idTokenSubject: undefined, idTokenIssuer: undefined, idTokenClaims: undefined, scope: undefined, extras: {}, ...overrides };
+  return {
+    accessToken: TOKEN,
+    refreshToken: undefined,
+    expiresInSeconds: undefined,
+    idTokenSubject: undefined,
+    idTokenIssuer: undefined,
+    idTokenClaims: undefined,
+    scope: undefined,
+    extras: {},
+    ...overrides,
+  };
 }
 
 function api(answers: Record<string, { status?: number; body: unknown }>) {
   const calls: { url: string; method: string; headers: Headers; body: string | undefined }[] = [];
   const fetch = (async (input: string | URL | Request, init?: RequestInit) => {
     const url = String(input);
-    calls.push({ url, method: init?.method ?? 'GET', headers: new Headers(init?.headers), body: init?.body as string | undefined });
+    calls.push({
+      url,
+      method: init?.method ?? 'GET',
+      headers: new Headers(init?.headers),
+      body: init?.body as string | undefined,
+    });
     const answer = answers[url];
     if (!answer) return new Response('{"message":"Not Found"}', { status: 404 });
-    return new Response(typeof answer.body === 'string' ? answer.body : JSON.stringify(answer.body), { status: answer.status ?? 200, headers: { 'content-type': 'application/json' } });
+    return new Response(typeof answer.body === 'string' ? answer.body : JSON.stringify(answer.body), {
+      status: answer.status ?? 200,
+      headers: { 'content-type': 'application/json' },
+    });
   }) as Fetch;
   return { fetch, calls };
 }
@@ -34,23 +52,44 @@ describe('the upstream account and connection facts', () => {
   it('GitHub: the identity call names the account by its numeric id and login, scopes as granted', async () => {
     const github = providerOf({ id: 'github', catalog: 'github', scopes: ['repo'] });
     const { fetch, calls } = api({ 'https://api.github.com/user': { body: { id: 583231, login: 'octocat' } } });
-    const connection = await upstreamConnectionOf(github, tokens({ scope: 'repo read:user' }), { fetch, allowLoopback: false });
-    expect(connection).toEqual({ upstreamSubject: '583231', upstreamName: 'octocat', grantedScopes: ['repo', 'read:user'], metadata: {}, apiBase: undefined });
-    expect(calls.map((c) => [c.method, c.url, c.headers.get('authorization')])).toEqual([['GET', 'https://api.github.com/user', `Bearer ${TOKEN}`]]);
+    const connection = await upstreamConnectionOf(github, tokens({ scope: 'repo read:user' }), {
+      fetch,
+      allowLoopback: false,
+    });
+    expect(connection).toEqual({
+      upstreamSubject: '583231',
+      upstreamName: 'octocat',
+      grantedScopes: ['repo', 'read:user'],
+      metadata: {},
+      apiBase: undefined,
+    });
+    expect(calls.map((c) => [c.method, c.url, c.headers.get('authorization')])).toEqual([
+      ['GET', 'https://api.github.com/user', `Bearer ${TOKEN}`],
+    ]);
   });
 
   it('takes the scopes asked for when the token answer names none (RFC 6749 §5.1)', async () => {
     const github = providerOf({ id: 'github', catalog: 'github', scopes: ['repo', 'read:user'] });
     const { fetch } = api({ 'https://api.github.com/user': { body: { id: 1, login: 'a' } } });
-    expect((await upstreamConnectionOf(github, tokens(), { fetch, allowLoopback: false })).grantedScopes).toEqual(['repo', 'read:user']);
+    expect((await upstreamConnectionOf(github, tokens(), { fetch, allowLoopback: false })).grantedScopes).toEqual([
+      'repo',
+      'read:user',
+    ]);
   });
 
   it('Slack: the account is a member of the token answer, which the conformer is told to keep; no call is made', async () => {
     const slack = providerOf({ id: 'slack', catalog: 'slack', scopes: ['channels:read'] });
     expect(tokenAnswerPaths(slack)).toEqual(['authed_user.id']);
     const { fetch, calls } = api({});
-    const connection = await upstreamConnectionOf(slack, tokens({ extras: { 'authed_user.id': 'U0123', 'team.id': 'T9' } }), { fetch, allowLoopback: false });
-    expect(connection).toMatchObject({ upstreamSubject: 'U0123', metadata: { 'authed_user.id': 'U0123', 'team.id': 'T9' } });
+    const connection = await upstreamConnectionOf(
+      slack,
+      tokens({ extras: { 'authed_user.id': 'U0123', 'team.id': 'T9' } }),
+      { fetch, allowLoopback: false },
+    );
+    expect(connection).toMatchObject({
+      upstreamSubject: 'U0123',
+      metadata: { 'authed_user.id': 'U0123', 'team.id': 'T9' },
+    });
     expect(calls).toEqual([]);
   });
 
@@ -58,7 +97,11 @@ describe('the upstream account and connection facts', () => {
     const atlassian = providerOf({ id: 'atlassian', catalog: 'atlassian' });
     const { fetch, calls } = api({
       'https://api.atlassian.com/me': { body: { account_id: '5b10ac8d82e05b22cc7d4ef5', email: 'mia@example.com' } },
-      'https://api.atlassian.com/oauth/token/accessible-resources': { body: [{ id: '1324a887-45db-1bf4-1e99-ef0ff456d421', url: 'https://your-domain.atlassian.net', name: 'your-domain' }] },
+      'https://api.atlassian.com/oauth/token/accessible-resources': {
+        body: [
+          { id: '1324a887-45db-1bf4-1e99-ef0ff456d421', url: 'https://your-domain.atlassian.net', name: 'your-domain' },
+        ],
+      },
     });
     const connection = await upstreamConnectionOf(atlassian, tokens(), { fetch, allowLoopback: false });
     expect(connection).toMatchObject({
@@ -71,21 +114,50 @@ describe('the upstream account and connection facts', () => {
 
   it('Salesforce: instance_url becomes the connection API base, only on an allowed host', async () => {
     const salesforce = providerOf({ id: 'salesforce', catalog: 'salesforce' });
-    const identity = { 'https://login.salesforce.com/services/oauth2/userinfo': { body: { user_id: '005xx', preferred_username: 'ada@example.com' } } };
-    const ok = await upstreamConnectionOf(salesforce, tokens({ extras: { instance_url: 'https://acme.my.salesforce.com' } }), { fetch: api(identity).fetch, allowLoopback: false });
+    const identity = {
+      'https://login.salesforce.com/services/oauth2/userinfo': {
+        body: { user_id: '005xx', preferred_username: 'ada@example.com' },
+      },
+    };
+    const ok = await upstreamConnectionOf(
+      salesforce,
+      tokens({ extras: { instance_url: 'https://acme.my.salesforce.com' } }),
+      { fetch: api(identity).fetch, allowLoopback: false },
+    );
     expect(ok).toMatchObject({ upstreamSubject: '005xx', apiBase: 'https://acme.my.salesforce.com' });
-    for (const instance of ['https://acme.my.salesforce.com.evil.example', 'http://acme.my.salesforce.com', 'https://127.0.0.1']) {
-      await expect(upstreamConnectionOf(salesforce, tokens({ extras: { instance_url: instance } }), { fetch: api(identity).fetch, allowLoopback: false }), instance).rejects.toMatchObject({ code: 'upstream_auth_failed' });
+    for (const instance of [
+      'https://acme.my.salesforce.com.evil.example',
+      'http://acme.my.salesforce.com',
+      'https://127.0.0.1',
+    ]) {
+      await expect(
+        upstreamConnectionOf(salesforce, tokens({ extras: { instance_url: instance } }), {
+          fetch: api(identity).fetch,
+          allowLoopback: false,
+        }),
+        instance,
+      ).rejects.toMatchObject({ code: 'upstream_auth_failed' });
     }
   });
 
   it('refuses, without echoing the token, an identity call that fails or names no account', async () => {
     const github = providerOf({ id: 'github', catalog: 'github' });
-    const answers: { status?: number; body: unknown }[] = [{ status: 401, body: { message: 'Bad credentials' } }, { body: { login: 'no-id' } }, { body: 'not json' }, { body: { id: { nested: true } } }, { body: { id: 'a\nb' } }];
+    const answers: { status?: number; body: unknown }[] = [
+      { status: 401, body: { message: 'Bad credentials' } },
+      { body: { login: 'no-id' } },
+      { body: 'not json' },
+      { body: { id: { nested: true } } },
+      { body: { id: 'a\nb' } },
+    ];
     for (const answer of answers) {
       const { fetch } = api({ 'https://api.github.com/user': answer });
-      const refused = await upstreamConnectionOf(github, tokens(), { fetch, allowLoopback: false }).catch((err: unknown) => err);
-      expect(refused, JSON.stringify(answer)).toMatchObject({ code: 'upstream_auth_failed', message: expect.stringMatching(/^GitHub connected, but .*Nothing was stored/) });
+      const refused = await upstreamConnectionOf(github, tokens(), { fetch, allowLoopback: false }).catch(
+        (err: unknown) => err,
+      );
+      expect(refused, JSON.stringify(answer)).toMatchObject({
+        code: 'upstream_auth_failed',
+        message: expect.stringMatching(/^GitHub connected, but .*Nothing was stored/),
+      });
       expect(JSON.stringify(refused) + String((refused as Error).message)).not.toContain(TOKEN);
     }
   });
@@ -93,9 +165,15 @@ describe('the upstream account and connection facts', () => {
   it('an OIDC provider: the ID token subject, named by its preferred_username', async () => {
     const google = providerOf({ id: 'google', catalog: 'google' });
     const { fetch, calls } = api({});
-    const connection = await upstreamConnectionOf(google, tokens({ idTokenSubject: '1098', idTokenClaims: { sub: '1098', email: 'ada@example.com' } }), { fetch, allowLoopback: false });
+    const connection = await upstreamConnectionOf(
+      google,
+      tokens({ idTokenSubject: '1098', idTokenClaims: { sub: '1098', email: 'ada@example.com' } }),
+      { fetch, allowLoopback: false },
+    );
     expect(connection).toMatchObject({ upstreamSubject: '1098', upstreamName: 'ada@example.com' });
     expect(calls).toEqual([]);
-    await expect(upstreamConnectionOf(google, tokens(), { fetch, allowLoopback: false })).rejects.toMatchObject({ code: 'upstream_auth_failed' });
+    await expect(upstreamConnectionOf(google, tokens(), { fetch, allowLoopback: false })).rejects.toMatchObject({
+      code: 'upstream_auth_failed',
+    });
   });
 });

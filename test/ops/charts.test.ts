@@ -1,9 +1,20 @@
 import { describe, expect, it } from 'vitest';
-import { columnChart, dailySeries, fillBuckets, LATENCY_BOUNDS_SECONDS, latencyLabels, niceMax, rowChart, seriesStart } from '../../src/ops/charts.js';
+import {
+  columnChart,
+  dailySeries,
+  fillBuckets,
+  LATENCY_BOUNDS_SECONDS,
+  latencyLabels,
+  niceMax,
+  rowChart,
+  seriesStart,
+} from '../../src/ops/charts.js';
 
 describe('chart geometry (operator dashboard)', () => {
   it('rounds the value axis up to 1, 2 or 5 times a power of ten', () => {
-    expect([0, -3, 0.4, 1, 2, 3, 7, 10, 11, 180, 201, 5000, 5001].map(niceMax)).toEqual([1, 1, 1, 1, 2, 5, 10, 10, 20, 200, 500, 5000, 10000]);
+    expect([0, -3, 0.4, 1, 2, 3, 7, 10, 11, 180, 201, 5000, 5001].map(niceMax)).toEqual([
+      1, 1, 1, 1, 2, 5, 10, 10, 20, 200, 500, 5000, 10000,
+    ]);
   });
 
   it('draws columns from the baseline up, proportional to the value, inside the plot', () => {
@@ -41,7 +52,10 @@ describe('chart geometry (operator dashboard)', () => {
   });
 
   it('labels every n-th column and always the last one', () => {
-    const chart = columnChart(Array.from({ length: 12 }, (_, i) => ({ label: String(i), value: i })), { labelEvery: 5 });
+    const chart = columnChart(
+      Array.from({ length: 12 }, (_, i) => ({ label: String(i), value: i })),
+      { labelEvery: 5 },
+    );
     expect(chart.columns.filter((c) => c.showLabel).map((c) => c.label)).toEqual(['0', '5', '10', '11']);
   });
 
@@ -68,17 +82,52 @@ describe('chart geometry (operator dashboard)', () => {
       [220, 7, 60, 14, 14, 286, 'open'],
       [220, 27, 200, 14, 34, 426, 'ended'],
     ]);
-    expect(chart.ticks.map((t) => [t.at, t.label])).toEqual([[220, '0'], [260, '2'], [300, '4'], [340, '6'], [380, '8'], [420, '10']]);
+    expect(chart.ticks.map((t) => [t.at, t.label])).toEqual([
+      [220, '0'],
+      [260, '2'],
+      [300, '4'],
+      [340, '6'],
+      [380, '8'],
+      [420, '10'],
+    ]);
   });
 
   it('names the latency buckets and fills missing ones with zero', () => {
-    expect(latencyLabels(LATENCY_BOUNDS_SECONDS)).toEqual(['≤1 s', '≤2 s', '≤5 s', '≤10 s', '≤30 s', '≤1 min', '≤2 min', '≤5 min', '≤10 min', '>10 min']);
-    expect(fillBuckets([{ bucket: 1, count: 4 }, { bucket: 9, count: 2 }, { bucket: 12, count: 7 }], 10)).toEqual([0, 4, 0, 0, 0, 0, 0, 0, 0, 2]);
+    expect(latencyLabels(LATENCY_BOUNDS_SECONDS)).toEqual([
+      '≤1 s',
+      '≤2 s',
+      '≤5 s',
+      '≤10 s',
+      '≤30 s',
+      '≤1 min',
+      '≤2 min',
+      '≤5 min',
+      '≤10 min',
+      '>10 min',
+    ]);
+    expect(
+      fillBuckets(
+        [
+          { bucket: 1, count: 4 },
+          { bucket: 9, count: 2 },
+          { bucket: 12, count: 7 },
+        ],
+        10,
+      ),
+    ).toEqual([0, 4, 0, 0, 0, 0, 0, 0, 0, 2]);
   });
 
   it('lays out the last n UTC days, oldest first, with zero for days without flows', () => {
     const now = new Date('2026-03-02T05:00:00Z');
-    const series = dailySeries([{ day: '2026-02-28', count: 3 }, { day: '2026-03-02', count: 1 }, { day: '2026-01-01', count: 9 }], now, 4);
+    const series = dailySeries(
+      [
+        { day: '2026-02-28', count: 3 },
+        { day: '2026-03-02', count: 1 },
+        { day: '2026-01-01', count: 9 },
+      ],
+      now,
+      4,
+    );
     expect(series).toEqual([
       { label: '2026-02-27', value: 0 },
       { label: '2026-02-28', value: 3 },

@@ -2,7 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertNavigation } from '../../src/broker/navigationRepo.js';
 import { appendEntries, type LedgerEntry } from '../../src/ledger/ledgerRepo.js';
 import { LATENCY_BOUNDS_SECONDS } from '../../src/ops/charts.js';
-import { countFlowsByState, countFlowsPerDay, findCompletionLatencyHistogram, findReissuedFrom } from '../../src/ops/dashboardRepo.js';
+import {
+  countFlowsByState,
+  countFlowsPerDay,
+  findCompletionLatencyHistogram,
+  findReissuedFrom,
+} from '../../src/ops/dashboardRepo.js';
 import { navigationFixture } from '../support/navigationFixture.js';
 import { createTestDb, type TestDb } from '../support/testDb.js';
 
@@ -11,7 +16,11 @@ describe('dashboard aggregates', () => {
   let db: TestDb;
   const at = (iso: string) => new Date(iso);
   const flow = (status: Parameters<typeof navigationFixture>[0], created: string) =>
-    navigationFixture(status, { createdAt: at(created), updatedAt: at(created), expiresAt: new Date(at(created).getTime() + 900_000) });
+    navigationFixture(status, {
+      createdAt: at(created),
+      updatedAt: at(created),
+      expiresAt: new Date(at(created).getTime() + 900_000),
+    });
   const a = flow('MRTR_RETRY_ACCEPTED', '2026-03-01T23:59:59.999Z');
   const b = flow('REQUIREMENT_VERIFIED', '2026-03-02T00:00:00.000Z');
   const c = flow('EXPIRED', '2026-03-02T12:00:00.000Z');
@@ -21,7 +30,15 @@ describe('dashboard aggregates', () => {
     db = await createTestDb();
     for (const n of [a, b, c, old]) await insertNavigation(db.pool, n);
     await insertNavigation(db.pool, flow('USER_REVIEW', '2026-03-05T08:00:00.000Z'), c.id);
-    const step = (id: string, from: string, to: string, event: string, iso: string): LedgerEntry => ({ navigationId: id, fromStatus: from, toStatus: to, event, actor: 'test', evidence: {}, at: at(iso) });
+    const step = (id: string, from: string, to: string, event: string, iso: string): LedgerEntry => ({
+      navigationId: id,
+      fromStatus: from,
+      toStatus: to,
+      event,
+      actor: 'test',
+      evidence: {},
+      at: at(iso),
+    });
     await appendEntries(db.pool, [
       // a: 3 s from pending to verified, then an event recorded without moving (not a second verification).
       step(a.id, 'NAVIGATION_ACCEPTED', 'OUT_OF_BAND_PENDING', 'browser_consent', '2026-03-02T00:01:00Z'),
@@ -41,7 +58,12 @@ describe('dashboard aggregates', () => {
   });
 
   it('counts flows by state', async () => {
-    expect(Object.fromEntries(await countFlowsByState(db.pool))).toEqual({ MRTR_RETRY_ACCEPTED: 1, REQUIREMENT_VERIFIED: 1, EXPIRED: 2, USER_REVIEW: 1 });
+    expect(Object.fromEntries(await countFlowsByState(db.pool))).toEqual({
+      MRTR_RETRY_ACCEPTED: 1,
+      REQUIREMENT_VERIFIED: 1,
+      EXPIRED: 2,
+      USER_REVIEW: 1,
+    });
   });
 
   it('counts flows per UTC day from the first instant given', async () => {
@@ -61,9 +83,18 @@ describe('dashboard aggregates', () => {
   it('buckets completion → verified seconds of the newest verifications, each flow once', async () => {
     const both = await findCompletionLatencyHistogram(db.pool, LATENCY_BOUNDS_SECONDS, 10);
     // 3 s is in (2, 5] (bucket 2); 90 s in (60, 120] (bucket 6).
-    expect(both).toEqual({ buckets: [{ bucket: 2, count: 1 }, { bucket: 6, count: 1 }], sample: 2 });
+    expect(both).toEqual({
+      buckets: [
+        { bucket: 2, count: 1 },
+        { bucket: 6, count: 1 },
+      ],
+      sample: 2,
+    });
     // The window keeps the newest: b was verified after a.
-    expect(await findCompletionLatencyHistogram(db.pool, LATENCY_BOUNDS_SECONDS, 1)).toEqual({ buckets: [{ bucket: 6, count: 1 }], sample: 1 });
+    expect(await findCompletionLatencyHistogram(db.pool, LATENCY_BOUNDS_SECONDS, 1)).toEqual({
+      buckets: [{ bucket: 6, count: 1 }],
+      sample: 1,
+    });
   });
 
   it('names the flow a re-issued one replaces', async () => {

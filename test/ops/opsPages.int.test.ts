@@ -5,7 +5,13 @@ import type { NavigationRecord } from '../../src/flow/navigationRecord.js';
 import { DEV_PASSWORD } from '../../src/dev/devUsers.js';
 import type { Fetch } from '../../src/shared/httpClient.js';
 import { digestOf, randomToken } from '../../src/shared/tokens.js';
-import { consentAndAuthorize, elicitConnection, openConnectLink, retryConnection, type Elicited } from '../support/connectFlow.js';
+import {
+  consentAndAuthorize,
+  elicitConnection,
+  openConnectLink,
+  retryConnection,
+  type Elicited,
+} from '../support/connectFlow.js';
 import { mintAccessToken, reportsAt, reportsTokenEndpoint, tokenResponse } from '../support/forgedTokens.js';
 import { tokenFor } from '../support/mcpWire.js';
 import { navigationFixture } from '../support/navigationFixture.js';
@@ -29,10 +35,24 @@ describe('operator pages', () => {
   const opsPages: string[] = [];
   const canaries: Record<string, string> = {};
   // Seeded flows: one per lineage and purpose.
-  const nestedBob = navigationFixture('OUT_OF_BAND_PENDING', { lineage: 'nested', subject: { iss: 'https://idp.test', sub: 'bob' } });
-  const expiredCarol = navigationFixture('EXPIRED', { lineage: 'error_retry', subject: { iss: 'https://idp.test', sub: 'carol' }, createdAt: ago(2 * HOUR), expiresAt: ago(HOUR), updatedAt: ago(HOUR) });
+  const nestedBob = navigationFixture('OUT_OF_BAND_PENDING', {
+    lineage: 'nested',
+    subject: { iss: 'https://idp.test', sub: 'bob' },
+  });
+  const expiredCarol = navigationFixture('EXPIRED', {
+    lineage: 'error_retry',
+    subject: { iss: 'https://idp.test', sub: 'carol' },
+    createdAt: ago(2 * HOUR),
+    expiresAt: ago(HOUR),
+    updatedAt: ago(HOUR),
+  });
   const openDave = navigationFixture('USER_REVIEW', { subject: { iss: 'https://idp.test', sub: 'dave' } });
-  const stuckErin = navigationFixture('NAVIGATION_ACCEPTED', { subject: { iss: 'https://idp.test', sub: 'erin' }, createdAt: ago(HOUR), expiresAt: ago(HOUR / 6), updatedAt: ago(HOUR / 2) });
+  const stuckErin = navigationFixture('NAVIGATION_ACCEPTED', {
+    subject: { iss: 'https://idp.test', sub: 'erin' },
+    createdAt: ago(HOUR),
+    expiresAt: ago(HOUR / 6),
+    updatedAt: ago(HOUR / 2),
+  });
   // alice's real flow, filled in by the steps that drive it.
   const alice: { token: string; navigationId: string; elicited: Elicited; args: { title: string; body: string } } = {
     token: '',
@@ -50,9 +70,16 @@ describe('operator pages', () => {
     return browser;
   }
   const url = (path: string) => `${stack.brokerUrl}${path}`;
-  const statusOf = async (id: string) => (await stack.db.pool.query('SELECT status FROM elicitation_navigations WHERE id = $1', [id])).rows[0]?.status as string;
+  const statusOf = async (id: string) =>
+    (await stack.db.pool.query('SELECT status FROM elicitation_navigations WHERE id = $1', [id])).rows[0]
+      ?.status as string;
   const eventsOf = async (id: string) =>
-    (await stack.db.pool.query('SELECT event, actor, from_status, to_status, evidence FROM navigation_events WHERE navigation_id = $1 ORDER BY chain_seq', [id])).rows as {
+    (
+      await stack.db.pool.query(
+        'SELECT event, actor, from_status, to_status, evidence FROM navigation_events WHERE navigation_id = $1 ORDER BY chain_seq',
+        [id],
+      )
+    ).rows as {
       event: string;
       actor: string;
       from_status: string;
@@ -60,7 +87,11 @@ describe('operator pages', () => {
       evidence: Record<string, unknown>;
     }[];
   const navigationOf = async (elicited: Elicited) =>
-    (await stack.db.pool.query('SELECT id FROM elicitation_navigations WHERE handle_digest = $1', [digestOf(new URL(elicited.url).pathname.split('/').pop()!)])).rows[0].id as string;
+    (
+      await stack.db.pool.query('SELECT id FROM elicitation_navigations WHERE handle_digest = $1', [
+        digestOf(new URL(elicited.url).pathname.split('/').pop()!),
+      ])
+    ).rows[0].id as string;
 
   beforeAll(async () => {
     const recording: Fetch = async (input, init) => {
@@ -70,7 +101,8 @@ describe('operator pages', () => {
     };
     ops = await signIn('ops', recording);
     aliceWeb = await signIn('alice', stack.fetch);
-    for (const n of [nestedBob, expiredCarol, openDave, stuckErin]) await insertNavigation(stack.db.pool, n as NavigationRecord);
+    for (const n of [nestedBob, expiredCarol, openDave, stuckErin])
+      await insertNavigation(stack.db.pool, n as NavigationRecord);
   });
   afterEach(() => {
     nock.cleanAll();
@@ -81,7 +113,11 @@ describe('operator pages', () => {
     const page = await browser.get(url('/ops/flows?state=EXPIRED'), { followRedirects: false });
     expect(page.status).toBe(303);
     expect(page.location).toBe(url(`/login?return_to=${encodeURIComponent('/ops/flows?state=EXPIRED')}`));
-    const post = await browser.post(url(`/ops/flows/${openDave.id}/close`), { _csrf: 'x', reason: 'no session' }, { origin: stack.brokerUrl });
+    const post = await browser.post(
+      url(`/ops/flows/${openDave.id}/close`),
+      { _csrf: 'x', reason: 'no session' },
+      { origin: stack.brokerUrl },
+    );
     expect(post.status).toBe(403);
     expect(await statusOf(openDave.id)).toBe('USER_REVIEW');
   });
@@ -98,12 +134,23 @@ describe('operator pages', () => {
       '/ops/connections/resume',
     ];
     for (const path of gets) expect((await aliceWeb.get(url(path))).status, path).toBe(403);
-    for (const path of posts) expect((await aliceWeb.post(url(path), { reason: 'I am not an operator' }, { origin: stack.brokerUrl })).status, path).toBe(403);
-    const refused = await stack.db.pool.query(`SELECT details->>'method' AS method, details->>'path' AS path FROM operator_actions WHERE action = 'access_refused' AND actor = 'web:alice' ORDER BY id`);
-    expect(refused.rows.map((r) => `${r.method} ${r.path}`)).toEqual([...gets.map((p) => `GET ${p}`), ...posts.map((p) => `POST ${p}`)]);
+    for (const path of posts)
+      expect(
+        (await aliceWeb.post(url(path), { reason: 'I am not an operator' }, { origin: stack.brokerUrl })).status,
+        path,
+      ).toBe(403);
+    const refused = await stack.db.pool.query(
+      `SELECT details->>'method' AS method, details->>'path' AS path FROM operator_actions WHERE action = 'access_refused' AND actor = 'web:alice' ORDER BY id`,
+    );
+    expect(refused.rows.map((r) => `${r.method} ${r.path}`)).toEqual([
+      ...gets.map((p) => `GET ${p}`),
+      ...posts.map((p) => `POST ${p}`),
+    ]);
     expect(await statusOf(openDave.id)).toBe('USER_REVIEW');
     expect(await statusOf(expiredCarol.id)).toBe('EXPIRED');
-    expect((await stack.db.pool.query(`SELECT 1 FROM operator_actions WHERE action <> 'access_refused'`)).rowCount).toBe(0);
+    expect(
+      (await stack.db.pool.query(`SELECT 1 FROM operator_actions WHERE action <> 'access_refused'`)).rowCount,
+    ).toBe(0);
   });
 
   it('runs a real MRTR flow of a high-risk tool up to the approval queue (alice, canary tokens)', async () => {
@@ -111,20 +158,48 @@ describe('operator pages', () => {
     alice.elicited = await elicitConnection(stack, alice.token, 'reports_create', alice.args);
     alice.navigationId = await navigationOf(alice.elicited);
     const browser = createTestBrowser({ fetch: stack.fetch, stopAt: (u) => u.pathname === '/oauth/callback/reports' });
-    const stopped = await consentAndAuthorize(stack, await openConnectLink(stack, alice.elicited.url, 'alice', browser), 'alice');
+    const stopped = await consentAndAuthorize(
+      stack,
+      await openConnectLink(stack, alice.elicited.url, 'alice', browser),
+      'alice',
+    );
     const jti = `CANARY-ACCESS-${randomToken()}`;
     const refreshToken = `CANARY-REFRESH-${randomToken()}`;
     const accessToken = await mintAccessToken(stack, { sub: ALICE_AT_REPORTS, jti });
     const [, payload, signature] = accessToken.split('.') as [string, string, string];
-    Object.assign(canaries, { jti, refreshToken, accessToken, 'access token payload': payload, 'access token signature': signature });
-    const [{ nonce }] = (await stack.db.pool.query('SELECT nonce FROM oauth_transactions WHERE navigation_id = $1', [alice.navigationId])).rows;
-    reportsTokenEndpoint(stack).reply(200, await tokenResponse(stack, { sub: ALICE_AT_REPORTS, nonce, accessToken, refreshToken }));
+    Object.assign(canaries, {
+      jti,
+      refreshToken,
+      accessToken,
+      'access token payload': payload,
+      'access token signature': signature,
+    });
+    const [{ nonce }] = (
+      await stack.db.pool.query('SELECT nonce FROM oauth_transactions WHERE navigation_id = $1', [alice.navigationId])
+    ).rows;
+    reportsTokenEndpoint(stack).reply(
+      200,
+      await tokenResponse(stack, { sub: ALICE_AT_REPORTS, nonce, accessToken, refreshToken }),
+    );
     expect((await browser.get(stopped.location!)).text).toContain('Report Service is connected');
 
-    const held = await retryConnection(stack, alice.token, 'reports_create', alice.args, alice.elicited.requestState, 'accept');
+    const held = await retryConnection(
+      stack,
+      alice.token,
+      'reports_create',
+      alice.args,
+      alice.elicited.requestState,
+      'accept',
+    );
     expect(held.json.result).toMatchObject({ resultType: 'input_required' });
     expect(await statusOf(alice.navigationId)).toBe('REQUIREMENT_VERIFIED');
-    expect((await stack.db.pool.query(`SELECT status FROM operation_approvals WHERE navigation_id = $1`, [alice.navigationId])).rows).toEqual([{ status: 'pending' }]);
+    expect(
+      (
+        await stack.db.pool.query(`SELECT status FROM operation_approvals WHERE navigation_id = $1`, [
+          alice.navigationId,
+        ])
+      ).rows,
+    ).toEqual([{ status: 'pending' }]);
   });
 
   it('shows the dashboard: gates, three SVG charts, counts, under the strict CSP', async () => {
@@ -148,7 +223,8 @@ describe('operator pages', () => {
   });
 
   it('lists flows with filters by state, lineage and subject, and refuses bad filters', async () => {
-    const ids = (page: BrowserResponse) => [...page.text.matchAll(/href="\/ops\/flows\/([0-9a-f-]{36})"/g)].map((m) => m[1]).sort();
+    const ids = (page: BrowserResponse) =>
+      [...page.text.matchAll(/href="\/ops\/flows\/([0-9a-f-]{36})"/g)].map((m) => m[1]).sort();
     const all = await ops.get(url('/ops/flows'));
     expect(ids(all)).toEqual([nestedBob.id, expiredCarol.id, openDave.id, stuckErin.id, alice.navigationId].sort());
     const expired = await ops.submitForm(all, { state: 'EXPIRED' }, { form: '/ops/flows' });
@@ -159,7 +235,14 @@ describe('operator pages', () => {
     expect(ids(await ops.get(url('/ops/flows?lineage=error_retry&state=')))).toEqual([expiredCarol.id]);
     expect(ids(await ops.get(url('/ops/flows?subject=alice')))).toEqual([alice.navigationId]);
     expect(ids(await ops.get(url('/ops/flows?age=30m')))).toEqual([expiredCarol.id, stuckErin.id].sort());
-    for (const bad of ['state=NOPE', 'lineage=legacy', 'limit=501', 'age=soon', 'extra=1', 'state=EXPIRED&state=CREATED']) {
+    for (const bad of [
+      'state=NOPE',
+      'lineage=legacy',
+      'limit=501',
+      'age=soon',
+      'extra=1',
+      'state=EXPIRED&state=CREATED',
+    ]) {
       expect((await ops.get(url(`/ops/flows?${bad}`))).status, bad).toBe(400);
     }
     const stuck = await ops.get(url('/ops/stuck'));
@@ -179,10 +262,16 @@ describe('operator pages', () => {
   });
 
   it('approves alice’s held operation from the queue; a lost answer is then re-driven from the flow page, once', async () => {
-    const [{ id: approvalId }] = (await stack.db.pool.query('SELECT id FROM operation_approvals WHERE navigation_id = $1', [alice.navigationId])).rows;
+    const [{ id: approvalId }] = (
+      await stack.db.pool.query('SELECT id FROM operation_approvals WHERE navigation_id = $1', [alice.navigationId])
+    ).rows;
     const queue = await ops.get(url('/ops/approvals?status=pending'));
     expect(queue.text).toContain(`/ops/flows/${alice.navigationId}`);
-    const approved = await ops.submitForm(queue, { reason: 'checked with alice by phone' }, { form: `/ops/approvals/${approvalId}/approve` });
+    const approved = await ops.submitForm(
+      queue,
+      { reason: 'checked with alice by phone' },
+      { form: `/ops/approvals/${approvalId}/approve` },
+    );
     expect(approved.redirects).toEqual([url(`/ops/approvals/${approvalId}/approve`)]);
     expect(approved.url).toBe(url(`/ops/flows/${alice.navigationId}?done=approved`));
     expect(approved.text).toContain('Approved: the next retry');
@@ -191,10 +280,23 @@ describe('operator pages', () => {
     // The Report Service fails once: the operation is accepted, its outcome unknown.
     const api = new URL(stack.dev.reports.apiUrl);
     const failing = nock(api.origin, { allowUnmocked: true }).post(`${api.pathname}/reports`).reply(503);
-    const lost = await retryConnection(stack, alice.token, 'reports_create', alice.args, alice.elicited.requestState, 'accept');
+    const lost = await retryConnection(
+      stack,
+      alice.token,
+      'reports_create',
+      alice.args,
+      alice.elicited.requestState,
+      'accept',
+    );
     expect(failing.isDone()).toBe(true);
     expect(lost.json.error ?? lost.json.result?.['isError']).toBeTruthy();
-    expect((await stack.db.pool.query('SELECT outcome_status FROM operation_receipts WHERE navigation_id = $1', [alice.navigationId])).rows).toEqual([{ outcome_status: 'pending' }]);
+    expect(
+      (
+        await stack.db.pool.query('SELECT outcome_status FROM operation_receipts WHERE navigation_id = $1', [
+          alice.navigationId,
+        ])
+      ).rows,
+    ).toEqual([{ outcome_status: 'pending' }]);
 
     const detail = await ops.get(url(`/ops/flows/${alice.navigationId}`));
     expect(detail.text).toContain('<span class="outcome outcome-pending">pending</span>');
@@ -206,11 +308,29 @@ describe('operator pages', () => {
     expect(redriven.text).not.toContain('/redrive"');
     expect((await reportsAt(stack, ALICE_AT_REPORTS)).filter((r) => r.title === alice.args.title)).toHaveLength(1);
     const events = await eventsOf(alice.navigationId);
-    expect(events.map((e) => e.event)).toEqual(expect.arrayContaining(['approval_requested', 'operator_approved', 'mrtr_accept', 'operator_redrive', 'outcome_redriven']));
-    expect(events.find((e) => e.event === 'operator_redrive')).toMatchObject({ actor: 'operator:ops', evidence: { reason: 'provider outage is over' } });
+    expect(events.map((e) => e.event)).toEqual(
+      expect.arrayContaining([
+        'approval_requested',
+        'operator_approved',
+        'mrtr_accept',
+        'operator_redrive',
+        'outcome_redriven',
+      ]),
+    );
+    expect(events.find((e) => e.event === 'operator_redrive')).toMatchObject({
+      actor: 'operator:ops',
+      evidence: { reason: 'provider outage is over' },
+    });
 
     // The host's next retry answers the recorded outcome: still one report.
-    const done = await retryConnection(stack, alice.token, 'reports_create', alice.args, alice.elicited.requestState, 'accept');
+    const done = await retryConnection(
+      stack,
+      alice.token,
+      'reports_create',
+      alice.args,
+      alice.elicited.requestState,
+      'accept',
+    );
     expect(done.json.result).toMatchObject({ resultType: 'complete', structuredContent: { status: 'created' } });
     expect((await reportsAt(stack, ALICE_AT_REPORTS)).filter((r) => r.title === alice.args.title)).toHaveLength(1);
   });
@@ -218,13 +338,26 @@ describe('operator pages', () => {
   it('shows a flow with its event timeline, consent receipt and outcome, and never a token', async () => {
     const detail = await ops.get(url(`/ops/flows/${alice.navigationId}`));
     expect(detail.status).toBe(200);
-    for (const event of ['present', 'browser_consent', 'callback_verified', 'operator_approved', 'mrtr_accept', 'outcome_redriven']) expect(detail.text).toContain(`<strong class="event">${event}</strong>`);
+    for (const event of [
+      'present',
+      'browser_consent',
+      'callback_verified',
+      'operator_approved',
+      'mrtr_accept',
+      'outcome_redriven',
+    ])
+      expect(detail.text).toContain(`<strong class="event">${event}</strong>`);
     expect(detail.text).toContain('by <code>operator:ops</code>');
     expect(detail.text).toContain('Destination shown');
     expect(detail.text).toContain('<span class="approval approval-approved">approved</span>');
     expect(Object.keys(canaries)).toHaveLength(5);
-    for (const path of ['/ops', '/ops/flows', '/ops/stuck', '/ops/reconcile', '/ops/approvals?status=approved']) expect((await ops.get(url(path))).status, path).toBe(200);
-    const leaks = opsPages.flatMap((text, i) => Object.entries(canaries).filter(([, value]) => text.includes(value)).map(([name]) => `${name} in page #${i}`));
+    for (const path of ['/ops', '/ops/flows', '/ops/stuck', '/ops/reconcile', '/ops/approvals?status=approved'])
+      expect((await ops.get(url(path))).status, path).toBe(200);
+    const leaks = opsPages.flatMap((text, i) =>
+      Object.entries(canaries)
+        .filter(([, value]) => text.includes(value))
+        .map(([name]) => `${name} in page #${i}`),
+    );
     expect(opsPages.length).toBeGreaterThan(15);
     expect(leaks).toEqual([]);
     expect(opsPages.join('\n')).not.toMatch(/eyJ[\w-]+\.eyJ/);
@@ -234,10 +367,29 @@ describe('operator pages', () => {
     const detail = await ops.get(url(`/ops/flows/${openDave.id}`));
     expect(detail.text).toContain(`action="/ops/flows/${openDave.id}/close"`);
     expect(detail.text).not.toContain('/reissue"'); // open and not yet expired
-    for (const reason of ['', '  ', 'no']) expect((await ops.submitForm(detail, { reason }, { form: '/close' })).status, `reason "${reason}"`).toBe(400);
-    expect((await ops.submitForm(detail, { _csrf: 'forged', reason: 'a good reason' }, { form: '/close' })).status).toBe(403);
-    expect((await ops.submitForm(detail, { reason: 'a good reason' }, { form: '/close', headers: { origin: 'https://evil.example' } })).status).toBe(403);
-    expect((await ops.post(url(`/ops/flows/${openDave.id}/close`), { reason: 'no token at all' }, { origin: stack.brokerUrl })).status).toBe(403);
+    for (const reason of ['', '  ', 'no'])
+      expect((await ops.submitForm(detail, { reason }, { form: '/close' })).status, `reason "${reason}"`).toBe(400);
+    expect(
+      (await ops.submitForm(detail, { _csrf: 'forged', reason: 'a good reason' }, { form: '/close' })).status,
+    ).toBe(403);
+    expect(
+      (
+        await ops.submitForm(
+          detail,
+          { reason: 'a good reason' },
+          { form: '/close', headers: { origin: 'https://evil.example' } },
+        )
+      ).status,
+    ).toBe(403);
+    expect(
+      (
+        await ops.post(
+          url(`/ops/flows/${openDave.id}/close`),
+          { reason: 'no token at all' },
+          { origin: stack.brokerUrl },
+        )
+      ).status,
+    ).toBe(403);
     expect(await statusOf(openDave.id)).toBe('USER_REVIEW');
     expect(await eventsOf(openDave.id)).toEqual([]);
 
@@ -247,12 +399,28 @@ describe('operator pages', () => {
     expect(closed.text).toContain('The flow was marked terminal.');
     expect(await statusOf(openDave.id)).toBe('EXPIRED');
     expect(await eventsOf(openDave.id)).toEqual([
-      { event: 'operator_close', actor: 'operator:ops', from_status: 'USER_REVIEW', to_status: 'EXPIRED', evidence: { reason: 'user gave up, confirmed by ticket 42' } },
+      {
+        event: 'operator_close',
+        actor: 'operator:ops',
+        from_status: 'USER_REVIEW',
+        to_status: 'EXPIRED',
+        evidence: { reason: 'user gave up, confirmed by ticket 42' },
+      },
     ]);
-    const actions = await stack.db.pool.query(`SELECT reason, actor FROM operator_actions WHERE action = 'mark_terminal'`);
+    const actions = await stack.db.pool.query(
+      `SELECT reason, actor FROM operator_actions WHERE action = 'mark_terminal'`,
+    );
     expect(actions.rows).toEqual([{ reason: 'user gave up, confirmed by ticket 42', actor: 'operator:ops' }]);
     // Marking it again is refused (409) and changes nothing.
-    expect((await ops.post(url(`/ops/flows/${openDave.id}/close`), { _csrf: ops.forms(detail)[0]!.fields.find((f) => f.name === '_csrf')!.value, reason: 'again' }, { origin: stack.brokerUrl })).status).toBe(409);
+    expect(
+      (
+        await ops.post(
+          url(`/ops/flows/${openDave.id}/close`),
+          { _csrf: ops.forms(detail)[0]!.fields.find((f) => f.name === '_csrf')!.value, reason: 'again' },
+          { origin: stack.brokerUrl },
+        )
+      ).status,
+    ).toBe(409);
     expect(await eventsOf(openDave.id)).toHaveLength(1);
   });
 
@@ -264,10 +432,17 @@ describe('operator pages', () => {
     expect(reissued.status).toBe(200);
     const link = new RegExp(`${stack.brokerUrl}/connect/[\\w-]{43}`).exec(reissued.text)?.[0];
     expect(link).toBeDefined();
-    const successor = await stack.db.pool.query('SELECT id, status, lineage, subject_sub, handle_digest FROM elicitation_navigations WHERE reissued_from = $1', [expiredCarol.id]);
-    expect(successor.rows).toEqual([expect.objectContaining({ status: 'USER_REVIEW', lineage: 'error_retry', subject_sub: 'carol' })]);
+    const successor = await stack.db.pool.query(
+      'SELECT id, status, lineage, subject_sub, handle_digest FROM elicitation_navigations WHERE reissued_from = $1',
+      [expiredCarol.id],
+    );
+    expect(successor.rows).toEqual([
+      expect.objectContaining({ status: 'USER_REVIEW', lineage: 'error_retry', subject_sub: 'carol' }),
+    ]);
     expect(successor.rows[0].handle_digest.equals(digestOf(link!.split('/').pop()!))).toBe(true);
-    expect((await eventsOf(expiredCarol.id)).map((e) => [e.event, e.actor])).toEqual([['operator_reissued', 'operator:ops']]);
+    expect((await eventsOf(expiredCarol.id)).map((e) => [e.event, e.actor])).toEqual([
+      ['operator_reissued', 'operator:ops'],
+    ]);
 
     const after = await ops.get(url(`/ops/flows/${expiredCarol.id}`));
     expect(after.text).toContain(`/ops/flows/${successor.rows[0].id}`);
@@ -284,31 +459,53 @@ describe('operator pages', () => {
     const elicited = await elicitConnection(stack, bob, 'reports_create', args);
     const navigationId = await navigationOf(elicited);
     await consentAndAuthorize(stack, await openConnectLink(stack, elicited.url, 'bob'), 'bob');
-    expect((await retryConnection(stack, bob, 'reports_create', args, elicited.requestState, 'accept')).json.result).toMatchObject({ resultType: 'input_required' });
+    expect(
+      (await retryConnection(stack, bob, 'reports_create', args, elicited.requestState, 'accept')).json.result,
+    ).toMatchObject({ resultType: 'input_required' });
 
     const queue = await ops.get(url('/ops/approvals'));
-    const [{ id: approvalId }] = (await stack.db.pool.query('SELECT id FROM operation_approvals WHERE navigation_id = $1', [navigationId])).rows;
-    expect((await ops.submitForm(queue, { reason: 'x' }, { form: `/ops/approvals/${approvalId}/reject` })).status).toBe(400);
-    const rejected = await ops.submitForm(queue, { reason: 'not allowed for this account' }, { form: `/ops/approvals/${approvalId}/reject` });
+    const [{ id: approvalId }] = (
+      await stack.db.pool.query('SELECT id FROM operation_approvals WHERE navigation_id = $1', [navigationId])
+    ).rows;
+    expect((await ops.submitForm(queue, { reason: 'x' }, { form: `/ops/approvals/${approvalId}/reject` })).status).toBe(
+      400,
+    );
+    const rejected = await ops.submitForm(
+      queue,
+      { reason: 'not allowed for this account' },
+      { form: `/ops/approvals/${approvalId}/reject` },
+    );
     expect(rejected.url).toBe(url(`/ops/flows/${navigationId}?done=rejected`));
     expect(rejected.text).toContain('<span class="approval approval-rejected">rejected</span>');
     expect(await statusOf(navigationId)).toBe('OPERATION_REJECTED');
-    expect((await eventsOf(navigationId)).find((e) => e.event === 'operator_reject')).toMatchObject({ actor: 'operator:ops', to_status: 'OPERATION_REJECTED' });
+    expect((await eventsOf(navigationId)).find((e) => e.event === 'operator_reject')).toMatchObject({
+      actor: 'operator:ops',
+      to_status: 'OPERATION_REJECTED',
+    });
     // Decided once: a second decision is refused.
-    expect((await ops.submitForm(queue, { reason: 'changed my mind' }, { form: `/ops/approvals/${approvalId}/approve` })).status).toBe(409);
+    expect(
+      (await ops.submitForm(queue, { reason: 'changed my mind' }, { form: `/ops/approvals/${approvalId}/approve` }))
+        .status,
+    ).toBe(409);
     const told = await retryConnection(stack, bob, 'reports_create', args, elicited.requestState, 'accept');
     expect(told.json.result).toMatchObject({ isError: true, structuredContent: { status: 'rejected' } });
   });
 
   it('pauses and resumes new connections from the dashboard, with a reason', async () => {
     const dashboard = await ops.get(url('/ops'));
-    const paused = await ops.submitForm(dashboard, { reason: 'provider incident 7' }, { form: '/ops/connections/pause' });
+    const paused = await ops.submitForm(
+      dashboard,
+      { reason: 'provider incident 7' },
+      { form: '/ops/connections/pause' },
+    );
     expect(paused.url).toBe(url('/ops'));
     expect(paused.text).toContain('New connections are paused');
     expect(paused.text).toContain('provider incident 7');
     const resumed = await ops.submitForm(paused, { reason: 'incident over' }, { form: '/ops/connections/resume' });
     expect(resumed.text).not.toContain('New connections are paused');
-    const actions = await stack.db.pool.query(`SELECT action, reason, actor FROM operator_actions WHERE action LIKE '%_connections' ORDER BY id`);
+    const actions = await stack.db.pool.query(
+      `SELECT action, reason, actor FROM operator_actions WHERE action LIKE '%_connections' ORDER BY id`,
+    );
     expect(actions.rows).toEqual([
       { action: 'pause_connections', reason: 'provider incident 7', actor: 'operator:ops' },
       { action: 'resume_connections', reason: 'incident over', actor: 'operator:ops' },

@@ -8,7 +8,13 @@ import { createRender } from '../../src/web/render.js';
 // use neither inline style nor script (the CSP allows neither).
 
 const render = createRender({ cache: false });
-const page = { title: 'T', brand: 'Connect Broker · Operators', signedInAs: 'Ops <Example>', csrf: 'csrf-token', section: 'flows' };
+const page = {
+  title: 'T',
+  brand: 'Connect Broker · Operators',
+  signedInAs: 'Ops <Example>',
+  csrf: 'csrf-token',
+  section: 'flows',
+};
 const hostile = '<script>alert(1)</script>';
 const flow = {
   id: '0b5e7c3a-8c1e-4d5e-9f0a-1b2c3d4e5f60',
@@ -55,7 +61,13 @@ describe('operator views', () => {
   });
 
   it('lists flows with the filters kept in the form', () => {
-    const html = render('ops/flows', { ...page, flows: [flow], filters: { state: 'EXPIRED', lineage: 'nested', subject: hostile, limit: 50 }, states: navigationStates, lineages: ['mrtr', 'nested', 'error_retry'] });
+    const html = render('ops/flows', {
+      ...page,
+      flows: [flow],
+      filters: { state: 'EXPIRED', lineage: 'nested', subject: hostile, limit: 50 },
+      states: navigationStates,
+      lineages: ['mrtr', 'nested', 'error_retry'],
+    });
     expectSafe(html);
     expect(html).toContain('<option value="EXPIRED" selected>');
     expect(html).toContain('<option value="nested" selected>');
@@ -63,12 +75,25 @@ describe('operator views', () => {
   });
 
   it('shows a flow, its events with escaped evidence, and only the actions that apply', () => {
-    const can = flowActions({ status: flow.status, expiresAt: new Date(flow.expiresAt), receipt: undefined, reissuedAs: undefined }, new Date('2026-03-02T12:05:00Z'));
+    const can = flowActions(
+      { status: flow.status, expiresAt: new Date(flow.expiresAt), receipt: undefined, reissuedAs: undefined },
+      new Date('2026-03-02T12:05:00Z'),
+    );
     const html = render('ops/flow', {
       ...page,
       notice: NOTICES.closed,
       flow: { ...flow, purpose: 'create the report', targetHost: 'reports.test', retryGeneration: 0 },
-      events: [{ at: flow.createdAt, from: 'CREATED', to: 'CREATED', event: 'created', actor: 'mcp:alice', moved: false, evidence: JSON.stringify({ note: hostile }) }],
+      events: [
+        {
+          at: flow.createdAt,
+          from: 'CREATED',
+          to: 'CREATED',
+          event: 'created',
+          actor: 'mcp:alice',
+          moved: false,
+          evidence: JSON.stringify({ note: hostile }),
+        },
+      ],
       consent: undefined,
       receipt: undefined,
       approval: { id: 'a1', status: 'pending', requestedAt: flow.createdAt },

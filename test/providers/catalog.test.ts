@@ -44,9 +44,15 @@ function schemaIssues(entry: unknown): string[] {
 }
 
 function expandedUrls(expanded: ExpandedEntry): string[] {
-  return [expanded.issuer, expanded.authorizationEndpoint, expanded.tokenEndpoint, expanded.revocationEndpoint, expanded.identity.from === 'call' ? expanded.identity.url : undefined, expanded.metadataCall?.url, expanded.apiBase].filter(
-    (u): u is string => u !== undefined,
-  );
+  return [
+    expanded.issuer,
+    expanded.authorizationEndpoint,
+    expanded.tokenEndpoint,
+    expanded.revocationEndpoint,
+    expanded.identity.from === 'call' ? expanded.identity.url : undefined,
+    expanded.metadataCall?.url,
+    expanded.apiBase,
+  ].filter((u): u is string => u !== undefined);
 }
 
 describe('the provider catalog', () => {
@@ -65,12 +71,15 @@ describe('the provider catalog', () => {
     expect(catalog.size).toBe(files.length);
   });
 
-  it.each(catalogEntries.map((e) => [e.id, e] as const))('%s expands with its default parameters into URLs that pass the URL policy', (_id, entry) => {
-    const expanded = expandEntry(entry, {}, thirdParty);
-    const urls = expandedUrls(expanded);
-    expect(urls).toHaveLength(urlTemplates(entry).length);
-    for (const url of urls) expect(url).toMatch(/^https:\/\/[^{}]+$/);
-  });
+  it.each(catalogEntries.map((e) => [e.id, e] as const))(
+    '%s expands with its default parameters into URLs that pass the URL policy',
+    (_id, entry) => {
+      const expanded = expandEntry(entry, {}, thirdParty);
+      const urls = expandedUrls(expanded);
+      expect(urls).toHaveLength(urlTemplates(entry).length);
+      for (const url of urls) expect(url).toMatch(/^https:\/\/[^{}]+$/);
+    },
+  );
 
   it('cites the provider documentation in each entry', () => {
     for (const entry of catalogEntries) expect(entry.docs, entry.id).toMatch(/^https:\/\//);
@@ -84,7 +93,13 @@ describe('expandEntry', () => {
     expect(expanded.authorizationEndpoint).toBe('https://github.com/login/oauth/authorize');
     expect(expanded.tokenEndpoint).toBe('https://github.com/login/oauth/access_token');
     expect(expanded.apiBase).toBe('https://api.github.com');
-    expect(expanded.identity).toEqual({ from: 'call', method: 'GET', url: 'https://api.github.com/user', subjectPath: 'id', namePath: 'login' });
+    expect(expanded.identity).toEqual({
+      from: 'call',
+      method: 'GET',
+      url: 'https://api.github.com/user',
+      subjectPath: 'id',
+      namePath: 'login',
+    });
   });
 
   it('gives a GitHub Enterprise Server host its login endpoints and the API under /api/v3 on the same host', () => {
@@ -96,17 +111,25 @@ describe('expandEntry', () => {
   });
 
   it('takes a loopback GitHub host only when loopback is allowed (the development provider)', () => {
-    expect(expandEntry(github, { host: '127.0.0.1:8446' }, { allowLoopback: true }).apiBase).toBe('https://127.0.0.1:8446/api/v3');
+    expect(expandEntry(github, { host: '127.0.0.1:8446' }, { allowLoopback: true }).apiBase).toBe(
+      'https://127.0.0.1:8446/api/v3',
+    );
     const problems = problemsOf(github, { host: '127.0.0.1:8446' });
     expect(problems).toHaveLength(4);
     for (const p of problems) expect(p).toContain('points at a loopback host');
   });
 
   it('puts the Entra tenant in the path, common by default', () => {
-    expect(expandEntry(microsoft, {}, thirdParty).authorizationEndpoint).toBe('https://login.microsoftonline.com/common/oauth2/v2.0/authorize');
+    expect(expandEntry(microsoft, {}, thirdParty).authorizationEndpoint).toBe(
+      'https://login.microsoftonline.com/common/oauth2/v2.0/authorize',
+    );
     const tenant = expandEntry(microsoft, { tenant: '72f988bf-86f1-41af-91ab-2d7cd011db47' }, thirdParty);
-    expect(tenant.authorizationEndpoint).toBe('https://login.microsoftonline.com/72f988bf-86f1-41af-91ab-2d7cd011db47/oauth2/v2.0/authorize');
-    expect(tenant.tokenEndpoint).toBe('https://login.microsoftonline.com/72f988bf-86f1-41af-91ab-2d7cd011db47/oauth2/v2.0/token');
+    expect(tenant.authorizationEndpoint).toBe(
+      'https://login.microsoftonline.com/72f988bf-86f1-41af-91ab-2d7cd011db47/oauth2/v2.0/authorize',
+    );
+    expect(tenant.tokenEndpoint).toBe(
+      'https://login.microsoftonline.com/72f988bf-86f1-41af-91ab-2d7cd011db47/oauth2/v2.0/token',
+    );
     expect(tenant.apiBase).toBe('https://graph.microsoft.com/v1.0');
   });
 
@@ -119,7 +142,9 @@ describe('expandEntry', () => {
   });
 
   it('refuses a parameter an entry does not declare, naming the ones it does', () => {
-    expect(problemsOf(github, { tenant: 'common' })).toEqual(['params.tenant: github has no such parameter (it takes: host)']);
+    expect(problemsOf(github, { tenant: 'common' })).toEqual([
+      'params.tenant: github has no such parameter (it takes: host)',
+    ]);
   });
 
   it('refuses a host outside its pattern before building any URL from it', () => {
@@ -132,7 +157,12 @@ describe('expandEntry', () => {
 
   it('lists an http URL for every endpoint a plain-http value reaches', () => {
     const problems = problemsOf(byOrigin, { origin: 'http://idp.example' });
-    expect(problems).toEqual(['authorizationEndpoint', 'tokenEndpoint', 'revocationEndpoint', 'identity.url', 'apiBase'].map((f) => `${f}: by-origin.${f} must use https: http://idp.example${{ authorizationEndpoint: '/authorize', tokenEndpoint: '/token', revocationEndpoint: '/revoke', 'identity.url': '/me', apiBase: '/api' }[f]}`));
+    expect(problems).toEqual(
+      ['authorizationEndpoint', 'tokenEndpoint', 'revocationEndpoint', 'identity.url', 'apiBase'].map(
+        (f) =>
+          `${f}: by-origin.${f} must use https: http://idp.example${{ authorizationEndpoint: '/authorize', tokenEndpoint: '/token', revocationEndpoint: '/revoke', 'identity.url': '/me', apiBase: '/api' }[f]}`,
+      ),
+    );
   });
 
   it('lists a userinfo URL for every endpoint a value with credentials reaches', () => {
@@ -156,33 +186,60 @@ describe('expandEntry', () => {
       throw new Error('expected a CatalogExpansionError');
     })();
     expect(err.problems[0]).toMatch(/^params\.tenant: "NOT-OK" does not match/);
-    expect(err.problems.slice(1).map((p) => p.split(':')[0])).toEqual(['authorizationEndpoint', 'tokenEndpoint', 'revocationEndpoint', 'identity.url']);
+    expect(err.problems.slice(1).map((p) => p.split(':')[0])).toEqual([
+      'authorizationEndpoint',
+      'tokenEndpoint',
+      'revocationEndpoint',
+      'identity.url',
+    ]);
     expect(err.message).toContain('Catalog entry by-origin cannot be used:\n  - params.tenant');
   });
 });
 
 describe('CatalogEntrySchema', () => {
   it('refuses a template that uses an undeclared parameter', () => {
-    expect(schemaIssues({ ...githubAsWritten, tokenEndpoint: 'https://{hots}/login/oauth/access_token' })).toEqual(['tokenEndpoint: uses undeclared {hots}']);
+    expect(schemaIssues({ ...githubAsWritten, tokenEndpoint: 'https://{hots}/login/oauth/access_token' })).toEqual([
+      'tokenEndpoint: uses undeclared {hots}',
+    ]);
   });
 
   it('refuses a parameter default outside its own pattern', () => {
-    expect(schemaIssues({ ...microsoftAsWritten, params: { tenant: { ...microsoft.params.tenant, default: 'not a tenant' } } })).toEqual(['params.tenant.default: does not match its own pattern']);
+    expect(
+      schemaIssues({
+        ...microsoftAsWritten,
+        params: { tenant: { ...microsoft.params.tenant, default: 'not a tenant' } },
+      }),
+    ).toEqual(['params.tenant.default: does not match its own pattern']);
   });
 
   it('refuses an oidc entry without an issuer and an ID-token identity on plain OAuth 2.0', () => {
     expect(schemaIssues({ ...githubAsWritten, kind: 'oidc' })).toEqual(['issuer: is required for an oidc entry']);
-    expect(schemaIssues({ ...githubAsWritten, identity: { from: 'idToken' } })).toEqual(['identity: an ID token exists only for an oidc entry']);
-  });
-
-  it('refuses a derived case keyed on an undeclared parameter', () => {
-    expect(schemaIssues({ ...githubAsWritten, derived: { apiRoot: { cases: [{ when: { hostname: 'github.com' }, value: 'https://api.github.com' }], otherwise: 'https://{host}/api/v3' } } })).toEqual([
-      'derived.apiRoot.cases.0.when.hostname: is not a declared parameter',
+    expect(schemaIssues({ ...githubAsWritten, identity: { from: 'idToken' } })).toEqual([
+      'identity: an ID token exists only for an oidc entry',
     ]);
   });
 
+  it('refuses a derived case keyed on an undeclared parameter', () => {
+    expect(
+      schemaIssues({
+        ...githubAsWritten,
+        derived: {
+          apiRoot: {
+            cases: [{ when: { hostname: 'github.com' }, value: 'https://api.github.com' }],
+            otherwise: 'https://{host}/api/v3',
+          },
+        },
+      }),
+    ).toEqual(['derived.apiRoot.cases.0.when.hostname: is not a declared parameter']);
+  });
+
   it('refuses unknown fields, a conformer it does not know and a docs link that is not https', () => {
-    const issues = schemaIssues({ ...githubAsWritten, scopes: ['repo'], conformer: 'gitlab', docs: 'http://docs.github.com/' });
+    const issues = schemaIssues({
+      ...githubAsWritten,
+      scopes: ['repo'],
+      conformer: 'gitlab',
+      docs: 'http://docs.github.com/',
+    });
     expect(issues.map((i) => i.split(':')[0]).sort()).toEqual(['', 'conformer', 'docs']);
   });
 });

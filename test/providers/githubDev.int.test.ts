@@ -1,7 +1,13 @@
 import nock from 'nock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
-import { consentAndAuthorize, elicitConnection, GITHUB_FORMS, openConnectLink, retryConnection } from '../support/connectFlow.js';
+import {
+  consentAndAuthorize,
+  elicitConnection,
+  GITHUB_FORMS,
+  openConnectLink,
+  retryConnection,
+} from '../support/connectFlow.js';
 import { callTool, tokenFor } from '../support/mcpWire.js';
 
 // The default development stack's second provider: the GitHub-like server,
@@ -39,19 +45,25 @@ describe('the GitHub-like development provider through the catalog', () => {
 
     // The callback came back to the provider's own path, and the account is GitHub's numeric id with its login.
     expect(await query("SELECT redirect_uri FROM oauth_transactions WHERE provider = 'github'")).toEqual([]);
-    expect(await query("SELECT upstream_subject, upstream_name, granted_scopes FROM connections WHERE provider = 'github'")).toEqual([
-      { upstream_subject: '9000001', upstream_name: 'alice', granted_scopes: ['repo', 'read:user'] },
-    ]);
+    expect(
+      await query("SELECT upstream_subject, upstream_name, granted_scopes FROM connections WHERE provider = 'github'"),
+    ).toEqual([{ upstream_subject: '9000001', upstream_name: 'alice', granted_scopes: ['repo', 'read:user'] }]);
 
     const accepted = await retryConnection(stack, alice, 'github_create_issue', args, elicited.requestState, 'accept');
-    expect(accepted.json.result).toMatchObject({ resultType: 'complete', structuredContent: { status: 'created', issue: { repository: 'alice/demo', title: 'Broker test issue' } } });
+    expect(accepted.json.result).toMatchObject({
+      resultType: 'complete',
+      structuredContent: { status: 'created', issue: { repository: 'alice/demo', title: 'Broker test issue' } },
+    });
     const number = (accepted.json.result?.['structuredContent'] as { issue: { number: number } }).issue.number;
     const again = await retryConnection(stack, alice, 'github_create_issue', args, elicited.requestState, 'accept');
     expect((again.json.result?.['structuredContent'] as { issue: { number: number } }).issue.number).toBe(number);
 
     const listed = await callTool(stack, alice, 'github_list_issues', { filter: 'created' }, {}, {});
-    const issues = (listed.json.result?.['structuredContent'] as { issues: { title: string; repository: string }[] }).issues;
-    expect(issues.filter((i) => i.title === 'Broker test issue')).toEqual([expect.objectContaining({ repository: 'alice/demo' })]);
+    const issues = (listed.json.result?.['structuredContent'] as { issues: { title: string; repository: string }[] })
+      .issues;
+    expect(issues.filter((i) => i.title === 'Broker test issue')).toEqual([
+      expect.objectContaining({ repository: 'alice/demo' }),
+    ]);
     // No token in what the host or the logs saw.
     const stored = await query("SELECT count(*)::int AS n FROM secrets WHERE provider = 'github'");
     expect(stored).toEqual([{ n: 1 }]);
@@ -59,25 +71,56 @@ describe('the GitHub-like development provider through the catalog', () => {
   });
 
   it('refuses a repository argument that is not owner/name before any connection is asked for', async () => {
-    const response = await callTool(stack, alice, 'github_create_issue', { repository: '../../orgs/evil', title: 'x' }, {}, {});
-    expect(response.json.error ?? response.json.result).toMatchObject(response.json.error ? { code: -32602 } : { isError: true });
-    expect(await query("SELECT count(*)::int AS n FROM elicitation_navigations WHERE provider = 'github' AND status = 'CREATED'")).toEqual([{ n: 0 }]);
+    const response = await callTool(
+      stack,
+      alice,
+      'github_create_issue',
+      { repository: '../../orgs/evil', title: 'x' },
+      {},
+      {},
+    );
+    expect(response.json.error ?? response.json.result).toMatchObject(
+      response.json.error ? { code: -32602 } : { isError: true },
+    );
+    expect(
+      await query(
+        "SELECT count(*)::int AS n FROM elicitation_navigations WHERE provider = 'github' AND status = 'CREATED'",
+      ),
+    ).toEqual([{ n: 0 }]);
   });
 
-  it('records a refusal (404: no such repository) as the operation\'s failed outcome: a retry answers it without asking GitHub again', async () => {
+  it("records a refusal (404: no such repository) as the operation's failed outcome: a retry answers it without asking GitHub again", async () => {
     const mallory = await tokenFor(stack, 'mallory');
     const args = { repository: 'mallory/nowhere', title: 'Refused' };
     const elicited = await elicitConnection(stack, mallory, 'github_create_issue', args);
-    await consentAndAuthorize(stack, await openConnectLink(stack, elicited.url, 'mallory'), 'mallory', 'Allow', GITHUB_FORMS);
+    await consentAndAuthorize(
+      stack,
+      await openConnectLink(stack, elicited.url, 'mallory'),
+      'mallory',
+      'Allow',
+      GITHUB_FORMS,
+    );
     const refused = await retryConnection(stack, mallory, 'github_create_issue', args, elicited.requestState, 'accept');
-    expect(refused.json.result).toMatchObject({ isError: true, content: [{ text: expect.stringContaining('GitHub refused to open an issue in mallory/nowhere (HTTP 404: Not Found)') }] });
-    expect(await query("SELECT outcome_status, outcome->>'error' AS error FROM operation_receipts r JOIN elicitation_navigations n ON n.id = r.navigation_id WHERE n.subject_sub = 'mallory'")).toEqual([
-      { outcome_status: 'failed', error: 'provider_refused' },
-    ]);
+    expect(refused.json.result).toMatchObject({
+      isError: true,
+      content: [
+        { text: expect.stringContaining('GitHub refused to open an issue in mallory/nowhere (HTTP 404: Not Found)') },
+      ],
+    });
+    expect(
+      await query(
+        "SELECT outcome_status, outcome->>'error' AS error FROM operation_receipts r JOIN elicitation_navigations n ON n.id = r.navigation_id WHERE n.subject_sub = 'mallory'",
+      ),
+    ).toEqual([{ outcome_status: 'failed', error: 'provider_refused' }]);
     // The same answer again, from the receipt: nothing reaches GitHub.
-    const watch = nock(stack.dev.github!.origin, { allowUnmocked: true }).post('/api/v3/repos/mallory/nowhere/issues').reply(500);
+    const watch = nock(stack.dev.github!.origin, { allowUnmocked: true })
+      .post('/api/v3/repos/mallory/nowhere/issues')
+      .reply(500);
     const again = await retryConnection(stack, mallory, 'github_create_issue', args, elicited.requestState, 'accept');
-    expect(again.json.result).toMatchObject({ isError: true, content: [{ text: expect.stringContaining('HTTP 404') }] });
+    expect(again.json.result).toMatchObject({
+      isError: true,
+      content: [{ text: expect.stringContaining('HTTP 404') }],
+    });
     expect(watch.isDone()).toBe(false);
     nock.cleanAll();
   });

@@ -19,10 +19,12 @@ const REPOSITORY = 'alice/demo';
 const TOOL = 'github_create_issue';
 type Created = { status: string; issue: { number: number; title: string; repository: string } };
 
-const numberOf = (result: CallToolResult | Record<string, unknown> | undefined) => (result?.['structuredContent'] as Created | undefined)?.issue.number;
+const numberOf = (result: CallToolResult | Record<string, unknown> | undefined) =>
+  (result?.['structuredContent'] as Created | undefined)?.issue.number;
 
 /** The link in the test browser: sign in at the broker, review, sign in at the GitHub-like provider, Authorize. */
-const connectInBrowser = (stack: BrokerStack, url: string) => openConnectLink(stack, url, 'alice').then((run) => consentAndAuthorize(stack, run, 'alice', 'Allow', GITHUB_FORMS));
+const connectInBrowser = (stack: BrokerStack, url: string) =>
+  openConnectLink(stack, url, 'alice').then((run) => consentAndAuthorize(stack, run, 'alice', 'Allow', GITHUB_FORMS));
 
 async function issuesTitled(stack: BrokerStack, title: string) {
   const github = stack.dev.github!;
@@ -30,8 +32,10 @@ async function issuesTitled(stack: BrokerStack, title: string) {
   return (await devGithubIssues(github, stack.fetch, token, REPOSITORY)).filter((i) => i.title === title);
 }
 
-const rows = async (stack: BrokerStack, sql: string, params: unknown[] = []) => (await stack.db.pool.query(sql, params)).rows;
-const githubConnection = (stack: BrokerStack) => rows(stack, "SELECT upstream_subject, upstream_name FROM connections WHERE provider = 'github'");
+const rows = async (stack: BrokerStack, sql: string, params: unknown[] = []) =>
+  (await stack.db.pool.query(sql, params)).rows;
+const githubConnection = (stack: BrokerStack) =>
+  rows(stack, "SELECT upstream_subject, upstream_name FROM connections WHERE provider = 'github'");
 const ALICE_AT_GITHUB = [{ upstream_subject: '9000001', upstream_name: 'alice' }];
 
 function expectDonePage(stack: BrokerStack, done: BrowserResponse): void {
@@ -59,8 +63,11 @@ describe('github_create_issue with the official SDK client at 2026-07-28 (MRTR)'
   // A short wait per retry, so the user is still in the browser when the host retries.
   const at = withStack({ retryWaitMs: 300 });
 
-  const resultOf = (leg: Sent | undefined) => leg?.response?.['result'] as { resultType?: string; requestState?: string; inputRequests?: Record<string, unknown> } | undefined;
-  const isStateOnly = (leg: Sent) => resultOf(leg)?.resultType === 'input_required' && resultOf(leg)?.inputRequests === undefined;
+  const resultOf = (leg: Sent | undefined) =>
+    leg?.response?.['result'] as
+      { resultType?: string; requestState?: string; inputRequests?: Record<string, unknown> } | undefined;
+  const isStateOnly = (leg: Sent) =>
+    resultOf(leg)?.resultType === 'input_required' && resultOf(leg)?.inputRequests === undefined;
 
   it('connects through the GitHub-like pages while the SDK retries, and opens one issue however often the host retries', async () => {
     const { stack, alice } = at;
@@ -71,7 +78,9 @@ describe('github_create_issue with the official SDK client at 2026-07-28 (MRTR)'
       url: (params) => {
         // The host accepts at once and opens the link; the user finishes only after the broker
         // has answered one retry with "still waiting", so the SDK has retried on its own.
-        browser = until('a state-only input_required', () => mrtr.sent.find(isStateOnly)).then(() => connectInBrowser(stack, params.url));
+        browser = until('a state-only input_required', () => mrtr.sent.find(isStateOnly)).then(() =>
+          connectInBrowser(stack, params.url),
+        );
         return { action: 'accept' };
       },
       maxRounds: 50,
@@ -80,7 +89,10 @@ describe('github_create_issue with the official SDK client at 2026-07-28 (MRTR)'
       const result = await mrtr.client.callTool({ name: TOOL, arguments: args });
       expectDonePage(stack, await browser!);
       expect(result.isError ?? false).toBe(false);
-      expect(result.structuredContent).toMatchObject({ status: 'created', issue: { repository: REPOSITORY, title: args.title } });
+      expect(result.structuredContent).toMatchObject({
+        status: 'created',
+        issue: { repository: REPOSITORY, title: args.title },
+      });
       const number = numberOf(result);
       expect(mrtr.urlAsks).toHaveLength(1);
       expect(mrtr.urlAsks[0]).toMatchObject({ mode: 'url', message: expect.stringContaining('GitHub (development)') });
@@ -92,24 +104,46 @@ describe('github_create_issue with the official SDK client at 2026-07-28 (MRTR)'
       const [first, accepting] = legs;
       const last = legs.at(-1)!;
       expect(legs.length).toBeGreaterThanOrEqual(3);
-      expect(resultOf(first)).toMatchObject({ resultType: 'input_required', inputRequests: { connect: { method: 'elicitation/create', params: { mode: 'url' } } } });
-      expect(accepting?.body?.['params']).toMatchObject({ arguments: args, inputResponses: { connect: { action: 'accept' } }, requestState: resultOf(first)?.requestState });
-      for (const [i, leg] of legs.slice(1).entries()) expect((leg.body?.['params'] as { requestState?: string }).requestState).toBe(resultOf(legs[i])?.requestState);
-      expect(legs.slice(2).every((leg) => (leg.body?.['params'] as Record<string, unknown>)['inputResponses'] === undefined)).toBe(true);
+      expect(resultOf(first)).toMatchObject({
+        resultType: 'input_required',
+        inputRequests: { connect: { method: 'elicitation/create', params: { mode: 'url' } } },
+      });
+      expect(accepting?.body?.['params']).toMatchObject({
+        arguments: args,
+        inputResponses: { connect: { action: 'accept' } },
+        requestState: resultOf(first)?.requestState,
+      });
+      for (const [i, leg] of legs.slice(1).entries())
+        expect((leg.body?.['params'] as { requestState?: string }).requestState).toBe(resultOf(legs[i])?.requestState);
+      expect(
+        legs.slice(2).every((leg) => (leg.body?.['params'] as Record<string, unknown>)['inputResponses'] === undefined),
+      ).toBe(true);
       expect(legs.slice(1, -1).every(isStateOnly)).toBe(true);
-      expect(resultOf(last)).toMatchObject({ resultType: 'complete', structuredContent: { status: 'created', issue: { number } } });
+      expect(resultOf(last)).toMatchObject({
+        resultType: 'complete',
+        structuredContent: { status: 'created', issue: { number } },
+      });
       expect(new Set(legs.map((leg) => leg.body?.['id'])).size).toBe(legs.length);
 
       // The host sends the accepting retry and the last one again: both are answered from the record.
       for (const [i, leg] of [accepting!, last].entries()) {
         const again = await mcpPost(stack, { ...leg.body, id: `replay-${i}` }, { token: alice });
-        expect(again.json.result).toMatchObject({ resultType: 'complete', structuredContent: { status: 'created', issue: { number } } });
+        expect(again.json.result).toMatchObject({
+          resultType: 'complete',
+          structuredContent: { status: 'created', issue: { number } },
+        });
       }
 
-      expect(await rows(stack, "SELECT status, lineage FROM elicitation_navigations WHERE provider = 'github'")).toEqual([{ status: 'MRTR_RETRY_ACCEPTED', lineage: 'mrtr' }]);
-      expect(await rows(stack, 'SELECT lineage, outcome_status FROM operation_receipts')).toEqual([{ lineage: 'mrtr', outcome_status: 'succeeded' }]);
+      expect(
+        await rows(stack, "SELECT status, lineage FROM elicitation_navigations WHERE provider = 'github'"),
+      ).toEqual([{ status: 'MRTR_RETRY_ACCEPTED', lineage: 'mrtr' }]);
+      expect(await rows(stack, 'SELECT lineage, outcome_status FROM operation_receipts')).toEqual([
+        { lineage: 'mrtr', outcome_status: 'succeeded' },
+      ]);
       expect(await githubConnection(stack)).toEqual(ALICE_AT_GITHUB);
-      expect(await issuesTitled(stack, args.title)).toEqual([expect.objectContaining({ number, user: expect.objectContaining({ login: 'alice' }) })]);
+      expect(await issuesTitled(stack, args.title)).toEqual([
+        expect.objectContaining({ number, user: expect.objectContaining({ login: 'alice' }) }),
+      ]);
       expect(mrtr.errors, 'the SDK reported no protocol errors').toEqual([]);
     } finally {
       await mrtr.client.close();
@@ -137,7 +171,10 @@ describe('github_create_issue with the official SDK client at 2025-11-25, nested
       const result = await legacy.client.callTool({ name: TOOL, arguments: args });
       expectDonePage(stack, await browser!);
       expect(result.isError ?? false).toBe(false);
-      expect(result.structuredContent).toMatchObject({ status: 'created', issue: { repository: REPOSITORY, title: args.title } });
+      expect(result.structuredContent).toMatchObject({
+        status: 'created',
+        issue: { repository: REPOSITORY, title: args.title },
+      });
       const number = numberOf(result);
       expect(numberOf(await retrying!)).toBe(number);
       const again = await legacy.client.callTool({ name: TOOL, arguments: args });
@@ -145,13 +182,26 @@ describe('github_create_issue with the official SDK client at 2025-11-25, nested
 
       expect(legacy.urlAsks).toHaveLength(1);
       const ask = legacy.urlAsks[0]!;
-      expect(ask).toMatchObject({ mode: 'url', elicitationId: expect.any(String), message: expect.stringContaining('GitHub (development)') });
+      expect(ask).toMatchObject({
+        mode: 'url',
+        elicitationId: expect.any(String),
+        message: expect.stringContaining('GitHub (development)'),
+      });
       expect(legacy.completed).toEqual([ask.elicitationId]);
       const calls = toolCalls(legacy.sent);
       expect(calls).toHaveLength(3);
-      expect(await rows(stack, 'SELECT status, lineage FROM elicitation_navigations WHERE id = $1', [ask.elicitationId])).toEqual([{ status: 'ORIGINAL_RESPONSE_ACCEPTED', lineage: 'nested' }]);
-      expect(await rows(stack, 'SELECT navigation_id, lineage, jsonrpc_id, outcome_status FROM operation_receipts')).toEqual([
-        { navigation_id: ask.elicitationId, lineage: 'nested', jsonrpc_id: String(calls[0]!.body!['id']), outcome_status: 'succeeded' },
+      expect(
+        await rows(stack, 'SELECT status, lineage FROM elicitation_navigations WHERE id = $1', [ask.elicitationId]),
+      ).toEqual([{ status: 'ORIGINAL_RESPONSE_ACCEPTED', lineage: 'nested' }]);
+      expect(
+        await rows(stack, 'SELECT navigation_id, lineage, jsonrpc_id, outcome_status FROM operation_receipts'),
+      ).toEqual([
+        {
+          navigation_id: ask.elicitationId,
+          lineage: 'nested',
+          jsonrpc_id: String(calls[0]!.body!['id']),
+          outcome_status: 'succeeded',
+        },
       ]);
       expect(await githubConnection(stack)).toEqual(ALICE_AT_GITHUB);
       expect(await issuesTitled(stack, args.title)).toEqual([expect.objectContaining({ number })]);
@@ -173,14 +223,20 @@ describe('github_create_issue with the official SDK client at 2025-11-25, -32042
       const failure = await expectUrlElicitation(legacy, TOOL, args);
       const [elicitation, ...others] = failure.elicitations;
       expect(others).toEqual([]);
-      expect(elicitation).toMatchObject({ mode: 'url', elicitationId: expect.any(String), message: expect.stringContaining('GitHub (development)') });
+      expect(elicitation).toMatchObject({
+        mode: 'url',
+        elicitationId: expect.any(String),
+        message: expect.stringContaining('GitHub (development)'),
+      });
       const { elicitationId, url } = elicitation!;
       expect(new URL(url).origin).toBe(stack.brokerUrl);
 
       // The host retries before the user has been to the browser: the same flow again, nothing done.
       const early = await expectUrlElicitation(legacy, TOOL, args);
       expect(early.elicitations.map((e) => e.elicitationId)).toEqual([elicitationId]);
-      expect(await rows(stack, 'SELECT status, lineage FROM elicitation_navigations')).toEqual([{ status: 'USER_REVIEW', lineage: 'error_retry' }]);
+      expect(await rows(stack, 'SELECT status, lineage FROM elicitation_navigations')).toEqual([
+        { status: 'USER_REVIEW', lineage: 'error_retry' },
+      ]);
       expect(await issuesTitled(stack, args.title)).toEqual([]);
 
       expectDonePage(stack, await connectInBrowser(stack, url));
@@ -189,14 +245,21 @@ describe('github_create_issue with the official SDK client at 2025-11-25, -32042
 
       const retried = await legacy.client.callTool({ name: TOOL, arguments: args });
       expect(retried.isError ?? false).toBe(false);
-      expect(retried.structuredContent).toMatchObject({ status: 'created', issue: { repository: REPOSITORY, title: args.title } });
+      expect(retried.structuredContent).toMatchObject({
+        status: 'created',
+        issue: { repository: REPOSITORY, title: args.title },
+      });
       const number = numberOf(retried);
       const again = await legacy.client.callTool({ name: TOOL, arguments: args });
       expect(numberOf(again)).toBe(number);
 
       expect(toolCalls(legacy.sent)).toHaveLength(4);
-      expect(await rows(stack, 'SELECT status FROM elicitation_navigations WHERE id = $1', [elicitationId])).toEqual([{ status: 'RETRY_RESPONSE_ACCEPTED' }]);
-      expect(await rows(stack, 'SELECT lineage, jsonrpc_id, outcome_status FROM operation_receipts')).toEqual([{ lineage: 'error_retry', jsonrpc_id: null, outcome_status: 'succeeded' }]);
+      expect(await rows(stack, 'SELECT status FROM elicitation_navigations WHERE id = $1', [elicitationId])).toEqual([
+        { status: 'RETRY_RESPONSE_ACCEPTED' },
+      ]);
+      expect(await rows(stack, 'SELECT lineage, jsonrpc_id, outcome_status FROM operation_receipts')).toEqual([
+        { lineage: 'error_retry', jsonrpc_id: null, outcome_status: 'succeeded' },
+      ]);
       expect(await githubConnection(stack)).toEqual(ALICE_AT_GITHUB);
       expect(await issuesTitled(stack, args.title)).toEqual([expect.objectContaining({ number })]);
       expect(legacy.completed).toEqual([elicitationId]);

@@ -11,7 +11,14 @@ import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
 import { URL_CAPS } from '../support/connectFlow.js';
 import { secretsBox } from '../support/deadToken.js';
 import { startGoogleEmulator, type GoogleEmulator, type GoogleUser } from '../support/emulators/google.js';
-import { connectAtProvider, connectThroughProvider, expectNoSecretIn, hostMapOf, providerBrowser, type ConsentAnswer } from '../support/emulators/googleMicrosoftShared.js';
+import {
+  connectAtProvider,
+  connectThroughProvider,
+  expectNoSecretIn,
+  hostMapOf,
+  providerBrowser,
+  type ConsentAnswer,
+} from '../support/emulators/googleMicrosoftShared.js';
 import { mapHosts } from '../support/hostMap.js';
 import { internalErrors } from '../support/legacySdkClient.js';
 import { callTool, type WireResponse } from '../support/mcpWire.js';
@@ -29,9 +36,17 @@ const account = (login: string, sub: string): GoogleUser => ({
   email: `${login}.connect@gmail.com`,
   sub,
   name: `${login} at Google`,
-  calendars: [{ id: `${login}.connect@gmail.com`, summary: `${login}.connect@gmail.com`, primary: true }, { id: `team-${login}@group.calendar.google.com`, summary: 'Team' }],
+  calendars: [
+    { id: `${login}.connect@gmail.com`, summary: `${login}.connect@gmail.com`, primary: true },
+    { id: `team-${login}@group.calendar.google.com`, summary: 'Team' },
+  ],
 });
-const ACCOUNTS = { alice: account('alice', '104925847283749283746'), bob: account('bob', '113049582710394857201'), mallory: account('mallory', '109283746501928374650'), ops: account('ops', '100293847561029384756') };
+const ACCOUNTS = {
+  alice: account('alice', '104925847283749283746'),
+  bob: account('bob', '113049582710394857201'),
+  mallory: account('mallory', '109283746501928374650'),
+  ops: account('ops', '100293847561029384756'),
+};
 const CAROL = account('carol', '118273645019283746501');
 
 const googleCalendars = defineConnectionTool({
@@ -49,7 +64,10 @@ const googleCalendars = defineConnectionTool({
     const { items } = z.object({ items: z.array(z.object({ summary: z.string() })) }).parse(await response.json());
     return { calendars: items.map((item) => item.summary) };
   },
-  render: (outcome) => completeResult(`Your calendars: ${(outcome['calendars'] as string[]).join(', ')}.`, { calendars: outcome['calendars'] }),
+  render: (outcome) =>
+    completeResult(`Your calendars: ${(outcome['calendars'] as string[]).join(', ')}.`, {
+      calendars: outcome['calendars'],
+    }),
 });
 
 describe('Google (catalog google, oidc) through its emulator', () => {
@@ -62,8 +80,24 @@ describe('Google (catalog google, oidc) through its emulator', () => {
       retryWaitMs: 200,
       extraTools: [googleCalendars],
       extraProviders: async ({ brokerUrl, tls }) => {
-        google = await startGoogleEmulator({ tls, client: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, redirectUris: [`${brokerUrl}/oauth/callback/google`] }, users: [...Object.values(ACCOUNTS), CAROL] });
-        return [{ id: 'google', catalog: 'google', clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, scopes: ['openid', 'email', CALENDAR] }];
+        google = await startGoogleEmulator({
+          tls,
+          client: {
+            clientId: CLIENT_ID,
+            clientSecret: CLIENT_SECRET,
+            redirectUris: [`${brokerUrl}/oauth/callback/google`],
+          },
+          users: [...Object.values(ACCOUNTS), CAROL],
+        });
+        return [
+          {
+            id: 'google',
+            catalog: 'google',
+            clientId: CLIENT_ID,
+            clientSecret: CLIENT_SECRET,
+            scopes: ['openid', 'email', CALENDAR],
+          },
+        ];
       },
       brokerFetch: (fetch) => mapHosts(fetch, hostMapOf(google)),
     });
@@ -84,47 +118,93 @@ describe('Google (catalog google, oidc) through its emulator', () => {
     answers.push(response.text);
     return response;
   };
-  const calendarCalls = () => google.seen.filter((s) => s.host === 'www.googleapis.com' && s.path === '/calendar/v3/users/me/calendarList');
-  const tokenRequests = (grantType: string) => google.seen.filter((s) => s.host === 'oauth2.googleapis.com' && s.path === '/token' && s.form.get('grant_type') === grantType);
+  const calendarCalls = () =>
+    google.seen.filter((s) => s.host === 'www.googleapis.com' && s.path === '/calendar/v3/users/me/calendarList');
+  const tokenRequests = (grantType: string) =>
+    google.seen.filter(
+      (s) => s.host === 'oauth2.googleapis.com' && s.path === '/token' && s.form.get('grant_type') === grantType,
+    );
 
   const connectAndRetry = (login: keyof typeof ACCOUNTS, answer: ConsentAnswer = {}, retry = true) =>
-    connectThroughProvider(stack, google, { login, account: ACCOUNTS[login].email, tool: 'google_calendars', answer, retry }, answers);
+    connectThroughProvider(
+      stack,
+      google,
+      { login, account: ACCOUNTS[login].email, tool: 'google_calendars', answer, retry },
+      answers,
+    );
 
-  it('asks to connect, sends the user to accounts.google.com, and the retried call lists the calendars once with the user\'s token', async () => {
+  it("asks to connect, sends the user to accounts.google.com, and the retried call lists the calendars once with the user's token", async () => {
     const before = calendarCalls().length;
     const { elicited, trip, retried, flowId, statusAfterCallback } = await connectAndRetry('alice');
     expect(elicited.message).toContain('accounts.google.com');
 
     // The authorization request on Google's real host: PKCE, a nonce, offline access asked again every time.
-    expect(`${trip.authorizeUrl.origin}${trip.authorizeUrl.pathname}`).toBe('https://accounts.google.com/o/oauth2/v2/auth');
+    expect(`${trip.authorizeUrl.origin}${trip.authorizeUrl.pathname}`).toBe(
+      'https://accounts.google.com/o/oauth2/v2/auth',
+    );
     const sent = Object.fromEntries(trip.authorizeUrl.searchParams);
-    expect(sent).toMatchObject({ client_id: CLIENT_ID, response_type: 'code', scope: `openid email ${CALENDAR}`, access_type: 'offline', prompt: 'consent', code_challenge_method: 'S256', redirect_uri: `${stack.brokerUrl}/oauth/callback/google` });
+    expect(sent).toMatchObject({
+      client_id: CLIENT_ID,
+      response_type: 'code',
+      scope: `openid email ${CALENDAR}`,
+      access_type: 'offline',
+      prompt: 'consent',
+      code_challenge_method: 'S256',
+      redirect_uri: `${stack.brokerUrl}/oauth/callback/google`,
+    });
     expect(sent['nonce']).toMatch(/^[\w-]{20,}$/);
     expect(sent).not.toHaveProperty('resource');
     expect(trip.done.text).toContain('Google is connected');
     expect(statusAfterCallback).toBe('REQUIREMENT_VERIFIED');
 
     // Discovery at accounts.google.com; the code redeemed at oauth2.googleapis.com with HTTP Basic, the verifier, no secret in the body.
-    expect(google.seen.some((s) => s.host === 'accounts.google.com' && s.path === '/.well-known/openid-configuration')).toBe(true);
+    expect(
+      google.seen.some((s) => s.host === 'accounts.google.com' && s.path === '/.well-known/openid-configuration'),
+    ).toBe(true);
     const exchange = tokenRequests('authorization_code').at(-1);
     expect(exchange!.headers.authorization).toMatch(/^Basic /);
     expect(exchange!.form.has('client_secret')).toBe(false);
     expect(exchange!.form.get('code_verifier')).toMatch(/^[\w-]{43,}$/);
 
-    expect(retried!.json.result).toMatchObject({ resultType: 'complete', structuredContent: { calendars: ['alice.connect@gmail.com', 'Team'] } });
+    expect(retried!.json.result).toMatchObject({
+      resultType: 'complete',
+      structuredContent: { calendars: ['alice.connect@gmail.com', 'Team'] },
+    });
     const calls = calendarCalls().slice(before);
     expect(calls).toHaveLength(1);
-    expect(calls[0]!.headers.authorization).toBe(`Bearer ${google.grants.valuesOf(ACCOUNTS.alice.email, 'access_token').at(-1)}`);
+    expect(calls[0]!.headers.authorization).toBe(
+      `Bearer ${google.grants.valuesOf(ACCOUNTS.alice.email, 'access_token').at(-1)}`,
+    );
     expect(calls[0]!.headers['user-agent']).toBe(API_USER_AGENT);
-    for (const [name, value] of Object.entries(googleCatalogEntry.apiHeaders ?? {})) expect(calls[0]!.headers[name.toLowerCase()]).toBe(value);
-    expect(await query('SELECT lineage, outcome_status FROM operation_receipts WHERE navigation_id = $1', [flowId])).toEqual([{ lineage: 'mrtr', outcome_status: 'succeeded' }]);
-    expect((await query('SELECT status FROM elicitation_navigations WHERE id = $1', [flowId]))[0]?.status).toBe('MRTR_RETRY_ACCEPTED');
+    for (const [name, value] of Object.entries(googleCatalogEntry.apiHeaders ?? {}))
+      expect(calls[0]!.headers[name.toLowerCase()]).toBe(value);
+    expect(
+      await query('SELECT lineage, outcome_status FROM operation_receipts WHERE navigation_id = $1', [flowId]),
+    ).toEqual([{ lineage: 'mrtr', outcome_status: 'succeeded' }]);
+    expect((await query('SELECT status FROM elicitation_navigations WHERE id = $1', [flowId]))[0]?.status).toBe(
+      'MRTR_RETRY_ACCEPTED',
+    );
 
     // The account is the ID token's: Google's sub, named by its email; what Google granted; no metadata.
-    expect(await query("SELECT upstream_subject, upstream_name, granted_scopes, metadata, api_base, navigation_id FROM connections WHERE subject_sub = 'alice' AND provider = 'google'")).toEqual([
-      { upstream_subject: ACCOUNTS.alice.sub, upstream_name: ACCOUNTS.alice.email, granted_scopes: ['openid', 'email', CALENDAR], metadata: {}, api_base: null, navigation_id: flowId },
+    expect(
+      await query(
+        "SELECT upstream_subject, upstream_name, granted_scopes, metadata, api_base, navigation_id FROM connections WHERE subject_sub = 'alice' AND provider = 'google'",
+      ),
+    ).toEqual([
+      {
+        upstream_subject: ACCOUNTS.alice.sub,
+        upstream_name: ACCOUNTS.alice.email,
+        granted_scopes: ['openid', 'email', CALENDAR],
+        metadata: {},
+        api_base: null,
+        navigation_id: flowId,
+      },
     ]);
-    expect((await query("SELECT kind FROM secrets WHERE subject_sub = 'alice' AND provider = 'google' ORDER BY kind")).map((s) => s.kind)).toEqual(['access_token', 'refresh_token']);
+    expect(
+      (await query("SELECT kind FROM secrets WHERE subject_sub = 'alice' AND provider = 'google' ORDER BY kind")).map(
+        (s) => s.kind,
+      ),
+    ).toEqual(['access_token', 'refresh_token']);
   });
 
   it('forgets the connection when Google answers 401 to a revoked token, asks to connect again, and the second consent brings a refresh token again (prompt=consent)', async () => {
@@ -135,25 +215,44 @@ describe('Google (catalog google, oidc) through its emulator', () => {
 
     const refused = kept(await callTool(stack, first.mcp, 'google_calendars', {}, {}, URL_CAPS));
     expect(calendarCalls()).toHaveLength(before + 1);
-    expect(refused.json.result).toMatchObject({ resultType: 'input_required', inputRequests: { connect: { method: 'elicitation/create', params: { mode: 'url' } } } });
+    expect(refused.json.result).toMatchObject({
+      resultType: 'input_required',
+      inputRequests: { connect: { method: 'elicitation/create', params: { mode: 'url' } } },
+    });
     expect(await query("SELECT kind FROM secrets WHERE subject_sub = 'bob' AND provider = 'google'")).toEqual([]);
-    expect(await query("SELECT actor, evidence FROM navigation_events WHERE navigation_id = $1 AND event = 'connection_forgotten'", [first.flowId])).toEqual([
-      { actor: 'provider:google', evidence: { provider: 'google', reason: 'upstream_401' } },
-    ]);
+    expect(
+      await query(
+        "SELECT actor, evidence FROM navigation_events WHERE navigation_id = $1 AND event = 'connection_forgotten'",
+        [first.flowId],
+      ),
+    ).toEqual([{ actor: 'provider:google', evidence: { provider: 'google', reason: 'upstream_401' } }]);
 
     // Connecting again: bob already consented to this client once, so only prompt=consent makes Google issue a refresh token.
-    const url = (refused.json.result as { inputRequests: { connect: { params: { url: string } } } }).inputRequests.connect.params.url;
+    const url = (refused.json.result as { inputRequests: { connect: { params: { url: string } } } }).inputRequests
+      .connect.params.url;
     const { browser, received } = providerBrowser(stack, google);
     const again = await connectAtProvider(stack, browser, url, { login: 'bob', account: ACCOUNTS.bob.email });
     answers.push(...received);
     expect(again.authorizeUrl.searchParams.get('prompt')).toBe('consent');
-    expect(google.tokenAnswers.filter((a) => a.user === ACCOUNTS.bob.email).map((a) => [a.grantType, a.refreshToken])).toEqual([['authorization_code', true], ['authorization_code', true]]);
-    expect((await query("SELECT kind FROM secrets WHERE subject_sub = 'bob' AND provider = 'google' ORDER BY kind")).map((s) => s.kind)).toEqual(['access_token', 'refresh_token']);
+    expect(
+      google.tokenAnswers.filter((a) => a.user === ACCOUNTS.bob.email).map((a) => [a.grantType, a.refreshToken]),
+    ).toEqual([
+      ['authorization_code', true],
+      ['authorization_code', true],
+    ]);
+    expect(
+      (await query("SELECT kind FROM secrets WHERE subject_sub = 'bob' AND provider = 'google' ORDER BY kind")).map(
+        (s) => s.kind,
+      ),
+    ).toEqual(['access_token', 'refresh_token']);
     const retried = kept(await callTool(stack, first.mcp, 'google_calendars', {}, {}, URL_CAPS));
-    expect(retried.json.result).toMatchObject({ resultType: 'complete', structuredContent: { calendars: ['bob.connect@gmail.com', 'Team'] } });
+    expect(retried.json.result).toMatchObject({
+      resultType: 'complete',
+      structuredContent: { calendars: ['bob.connect@gmail.com', 'Team'] },
+    });
   });
 
-  it('refreshes an expired token with the refresh token of the consent, and keeps it when Google\'s refresh answer brings none', async () => {
+  it("refreshes an expired token with the refresh token of the consent, and keeps it when Google's refresh answer brings none", async () => {
     google.grants.accessTokenLifetimeSeconds = 20; // inside the broker's 30 s refresh margin: every use refreshes
     try {
       const { mcp, retried } = await connectAndRetry('mallory');
@@ -164,24 +263,47 @@ describe('Google (catalog google, oidc) through its emulator', () => {
       google.grants.accessTokenLifetimeSeconds = 3599;
     }
     const [consentRefreshToken] = google.grants.valuesOf(ACCOUNTS.mallory.email, 'refresh_token');
-    expect(google.tokenAnswers.filter((a) => a.user === ACCOUNTS.mallory.email).map((a) => [a.grantType, a.refreshToken])).toEqual([['authorization_code', true], ['refresh_token', false], ['refresh_token', false]]);
+    expect(
+      google.tokenAnswers.filter((a) => a.user === ACCOUNTS.mallory.email).map((a) => [a.grantType, a.refreshToken]),
+    ).toEqual([
+      ['authorization_code', true],
+      ['refresh_token', false],
+      ['refresh_token', false],
+    ]);
     const refreshes = tokenRequests('refresh_token').slice(-2);
     expect(refreshes.map((r) => r.form.get('refresh_token'))).toEqual([consentRefreshToken, consentRefreshToken]);
     expect(refreshes.every((r) => /^Basic /.test(r.headers.authorization ?? ''))).toBe(true);
     // Each call went out with the token its refresh just got, never the expired one.
     const issued = google.grants.valuesOf(ACCOUNTS.mallory.email, 'access_token');
-    expect(calendarCalls().slice(-2).map((c) => c.headers.authorization)).toEqual([`Bearer ${issued[1]}`, `Bearer ${issued[2]}`]);
-    const stored = (await findSecrets(stack.db.pool, { iss: stack.dev.idp.issuer, sub: 'mallory' }, 'google')).find((s) => s.kind === 'refresh_token');
+    expect(
+      calendarCalls()
+        .slice(-2)
+        .map((c) => c.headers.authorization),
+    ).toEqual([`Bearer ${issued[1]}`, `Bearer ${issued[2]}`]);
+    const stored = (await findSecrets(stack.db.pool, { iss: stack.dev.idp.issuer, sub: 'mallory' }, 'google')).find(
+      (s) => s.kind === 'refresh_token',
+    );
     expect(openSecret(secretsBox(stack), stored!)).toBe(consentRefreshToken);
   });
 
-  it('records only the scopes the user ticked on Google\'s granular consent', async () => {
+  it("records only the scopes the user ticked on Google's granular consent", async () => {
     const { trip, flowId, statusAfterCallback } = await connectAndRetry('ops', { values: { grant_0: '' } }, false);
     expect(statusAfterCallback).toBe('REQUIREMENT_VERIFIED');
     expect(trip.done.text).toContain('Google is connected');
-    expect(google.tokenAnswers.filter((a) => a.user === ACCOUNTS.ops.email).map((a) => a.scope)).toEqual(['openid email']);
-    expect((await query("SELECT granted_scopes FROM connections WHERE subject_sub = 'ops' AND provider = 'google'"))[0]?.granted_scopes).toEqual(['openid', 'email']);
-    expect((await query("SELECT evidence FROM navigation_events WHERE navigation_id = $1 AND event = 'callback_verified'", [flowId]))[0]?.evidence).toMatchObject({ upstreamSubject: ACCOUNTS.ops.sub, grantedScopes: ['openid', 'email'] });
+    expect(google.tokenAnswers.filter((a) => a.user === ACCOUNTS.ops.email).map((a) => a.scope)).toEqual([
+      'openid email',
+    ]);
+    expect(
+      (await query("SELECT granted_scopes FROM connections WHERE subject_sub = 'ops' AND provider = 'google'"))[0]
+        ?.granted_scopes,
+    ).toEqual(['openid', 'email']);
+    expect(
+      (
+        await query("SELECT evidence FROM navigation_events WHERE navigation_id = $1 AND event = 'callback_verified'", [
+          flowId,
+        ])
+      )[0]?.evidence,
+    ).toMatchObject({ upstreamSubject: ACCOUNTS.ops.sub, grantedScopes: ['openid', 'email'] });
   });
 
   it('refuses to connect when the user denies at Google (error=access_denied), redeeming and storing nothing', async () => {
@@ -191,23 +313,44 @@ describe('Google (catalog google, oidc) through its emulator', () => {
     expect(trip.done.text).toContain('did not grant access (access_denied)');
     expect(tokenRequests('authorization_code')).toHaveLength(exchanges);
     expect(statusAfterCallback).toBe('OUT_OF_BAND_PENDING');
-    expect((await query("SELECT evidence FROM navigation_events WHERE navigation_id = $1 AND event = 'provider_refused'", [flowId]))[0]?.evidence).toEqual({ error: 'access_denied' });
+    expect(
+      (
+        await query("SELECT evidence FROM navigation_events WHERE navigation_id = $1 AND event = 'provider_refused'", [
+          flowId,
+        ])
+      )[0]?.evidence,
+    ).toEqual({ error: 'access_denied' });
     expect(await query("SELECT kind FROM secrets WHERE subject_sub = 'alice'")).toEqual([]);
   });
 
-  it('the emulator: ID tokens verify against Google\'s published keys, and a second consent without prompt=consent brings no refresh token', async () => {
+  it("the emulator: ID tokens verify against Google's published keys, and a second consent without prompt=consent brings no refresh token", async () => {
     const fetch = mapHosts(stack.fetch, hostMapOf(google));
     const redirectUri = `${stack.brokerUrl}/oauth/callback/google`;
     const browser = createTestBrowser({ fetch, stopAt: (u) => u.href.startsWith(redirectUri) });
     const grant = async (extra: Record<string, string>) => {
       const authorize = new URL('https://accounts.google.com/o/oauth2/v2/auth');
-      authorize.search = new URLSearchParams({ client_id: CLIENT_ID, redirect_uri: redirectUri, response_type: 'code', scope: 'openid email', access_type: 'offline', nonce: 'n-0S6_WzA2Mj', ...extra }).toString();
+      authorize.search = new URLSearchParams({
+        client_id: CLIENT_ID,
+        redirect_uri: redirectUri,
+        response_type: 'code',
+        scope: 'openid email',
+        access_type: 'offline',
+        nonce: 'n-0S6_WzA2Mj',
+        ...extra,
+      }).toString();
       const page = await browser.get(authorize.href);
       const back = await browser.submitForm(page, { login: CAROL.email }, { button: 'Allow' });
       const response = await fetch('https://oauth2.googleapis.com/token', {
         method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`${CLIENT_ID}:${CLIENT_SECRET}`).toString('base64')}` },
-        body: new URLSearchParams({ grant_type: 'authorization_code', code: new URL(back.location!).searchParams.get('code')!, redirect_uri: redirectUri }).toString(),
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          authorization: `Basic ${Buffer.from(`${CLIENT_ID}:${CLIENT_SECRET}`).toString('base64')}`,
+        },
+        body: new URLSearchParams({
+          grant_type: 'authorization_code',
+          code: new URL(back.location!).searchParams.get('code')!,
+          redirect_uri: redirectUri,
+        }).toString(),
       });
       return (await response.json()) as Record<string, string>;
     };
@@ -216,10 +359,25 @@ describe('Google (catalog google, oidc) through its emulator', () => {
     const askedAgain = await grant({ prompt: 'consent' });
     expect([first, second, askedAgain].map((answer) => 'refresh_token' in answer)).toEqual([true, false, true]);
 
-    const discovery = (await (await fetch('https://accounts.google.com/.well-known/openid-configuration')).json()) as { issuer: string; jwks_uri: string };
+    const discovery = (await (await fetch('https://accounts.google.com/.well-known/openid-configuration')).json()) as {
+      issuer: string;
+      jwks_uri: string;
+    };
     const keys = createLocalJWKSet((await (await fetch(discovery.jwks_uri)).json()) as JSONWebKeySet);
-    const { payload, protectedHeader } = await jwtVerify(first['id_token']!, keys, { issuer: discovery.issuer, audience: CLIENT_ID, algorithms: ['RS256'] });
+    const { payload, protectedHeader } = await jwtVerify(first['id_token']!, keys, {
+      issuer: discovery.issuer,
+      audience: CLIENT_ID,
+      algorithms: ['RS256'],
+    });
     expect(protectedHeader.alg).toBe('RS256');
-    expect(payload).toMatchObject({ iss: 'https://accounts.google.com', aud: CLIENT_ID, azp: CLIENT_ID, sub: CAROL.sub, email: CAROL.email, email_verified: true, nonce: 'n-0S6_WzA2Mj' });
+    expect(payload).toMatchObject({
+      iss: 'https://accounts.google.com',
+      aud: CLIENT_ID,
+      azp: CLIENT_ID,
+      sub: CAROL.sub,
+      email: CAROL.email,
+      email_verified: true,
+      nonce: 'n-0S6_WzA2Mj',
+    });
   });
 });

@@ -17,7 +17,12 @@ import type { BrowserResponse, TestBrowser } from '../support/testBrowser.js';
 // api.notion.com: the broker and the browser both reach it under Notion's real host.
 
 const SearchAnswer = z.object({
-  results: z.array(z.object({ id: z.string(), properties: z.object({ title: z.object({ title: z.array(z.object({ plain_text: z.string() })) }) }) })),
+  results: z.array(
+    z.object({
+      id: z.string(),
+      properties: z.object({ title: z.object({ title: z.array(z.object({ plain_text: z.string() })) }) }),
+    }),
+  ),
 });
 
 const notionSearch = defineConnectionTool({
@@ -31,7 +36,11 @@ const notionSearch = defineConnectionTool({
   purpose: (input) => `search Notion for \u201c${input.query}\u201d`,
   async perform({ input, fetch }) {
     // A 401 never gets here: the bound fetch throws UpstreamUnauthorizedError for it.
-    const response = await fetch('/search', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: input.query, filter: { property: 'object', value: 'page' } }) });
+    const response = await fetch('/search', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: input.query, filter: { property: 'object', value: 'page' } }),
+    });
     const { results } = SearchAnswer.parse(await response.json());
     return { titles: results.map((page) => page.properties.title.title.map((t) => t.plain_text).join('')) };
   },
@@ -51,7 +60,9 @@ describe('Notion (catalog entry) against an emulator on api.notion.com', () => {
       extraProviders: async ({ brokerUrl, tls }) => {
         notion = await startNotionEmulator({ tls, redirectUri: `${brokerUrl}/oauth/callback/notion` });
         // As an operator writes it in PROVIDERS_FILE: Notion has no scopes.
-        return [{ id: 'notion', catalog: 'notion', clientId: notion.clientId, clientSecret: notion.clientSecret, scopes: [] }];
+        return [
+          { id: 'notion', catalog: 'notion', clientId: notion.clientId, clientSecret: notion.clientSecret, scopes: [] },
+        ];
       },
       brokerFetch: (fetch) => mapHosts(fetch, { 'api.notion.com': notion.origin }),
     });
@@ -67,7 +78,13 @@ describe('Notion (catalog entry) against an emulator on api.notion.com', () => {
     await notion?.close();
   });
 
-  async function decide(browser: TestBrowser, consent: BrowserResponse, login: string, button: 'Allow' | 'Cancel', stopAt?: (u: URL) => boolean): Promise<BrowserResponse> {
+  async function decide(
+    browser: TestBrowser,
+    consent: BrowserResponse,
+    login: string,
+    button: 'Allow' | 'Cancel',
+    stopAt?: (u: URL) => boolean,
+  ): Promise<BrowserResponse> {
     return emulated.keep(await browser.submitForm(consent, { user: login }, { button, ...(stopAt ? { stopAt } : {}) }));
   }
 
@@ -83,9 +100,15 @@ describe('Notion (catalog entry) against an emulator on api.notion.com', () => {
     expect(`${authorize.origin}${authorize.pathname}`).toBe('https://api.notion.com/v1/oauth/authorize');
     expect(consent.status).toBe(200);
     const sent = Object.fromEntries(authorize.searchParams);
-    expect(sent).toMatchObject({ client_id: notion.clientId, response_type: 'code', owner: 'user', redirect_uri: `${stack.brokerUrl}/oauth/callback/notion` });
+    expect(sent).toMatchObject({
+      client_id: notion.clientId,
+      response_type: 'code',
+      owner: 'user',
+      redirect_uri: `${stack.brokerUrl}/oauth/callback/notion`,
+    });
     // No scopes, no PKCE, no nonce: Notion takes none of them.
-    for (const absent of ['scope', 'code_challenge', 'code_challenge_method', 'nonce', 'resource']) expect(sent).not.toHaveProperty(absent);
+    for (const absent of ['scope', 'code_challenge', 'code_challenge_method', 'nonce', 'resource'])
+      expect(sent).not.toHaveProperty(absent);
 
     const done = await decide(browser, consent, 'alice', 'Allow');
     expect(new URL(done.redirects.at(-1)!).pathname).toBe('/oauth/callback/notion');
@@ -100,29 +123,51 @@ describe('Notion (catalog entry) against an emulator on api.notion.com', () => {
     // Notion's page shows a JSON body; the broker sends RFC 6749 §4.1.3's form, which the emulator takes (see its header).
     expect(exchange.contentType).toBe('application/x-www-form-urlencoded');
     const form = Object.fromEntries(new URLSearchParams(exchange.body));
-    expect(form).toMatchObject({ grant_type: 'authorization_code', redirect_uri: `${stack.brokerUrl}/oauth/callback/notion` });
+    expect(form).toMatchObject({
+      grant_type: 'authorization_code',
+      redirect_uri: `${stack.brokerUrl}/oauth/callback/notion`,
+    });
     for (const absent of ['client_secret', 'code_verifier']) expect(form).not.toHaveProperty(absent);
 
     const accepted = await retryConnection(stack, alice, 'notion_search', args, elicited.requestState, 'accept');
     emulated.keep(accepted);
-    expect(accepted.json.result).toMatchObject({ resultType: 'complete', structuredContent: { titles: ['Quarterly planning', 'Quarterly review notes'] } });
+    expect(accepted.json.result).toMatchObject({
+      resultType: 'complete',
+      structuredContent: { titles: ['Quarterly planning', 'Quarterly review notes'] },
+    });
     expect((await emulated.flowOf('search Notion for \u201cquarterly\u201d')).status).toBe('MRTR_RETRY_ACCEPTED');
     // Exactly one business call (no identity call: the owner is in the token answer), with the user's token and the catalog's version pin.
     const [token] = notion.tokensOf('alice');
     expect(notion.apiCalls.map((c) => `${c.method} ${c.host}${c.path}`)).toEqual(['POST api.notion.com/v1/search']);
-    expect(notion.apiCalls[0]!.headers).toMatchObject({ authorization: `Bearer ${token!}`, 'notion-version': '2022-06-28', 'user-agent': 'connect-broker', 'content-type': 'application/json' });
+    expect(notion.apiCalls[0]!.headers).toMatchObject({
+      authorization: `Bearer ${token!}`,
+      'notion-version': '2022-06-28',
+      'user-agent': 'connect-broker',
+      'content-type': 'application/json',
+    });
     const again = await retryConnection(stack, alice, 'notion_search', args, elicited.requestState, 'accept');
     expect(again.json.result?.['structuredContent']).toEqual(accepted.json.result?.['structuredContent']);
     expect(notion.apiCalls).toHaveLength(1);
 
     // The owner Notion's answer named, no scopes, and the workspace facts beside it.
     const user = notion.users.find((u) => u.login === 'alice')!;
-    expect(await emulated.query("SELECT upstream_subject, upstream_name, granted_scopes, metadata, api_base, navigation_id FROM connections WHERE subject_sub = 'alice' AND provider = 'notion'")).toEqual([
+    expect(
+      await emulated.query(
+        "SELECT upstream_subject, upstream_name, granted_scopes, metadata, api_base, navigation_id FROM connections WHERE subject_sub = 'alice' AND provider = 'notion'",
+      ),
+    ).toEqual([
       {
         upstream_subject: user.id,
         upstream_name: user.name,
         granted_scopes: [],
-        metadata: { bot_id: notion.botId, workspace_id: notion.workspace.id, workspace_name: notion.workspace.name, 'owner.type': 'user', 'owner.user.id': user.id, 'owner.user.name': user.name },
+        metadata: {
+          bot_id: notion.botId,
+          workspace_id: notion.workspace.id,
+          workspace_name: notion.workspace.name,
+          'owner.type': 'user',
+          'owner.user.id': user.id,
+          'owner.user.name': user.name,
+        },
         api_base: null,
         navigation_id: flow.id,
       },
@@ -143,7 +188,14 @@ describe('Notion (catalog entry) against an emulator on api.notion.com', () => {
     expect(page.text).toContain('did not grant access (access_denied)');
     expect(notion.tokenRequests).toHaveLength(exchanges);
     const flow = await emulated.flowOf('cancelled');
-    expect((await emulated.query('SELECT event, evidence FROM navigation_events WHERE navigation_id = $1 ORDER BY id DESC LIMIT 1', [flow.id]))[0]).toMatchObject({ event: 'provider_refused', evidence: { error: 'access_denied' } });
+    expect(
+      (
+        await emulated.query(
+          'SELECT event, evidence FROM navigation_events WHERE navigation_id = $1 ORDER BY id DESC LIMIT 1',
+          [flow.id],
+        )
+      )[0],
+    ).toMatchObject({ event: 'provider_refused', evidence: { error: 'access_denied' } });
   });
 
   it('refuses a code Notion answers with its own 400 error (invalid_grant): nothing is stored, the flow waits', async () => {
@@ -161,14 +213,34 @@ describe('Notion (catalog entry) against an emulator on api.notion.com', () => {
     expect(notion.tokenRequests).toHaveLength(exchanges + 1);
     const flow = await emulated.flowOf('refused code');
     expect(flow.status).toBe('OUT_OF_BAND_PENDING');
-    expect((await emulated.query('SELECT event, evidence FROM navigation_events WHERE navigation_id = $1 ORDER BY id DESC LIMIT 1', [flow.id]))[0]).toMatchObject({ event: 'callback_failed', evidence: { error: 'invalid_input' } });
+    expect(
+      (
+        await emulated.query(
+          'SELECT event, evidence FROM navigation_events WHERE navigation_id = $1 ORDER BY id DESC LIMIT 1',
+          [flow.id],
+        )
+      )[0],
+    ).toMatchObject({ event: 'callback_failed', evidence: { error: 'invalid_input' } });
     expect(await emulated.secretsOf('alice')).toEqual([]);
   });
 
   it('refuses an API call without Notion-Version (what the catalog pin prevents), as Notion documents', async () => {
     const [token] = notion.tokensOf('alice');
-    const info = { provider: 'notion', displayName: 'Notion', apiBase: 'https://api.notion.com/v1', scopes: [], apiHeaders: {}, account: { subject: undefined, name: undefined }, grantedScopes: [], metadata: {} };
-    const response = await connectionFetch(mapHosts(stack.fetch, { 'api.notion.com': notion.origin }), info, token!)('/search', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    const info = {
+      provider: 'notion',
+      displayName: 'Notion',
+      apiBase: 'https://api.notion.com/v1',
+      scopes: [],
+      apiHeaders: {},
+      account: { subject: undefined, name: undefined },
+      grantedScopes: [],
+      metadata: {},
+    };
+    const response = await connectionFetch(
+      mapHosts(stack.fetch, { 'api.notion.com': notion.origin }),
+      info,
+      token!,
+    )('/search', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     expect(response.status).toBe(400);
     expect(await response.json()).toMatchObject({ object: 'error', status: 400, code: 'missing_version' });
   });
@@ -178,7 +250,14 @@ describe('Notion (catalog entry) against an emulator on api.notion.com', () => {
     const { browser, page: consent } = await emulated.toConsent(first.url, 'alice');
     await decide(browser, consent, 'alice', 'Allow');
     const connectedBy = (await emulated.flowOf('before revoke')).id;
-    const before = await retryConnection(stack, alice, 'notion_search', { query: 'before revoke' }, first.requestState, 'accept');
+    const before = await retryConnection(
+      stack,
+      alice,
+      'notion_search',
+      { query: 'before revoke' },
+      first.requestState,
+      'accept',
+    );
     expect(before.json.result).toMatchObject({ resultType: 'complete' });
     expect(await emulated.secretsOf('alice')).toEqual(['access_token']);
     notion.revokeTokensOf('alice');
@@ -186,7 +265,10 @@ describe('Notion (catalog entry) against an emulator on api.notion.com', () => {
 
     const asked = await callTool(stack, alice, 'notion_search', { query: 'after revoke' }, {}, URL_CAPS);
     emulated.keep(asked);
-    expect(asked.json.result).toMatchObject({ resultType: 'input_required', inputRequests: { connect: { method: 'elicitation/create', params: { mode: 'url' } } } });
+    expect(asked.json.result).toMatchObject({
+      resultType: 'input_required',
+      inputRequests: { connect: { method: 'elicitation/create', params: { mode: 'url' } } },
+    });
     expect(notion.apiCalls).toHaveLength(calls + 1);
     expect(await emulated.secretsOf('alice')).toEqual([]);
     expect(await emulated.forgottenOn(connectedBy)).toEqual([

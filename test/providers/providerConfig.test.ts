@@ -41,7 +41,12 @@ describe('parseProviders', () => {
   });
 
   it('refuses loopback providers outside development, and accepts them in development', () => {
-    const local = { ...good, issuer: 'https://127.0.0.1:8445', apiBase: 'https://127.0.0.1:8445/api', audience: 'https://127.0.0.1:8445/api' };
+    const local = {
+      ...good,
+      issuer: 'https://127.0.0.1:8445',
+      apiBase: 'https://127.0.0.1:8445/api',
+      audience: 'https://127.0.0.1:8445/api',
+    };
     expect(problems([local])).toContain('loopback');
     expect(parseProviders([local], { allowLoopback: true })[0]?.issuer).toBe('https://127.0.0.1:8445');
   });
@@ -57,9 +62,18 @@ describe('parseProviders', () => {
 describe('PROVIDERS_FILE entries: catalog ids, custom entries, secrets from the environment', () => {
   const readEnv = (name: string) => ({ GITHUB_CLIENT_SECRET: 'github-secret-canary' })[name];
 
-  it('builds a catalog entry from its id and the deployment\'s parameters, the secret read from the environment', () => {
+  it("builds a catalog entry from its id and the deployment's parameters, the secret read from the environment", () => {
     const [github] = parseProviders(
-      [{ id: 'github', catalog: 'github', clientId: 'Iv1.abc', clientSecret: { env: 'GITHUB_CLIENT_SECRET' }, scopes: ['repo'], params: { host: 'github.example.com' } }],
+      [
+        {
+          id: 'github',
+          catalog: 'github',
+          clientId: 'Iv1.abc',
+          clientSecret: { env: 'GITHUB_CLIENT_SECRET' },
+          scopes: ['repo'],
+          params: { host: 'github.example.com' },
+        },
+      ],
       { allowLoopback: false, readEnv },
     );
     expect(github).toMatchObject({
@@ -81,8 +95,10 @@ describe('PROVIDERS_FILE entries: catalog ids, custom entries, secrets from the 
     expect(JSON.stringify(github)).not.toContain('github-secret-canary');
   });
 
-  it('takes the catalog\'s defaults where the deployment gives none', () => {
-    const [entra] = parseProviders([{ id: 'work', catalog: 'microsoft', clientId: 'app', clientSecret: 's' }], { allowLoopback: false });
+  it("takes the catalog's defaults where the deployment gives none", () => {
+    const [entra] = parseProviders([{ id: 'work', catalog: 'microsoft', clientId: 'app', clientSecret: 's' }], {
+      allowLoopback: false,
+    });
     expect(entra?.authorizationEndpoint).toBe('https://login.microsoftonline.com/common/oauth2/v2.0/authorize');
     expect(entra?.resource).toBeUndefined();
     expect(entra?.scopes.length).toBeGreaterThan(0);
@@ -108,7 +124,14 @@ describe('PROVIDERS_FILE entries: catalog ids, custom entries, secrets from the 
       ],
       { allowLoopback: false, readEnv: (name) => (name === 'ACME_SECRET' ? 'x' : undefined) },
     );
-    expect(custom).toMatchObject({ id: 'acme', kind: 'oauth2', catalog: undefined, clientAuth: 'client_secret_basic', pkce: false, tokenEndpoint: 'https://api.acme.example.com/oauth/token' });
+    expect(custom).toMatchObject({
+      id: 'acme',
+      kind: 'oauth2',
+      catalog: undefined,
+      clientAuth: 'client_secret_basic',
+      pkce: false,
+      tokenEndpoint: 'https://api.acme.example.com/oauth/token',
+    });
   });
 
   it('refuses RFC 8414 metadata discovery without an issuer to discover from', () => {

@@ -14,7 +14,14 @@ describe('start-up with a PROVIDERS_FILE of catalog and custom entries', () => {
     const file = join(dir, 'providers.json');
     await writeFile(file, JSON.stringify(badProvidersFile));
     const ports = await freePorts(4);
-    const broker = runTs('src/main.ts', [], { DATA_DIR: join(dir, 'data'), PROVIDERS_FILE: file, PORT: String(ports[0]), DEV_IDP_PORT: String(ports[1]), DEV_REPORTS_PORT: String(ports[2]), DEV_GITHUB_PORT: String(ports[3]) });
+    const broker = runTs('src/main.ts', [], {
+      DATA_DIR: join(dir, 'data'),
+      PROVIDERS_FILE: file,
+      PORT: String(ports[0]),
+      DEV_IDP_PORT: String(ports[1]),
+      DEV_REPORTS_PORT: String(ports[2]),
+      DEV_GITHUB_PORT: String(ports[3]),
+    });
     expect((await broker.exited).code).toBe(78);
     const output = broker.output();
     expect(output).toContain('Invalid provider configuration');
@@ -33,9 +40,18 @@ describe('start-up with a PROVIDERS_FILE of catalog and custom entries', () => {
     const file = join(dir, 'providers.yaml');
     await writeFile(file, '- id: github\n  catalog: github\n  catalog: gitlab\n');
     const ports = await freePorts(4);
-    const broker = runTs('src/main.ts', [], { DATA_DIR: join(dir, 'data'), PROVIDERS_FILE: file, PORT: String(ports[0]), DEV_IDP_PORT: String(ports[1]), DEV_REPORTS_PORT: String(ports[2]), DEV_GITHUB_PORT: String(ports[3]) });
+    const broker = runTs('src/main.ts', [], {
+      DATA_DIR: join(dir, 'data'),
+      PROVIDERS_FILE: file,
+      PORT: String(ports[0]),
+      DEV_IDP_PORT: String(ports[1]),
+      DEV_REPORTS_PORT: String(ports[2]),
+      DEV_GITHUB_PORT: String(ports[3]),
+    });
     expect((await broker.exited).code).toBe(78);
-    expect(broker.output()).toContain(`broker: PROVIDERS_FILE ${file} is not valid YAML: line 3, column 3: Map keys must be unique`);
+    expect(broker.output()).toContain(
+      `broker: PROVIDERS_FILE ${file} is not valid YAML: line 3, column 3: Map keys must be unique`,
+    );
     expect(existsSync(join(dir, 'data', 'postgres'))).toBe(false);
     await rm(dir, { recursive: true, force: true });
   });
@@ -87,9 +103,23 @@ describe('readProvidersFile: a YAML or JSON PROVIDERS_FILE', () => {
       ].join('\n'),
     );
     const entries = await readProvidersFile(file);
-    expect(entries[0]).toEqual({ id: 'github', catalog: 'github', clientId: 'Iv1.abc', clientSecret: { env: 'GITHUB_CLIENT_SECRET' }, scopes: ['repo', 'read:user'] });
-    expect(entries[1]).toMatchObject({ id: 'acme', kind: 'oauth2', pkce: true, identity: { from: 'tokenResponse', subjectPath: 'user_id' } });
-    const providers = parseProviders(entries, { allowLoopback: false, readEnv: (name) => (name === 'GITHUB_CLIENT_SECRET' ? 'from-env' : undefined) });
+    expect(entries[0]).toEqual({
+      id: 'github',
+      catalog: 'github',
+      clientId: 'Iv1.abc',
+      clientSecret: { env: 'GITHUB_CLIENT_SECRET' },
+      scopes: ['repo', 'read:user'],
+    });
+    expect(entries[1]).toMatchObject({
+      id: 'acme',
+      kind: 'oauth2',
+      pkce: true,
+      identity: { from: 'tokenResponse', subjectPath: 'user_id' },
+    });
+    const providers = parseProviders(entries, {
+      allowLoopback: false,
+      readEnv: (name) => (name === 'GITHUB_CLIENT_SECRET' ? 'from-env' : undefined),
+    });
     expect(providers.map((p) => [p.id, p.catalog, p.scopes])).toEqual([
       ['github', 'github', ['repo', 'read:user']],
       ['acme', undefined, []],
@@ -97,12 +127,16 @@ describe('readProvidersFile: a YAML or JSON PROVIDERS_FILE', () => {
   });
 
   it('reads a .yml file the same way', async () => {
-    expect(await readProvidersFile(await write('short.yml', '- id: a\n  catalog: notion\n'))).toEqual([{ id: 'a', catalog: 'notion' }]);
+    expect(await readProvidersFile(await write('short.yml', '- id: a\n  catalog: notion\n'))).toEqual([
+      { id: 'a', catalog: 'notion' },
+    ]);
   });
 
   it('refuses a YAML mapping that repeats a key, naming the file, line and column', async () => {
     const file = await write('duplicate.yaml', '- id: github\n  catalog: github\n  id: gitlab\n');
-    expect(await refusal(file)).toBe(`PROVIDERS_FILE ${file} is not valid YAML: line 3, column 3: Map keys must be unique`);
+    expect(await refusal(file)).toBe(
+      `PROVIDERS_FILE ${file} is not valid YAML: line 3, column 3: Map keys must be unique`,
+    );
   });
 
   it('refuses YAML that does not parse, naming the line where the parser stopped', async () => {
@@ -112,7 +146,9 @@ describe('readProvidersFile: a YAML or JSON PROVIDERS_FILE', () => {
 
   it('refuses a custom YAML tag rather than reading it as a string', async () => {
     const file = await write('tagged.yaml', '- id: github\n  clientSecret: !env GITHUB_CLIENT_SECRET\n');
-    expect(await refusal(file)).toBe(`PROVIDERS_FILE ${file} is not valid YAML: line 2, column 17: Unresolved tag: !env (custom tags are not supported)`);
+    expect(await refusal(file)).toBe(
+      `PROVIDERS_FILE ${file} is not valid YAML: line 2, column 17: Unresolved tag: !env (custom tags are not supported)`,
+    );
   });
 
   it('refuses a file that holds no list', async () => {
@@ -131,7 +167,9 @@ describe('readProvidersFile: a YAML or JSON PROVIDERS_FILE', () => {
 
   it('refuses JSON that does not parse, naming the line and column', async () => {
     const file = await write('broken.json', '[\n  {"id": "github",,}\n]\n');
-    expect(await refusal(file)).toBe(`PROVIDERS_FILE ${file} is not valid JSON: line 2, column 19: Expected double-quoted property name`);
+    expect(await refusal(file)).toBe(
+      `PROVIDERS_FILE ${file} is not valid JSON: line 2, column 19: Expected double-quoted property name`,
+    );
   });
 
   it('refuses a file that cannot be read, naming it', async () => {

@@ -23,7 +23,13 @@ import type { BrowserResponse, TestBrowser } from '../support/testBrowser.js';
 // entry declares those answers (deadTokenAnswer), so the bound fetch treats them as a 401 and
 // the tool below never sees them.
 const SlackAnswer = z.discriminatedUnion('ok', [
-  z.object({ ok: z.literal(true), messages: z.object({ total: z.number(), matches: z.array(z.object({ text: z.string(), channel: z.object({ name: z.string() }) })) }) }),
+  z.object({
+    ok: z.literal(true),
+    messages: z.object({
+      total: z.number(),
+      matches: z.array(z.object({ text: z.string(), channel: z.object({ name: z.string() }) })),
+    }),
+  }),
   z.object({ ok: z.literal(false), error: z.string() }),
 ]);
 
@@ -37,10 +43,17 @@ const slackSearch = defineConnectionTool({
   annotations: { readOnlyHint: true, openWorldHint: true },
   purpose: (input) => `search Slack for \u201c${input.query}\u201d`,
   async perform({ input, fetch }) {
-    const response = await fetch('/search.messages', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ query: input.query }).toString() });
+    const response = await fetch('/search.messages', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ query: input.query }).toString(),
+    });
     const answer = SlackAnswer.parse(await response.json());
     if (!answer.ok) throw new UnavailableError(`Slack refused the search (${answer.error}).`, { expose: true });
-    return { total: answer.messages.total, matches: answer.messages.matches.map((m) => `#${m.channel.name}: ${m.text}`) };
+    return {
+      total: answer.messages.total,
+      matches: answer.messages.matches.map((m) => `#${m.channel.name}: ${m.text}`),
+    };
   },
   render: (outcome) => completeResult(`Found ${String(outcome['total'])} messages.`, outcome),
 });
@@ -59,7 +72,15 @@ describe('Slack (catalog entry) against an emulator on slack.com', () => {
       extraProviders: async ({ brokerUrl, tls }) => {
         slack = await startSlackEmulator({ tls, redirectUri: `${brokerUrl}/oauth/callback/slack` });
         // As an operator writes it in PROVIDERS_FILE.
-        return [{ id: 'slack', catalog: 'slack', clientId: slack.clientId, clientSecret: slack.clientSecret, scopes: ['search:read'] }];
+        return [
+          {
+            id: 'slack',
+            catalog: 'slack',
+            clientId: slack.clientId,
+            clientSecret: slack.clientSecret,
+            scopes: ['search:read'],
+          },
+        ];
       },
       brokerFetch: (fetch) => mapHosts(fetch, { 'slack.com': slack.origin }),
     });
@@ -93,7 +114,13 @@ describe('Slack (catalog entry) against an emulator on slack.com', () => {
     expect(`${authorize.origin}${authorize.pathname}`).toBe('https://slack.com/oauth/v2/authorize');
     expect(consent.text).toContain('As you: search:read');
     const sent = Object.fromEntries(authorize.searchParams);
-    expect(sent).toMatchObject({ client_id: slack.clientId, user_scope: 'search:read', response_type: 'code', code_challenge_method: 'S256', redirect_uri: `${stack.brokerUrl}/oauth/callback/slack` });
+    expect(sent).toMatchObject({
+      client_id: slack.clientId,
+      user_scope: 'search:read',
+      response_type: 'code',
+      code_challenge_method: 'S256',
+      redirect_uri: `${stack.brokerUrl}/oauth/callback/slack`,
+    });
     expect(sent).not.toHaveProperty('scope');
     expect(sent).not.toHaveProperty('nonce');
     expect(sent['state']).toMatch(/^[\w-]{20,}$/);
@@ -118,24 +145,43 @@ describe('Slack (catalog entry) against an emulator on slack.com', () => {
 
     const accepted = await retryConnection(stack, alice, 'slack_search', args, elicited.requestState, 'accept');
     emulated.keep(accepted);
-    expect(accepted.json.result).toMatchObject({ resultType: 'complete', structuredContent: { total: 2, matches: ['#general: The quarterly report is in #general', '#random: Quarterly numbers look good'] } });
+    expect(accepted.json.result).toMatchObject({
+      resultType: 'complete',
+      structuredContent: {
+        total: 2,
+        matches: ['#general: The quarterly report is in #general', '#random: Quarterly numbers look good'],
+      },
+    });
     expect((await emulated.flowOf('search Slack for \u201cquarterly\u201d')).status).toBe('MRTR_RETRY_ACCEPTED');
     // Exactly one business call (no identity call: Slack's account is in the token answer), with the user's token.
     const [token] = slack.tokensOf('alice');
     expect(slack.apiCalls.map((c) => `${c.method} ${c.host}${c.path}`)).toEqual(['POST slack.com/api/search.messages']);
-    expect(slack.apiCalls[0]!.headers).toMatchObject({ authorization: `Bearer ${token!.user}`, 'user-agent': 'connect-broker' });
+    expect(slack.apiCalls[0]!.headers).toMatchObject({
+      authorization: `Bearer ${token!.user}`,
+      'user-agent': 'connect-broker',
+    });
     expect(token!.bot).toBeUndefined();
     const again = await retryConnection(stack, alice, 'slack_search', args, elicited.requestState, 'accept');
     expect(again.json.result?.['structuredContent']).toEqual(accepted.json.result?.['structuredContent']);
     expect(slack.apiCalls).toHaveLength(1);
 
     // The account, grant and facts Slack's answer gave: authed_user.id, its comma-separated scope, the team.
-    expect(await emulated.query("SELECT upstream_subject, upstream_name, granted_scopes, metadata, api_base, navigation_id FROM connections WHERE subject_sub = 'alice' AND provider = 'slack'")).toEqual([
+    expect(
+      await emulated.query(
+        "SELECT upstream_subject, upstream_name, granted_scopes, metadata, api_base, navigation_id FROM connections WHERE subject_sub = 'alice' AND provider = 'slack'",
+      ),
+    ).toEqual([
       {
         upstream_subject: 'U0EMUALICE',
         upstream_name: null,
         granted_scopes: ['search:read'],
-        metadata: { 'team.id': slack.team.id, 'team.name': slack.team.name, app_id: slack.appId, 'authed_user.id': 'U0EMUALICE', is_enterprise_install: 'false' },
+        metadata: {
+          'team.id': slack.team.id,
+          'team.name': slack.team.name,
+          app_id: slack.appId,
+          'authed_user.id': 'U0EMUALICE',
+          is_enterprise_install: 'false',
+        },
         api_base: null,
         navigation_id: flow.id,
       },
@@ -163,7 +209,11 @@ describe('Slack (catalog entry) against an emulator on slack.com', () => {
     expect(accepted.json.result).toMatchObject({ resultType: 'complete', structuredContent: { total: 1 } });
     // The call went with the user's token: Slack refuses bot tokens on search.messages.
     expect(slack.apiCalls.at(-1)!.headers.authorization).toBe(`Bearer ${token!.user}`);
-    expect(await emulated.query("SELECT granted_scopes, metadata->>'authed_user.id' AS user_id FROM connections WHERE subject_sub = 'bob' AND provider = 'slack'")).toEqual([{ granted_scopes: ['search:read'], user_id: 'U0EMUBOB01' }]);
+    expect(
+      await emulated.query(
+        "SELECT granted_scopes, metadata->>'authed_user.id' AS user_id FROM connections WHERE subject_sub = 'bob' AND provider = 'slack'",
+      ),
+    ).toEqual([{ granted_scopes: ['search:read'], user_id: 'U0EMUBOB01' }]);
     expect(await emulated.secretsOf('bob')).toEqual(['access_token']);
   });
 
@@ -172,7 +222,13 @@ describe('Slack (catalog entry) against an emulator on slack.com', () => {
     const args = { query: 'refused code' };
     const elicited = await elicitConnection(stack, alice, 'slack_search', args);
     const { browser, page: consent } = await emulated.toConsent(elicited.url, 'alice');
-    const stopped = emulated.keep(await browser.submitForm(consent, { user: 'alice' }, { button: 'Allow', stopAt: (u) => u.pathname === '/oauth/callback/slack' }));
+    const stopped = emulated.keep(
+      await browser.submitForm(
+        consent,
+        { user: 'alice' },
+        { button: 'Allow', stopAt: (u) => u.pathname === '/oauth/callback/slack' },
+      ),
+    );
     const callback = new URL(stopped.location!);
     callback.searchParams.set('code', `${slack.team.id}.not-a-code-slack-issued`);
     const exchanges = slack.tokenRequests.length;
@@ -184,7 +240,10 @@ describe('Slack (catalog entry) against an emulator on slack.com', () => {
     expect(slack.tokenRequests).toHaveLength(exchanges + 1);
     const flow = await emulated.flowOf('refused code');
     expect(flow.status).toBe('OUT_OF_BAND_PENDING');
-    const events = await emulated.query('SELECT event, evidence FROM navigation_events WHERE navigation_id = $1 ORDER BY id', [flow.id]);
+    const events = await emulated.query(
+      'SELECT event, evidence FROM navigation_events WHERE navigation_id = $1 ORDER BY id',
+      [flow.id],
+    );
     expect(events.at(-1)).toMatchObject({ event: 'callback_failed', evidence: { error: 'invalid_input' } });
     expect(await emulated.secretsOf('alice')).toEqual([]);
   });
@@ -202,21 +261,47 @@ describe('Slack (catalog entry) against an emulator on slack.com', () => {
     expect(page.text).toContain('did not grant access (access_denied)');
     expect(slack.tokenRequests).toHaveLength(exchanges);
     const flow = await emulated.flowOf('cancelled');
-    expect((await emulated.query('SELECT event, evidence FROM navigation_events WHERE navigation_id = $1 ORDER BY id DESC LIMIT 1', [flow.id]))[0]).toMatchObject({ event: 'provider_refused', evidence: { error: 'access_denied' } });
+    expect(
+      (
+        await emulated.query(
+          'SELECT event, evidence FROM navigation_events WHERE navigation_id = $1 ORDER BY id DESC LIMIT 1',
+          [flow.id],
+        )
+      )[0],
+    ).toMatchObject({ event: 'provider_refused', evidence: { error: 'access_denied' } });
   });
 
-  it('reads Slack\'s dead-token answer (HTTP 200, ok: false, token_revoked) as the provider refusing the token, as the entry declares; other answers pass unchanged', async () => {
+  it("reads Slack's dead-token answer (HTTP 200, ok: false, token_revoked) as the provider refusing the token, as the entry declares; other answers pass unchanged", async () => {
     const [token] = slack.tokensOf('alice');
-    const info = { provider: 'slack', displayName: 'Slack', apiBase: 'https://slack.com/api', scopes: [], apiHeaders: {}, account: { subject: undefined, name: undefined }, grantedScopes: [], metadata: {}, deadTokenAnswer: slackCatalogEntry.deadTokenAnswer };
+    const info = {
+      provider: 'slack',
+      displayName: 'Slack',
+      apiBase: 'https://slack.com/api',
+      scopes: [],
+      apiHeaders: {},
+      account: { subject: undefined, name: undefined },
+      grantedScopes: [],
+      metadata: {},
+      deadTokenAnswer: slackCatalogEntry.deadTokenAnswer,
+    };
     const fetch = connectionFetch(mapHosts(stack.fetch, { 'slack.com': slack.origin }), info, token!.user);
-    const search = () => fetch('/search.messages', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'query=x' });
+    const search = () =>
+      fetch('/search.messages', {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: 'query=x',
+      });
     const live = await search();
     expect(live.status).toBe(200);
     expect(await live.json()).toMatchObject({ ok: true });
     slack.revokeTokensOf('alice');
     await expect(search()).rejects.toBeInstanceOf(UpstreamUnauthorizedError);
     // Without the declaration the same answer reaches the tool as a plain HTTP 200.
-    const undeclared = await connectionFetch(mapHosts(stack.fetch, { 'slack.com': slack.origin }), { ...info, deadTokenAnswer: undefined }, token!.user)('/search.messages', { method: 'POST', body: 'query=x' });
+    const undeclared = await connectionFetch(
+      mapHosts(stack.fetch, { 'slack.com': slack.origin }),
+      { ...info, deadTokenAnswer: undefined },
+      token!.user,
+    )('/search.messages', { method: 'POST', body: 'query=x' });
     expect(await undeclared.json()).toEqual({ ok: false, error: 'token_revoked' });
   });
 
@@ -233,14 +318,21 @@ describe('Slack (catalog entry) against an emulator on slack.com', () => {
 
     const asked = await callTool(stack, alice, 'slack_search', { query: 'after revoke' }, {}, URL_CAPS);
     emulated.keep(asked);
-    expect(asked.json.result).toMatchObject({ resultType: 'input_required', inputRequests: { connect: { method: 'elicitation/create', params: { mode: 'url' } } } });
+    expect(asked.json.result).toMatchObject({
+      resultType: 'input_required',
+      inputRequests: { connect: { method: 'elicitation/create', params: { mode: 'url' } } },
+    });
     expect(slack.apiCalls).toHaveLength(calls + 1);
     expect(await emulated.secretsOf('alice')).toEqual([]);
     expect(await emulated.forgottenOn(connectedBy)).toEqual([
       { actor: 'provider:slack', evidence: { provider: 'slack', reason: 'upstream_401' } },
     ]);
     // The record of the account stays (the last one it held); only the tokens are gone.
-    expect(await emulated.query("SELECT upstream_subject FROM connections WHERE subject_sub = 'alice' AND provider = 'slack'")).toEqual([{ upstream_subject: 'U0EMUALICE' }]);
+    expect(
+      await emulated.query(
+        "SELECT upstream_subject FROM connections WHERE subject_sub = 'alice' AND provider = 'slack'",
+      ),
+    ).toEqual([{ upstream_subject: 'U0EMUALICE' }]);
   });
 
   it('shows no token and no client secret in any answer, page or log line', () => {

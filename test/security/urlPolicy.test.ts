@@ -6,7 +6,9 @@ const dev = { allowLoopback: true };
 
 describe('checkUrl', () => {
   it('accepts a plain https URL and returns it parsed', () => {
-    expect(checkUrl('https://reports.example.com/oauth/authorize?client_id=x&state=y', prod).host).toBe('reports.example.com');
+    expect(checkUrl('https://reports.example.com/oauth/authorize?client_id=x&state=y', prod).host).toBe(
+      'reports.example.com',
+    );
   });
 
   it('accepts loopback http and IP literals only in development', () => {
@@ -20,7 +22,11 @@ describe('checkUrl', () => {
     ['a lookalike Unicode host (Cyrillic а)', 'https://rep\u043erts.example.com/', /non-ASCII host/],
     ['a punycode host', 'https://xn--rports-9we.example.com/', /punycode/],
     ['user information', 'https://user:pw@reports.example.com/', /user information/],
-    ['a token in the query', 'https://reports.example.com/cb?access_token=abc', /credential in its query \(access_token\)/],
+    [
+      'a token in the query',
+      'https://reports.example.com/cb?access_token=abc',
+      /credential in its query \(access_token\)/,
+    ],
     ['an api key in the query', 'https://reports.example.com/?API_KEY=abc', /credential/],
     ['a zero-width space', 'https://reports.example.com\u200b/x', /invisible/],
     ['a bidi override', 'https://reports.example.com/\u202egnp.exe', /invisible/],
@@ -34,9 +40,15 @@ describe('checkUrl', () => {
   });
 
   it('requires the exact configured host, port included', () => {
-    expect(checkUrl('https://reports.example.com/token', { ...prod, expectedHost: 'reports.example.com' }).pathname).toBe('/token');
-    expect(() => checkUrl('https://reports.example.com.evil.net/token', { ...prod, expectedHost: 'reports.example.com' })).toThrow(/configured host/);
-    expect(() => checkUrl('https://127.0.0.1:9999/token', { ...dev, expectedHost: '127.0.0.1:8445' })).toThrow(/configured host/);
+    expect(
+      checkUrl('https://reports.example.com/token', { ...prod, expectedHost: 'reports.example.com' }).pathname,
+    ).toBe('/token');
+    expect(() =>
+      checkUrl('https://reports.example.com.evil.net/token', { ...prod, expectedHost: 'reports.example.com' }),
+    ).toThrow(/configured host/);
+    expect(() => checkUrl('https://127.0.0.1:9999/token', { ...dev, expectedHost: '127.0.0.1:8445' })).toThrow(
+      /configured host/,
+    );
   });
 
   it('shows invisible characters escaped in its message, never raw', () => {

@@ -19,11 +19,19 @@ describe('log lines carry codes and route templates, never personal data or conn
   const { stack, tokens } = useBrokerStack({}, { users: ['alice'] });
   const ALICE_WS = 'file:///work/notes/alice';
 
-  const linesSince = (from: number): Line[] => stack.logs.slice(from).map((l) => JSON.parse(l) as Line).filter((l) => l.level >= 30);
+  const linesSince = (from: number): Line[] =>
+    stack.logs
+      .slice(from)
+      .map((l) => JSON.parse(l) as Line)
+      .filter((l) => l.level >= 30);
 
   it('logs the JSON-RPC code of a refused MCP request under rpcCode', async () => {
     const from = stack.logs.length;
-    const refused = await mcpPost(stack, { jsonrpc: '2.0', id: 7, method: 'no/such-method', params: { _meta: meta() } }, { token: tokens.alice });
+    const refused = await mcpPost(
+      stack,
+      { jsonrpc: '2.0', id: 7, method: 'no/such-method', params: { _meta: meta() } },
+      { token: tokens.alice },
+    );
     expect(refused.json.error?.code).toBe(-32601);
     const line = linesSince(from).find((l) => l.msg === 'MCP request refused');
     expect(line).toMatchObject({ rpcCode: -32601 });
@@ -36,7 +44,11 @@ describe('log lines carry codes and route templates, never personal data or conn
     const missing = `CANARY-MISSING-${randomToken()}`;
     const otherWorkspace = `file:///work/notes/CANARY-WS-${randomToken()}`;
 
-    const created = await callTool(stack, tokens.alice, 'notes_create', { workspaceUri: ALICE_WS, title, body: 'CANARY-BODY' });
+    const created = await callTool(stack, tokens.alice, 'notes_create', {
+      workspaceUri: ALICE_WS,
+      title,
+      body: 'CANARY-BODY',
+    });
     expect(created.json.result).toMatchObject({ resultType: 'complete' });
     expect(created.json.result?.['isError']).not.toBe(true);
     const notFound = await callTool(stack, tokens.alice, 'notes_delete', { workspaceUri: ALICE_WS, title: missing });
@@ -68,7 +80,11 @@ describe('log lines carry codes and route templates, never personal data or conn
       await stack.db.pool.query('ALTER TABLE navigations_away RENAME TO elicitation_navigations');
     }
     const lines = linesSince(from);
-    expect(lines.find((l) => l.msg === 'request failed')).toMatchObject({ level: 50, method: 'GET', route: '/connect/:handle' });
+    expect(lines.find((l) => l.msg === 'request failed')).toMatchObject({
+      level: 50,
+      method: 'GET',
+      route: '/connect/:handle',
+    });
     const text = lines.map((l) => JSON.stringify(l)).join('\n');
     expect(text).not.toContain(handle);
     expect(stack.logs.join('\n')).not.toContain(reportTitle);

@@ -53,7 +53,15 @@ describe('logger', () => {
   it('keeps an error code, a JSON-RPC code and a SQLSTATE readable', () => {
     const { lines, logger } = capture();
     logger.info({ rpcCode: -32602, error: { code: -32042 } }, 'MCP request refused');
-    logger.error({ err: Object.assign(new Error('duplicate key value violates unique constraint "notes_pkey"'), { code: '23505', constraint: 'notes_pkey' }) }, 'tool failed');
+    logger.error(
+      {
+        err: Object.assign(new Error('duplicate key value violates unique constraint "notes_pkey"'), {
+          code: '23505',
+          constraint: 'notes_pkey',
+        }),
+      },
+      'tool failed',
+    );
     const [refused, failed] = lines.map((l) => JSON.parse(l));
     expect(refused).toMatchObject({ rpcCode: -32602, error: { code: -32042 } });
     expect(failed.err).toMatchObject({ code: '23505', constraint: 'notes_pkey' });
@@ -62,7 +70,11 @@ describe('logger', () => {
 
   it("leaves out a database error's detail, which quotes row values", () => {
     const { lines, logger } = capture();
-    const err = Object.assign(new Error('duplicate key value violates unique constraint "notes_title_key"'), { code: '23505', detail: 'Key (title)=(canary-title) already exists.', where: 'canary-where' });
+    const err = Object.assign(new Error('duplicate key value violates unique constraint "notes_title_key"'), {
+      code: '23505',
+      detail: 'Key (title)=(canary-title) already exists.',
+      where: 'canary-where',
+    });
     logger.error({ err }, 'tool failed');
     expect(lines.join('')).not.toMatch(/canary/);
     expect(JSON.parse(lines[0]!).err).toMatchObject({ type: 'Error', code: '23505' });

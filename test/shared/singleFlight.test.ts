@@ -15,10 +15,13 @@ describe('singleFlight', () => {
   it('shares one run between concurrent callers', async () => {
     let runs = 0;
     const gate = deferred<number>();
-    const flight = singleFlight(() => {
-      runs++;
-      return gate.promise;
-    }, { keepResult: false });
+    const flight = singleFlight(
+      () => {
+        runs++;
+        return gate.promise;
+      },
+      { keepResult: false },
+    );
     const [a, b] = [flight(), flight()];
     expect(a).toBe(b);
     gate.resolve(7);
@@ -37,15 +40,21 @@ describe('singleFlight', () => {
 
   it('never keeps a failure: the next call tries again, also when the work throws at once', async () => {
     let runs = 0;
-    const flight = singleFlight(async () => {
-      if (++runs === 1) throw new Error('first fails');
-      return runs;
-    }, { keepResult: true });
+    const flight = singleFlight(
+      async () => {
+        if (++runs === 1) throw new Error('first fails');
+        return runs;
+      },
+      { keepResult: true },
+    );
     await expect(flight()).rejects.toThrow('first fails');
     expect(await flight()).toBe(2);
-    const sync = singleFlight<number>(() => {
-      throw new Error('at once');
-    }, { keepResult: true });
+    const sync = singleFlight<number>(
+      () => {
+        throw new Error('at once');
+      },
+      { keepResult: true },
+    );
     await expect(sync()).rejects.toThrow('at once');
   });
 

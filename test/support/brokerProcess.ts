@@ -20,7 +20,12 @@ export interface RunOptions {
 }
 
 /** Runs a TypeScript entry point of the repo (src/main.ts, src/cli/broker.ts) in its own Node process. */
-export function runTs(entry: string, args: string[], env: Record<string, string>, options: RunOptions = {}): BrokerProcess {
+export function runTs(
+  entry: string,
+  args: string[],
+  env: Record<string, string>,
+  options: RunOptions = {},
+): BrokerProcess {
   return runCommand(process.execPath, ['--import', 'tsx', entry, ...args], env, options);
 }
 
@@ -83,10 +88,14 @@ function runCommand(command: string, args: string[], env: Record<string, string>
 /** Distinct free loopback ports (held open together so no two are the same). */
 export async function freePorts(count: number): Promise<number[]> {
   const servers = await Promise.all(
-    Array.from({ length: count }, () => new Promise<ReturnType<typeof createServer>>((resolve) => {
-      const server = createServer();
-      server.listen(0, '127.0.0.1', () => resolve(server));
-    })),
+    Array.from(
+      { length: count },
+      () =>
+        new Promise<ReturnType<typeof createServer>>((resolve) => {
+          const server = createServer();
+          server.listen(0, '127.0.0.1', () => resolve(server));
+        }),
+    ),
   );
   const ports = servers.map((s) => (s.address() as { port: number }).port);
   await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));

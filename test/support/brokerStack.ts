@@ -115,7 +115,10 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
   const extra = options.extraProviders ? await options.extraProviders({ brokerUrl, tls }) : [];
   // The development providers npm start configures, then the test's own (a test's `github` replaces the development one).
   const own = new Set(extra.map((entry) => (entry as { id?: unknown }).id));
-  const builtIn = [reportServiceProvider(dev, secrets), ...(dev.github && !own.has('github') ? [githubDevProvider(dev.github)] : [])];
+  const builtIn = [
+    reportServiceProvider(dev, secrets),
+    ...(dev.github && !own.has('github') ? [githubDevProvider(dev.github)] : []),
+  ];
   const providers = parseProviders([...builtIn, ...extra], { allowLoopback: true });
   const servers: BrokerServer[] = [];
   const brokerFetch = options.brokerFetch ? options.brokerFetch(fetch) : fetch;
@@ -125,7 +128,13 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
       logger,
       clock: options.clock ?? systemClock,
       render,
-      oidc: createOidcClient({ issuer: options.signInIssuer ?? dev.idp.issuer, clientId: dev.idp.brokerClientId, clientSecret: new Secret(secrets.brokerIdpClientSecret), fetch, allowLoopback: true }),
+      oidc: createOidcClient({
+        issuer: options.signInIssuer ?? dev.idp.issuer,
+        clientId: dev.idp.brokerClientId,
+        clientSecret: new Secret(secrets.brokerIdpClientSecret),
+        fetch,
+        allowLoopback: true,
+      }),
       migrations,
       publicUrl,
       mcpResourceUrl,
@@ -143,12 +152,19 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
       allowLoopback: true,
       navigationTtlSeconds: options.navigationTtlSeconds ?? 900,
       retryWaitMs: options.retryWaitMs ?? 2_000,
-      legacy: { urlElicitation: options.legacyUrlElicitation ?? 'nested', waitMs: options.legacyWaitMs ?? 10_000, retryWindowMs: 600_000, ...(options.legacyLimits ? { limits: options.legacyLimits } : {}) },
+      legacy: {
+        urlElicitation: options.legacyUrlElicitation ?? 'nested',
+        waitMs: options.legacyWaitMs ?? 10_000,
+        retryWindowMs: 600_000,
+        ...(options.legacyLimits ? { limits: options.legacyLimits } : {}),
+      },
       ...(options.highRiskTools ? { highRiskTools: options.highRiskTools } : {}),
       ...(options.extraTools ? { extraTools: options.extraTools } : {}),
       ...(options.quotas ? { quotas: options.quotas } : {}),
       ...(options.metrics && servers.length === 0 ? { metrics: options.metrics(pool) } : {}),
-      ...(options.metricsToken ? { metricsAccess: { token: new Secret(options.metricsToken), openWithoutToken: false } } : {}),
+      ...(options.metricsToken
+        ? { metricsAccess: { token: new Secret(options.metricsToken), openWithoutToken: false } }
+        : {}),
     });
     servers.push(server);
     return server.listener;

@@ -21,14 +21,17 @@ export function watchPage(page: Page): Watched {
   page.on('response', (response) => {
     if (response.status() >= 400) watched.failures.push(`${response.status()} ${response.url()}`);
   });
-  page.on('requestfailed', (request) => watched.failures.push(`${request.failure()?.errorText ?? 'failed'} ${request.url()}`));
+  page.on('requestfailed', (request) =>
+    watched.failures.push(`${request.failure()?.errorText ?? 'failed'} ${request.url()}`),
+  );
   return watched;
 }
 
 /** From the "Sign in to connect" page through the development identity provider, back to the link. */
 export async function signInToBroker(stack: BrokerStack, page: Page, login: string): Promise<void> {
   const heading = await page.textContent('h1');
-  if (heading !== 'Sign in to connect a service') throw new Error(`expected the broker's sign-in prompt at ${page.url()}, found "${heading}"`);
+  if (heading !== 'Sign in to connect a service')
+    throw new Error(`expected the broker's sign-in prompt at ${page.url()}, found "${heading}"`);
   await page.getByRole('link', { name: 'Sign in' }).click();
   await page.waitForURL((url) => url.origin === stack.dev.idp.issuer);
   await page.fill('input[name="login"]', login);

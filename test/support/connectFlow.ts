@@ -12,15 +12,38 @@ export interface Elicited {
 }
 
 /** Calls a connection-needing tool and returns its URL elicitation. */
-export async function elicitConnection(stack: BrokerStack, token: string, tool: string, args: object): Promise<Elicited> {
+export async function elicitConnection(
+  stack: BrokerStack,
+  token: string,
+  tool: string,
+  args: object,
+): Promise<Elicited> {
   const response = await callTool(stack, token, tool, args, {}, URL_CAPS);
-  const result = response.json.result as { resultType: string; requestState: string; inputRequests: { connect: { params: { mode: string; url: string; message: string } } } } | undefined;
+  const result = response.json.result as
+    | {
+        resultType: string;
+        requestState: string;
+        inputRequests: { connect: { params: { mode: string; url: string; message: string } } };
+      }
+    | undefined;
   if (result?.resultType !== 'input_required') throw new Error(`expected input_required, got ${response.text}`);
-  return { requestState: result.requestState, url: result.inputRequests.connect.params.url, message: result.inputRequests.connect.params.message };
+  return {
+    requestState: result.requestState,
+    url: result.inputRequests.connect.params.url,
+    message: result.inputRequests.connect.params.message,
+  };
 }
 
 /** Retries the tool with the host's answer for the connect elicitation. */
-export function retryConnection(stack: BrokerStack, token: string, tool: string, args: object, requestState: string, action: 'accept' | 'decline' | 'cancel' | undefined, baseUrl?: string) {
+export function retryConnection(
+  stack: BrokerStack,
+  token: string,
+  tool: string,
+  args: object,
+  requestState: string,
+  action: 'accept' | 'decline' | 'cancel' | undefined,
+  baseUrl?: string,
+) {
   const extra = { requestState, ...(action ? { inputResponses: { connect: { action } } } : {}) };
   return callTool(stack, token, tool, args, extra, URL_CAPS, baseUrl ? { baseUrl } : {});
 }
@@ -32,10 +55,17 @@ export interface BrowserRun {
 }
 
 /** Opens the connect link as `login`, signing in to the broker on the way; stops on the review page. */
-export async function openConnectLink(stack: Pick<BrokerStack, 'brokerUrl' | 'fetch'>, url: string, login: string, browser: TestBrowser = createTestBrowser({ fetch: stack.fetch })): Promise<BrowserRun> {
+export async function openConnectLink(
+  stack: Pick<BrokerStack, 'brokerUrl' | 'fetch'>,
+  url: string,
+  login: string,
+  browser: TestBrowser = createTestBrowser({ fetch: stack.fetch }),
+): Promise<BrowserRun> {
   const first = await browser.get(url);
   if (!first.text.includes('Sign in to connect')) return { browser, review: first };
-  const signInForm = await browser.get(new URL(/href="(\/login\?[^"]+)"/.exec(first.text)![1]!.replace(/&amp;/g, '&'), stack.brokerUrl).href);
+  const signInForm = await browser.get(
+    new URL(/href="(\/login\?[^"]+)"/.exec(first.text)![1]!.replace(/&amp;/g, '&'), stack.brokerUrl).href,
+  );
   const review = await browser.submitForm(signInForm, { login, password: DEV_PASSWORD });
   return { browser, review };
 }
@@ -50,8 +80,16 @@ export const GITHUB_FORMS = { allow: '/authorize', deny: '/deny' };
  * provider (the Report Service unless `forms` says otherwise), Allow there;
  * returns the final page (our done page, or wherever a refusal stopped it).
  */
-export async function consentAndAuthorize(stack: Pick<BrokerStack, 'brokerUrl' | 'fetch'>, run: BrowserRun, login: string, decision: 'Allow' | 'Deny' = 'Allow', forms = REPORTS_FORMS): Promise<BrowserResponse> {
+export async function consentAndAuthorize(
+  stack: Pick<BrokerStack, 'brokerUrl' | 'fetch'>,
+  run: BrowserRun,
+  login: string,
+  decision: 'Allow' | 'Deny' = 'Allow',
+  forms = REPORTS_FORMS,
+): Promise<BrowserResponse> {
   const providerLogin = await run.browser.submitForm(run.review, {}, { form: '/connect/' });
-  const consentPage = providerLogin.text.includes('name="password"') ? await run.browser.submitForm(providerLogin, { login, password: DEV_PASSWORD }) : providerLogin;
+  const consentPage = providerLogin.text.includes('name="password"')
+    ? await run.browser.submitForm(providerLogin, { login, password: DEV_PASSWORD })
+    : providerLogin;
   return run.browser.submitForm(consentPage, {}, { form: decision === 'Allow' ? forms.allow : forms.deny });
 }

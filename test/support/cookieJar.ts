@@ -99,7 +99,8 @@ function parseSetCookie(header: string, url: URL, now: number): StoredCookie | u
   }
   if (cookie.secure && url.protocol !== 'https:') return undefined;
   if (cookie.name.startsWith('__Secure-') && !cookie.secure) return undefined;
-  if (cookie.name.startsWith('__Host-') && (!cookie.secure || !cookie.hostOnly || cookie.path !== '/')) return undefined;
+  if (cookie.name.startsWith('__Host-') && (!cookie.secure || !cookie.hostOnly || cookie.path !== '/'))
+    return undefined;
   return cookie;
 }
 

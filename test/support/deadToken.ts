@@ -10,7 +10,12 @@ import { consentAndAuthorize, elicitConnection, openConnectLink, retryConnection
 // sealed back into its own row. Its API then answers 401 to it.
 
 export function secretsBox(stack: BrokerStack): SecretBox {
-  return createSecretBox(createKeyring(stack.secrets.secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) })), 'secrets'));
+  return createSecretBox(
+    createKeyring(
+      stack.secrets.secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) })),
+      'secrets',
+    ),
+  );
 }
 
 export interface KilledToken {
@@ -22,7 +27,12 @@ export interface KilledToken {
 }
 
 export async function killStoredToken(stack: BrokerStack, sub: string): Promise<KilledToken> {
-  const { rows } = await stack.db.pool.query<{ subject_iss: string; ciphertext: Buffer; key_id: string; navigation_id: string }>(
+  const { rows } = await stack.db.pool.query<{
+    subject_iss: string;
+    ciphertext: Buffer;
+    key_id: string;
+    navigation_id: string;
+  }>(
     "SELECT subject_iss, ciphertext, key_id, navigation_id FROM secrets WHERE subject_sub = $1 AND provider = 'reports' AND kind = 'access_token'",
     [sub],
   );
@@ -33,7 +43,10 @@ export async function killStoredToken(stack: BrokerStack, sub: string): Promise<
   const live = box.open({ ciphertext: row.ciphertext, keyId: row.key_id }, aad);
   const dead = `${live.slice(0, -6)}${live.endsWith('AAAAAA') ? 'BBBBBB' : 'AAAAAA'}`;
   const sealed = box.seal(dead, aad);
-  await stack.db.pool.query("UPDATE secrets SET ciphertext = $2, key_id = $3 WHERE subject_sub = $1 AND provider = 'reports' AND kind = 'access_token'", [sub, sealed.ciphertext, sealed.keyId]);
+  await stack.db.pool.query(
+    "UPDATE secrets SET ciphertext = $2, key_id = $3 WHERE subject_sub = $1 AND provider = 'reports' AND kind = 'access_token'",
+    [sub, sealed.ciphertext, sealed.keyId],
+  );
   return { live, dead, navigationId: row.navigation_id };
 }
 
@@ -43,11 +56,17 @@ export async function connectThroughList(stack: BrokerStack, token: string, logi
   const elicited = await elicitConnection(stack, token, 'reports_list', {});
   await consentAndAuthorize(stack, await openConnectLink(stack, elicited.url, login), login);
   const listed = await retryConnection(stack, token, 'reports_list', {}, elicited.requestState, 'accept');
-  expect(listed.json.result).toMatchObject({ resultType: 'complete', structuredContent: { reports: expect.any(Array) } });
+  expect(listed.json.result).toMatchObject({
+    resultType: 'complete',
+    structuredContent: { reports: expect.any(Array) },
+  });
 }
 
 export async function forgottenEvents(stack: BrokerStack, navigationId: string) {
-  const { rows } = await stack.db.pool.query("SELECT actor, evidence FROM navigation_events WHERE navigation_id = $1 AND event = 'connection_forgotten'", [navigationId]);
+  const { rows } = await stack.db.pool.query(
+    "SELECT actor, evidence FROM navigation_events WHERE navigation_id = $1 AND event = 'connection_forgotten'",
+    [navigationId],
+  );
   return rows;
 }
 

@@ -25,17 +25,29 @@ export interface DevGithubIssue {
 export async function devGithubToken(github: DevGithub, fetch: Fetch, login: string): Promise<string> {
   const browser = createTestBrowser({ fetch, stopAt: (url) => url.href.startsWith(github.callbackUrl) });
   const state = randomBytes(16).toString('base64url');
-  const query = new URLSearchParams({ client_id: github.brokerClientId, redirect_uri: github.callbackUrl, scope: 'read:user', state });
+  const query = new URLSearchParams({
+    client_id: github.brokerClientId,
+    redirect_uri: github.callbackUrl,
+    scope: 'read:user',
+    state,
+  });
   let page = await browser.get(`${github.origin}/login/oauth/authorize?${query.toString()}`);
-  if (page.location === undefined && page.text.includes('name="password"')) page = await browser.submitForm(page, { login, password: DEV_PASSWORD });
+  if (page.location === undefined && page.text.includes('name="password"'))
+    page = await browser.submitForm(page, { login, password: DEV_PASSWORD });
   if (page.location === undefined) page = await browser.submitForm(page, {}, { form: GITHUB_FORMS.allow });
   const callback = new URL(page.location ?? page.url);
   const code = callback.searchParams.get('code');
-  if (!code || callback.searchParams.get('state') !== state) throw new Error(`no code for ${login} from the GitHub emulator: ended at ${callback.href}`);
+  if (!code || callback.searchParams.get('state') !== state)
+    throw new Error(`no code for ${login} from the GitHub emulator: ended at ${callback.href}`);
   const response = await fetch(`${github.origin}/login/oauth/access_token`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
-    body: new URLSearchParams({ client_id: github.brokerClientId, client_secret: github.clientSecret, code, redirect_uri: github.callbackUrl }).toString(),
+    body: new URLSearchParams({
+      client_id: github.brokerClientId,
+      client_secret: github.clientSecret,
+      code,
+      redirect_uri: github.callbackUrl,
+    }).toString(),
   });
   const answer = (await response.json()) as { access_token?: string; error?: string };
   if (!answer.access_token) throw new Error(`the GitHub emulator refused the code: ${answer.error ?? response.status}`);
@@ -43,11 +55,21 @@ export async function devGithubToken(github: DevGithub, fetch: Fetch, login: str
 }
 
 /** Every issue of `repository` (owner/name) at the emulator, page by page. */
-export async function devGithubIssues(github: DevGithub, fetch: Fetch, token: string, repository: string): Promise<DevGithubIssue[]> {
+export async function devGithubIssues(
+  github: DevGithub,
+  fetch: Fetch,
+  token: string,
+  repository: string,
+): Promise<DevGithubIssue[]> {
   const issues: DevGithubIssue[] = [];
   for (let page = 1; ; page++) {
-    const response = await fetch(`${github.apiUrl}/repos/${repository}/issues?per_page=100&page=${page}`, { headers: { authorization: `Bearer ${token}`, accept: 'application/vnd.github+json' } });
-    if (response.status !== 200) throw new Error(`GET /repos/${repository}/issues answered ${response.status}: ${(await response.text()).slice(0, 200)}`);
+    const response = await fetch(`${github.apiUrl}/repos/${repository}/issues?per_page=100&page=${page}`, {
+      headers: { authorization: `Bearer ${token}`, accept: 'application/vnd.github+json' },
+    });
+    if (response.status !== 200)
+      throw new Error(
+        `GET /repos/${repository}/issues answered ${response.status}: ${(await response.text()).slice(0, 200)}`,
+      );
     const batch = (await response.json()) as DevGithubIssue[];
     issues.push(...batch);
     if (!response.headers.get('link')?.includes('rel="next"')) return issues;

@@ -79,10 +79,7 @@ export async function startDevServers(store: ReportStore): Promise<DevServersFix
   };
 }
 
-type Build = (
-  issuer: string,
-  keys: DevAuthServerOptions['keys'],
-) => Omit<DevAuthServerOptions, 'keys' | 'clients'>;
+type Build = (issuer: string, keys: DevAuthServerOptions['keys']) => Omit<DevAuthServerOptions, 'keys' | 'clients'>;
 
 async function start(tls: TlsMaterial, name: string, build: Build): Promise<RunningDevServer> {
   const https = await listenHttps(tls);

@@ -28,7 +28,10 @@ export interface AccessTokenClaims {
 export async function mintAccessToken(stack: BrokerStack, claims: AccessTokenClaims): Promise<string> {
   const { key, kid } = await signingKey(stack);
   const now = Math.floor(Date.now() / 1000);
-  const jwt = new SignJWT({ scope: claims.scope ?? 'reports:read reports:write', client_id: stack.dev.reports.brokerClientId })
+  const jwt = new SignJWT({
+    scope: claims.scope ?? 'reports:read reports:write',
+    client_id: stack.dev.reports.brokerClientId,
+  })
     .setProtectedHeader({ alg: 'ES256', kid, typ: 'at+jwt' })
     .setIssuer(stack.dev.reports.issuer)
     .setSubject(claims.sub)
@@ -54,7 +57,10 @@ export async function mintIdToken(stack: BrokerStack, claims: { sub: string; non
 }
 
 /** A token endpoint success body (RFC 6749 §5.1) carrying the given tokens and a matching ID Token. */
-export async function tokenResponse(stack: BrokerStack, tokens: { sub: string; nonce: string; accessToken: string; refreshToken?: string }): Promise<Record<string, unknown>> {
+export async function tokenResponse(
+  stack: BrokerStack,
+  tokens: { sub: string; nonce: string; accessToken: string; refreshToken?: string },
+): Promise<Record<string, unknown>> {
   return {
     access_token: tokens.accessToken,
     token_type: 'Bearer',
@@ -68,8 +74,11 @@ export async function tokenResponse(stack: BrokerStack, tokens: { sub: string; n
 /** The reports a Report Service user has, read from its API with a token minted for them. */
 export async function reportsAt(stack: BrokerStack, sub: string): Promise<{ id: string; title: string }[]> {
   const token = await mintAccessToken(stack, { sub, scope: 'reports:read' });
-  const response = await stack.fetch(`${stack.dev.reports.apiUrl}/reports`, { headers: { authorization: `Bearer ${token}`, accept: 'application/json' } });
-  if (response.status !== 200) throw new Error(`the Report Service API answered ${response.status}: ${await response.text()}`);
+  const response = await stack.fetch(`${stack.dev.reports.apiUrl}/reports`, {
+    headers: { authorization: `Bearer ${token}`, accept: 'application/json' },
+  });
+  if (response.status !== 200)
+    throw new Error(`the Report Service API answered ${response.status}: ${await response.text()}`);
   return ((await response.json()) as { reports: { id: string; title: string }[] }).reports;
 }
 

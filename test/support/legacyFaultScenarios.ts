@@ -27,7 +27,13 @@ const CAPS = { elicitation: { form: {}, url: {} } };
 export const WAIT_MS = 1_500;
 
 /** A session lives on one instance: the instance comes first. */
-const exchangeAt = (stack: BrokerStack, baseUrl: string, method: 'GET' | 'POST' | 'DELETE', headers: Record<string, string>, body?: unknown) => rawExchange(stack, method, headers, body, baseUrl);
+const exchangeAt = (
+  stack: BrokerStack,
+  baseUrl: string,
+  method: 'GET' | 'POST' | 'DELETE',
+  headers: Record<string, string>,
+  body?: unknown,
+) => rawExchange(stack, method, headers, body, baseUrl);
 
 let nextId = 1;
 
@@ -49,7 +55,12 @@ export interface Session {
 
 export async function initialize(stack: BrokerStack, token: string, baseUrl = stack.brokerUrl): Promise<Session> {
   const base = { accept: 'application/json, text/event-stream', authorization: `Bearer ${token}` };
-  const init = await exchangeAt(stack, baseUrl, 'POST', base, { jsonrpc: '2.0', id: nextId++, method: 'initialize', params: { protocolVersion: LEGACY, capabilities: CAPS, clientInfo: { name: 'legacy-faults', version: '1' } } });
+  const init = await exchangeAt(stack, baseUrl, 'POST', base, {
+    jsonrpc: '2.0',
+    id: nextId++,
+    method: 'initialize',
+    params: { protocolVersion: LEGACY, capabilities: CAPS, clientInfo: { name: 'legacy-faults', version: '1' } },
+  });
   await init.ended;
   const id = init.headers['mcp-session-id'];
   if (init.status !== 200 || typeof id !== 'string') throw new Error(`initialize failed with ${init.status}`);
@@ -60,7 +71,12 @@ export async function initialize(stack: BrokerStack, token: string, baseUrl = st
     token,
     async start(method, params) {
       const requestId = nextId++;
-      const response = await exchangeAt(stack, baseUrl, 'POST', headers, { jsonrpc: '2.0', id: requestId, method, params });
+      const response = await exchangeAt(stack, baseUrl, 'POST', headers, {
+        jsonrpc: '2.0',
+        id: requestId,
+        method,
+        params,
+      });
       return Object.assign(response, { requestId });
     },
     async send(message) {
@@ -88,37 +104,62 @@ export async function initialize(stack: BrokerStack, token: string, baseUrl = st
 export const isElicitation = (m: JsonRpc) => m.method === 'elicitation/create';
 export const isCompletion = (m: JsonRpc) => m.method === 'notifications/elicitation/complete';
 export const elicitationIdOf = (m: JsonRpc) => m.params?.['elicitationId'] as string;
-export const reportOf = (m: JsonRpc) => (m.result?.['structuredContent'] as { report?: { id: string } } | undefined)?.report?.id;
+export const reportOf = (m: JsonRpc) =>
+  (m.result?.['structuredContent'] as { report?: { id: string } } | undefined)?.report?.id;
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** alice consents and authorizes at the Report Service; her browser stops before delivering the callback. */
-export async function authorizeUntilCallback(stack: BrokerStack, url: string): Promise<{ browser: TestBrowser; callbackUrl: string }> {
+export async function authorizeUntilCallback(
+  stack: BrokerStack,
+  url: string,
+): Promise<{ browser: TestBrowser; callbackUrl: string }> {
   const browser = createTestBrowser({ fetch: stack.fetch, stopAt: (u) => u.pathname === '/oauth/callback/reports' });
   const stopped = await consentAndAuthorize(stack, await openConnectLink(stack, url, 'alice', browser), 'alice');
-  if (!stopped.location?.startsWith(`${stack.brokerUrl}/oauth/callback/reports?`)) throw new Error(`the browser did not reach the callback: ${stopped.status} ${stopped.url}`);
+  if (!stopped.location?.startsWith(`${stack.brokerUrl}/oauth/callback/reports?`))
+    throw new Error(`the browser did not reach the callback: ${stopped.status} ${stopped.url}`);
   return { browser, callbackUrl: stopped.location };
 }
 
 export async function completeInBrowser(stack: BrokerStack, url: string): Promise<void> {
   const done = await consentAndAuthorize(stack, await openConnectLink(stack, url, 'alice'), 'alice');
-  if (!done.url.startsWith(`${stack.brokerUrl}/connect/done`)) throw new Error(`the browser flow did not complete: ${done.status} ${done.url}`);
+  if (!done.url.startsWith(`${stack.brokerUrl}/connect/done`))
+    throw new Error(`the browser flow did not complete: ${done.status} ${done.url}`);
 }
 
 export function ledger(stack: BrokerStack) {
   const query = async (sql: string, params: unknown[] = []) => (await stack.db.pool.query(sql, params)).rows;
   return {
     query,
-    status: async (navigationId: string) => (await query('SELECT status FROM elicitation_navigations WHERE id = $1', [navigationId]))[0]?.status as string | undefined,
-    events: async (navigationId: string) => query('SELECT event, from_status, to_status FROM navigation_events WHERE navigation_id = $1 ORDER BY id', [navigationId]),
-    receiptsOf: async (navigationId: string) => query('SELECT lineage, jsonrpc_id, retry_generation, outcome_status FROM operation_receipts WHERE navigation_id = $1', [navigationId]),
+    status: async (navigationId: string) =>
+      (await query('SELECT status FROM elicitation_navigations WHERE id = $1', [navigationId]))[0]?.status as
+        string | undefined,
+    events: async (navigationId: string) =>
+      query('SELECT event, from_status, to_status FROM navigation_events WHERE navigation_id = $1 ORDER BY id', [
+        navigationId,
+      ]),
+    receiptsOf: async (navigationId: string) =>
+      query(
+        'SELECT lineage, jsonrpc_id, retry_generation, outcome_status FROM operation_receipts WHERE navigation_id = $1',
+        [navigationId],
+      ),
     /** Receipts per navigation, over every navigation. */
-    receiptsPerNavigation: async () => (await query('SELECT navigation_id, count(*)::int AS n FROM operation_receipts GROUP BY navigation_id')).map((r) => r.n as number),
+    receiptsPerNavigation: async () =>
+      (await query('SELECT navigation_id, count(*)::int AS n FROM operation_receipts GROUP BY navigation_id')).map(
+        (r) => r.n as number,
+      ),
     /** Receipts accepted since `mark()`. */
-    newReceipts: async (mark: number) => ((await query('SELECT count(*)::int AS n FROM operation_receipts'))[0].n as number) - mark,
+    newReceipts: async (mark: number) =>
+      ((await query('SELECT count(*)::int AS n FROM operation_receipts'))[0].n as number) - mark,
     mark: async () => (await query('SELECT count(*)::int AS n FROM operation_receipts'))[0].n as number,
     /** Polls until the navigation is in `status` (host answers are applied after their 202). */
     until: async (navigationId: string, status: string) => {
-      for (let i = 0; i < 200 && (await query('SELECT status FROM elicitation_navigations WHERE id = $1', [navigationId]))[0]?.status !== status; i++) await sleep(10);
+      for (
+        let i = 0;
+        i < 200 &&
+        (await query('SELECT status FROM elicitation_navigations WHERE id = $1', [navigationId]))[0]?.status !== status;
+        i++
+      )
+        await sleep(10);
     },
     reportsTitled: async (title: string) => (await reportsAt(stack, 'rs-user-alice')).filter((r) => r.title === title),
   };
@@ -228,14 +269,26 @@ export function useFaultStack(options: BrokerStackOptions) {
 export async function startErrorInstance(stack: BrokerStack): Promise<{ url: string; close(): Promise<void> }> {
   // The listener needs the server, the server needs the port: the server is set once the port is known.
   const holder: { server?: BrokerServer } = {};
-  const running = await listenHttps(stack.tls, (req, res) => (holder.server ? holder.server.listener(req, res) : res.writeHead(503).end()), '127.0.0.1', 0, 'broker 3 (error lineage)');
+  const running = await listenHttps(
+    stack.tls,
+    (req, res) => (holder.server ? holder.server.listener(req, res) : res.writeHead(503).end()),
+    '127.0.0.1',
+    0,
+    'broker 3 (error lineage)',
+  );
   const url = `https://127.0.0.1:${running.port}`;
   const server = createBrokerServer({
     pool: stack.db.newPool(),
     logger: createLogger({ level: 'silent' }),
     clock: systemClock,
     render: createRender({ cache: false }),
-    oidc: createOidcClient({ issuer: stack.dev.idp.issuer, clientId: stack.dev.idp.brokerClientId, clientSecret: new Secret(stack.secrets.brokerIdpClientSecret), fetch: stack.fetch, allowLoopback: true }),
+    oidc: createOidcClient({
+      issuer: stack.dev.idp.issuer,
+      clientId: stack.dev.idp.brokerClientId,
+      clientSecret: new Secret(stack.secrets.brokerIdpClientSecret),
+      fetch: stack.fetch,
+      allowLoopback: true,
+    }),
     migrations: await readMigrations(),
     publicUrl: new URL(url),
     mcpResourceUrl: stack.mcpResourceUrl,

@@ -1,4 +1,9 @@
-import { UrlElicitationRequiredError, type ElicitRequestFormParams, type ElicitRequestURLParams, type ElicitResult } from '@modelcontextprotocol/client';
+import {
+  UrlElicitationRequiredError,
+  type ElicitRequestFormParams,
+  type ElicitRequestURLParams,
+  type ElicitResult,
+} from '@modelcontextprotocol/client';
 import type { BrokerStack } from './brokerStack.js';
 import { connectSdkClient, type SdkClient } from './sdkClient.js';
 
@@ -45,11 +50,16 @@ export async function closeLegacy(legacy: LegacyClient): Promise<void> {
 export type Created = { status: string; report: { id: string; title: string } };
 
 /** A tools/call the broker must answer with -32042: the SDK's UrlElicitationRequiredError, anything else fails the test. */
-export async function expectUrlElicitation(legacy: LegacyClient, name: string, args: Record<string, unknown>): Promise<UrlElicitationRequiredError> {
+export async function expectUrlElicitation(
+  legacy: LegacyClient,
+  name: string,
+  args: Record<string, unknown>,
+): Promise<UrlElicitationRequiredError> {
   const failure = await legacy.client.callTool({ name, arguments: args }).then(
     (result) => new Error(`expected -32042, got a result: ${JSON.stringify(result).slice(0, 300)}`),
     (err: unknown) => err,
   );
-  if (!(failure instanceof UrlElicitationRequiredError)) throw failure instanceof Error ? failure : new Error(String(failure));
+  if (!(failure instanceof UrlElicitationRequiredError))
+    throw failure instanceof Error ? failure : new Error(String(failure));
   return failure;
 }

@@ -28,7 +28,9 @@ export async function listenLoopbackCallback(path = '/oauth/callback'): Promise<
       res.writeHead(404).end();
       return;
     }
-    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end('<!doctype html><link rel="icon" href="data:,"><title>Done</title><h1>You may close this window</h1>');
+    res
+      .writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+      .end('<!doctype html><link rel="icon" href="data:,"><title>Done</title><h1>You may close this window</h1>');
     deliver(url.searchParams);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

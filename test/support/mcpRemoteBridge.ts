@@ -38,13 +38,25 @@ export interface BridgeOptions {
   url?: string;
 }
 
-export function startBridge(stack: BrokerStack, { configDir, token, url = `${stack.brokerUrl}/mcp` }: BridgeOptions): Bridge {
-  const child: ChildProcessWithoutNullStreams = spawn(process.execPath, [PROXY, url, ...(token ? ['--header', `Authorization: Bearer ${token}`] : [])], {
-    // The bridge's Node must trust the stack's CA. It opens the authorization URL through the `open`
-    // package, whose xdg-open runs $BROWSER: here a no-op, the test drives Chromium to the URL itself.
-    env: { ...process.env, NODE_EXTRA_CA_CERTS: join(stack.dataDir, 'tls', 'ca.pem'), MCP_REMOTE_CONFIG_DIR: configDir, BROWSER: 'true' },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+export function startBridge(
+  stack: BrokerStack,
+  { configDir, token, url = `${stack.brokerUrl}/mcp` }: BridgeOptions,
+): Bridge {
+  const child: ChildProcessWithoutNullStreams = spawn(
+    process.execPath,
+    [PROXY, url, ...(token ? ['--header', `Authorization: Bearer ${token}`] : [])],
+    {
+      // The bridge's Node must trust the stack's CA. It opens the authorization URL through the `open`
+      // package, whose xdg-open runs $BROWSER: here a no-op, the test drives Chromium to the URL itself.
+      env: {
+        ...process.env,
+        NODE_EXTRA_CA_CERTS: join(stack.dataDir, 'tls', 'ca.pem'),
+        MCP_REMOTE_CONFIG_DIR: configDir,
+        BROWSER: 'true',
+      },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    },
+  );
   let stderr = '';
   let authorize: (url: string) => void = () => undefined;
   const authorizationUrl = new Promise<string>((resolve) => (authorize = resolve));
@@ -81,7 +93,11 @@ export function startBridge(stack: BrokerStack, { configDir, token, url = `${sta
 
 /** A host's first exchange through the bridge: initialize, initialized, tools/list. */
 export async function listToolsThrough(bridge: Bridge): Promise<[Reply, Reply]> {
-  const initialized = await bridge.request(1, 'initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'example-desktop-host', version: '1.0.0' } });
+  const initialized = await bridge.request(1, 'initialize', {
+    protocolVersion: '2025-06-18',
+    capabilities: {},
+    clientInfo: { name: 'example-desktop-host', version: '1.0.0' },
+  });
   bridge.notify('notifications/initialized');
   return [initialized, await bridge.request(2, 'tools/list', {})];
 }

@@ -19,7 +19,9 @@ export function parseExposition(text: string): Sample[] {
 
 /** The value of the one sample named `name` whose labels include `labels`; undefined when there is none. */
 export function sampleValue(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  const found = parseExposition(text).filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
+  const found = parseExposition(text).filter(
+    (s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v),
+  );
   if (found.length > 1) throw new Error(`${name} ${JSON.stringify(labels)} matches ${found.length} samples`);
   return found[0]?.value;
 }
@@ -28,6 +30,10 @@ export function sampleValue(text: string, name: string, labels: Record<string, s
 export function familyLines(text: string, ...names: string[]): string[] {
   return text
     .split('\n')
-    .filter((line) => !line.startsWith('#') && names.some((n) => line.startsWith(`${n}{`) || line.startsWith(`${n} `) || line.startsWith(`${n}_`)))
+    .filter(
+      (line) =>
+        !line.startsWith('#') &&
+        names.some((n) => line.startsWith(`${n}{`) || line.startsWith(`${n} `) || line.startsWith(`${n}_`)),
+    )
     .sort();
 }

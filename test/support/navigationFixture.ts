@@ -3,7 +3,10 @@ import type { NavigationRecord } from '../../src/flow/navigationRecord.js';
 import type { NavigationState } from '../../src/flow/navigationStates.js';
 
 /** A navigation record for repository-level tests: alice, the Report Service, expiring in ten minutes. */
-export function navigationFixture(status: NavigationState = 'CREATED', overrides: Partial<NavigationRecord> = {}): NavigationRecord {
+export function navigationFixture(
+  status: NavigationState = 'CREATED',
+  overrides: Partial<NavigationRecord> = {},
+): NavigationRecord {
   const now = new Date();
   return {
     id: randomUUID(),

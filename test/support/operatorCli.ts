@@ -7,7 +7,10 @@ import { tokenFor } from './mcpWire.js';
  * as `login` (default: the demo operator `ops`), with an access token from the
  * stack's identity provider in BROKER_OPERATOR_TOKEN.
  */
-export async function operatorCli(stack: BrokerStack, login = 'ops'): Promise<(...args: string[]) => Promise<{ code: number | null; output: string }>> {
+export async function operatorCli(
+  stack: BrokerStack,
+  login = 'ops',
+): Promise<(...args: string[]) => Promise<{ code: number | null; output: string }>> {
   const url = new URL(stack.db.url.reveal());
   url.searchParams.set('options', `-c search_path=${stack.db.schema}`);
   const env = {

@@ -26,7 +26,10 @@ export interface PlainOAuthServer {
  * declared issuer (so `iss` is required), or with `metadataDiscovery` its
  * RFC 8414 metadata, the written endpoints then giving only the hosts.
  */
-export function plainProviderEntry(server: PlainOAuthServer, options: { metadataDiscovery?: boolean } = {}): Record<string, unknown> {
+export function plainProviderEntry(
+  server: PlainOAuthServer,
+  options: { metadataDiscovery?: boolean } = {},
+): Record<string, unknown> {
   const discovered = options.metadataDiscovery === true;
   return {
     id: 'plain',
@@ -47,13 +50,23 @@ export function plainProviderEntry(server: PlainOAuthServer, options: { metadata
   };
 }
 
-export async function startPlainOAuthServer(options: { tls: TlsPair; redirectUri: string | string[] }): Promise<PlainOAuthServer> {
+export async function startPlainOAuthServer(options: {
+  tls: TlsPair;
+  redirectUri: string | string[];
+}): Promise<PlainOAuthServer> {
   let handler: Parameters<typeof listenHttps>[1] = (_req, res) => res.writeHead(503).end();
   const tokenRequests: PlainOAuthServer['tokenRequests'] = [];
-  const server = await listenHttps(options.tls, (req, res) => {
-    if (req.method === 'POST' && req.url?.startsWith('/token')) tokenRequests.push({ basic: /^Basic /i.test(req.headers.authorization ?? '') });
-    handler(req, res);
-  }, '127.0.0.1', 0, 'plain OAuth 2.0 server');
+  const server = await listenHttps(
+    options.tls,
+    (req, res) => {
+      if (req.method === 'POST' && req.url?.startsWith('/token'))
+        tokenRequests.push({ basic: /^Basic /i.test(req.headers.authorization ?? '') });
+      handler(req, res);
+    },
+    '127.0.0.1',
+    0,
+    'plain OAuth 2.0 server',
+  );
   const issuer = `https://127.0.0.1:${server.port}`;
   const clientId = 'connect-broker-plain';
   const clientSecret = 'plain-client-secret-canary';

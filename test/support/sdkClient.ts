@@ -68,7 +68,11 @@ export interface SdkClient {
  * A client of `era` for /mcp, not yet connected, that sends `auth` (a bearer token, or the host's
  * own OAuth provider) and records every request.
  */
-export function sdkClient(stack: BrokerStack, auth: string | OAuthClientProvider, options: SdkClientOptions): SdkClient {
+export function sdkClient(
+  stack: BrokerStack,
+  auth: string | OAuthClientProvider,
+  options: SdkClientOptions,
+): SdkClient {
   // The stack's fetch gives up on a body after 10 s; a 2025-11-25 GET stream lives longer.
   const base = options.fetch ?? createFetch({ extraCaPems: [stack.tls.caPem], timeoutMs: 60_000 });
   const sent: Sent[] = [];
@@ -91,7 +95,11 @@ export function sdkClient(stack: BrokerStack, auth: string | OAuthClientProvider
   const client = new Client(
     { name: 'connect-broker-tests', version: '1.0.0' },
     options.era === '2026-07-28'
-      ? { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities, ...(options.maxRounds ? { inputRequired: { maxRounds: options.maxRounds } } : {}) }
+      ? {
+          versionNegotiation: { mode: { pin: '2026-07-28' } },
+          capabilities,
+          ...(options.maxRounds ? { inputRequired: { maxRounds: options.maxRounds } } : {}),
+        }
       : { versionNegotiation: { mode: 'legacy' }, supportedProtocolVersions: ['2025-11-25'], capabilities },
   );
   const urlAsks: ElicitRequestURLParams[] = [];
@@ -115,7 +123,9 @@ export function sdkClient(stack: BrokerStack, auth: string | OAuthClientProvider
   }
   const transport = new StreamableHTTPClientTransport(new URL(stack.mcpResourceUrl), {
     fetch: recording,
-    ...(typeof auth === 'string' ? { requestInit: { headers: { Authorization: `Bearer ${auth}` } } } : { authProvider: auth }),
+    ...(typeof auth === 'string'
+      ? { requestInit: { headers: { Authorization: `Bearer ${auth}` } } }
+      : { authProvider: auth }),
   });
   const errors: Error[] = [];
   client.onerror = (err) => errors.push(err);
@@ -123,13 +133,18 @@ export function sdkClient(stack: BrokerStack, auth: string | OAuthClientProvider
 }
 
 /** {@link sdkClient}, connected (initialize on 2025-11-25). */
-export async function connectSdkClient(stack: BrokerStack, auth: string | OAuthClientProvider, options: SdkClientOptions): Promise<SdkClient> {
+export async function connectSdkClient(
+  stack: BrokerStack,
+  auth: string | OAuthClientProvider,
+  options: SdkClientOptions,
+): Promise<SdkClient> {
   const built = sdkClient(stack, auth, options);
   await built.client.connect(built.transport);
   return built;
 }
 
-export const toolCalls = (sent: Sent[]) => sent.filter((s) => s.method === 'POST' && s.body?.['method'] === 'tools/call');
+export const toolCalls = (sent: Sent[]) =>
+  sent.filter((s) => s.method === 'POST' && s.body?.['method'] === 'tools/call');
 
 /** The JSON-RPC message of a JSON or SSE answer, read from a copy; anything else (a page, an empty 202) is undefined. */
 async function answerOf(response: Response): Promise<Record<string, unknown> | undefined> {

@@ -37,7 +37,11 @@ export interface SubmitOptions extends NavigateOptions {
 export interface TestBrowser {
   get(url: string, options?: NavigateOptions): Promise<BrowserResponse>;
   /** A form-encoded POST, as a form on a page at `options.origin` would send it. */
-  post(url: string, form: Record<string, string>, options?: NavigateOptions & { origin?: string }): Promise<BrowserResponse>;
+  post(
+    url: string,
+    form: Record<string, string>,
+    options?: NavigateOptions & { origin?: string },
+  ): Promise<BrowserResponse>;
   /** Fills `values` into a form of `page` (every name must be a field of it) and submits it. */
   submitForm(page: BrowserResponse, values?: Record<string, string>, options?: SubmitOptions): Promise<BrowserResponse>;
   forms(page: BrowserResponse): ParsedForm[];

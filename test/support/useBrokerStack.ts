@@ -35,7 +35,10 @@ export function useBrokerStack<const User extends string = never>(
   });
 
   const running = (): BrokerStack => {
-    if (!started) throw new Error('useBrokerStack: the stack is used before its beforeAll started it (read it inside a hook or a test)');
+    if (!started)
+      throw new Error(
+        'useBrokerStack: the stack is used before its beforeAll started it (read it inside a hook or a test)',
+      );
     return started;
   };
   // A stand-in that forwards to the running stack, so that tests keep writing `stack.brokerUrl`
@@ -50,7 +53,8 @@ export function useBrokerStack<const User extends string = never>(
       enumerable: true,
       get: () => {
         const token = signedIn.get(user);
-        if (token === undefined) throw new Error(`useBrokerStack: ${user}'s token is read before its beforeAll signed ${user} in`);
+        if (token === undefined)
+          throw new Error(`useBrokerStack: ${user}'s token is read before its beforeAll signed ${user} in`);
         return token;
       },
     });

@@ -26,22 +26,51 @@ describe('errors of the HTTP stack keep their client status', () => {
 
   it('answers 400 for a bad percent-encoding in a connect link, as JSON and as a page, without an error log line', async () => {
     const before = errorLines().length;
-    await expectClean(await stack.fetch(`${stack.brokerUrl}/connect/%ZZ`), 400, 'invalid_input', 'The request is malformed.');
-    await expectClean(await stack.fetch(`${stack.brokerUrl}/connect/%ZZ`, { headers: { accept: 'text/html' } }), 400, 'invalid_input', 'The request is malformed.');
+    await expectClean(
+      await stack.fetch(`${stack.brokerUrl}/connect/%ZZ`),
+      400,
+      'invalid_input',
+      'The request is malformed.',
+    );
+    await expectClean(
+      await stack.fetch(`${stack.brokerUrl}/connect/%ZZ`, { headers: { accept: 'text/html' } }),
+      400,
+      'invalid_input',
+      'The request is malformed.',
+    );
     expect(errorLines().slice(before)).toEqual([]);
   });
 
   it('answers 404 for a missing static file without naming the file system path', async () => {
     const before = errorLines().length;
-    await expectClean(await stack.fetch(`${stack.brokerUrl}/static/no-such-file.css`), 404, 'not_found', 'There is no page here.');
+    await expectClean(
+      await stack.fetch(`${stack.brokerUrl}/static/no-such-file.css`),
+      404,
+      'not_found',
+      'There is no page here.',
+    );
     expect(errorLines().slice(before)).toEqual([]);
   });
 
   it('answers 413 for a form over its limit', async () => {
     const before = errorLines().length;
-    const form = { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `_csrf=${'x'.repeat(5000)}` };
-    await expectClean(await stack.fetch(`${stack.brokerUrl}/logout`, form), 413, 'payload_too_large', 'The request body is too large.');
-    await expectClean(await stack.fetch(`${stack.brokerUrl}/connect/${'A'.repeat(43)}`, form), 413, 'payload_too_large', 'The request body is too large.');
+    const form = {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `_csrf=${'x'.repeat(5000)}`,
+    };
+    await expectClean(
+      await stack.fetch(`${stack.brokerUrl}/logout`, form),
+      413,
+      'payload_too_large',
+      'The request body is too large.',
+    );
+    await expectClean(
+      await stack.fetch(`${stack.brokerUrl}/connect/${'A'.repeat(43)}`, form),
+      413,
+      'payload_too_large',
+      'The request body is too large.',
+    );
     expect(errorLines().slice(before)).toEqual([]);
   });
 

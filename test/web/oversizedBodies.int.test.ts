@@ -22,7 +22,11 @@ interface Exchange {
 const GIVE_UP_MS = 15_000;
 
 /** Sends `head`, then body bytes in small pieces every 20 ms (chunk-encoded if asked) until the server closes. */
-function trickle(stack: BrokerStack, head: string, options: { chunked?: boolean; first?: Buffer } = {}): Promise<Exchange> {
+function trickle(
+  stack: BrokerStack,
+  head: string,
+  options: { chunked?: boolean; first?: Buffer } = {},
+): Promise<Exchange> {
   const url = new URL(stack.brokerUrl);
   return new Promise((resolve, reject) => {
     const started = Date.now();
@@ -32,12 +36,21 @@ function trickle(stack: BrokerStack, head: string, options: { chunked?: boolean;
     let timer: NodeJS.Timeout | undefined;
     const piece = (bytes: Buffer) => {
       sent += bytes.length;
-      socket.write(options.chunked ? Buffer.concat([Buffer.from(`${bytes.length.toString(16)}\r\n`), bytes, Buffer.from('\r\n')]) : bytes);
+      socket.write(
+        options.chunked
+          ? Buffer.concat([Buffer.from(`${bytes.length.toString(16)}\r\n`), bytes, Buffer.from('\r\n')])
+          : bytes,
+      );
     };
     const finish = (closedByServer: boolean) => {
       clearInterval(timer);
       clearTimeout(giveUp);
-      resolve({ response: Buffer.concat(received).toString('latin1'), closedByServer, bodyBytesSent: sent, elapsedMs: Date.now() - started });
+      resolve({
+        response: Buffer.concat(received).toString('latin1'),
+        closedByServer,
+        bodyBytesSent: sent,
+        elapsedMs: Date.now() - started,
+      });
     };
     const giveUp = setTimeout(() => {
       socket.removeAllListeners('close');
@@ -85,31 +98,55 @@ describe('oversized request bodies are refused at once and the connection is clo
   });
 
   it('answers 413 and closes at once when the consent form declares a Content-Length over its limit', async () => {
-    const exchange = await trickle(stack, headOf('POST', `/connect/${handle}`, host, { ...form, 'Content-Length': '1000000000' }));
+    const exchange = await trickle(
+      stack,
+      headOf('POST', `/connect/${handle}`, host, { ...form, 'Content-Length': '1000000000' }),
+    );
     expectRefusedAndClosed(exchange, 413, 1_000_000_000);
     expect(exchange.response).toContain('"error":"payload_too_large"');
-    console.info(`consent form, Content-Length 1e9: 413 and closed after ${exchange.elapsedMs} ms, ${exchange.bodyBytesSent} body bytes sent`);
+    console.info(
+      `consent form, Content-Length 1e9: 413 and closed after ${exchange.elapsedMs} ms, ${exchange.bodyBytesSent} body bytes sent`,
+    );
   });
 
   it('cuts off a chunked consent form at its limit with 413 and closes', async () => {
-    const exchange = await trickle(stack, headOf('POST', `/connect/${handle}`, host, { ...form, 'Transfer-Encoding': 'chunked' }), { chunked: true, first: Buffer.alloc(2000, 'a') });
+    const exchange = await trickle(
+      stack,
+      headOf('POST', `/connect/${handle}`, host, { ...form, 'Transfer-Encoding': 'chunked' }),
+      { chunked: true, first: Buffer.alloc(2000, 'a') },
+    );
     expectRefusedAndClosed(exchange, 413);
     // 2 kB is the form's limit: the server stopped within a few pieces of it.
     expect(exchange.bodyBytesSent).toBeLessThan(2048 + 64 * 50);
-    console.info(`consent form, chunked: 413 and closed after ${exchange.elapsedMs} ms, ${exchange.bodyBytesSent} body bytes sent`);
+    console.info(
+      `consent form, chunked: 413 and closed after ${exchange.elapsedMs} ms, ${exchange.bodyBytesSent} body bytes sent`,
+    );
   });
 
   it('answers 413 and closes at once for sign-out with a Content-Length over its limit', async () => {
-    expectRefusedAndClosed(await trickle(stack, headOf('POST', '/logout', host, { ...form, 'Content-Length': '50000000' })), 413, 50_000_000);
+    expectRefusedAndClosed(
+      await trickle(stack, headOf('POST', '/logout', host, { ...form, 'Content-Length': '50000000' })),
+      413,
+      50_000_000,
+    );
   });
 
   it('closes the connection after any refusal that left a large declared body unread (a POST to no route)', async () => {
-    expectRefusedAndClosed(await trickle(stack, headOf('POST', '/nowhere', host, { ...form, 'Content-Length': '50000000' })), 404, 50_000_000);
+    expectRefusedAndClosed(
+      await trickle(stack, headOf('POST', '/nowhere', host, { ...form, 'Content-Length': '50000000' })),
+      404,
+      50_000_000,
+    );
   });
 
   it('answers 413 and closes at once for an MCP request with a Content-Length over 1 MiB', async () => {
     const token = await tokenFor(stack, 'alice');
-    const headers = { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', Accept: 'application/json', 'Content-Length': '1000000000' };
+    const headers = {
+      Authorization: `Bearer ${token}`,
+      'Content-Type': 'application/json',
+      Accept: 'application/json',
+      'Content-Length': '1000000000',
+    };
     const exchange = await trickle(stack, headOf('POST', '/mcp', host, headers));
     expectRefusedAndClosed(exchange, 413, 1_000_000_000);
     console.info(`MCP, Content-Length 1e9: 413 and closed after ${exchange.elapsedMs} ms`);
@@ -117,8 +154,16 @@ describe('oversized request bodies are refused at once and the connection is clo
 
   it('cuts off a chunked MCP request at 1 MiB with 413 and closes', async () => {
     const token = await tokenFor(stack, 'alice');
-    const headers = { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', Accept: 'application/json', 'Transfer-Encoding': 'chunked' };
-    const exchange = await trickle(stack, headOf('POST', '/mcp', host, headers), { chunked: true, first: Buffer.alloc(1024 * 1024 - 100, ' ') });
+    const headers = {
+      Authorization: `Bearer ${token}`,
+      'Content-Type': 'application/json',
+      Accept: 'application/json',
+      'Transfer-Encoding': 'chunked',
+    };
+    const exchange = await trickle(stack, headOf('POST', '/mcp', host, headers), {
+      chunked: true,
+      first: Buffer.alloc(1024 * 1024 - 100, ' '),
+    });
     expectRefusedAndClosed(exchange, 413);
     expect(exchange.bodyBytesSent).toBeLessThan(1024 * 1024 + 64 * 50);
   });

@@ -5,13 +5,20 @@ import { createRender, viewsDir } from '../../src/web/render.js';
 
 async function viewFiles(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { withFileTypes: true });
-  const nested = await Promise.all(entries.map((e) => (e.isDirectory() ? viewFiles(join(dir, e.name)) : [join(dir, e.name)])));
+  const nested = await Promise.all(
+    entries.map((e) => (e.isDirectory() ? viewFiles(join(dir, e.name)) : [join(dir, e.name)])),
+  );
   return nested.flat().filter((f) => f.endsWith('.eta'));
 }
 
 describe('render', () => {
   it('escapes interpolated values by default', () => {
-    const html = createRender({ cache: false })('error', { title: '<script>alert(1)</script>', message: '"><img src=x onerror=alert(1)>', status: 400, requestId: 'r' });
+    const html = createRender({ cache: false })('error', {
+      title: '<script>alert(1)</script>',
+      message: '"><img src=x onerror=alert(1)>',
+      status: 400,
+      requestId: 'r',
+    });
     expect(html).not.toContain('<script>alert(1)</script>');
     expect(html).not.toContain('<img src=x');
     expect(html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
@@ -23,7 +30,8 @@ describe('render', () => {
       const text = await readFile(file, 'utf8');
       for (const match of text.matchAll(/<%~\s*([^%]*)%>/g)) {
         const expression = match[1]!.trim();
-        if (expression !== 'it.body' && !/^include\(/.test(expression)) offenders.push(`${relative(viewsDir, file)}: ${expression}`);
+        if (expression !== 'it.body' && !/^include\(/.test(expression))
+          offenders.push(`${relative(viewsDir, file)}: ${expression}`);
       }
     }
     expect(offenders).toEqual([]);

@@ -25,7 +25,13 @@ export interface DeclaredTool extends ConnectionTool {
  * and ledger as a TypeScript tool. The outcome kept with the receipt is the
  * HTTP status and the picked fields, never the whole answer.
  */
-export function compileDeclaredTool(entry: DeclaredEntry, input: TranslatedInput, request: RequestPlan, response: ResponsePlan, source: DeclaredTool['source'] = 'file'): DeclaredTool {
+export function compileDeclaredTool(
+  entry: DeclaredEntry,
+  input: TranslatedInput,
+  request: RequestPlan,
+  response: ResponsePlan,
+  source: DeclaredTool['source'] = 'file',
+): DeclaredTool {
   const tool = defineConnectionTool({
     name: entry.name,
     title: entry.title,
@@ -40,7 +46,12 @@ export function compileDeclaredTool(entry: DeclaredEntry, input: TranslatedInput
     async perform({ input: args, fetch, idempotencyKey, connection }) {
       const built = buildRequest(entry.name, request, args as Record<string, unknown>, idempotencyKey, connection);
       const answer = await fetch(built.path, built.init);
-      const json = await readAnswer(answer, { provider: connection.displayName, tool: entry.name, maxBytes: response.maxBytes, json: response.fields.length > 0 });
+      const json = await readAnswer(answer, {
+        provider: connection.displayName,
+        tool: entry.name,
+        maxBytes: response.maxBytes,
+        json: response.fields.length > 0,
+      });
       return { status: answer.status, fields: pickFields(response, json) };
     },
     render(outcome) {
@@ -48,7 +59,13 @@ export function compileDeclaredTool(entry: DeclaredEntry, input: TranslatedInput
       return completeResult(renderText(response, entry.title, fields), fields);
     },
   });
-  return { ...tool, source, highRisk: entry.highRisk, idempotency: request.idempotencyHeader ? 'header' : 'none', idempotencyHeader: request.idempotencyHeader };
+  return {
+    ...tool,
+    source,
+    highRisk: entry.highRisk,
+    idempotency: request.idempotencyHeader ? 'header' : 'none',
+    idempotencyHeader: request.idempotencyHeader,
+  };
 }
 
 type Annotations = NonNullable<ToolSpec<TranslatedInput['schema'], McpToolDeps>['annotations']>;

@@ -15,7 +15,12 @@ export const DeclaredEntrySchema = z.strictObject({
   title: z.string().trim().min(1).max(100),
   description: z.string().trim().min(1).max(4_000),
   annotations: z
-    .strictObject({ readOnlyHint: z.boolean().optional(), destructiveHint: z.boolean().optional(), idempotentHint: z.boolean().optional(), openWorldHint: z.boolean().optional() })
+    .strictObject({
+      readOnlyHint: z.boolean().optional(),
+      destructiveHint: z.boolean().optional(),
+      idempotentHint: z.boolean().optional(),
+      openWorldHint: z.boolean().optional(),
+    })
     .optional(),
   highRisk: z.boolean().default(false),
   provider: z.string().min(1).max(32),
@@ -33,12 +38,25 @@ export const DeclaredEntrySchema = z.strictObject({
         json: z.json().optional(),
         form: z.record(z.string(), template).optional(),
         // GraphQL over HTTP: the document is literal text (its braces are not templates); variables is a JSON template.
-        graphql: z.strictObject({ query: z.string().trim().min(1).max(20_000), variables: z.record(z.string(), z.json()).optional() }).optional(),
+        graphql: z
+          .strictObject({
+            query: z.string().trim().min(1).max(20_000),
+            variables: z.record(z.string(), z.json()).optional(),
+          })
+          .optional(),
       })
-      .refine((body) => ['json', 'form', 'graphql'].filter((kind) => kind in body).length === 1, 'must be {"json": …}, {"form": {…}} or {"graphql": {"query": …, "variables": {…}}}')
+      .refine(
+        (body) => ['json', 'form', 'graphql'].filter((kind) => kind in body).length === 1,
+        'must be {"json": …}, {"form": {…}} or {"graphql": {"query": …, "variables": {…}}}',
+      )
       .optional(),
   }),
-  idempotency: z.discriminatedUnion('mode', [z.strictObject({ mode: z.literal('header'), header: z.string().min(1).max(100) }), z.strictObject({ mode: z.literal('none') })]).optional(),
+  idempotency: z
+    .discriminatedUnion('mode', [
+      z.strictObject({ mode: z.literal('header'), header: z.string().min(1).max(100) }),
+      z.strictObject({ mode: z.literal('none') }),
+    ])
+    .optional(),
   response: z
     .strictObject({
       fields: z.record(z.string(), z.string().min(1).max(200)).optional(),

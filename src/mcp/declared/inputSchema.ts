@@ -37,29 +37,42 @@ const KEYS: Record<PropertyKind, ReadonlySet<string>> = {
   array: new Set(['type', 'description', 'default', 'items', 'maxItems', 'minItems']),
 };
 
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-const isCount = (value: unknown, max: number): value is number => typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= max;
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+const isCount = (value: unknown, max: number): value is number =>
+  typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= max;
 
 /**
  * The restricted schema as a strict zod object, or the problems, each naming
  * its path under `at`. `checkFor` adds the checks a property's uses need; a
  * default must pass them too.
  */
-export function translateInputSchema(json: unknown, checkFor: (name: string) => ValueCheck | undefined = () => undefined, at = 'inputSchema'): { input: TranslatedInput; problems: [] } | { input: undefined; problems: string[] } {
+export function translateInputSchema(
+  json: unknown,
+  checkFor: (name: string) => ValueCheck | undefined = () => undefined,
+  at = 'inputSchema',
+): { input: TranslatedInput; problems: [] } | { input: undefined; problems: string[] } {
   const problems: string[] = [];
-  if (!isRecord(json)) return { input: undefined, problems: [`${at}: must be a JSON Schema object ({"type": "object", …})`] };
+  if (!isRecord(json))
+    return { input: undefined, problems: [`${at}: must be a JSON Schema object ({"type": "object", …})`] };
   for (const key of Object.keys(json)) if (!ROOT_KEYS.has(key)) problems.push(`${at}.${key}: ${unsupported(key)}`);
   if (json['type'] !== 'object') problems.push(`${at}.type: must be "object"`);
-  if (json['additionalProperties'] !== false) problems.push(`${at}.additionalProperties: must be false (arguments are checked exactly)`);
-  if (json['description'] !== undefined && typeof json['description'] !== 'string') problems.push(`${at}.description: must be a string`);
+  if (json['additionalProperties'] !== false)
+    problems.push(`${at}.additionalProperties: must be false (arguments are checked exactly)`);
+  if (json['description'] !== undefined && typeof json['description'] !== 'string')
+    problems.push(`${at}.description: must be a string`);
   const declared = json['properties'] ?? {};
   if (!isRecord(declared)) problems.push(`${at}.properties: must be an object of property schemas`);
   const props = isRecord(declared) ? declared : {};
-  if (Object.keys(props).length > MAX_PROPERTIES) problems.push(`${at}.properties: has more than ${MAX_PROPERTIES} properties`);
+  if (Object.keys(props).length > MAX_PROPERTIES)
+    problems.push(`${at}.properties: has more than ${MAX_PROPERTIES} properties`);
   const required = json['required'] ?? [];
   const names = Array.isArray(required) && required.every((r) => typeof r === 'string') ? new Set(required) : undefined;
-  if (!names || names.size !== (required as unknown[]).length) problems.push(`${at}.required: must be a list of distinct property names`);
-  for (const name of names ?? []) if (!Object.hasOwn(props, name)) problems.push(`${at}.required: names ${JSON.stringify(name)}, which is not in properties`);
+  if (!names || names.size !== (required as unknown[]).length)
+    problems.push(`${at}.required: must be a list of distinct property names`);
+  for (const name of names ?? [])
+    if (!Object.hasOwn(props, name))
+      problems.push(`${at}.required: names ${JSON.stringify(name)}, which is not in properties`);
 
   const shape: Record<string, z.ZodType> = {};
   const properties = new Map<string, InputProperty>();
@@ -75,15 +88,24 @@ export function translateInputSchema(json: unknown, checkFor: (name: string) => 
     shape[name] = isRequired || built.hasDefault ? built.schema : built.schema.optional();
     properties.set(name, { kind: built.kind, alwaysPresent: isRequired || built.hasDefault });
   }
-  return problems.length > 0 ? { input: undefined, problems } : { input: { schema: z.strictObject(shape), properties }, problems: [] };
+  return problems.length > 0
+    ? { input: undefined, problems }
+    : { input: { schema: z.strictObject(shape), properties }, problems: [] };
 }
 
-function propertySchema(json: unknown, path: string, problems: string[], check: ValueCheck | undefined): { kind: PropertyKind; schema: z.ZodType; hasDefault: boolean } | undefined {
+function propertySchema(
+  json: unknown,
+  path: string,
+  problems: string[],
+  check: ValueCheck | undefined,
+): { kind: PropertyKind; schema: z.ZodType; hasDefault: boolean } | undefined {
   const kind = kindOf(json, path, problems, false);
   if (!kind || !isRecord(json)) return undefined;
   const before = problems.length;
-  for (const key of Object.keys(json)) if (!KEYS[kind].has(key)) problems.push(`${path}.${key}: ${unsupported(key, kind)}`);
-  if (json['description'] !== undefined && typeof json['description'] !== 'string') problems.push(`${path}.description: must be a string`);
+  for (const key of Object.keys(json))
+    if (!KEYS[kind].has(key)) problems.push(`${path}.${key}: ${unsupported(key, kind)}`);
+  if (json['description'] !== undefined && typeof json['description'] !== 'string')
+    problems.push(`${path}.description: must be a string`);
   const base = kind === 'array' ? arraySchema(json, path, problems) : primitiveSchema(kind, json, path, problems);
   if (!base || problems.length > before) return undefined;
   let schema: z.ZodType = check ? base.superRefine(check) : base;
@@ -103,13 +125,27 @@ function kindOf(json: unknown, path: string, problems: string[], item: boolean):
   if (typeof kind === 'string' && allowed.includes(kind)) return kind as PropertyKind;
   if (!isRecord(json)) problems.push(`${path}: must be a schema object with a "type"`);
   else {
-    const why = kind === 'object' ? 'nested objects are not supported' : kind === 'array' ? 'arrays of arrays are not supported' : Array.isArray(kind) ? 'a list of types is not supported' : kind === undefined ? 'is required' : `${JSON.stringify(kind)} is not supported`;
+    const why =
+      kind === 'object'
+        ? 'nested objects are not supported'
+        : kind === 'array'
+          ? 'arrays of arrays are not supported'
+          : Array.isArray(kind)
+            ? 'a list of types is not supported'
+            : kind === undefined
+              ? 'is required'
+              : `${JSON.stringify(kind)} is not supported`;
     problems.push(`${path}.type: ${why} (one of: ${allowed.join(', ')})`);
   }
   return undefined;
 }
 
-function primitiveSchema(kind: PropertyKind, json: Record<string, unknown>, path: string, problems: string[]): z.ZodType | undefined {
+function primitiveSchema(
+  kind: PropertyKind,
+  json: Record<string, unknown>,
+  path: string,
+  problems: string[],
+): z.ZodType | undefined {
   if (kind === 'boolean') return z.boolean();
   if (kind === 'string') return stringSchema(json, path, problems);
   let schema = kind === 'integer' ? z.number().int() : z.number();
@@ -119,7 +155,8 @@ function primitiveSchema(kind: PropertyKind, json: Record<string, unknown>, path
     if (typeof value !== 'number' || !Number.isFinite(value)) problems.push(`${path}.${bound}: must be a number`);
     else schema = bound === 'minimum' ? schema.min(value) : schema.max(value);
   }
-  if (typeof json['minimum'] === 'number' && typeof json['maximum'] === 'number' && json['minimum'] > json['maximum']) problems.push(`${path}: minimum is above maximum`);
+  if (typeof json['minimum'] === 'number' && typeof json['maximum'] === 'number' && json['minimum'] > json['maximum'])
+    problems.push(`${path}: minimum is above maximum`);
   return schema;
 }
 
@@ -127,17 +164,26 @@ function stringSchema(json: Record<string, unknown>, path: string, problems: str
   const { maxLength, minLength, pattern } = json;
   const values = json['enum'];
   if (values !== undefined) {
-    if (!Array.isArray(values) || values.length === 0 || !values.every((v) => typeof v === 'string' && v.length <= 1_000) || new Set(values).size !== values.length) {
+    if (
+      !Array.isArray(values) ||
+      values.length === 0 ||
+      !values.every((v) => typeof v === 'string' && v.length <= 1_000) ||
+      new Set(values).size !== values.length
+    ) {
       problems.push(`${path}.enum: must be a non-empty list of distinct strings`);
       return undefined;
     }
-    if (maxLength !== undefined || minLength !== undefined || pattern !== undefined) problems.push(`${path}: an enum takes no maxLength, minLength or pattern (its values bound it)`);
+    if (maxLength !== undefined || minLength !== undefined || pattern !== undefined)
+      problems.push(`${path}: an enum takes no maxLength, minLength or pattern (its values bound it)`);
     return z.enum(values as [string, ...string[]]);
   }
   // No unbounded strings: every argument a model sends has a stated limit, so no call carries megabytes.
-  if (!isCount(maxLength, MAX_LENGTH)) problems.push(`${path}.maxLength: is required for a string without an enum (an integer from 0 to ${MAX_LENGTH})`);
-  if (minLength !== undefined && !isCount(minLength, MAX_LENGTH)) problems.push(`${path}.minLength: must be a non-negative integer`);
-  if (pattern !== undefined && (typeof pattern !== 'string' || !compiles(pattern))) problems.push(`${path}.pattern: must be a regular expression (ECMA-262, unicode mode, at most 1000 characters)`);
+  if (!isCount(maxLength, MAX_LENGTH))
+    problems.push(`${path}.maxLength: is required for a string without an enum (an integer from 0 to ${MAX_LENGTH})`);
+  if (minLength !== undefined && !isCount(minLength, MAX_LENGTH))
+    problems.push(`${path}.minLength: must be a non-negative integer`);
+  if (pattern !== undefined && (typeof pattern !== 'string' || !compiles(pattern)))
+    problems.push(`${path}.pattern: must be a regular expression (ECMA-262, unicode mode, at most 1000 characters)`);
   if (!isCount(maxLength, MAX_LENGTH)) return undefined;
   if (isCount(minLength, MAX_LENGTH) && minLength > maxLength) problems.push(`${path}: minLength is above maxLength`);
   const schema = isCount(minLength, MAX_LENGTH) ? z.string().min(minLength).max(maxLength) : z.string().max(maxLength);
@@ -150,12 +196,16 @@ function arraySchema(json: Record<string, unknown>, path: string, problems: stri
   const itemKind = items === undefined ? undefined : kindOf(items, `${path}.items`, problems, true);
   let item: z.ZodType | undefined;
   if (itemKind && isRecord(items)) {
-    for (const key of Object.keys(items)) if (!KEYS[itemKind].has(key) || key === 'default') problems.push(`${path}.items.${key}: ${unsupported(key, itemKind)}`);
+    for (const key of Object.keys(items))
+      if (!KEYS[itemKind].has(key) || key === 'default')
+        problems.push(`${path}.items.${key}: ${unsupported(key, itemKind)}`);
     item = primitiveSchema(itemKind, items, `${path}.items`, problems);
   }
   const { maxItems, minItems } = json;
-  if (!isCount(maxItems, MAX_ITEMS)) problems.push(`${path}.maxItems: is required for an array (an integer from 0 to ${MAX_ITEMS})`);
-  if (minItems !== undefined && !isCount(minItems, MAX_ITEMS)) problems.push(`${path}.minItems: must be a non-negative integer`);
+  if (!isCount(maxItems, MAX_ITEMS))
+    problems.push(`${path}.maxItems: is required for an array (an integer from 0 to ${MAX_ITEMS})`);
+  if (minItems !== undefined && !isCount(minItems, MAX_ITEMS))
+    problems.push(`${path}.minItems: must be a non-negative integer`);
   if (!item || !isCount(maxItems, MAX_ITEMS)) return undefined;
   if (isCount(minItems, MAX_ITEMS) && minItems > maxItems) problems.push(`${path}: minItems is above maxItems`);
   return isCount(minItems, MAX_ITEMS) ? z.array(item).min(minItems).max(maxItems) : z.array(item).max(maxItems);
@@ -183,5 +233,8 @@ const NAMED: Record<string, string> = {
 };
 
 function unsupported(key: string, kind?: PropertyKind): string {
-  return NAMED[key] ?? `${JSON.stringify(key)} is not supported${kind ? ` on ${kind === 'integer' || kind === 'array' ? 'an' : 'a'} ${kind}` : ''} (allowed: ${[...(kind ? KEYS[kind] : ROOT_KEYS)].join(', ')})`;
+  return (
+    NAMED[key] ??
+    `${JSON.stringify(key)} is not supported${kind ? ` on ${kind === 'integer' || kind === 'array' ? 'an' : 'a'} ${kind}` : ''} (allowed: ${[...(kind ? KEYS[kind] : ROOT_KEYS)].join(', ')})`
+  );
 }

@@ -46,18 +46,21 @@ const MAX_BYTES = 64 * 1024 * 1024;
 // The file alone: no external $ref (file or URL) is fetched.
 const OPTIONS: ParserOptions = { resolve: { external: false }, validate: { errors: { colorize: false } } };
 
-export const isRecord = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
+export const isRecord = (value: unknown): value is Json =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 /** application/json and the +json types (application/vnd.github+json, application/problem+json). */
 export const isJsonMedia = (type: string): boolean => /^application\/(.+\+)?json(;|$)/i.test(type);
 
 /** A schema, with a oneOf, anyOf or allOf of one member taken as that member (GitHub writes some so). */
 export function singleSchema(raw: unknown): Json | undefined {
   let schema = raw;
-  for (const key of ['oneOf', 'anyOf', 'allOf']) if (isRecord(schema) && Array.isArray(schema[key]) && schema[key].length === 1) schema = schema[key][0];
+  for (const key of ['oneOf', 'anyOf', 'allOf'])
+    if (isRecord(schema) && Array.isArray(schema[key]) && schema[key].length === 1) schema = schema[key][0];
   return isRecord(schema) ? schema : undefined;
 }
 
-const text = (value: unknown): string | undefined => (typeof value === 'string' && value.trim() !== '' ? value : undefined);
+const text = (value: unknown): string | undefined =>
+  typeof value === 'string' && value.trim() !== '' ? value : undefined;
 
 /** Reads, validates and dereferences the description at `path`; throws OpenApiImportError saying what is wrong. */
 export async function loadOpenApiDocument(path: string): Promise<OpenApiDocument> {
@@ -73,29 +76,42 @@ export async function loadOpenApiDocument(path: string): Promise<OpenApiDocument
   } catch (cause) {
     throw new OpenApiImportError(`${path} is neither JSON nor YAML: ${(cause as Error).message}`, { cause });
   }
-  if (!isRecord(parsed)) throw new OpenApiImportError(`${path} does not hold an OpenAPI description (an object with "openapi" and "paths")`);
+  if (!isRecord(parsed))
+    throw new OpenApiImportError(`${path} does not hold an OpenAPI description (an object with "openapi" and "paths")`);
   const version = typeof parsed['openapi'] === 'string' ? parsed['openapi'] : undefined;
   if (!version?.match(/^3\.[01]\./)) {
-    const found = typeof parsed['swagger'] === 'string' ? `Swagger ${parsed['swagger']}` : version ? `OpenAPI ${version}` : 'no "openapi" version';
-    throw new OpenApiImportError(`${path}: only OpenAPI 3.0 and 3.1 descriptions are imported (found ${found}; convert a Swagger 2.0 description to OpenAPI 3 first)`);
+    const found =
+      typeof parsed['swagger'] === 'string'
+        ? `Swagger ${parsed['swagger']}`
+        : version
+          ? `OpenAPI ${version}`
+          : 'no "openapi" version';
+    throw new OpenApiImportError(
+      `${path}: only OpenAPI 3.0 and 3.1 descriptions are imported (found ${found}; convert a Swagger 2.0 description to OpenAPI 3 first)`,
+    );
   }
 
   // validate() and dereference() each work on their own copy: both change the object they are given.
   const result = await validate(structuredClone(parsed) as never, OPTIONS);
-  if (!result.valid) throw new OpenApiImportError(`${path} is not a valid OpenAPI ${version} description:\n${compileErrors(result)}`);
+  if (!result.valid)
+    throw new OpenApiImportError(`${path} is not a valid OpenAPI ${version} description:\n${compileErrors(result)}`);
   const doc = (await dereference(structuredClone(parsed) as never, OPTIONS)) as unknown as Json;
 
   const info = isRecord(doc['info']) ? doc['info'] : {};
   const components = isRecord(doc['components']) ? doc['components'] : {};
   const schemes = isRecord(components['securitySchemes']) ? components['securitySchemes'] : {};
-  const servers = Array.isArray(doc['servers']) ? doc['servers'].filter(isRecord).flatMap((s) => (typeof s['url'] === 'string' ? [s['url']] : [])) : [];
+  const servers = Array.isArray(doc['servers'])
+    ? doc['servers'].filter(isRecord).flatMap((s) => (typeof s['url'] === 'string' ? [s['url']] : []))
+    : [];
   const documentSecurity = Array.isArray(doc['security']) ? doc['security'].filter(isRecord) : undefined;
   return {
     version,
     title: text(info['title']) ?? path,
     apiVersion: text(info['version']) ?? '',
     servers,
-    securitySchemes: Object.fromEntries(Object.entries(schemes).filter((entry): entry is [string, Json] => isRecord(entry[1]))),
+    securitySchemes: Object.fromEntries(
+      Object.entries(schemes).filter((entry): entry is [string, Json] => isRecord(entry[1])),
+    ),
     operations: operationsOf(isRecord(doc['paths']) ? doc['paths'] : {}, documentSecurity),
   };
 }

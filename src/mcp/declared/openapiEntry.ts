@@ -37,29 +37,44 @@ export function toolNameFor(provider: string, op: OpenApiOperation): string {
   return TOOL_NAME.test(bounded) ? bounded : `tool_${bounded}`.slice(0, 64).replace(/_+$/, '');
 }
 
-export function entryFromOperation(doc: OpenApiDocument, op: OpenApiOperation, provider: string, name: string): ImportedEntry {
+export function entryFromOperation(
+  doc: OpenApiDocument,
+  op: OpenApiOperation,
+  provider: string,
+  name: string,
+): ImportedEntry {
   const method = op.method.toUpperCase();
   const input = inputFromOperation(op);
   const response = responseFromOperation(op.responses);
   const scopes = scopesOf(doc, op);
-  const notes: string[] = [`${op.operationId ?? '(no operationId)'}: ${method} ${op.path}${op.deprecated ? ' (deprecated in the description)' : ''}`];
+  const notes: string[] = [
+    `${op.operationId ?? '(no operationId)'}: ${method} ${op.path}${op.deprecated ? ' (deprecated in the description)' : ''}`,
+  ];
 
   const title = oneLine(op.summary ?? op.operationId ?? `${method} ${op.path}`);
   const fullDescription = (op.description ?? op.summary ?? title).trim();
   if (title.length > MAX_TITLE) notes.push(`title: cut to ${MAX_TITLE} characters`);
   if (fullDescription.length > MAX_DESCRIPTION) notes.push(`description: cut to ${MAX_DESCRIPTION} characters`);
   if (input.notes.length > 0) notes.push('inputSchema:', ...input.notes.map((n) => `  ${n}`));
-  if (input.skipped.length > 0) notes.push('not imported (the restricted inputSchema or a level 1 template cannot carry them):', ...input.skipped.map((s) => `  ${s}`));
+  if (input.skipped.length > 0)
+    notes.push(
+      'not imported (the restricted inputSchema or a level 1 template cannot carry them):',
+      ...input.skipped.map((s) => `  ${s}`),
+    );
   if (scopes.note) notes.push(scopes.note);
 
   const write = WRITE_METHODS.has(op.method);
   let idempotency: Json | undefined;
   if (input.idempotencyHeader) {
     idempotency = { mode: 'header', header: input.idempotencyHeader };
-    notes.push(`idempotency: the description documents the ${input.idempotencyHeader} header: the receipt id is sent in it`);
+    notes.push(
+      `idempotency: the description documents the ${input.idempotencyHeader} header: the receipt id is sent in it`,
+    );
   } else if (write) {
     idempotency = { mode: 'none' };
-    notes.push('idempotency: none, as the description documents no idempotency header: exactly once rests on the broker\'s receipt');
+    notes.push(
+      "idempotency: none, as the description documents no idempotency header: exactly once rests on the broker's receipt",
+    );
   }
   notes.push(response.note);
 
@@ -67,7 +82,14 @@ export function entryFromOperation(doc: OpenApiDocument, op: OpenApiOperation, p
     name,
     title: bounded(title, MAX_TITLE),
     description: bounded(fullDescription, MAX_DESCRIPTION),
-    annotations: write ? { readOnlyHint: false, destructiveHint: op.method === 'delete', idempotentHint: op.method === 'put' || op.method === 'delete', openWorldHint: true } : { readOnlyHint: true, openWorldHint: true },
+    annotations: write
+      ? {
+          readOnlyHint: false,
+          destructiveHint: op.method === 'delete',
+          idempotentHint: op.method === 'put' || op.method === 'delete',
+          openWorldHint: true,
+        }
+      : { readOnlyHint: true, openWorldHint: true },
     provider,
     scopes: scopes.scopes,
     inputSchema: input.inputSchema,
@@ -83,8 +105,15 @@ export function entryFromOperation(doc: OpenApiDocument, op: OpenApiOperation, p
  * `oauth2` or `openIdConnect` scheme with scopes); the requirements are
  * alternatives, and the others are named in the note.
  */
-function scopesOf(doc: OpenApiDocument, op: OpenApiOperation): { scopes: string[]; note: string | undefined; todo: string | undefined } {
-  const todo = (why: string) => ({ scopes: [], note: undefined, todo: `TODO(operator): ${why}; list the scopes of the provider this operation needs` });
+function scopesOf(
+  doc: OpenApiDocument,
+  op: OpenApiOperation,
+): { scopes: string[]; note: string | undefined; todo: string | undefined } {
+  const todo = (why: string) => ({
+    scopes: [],
+    note: undefined,
+    todo: `TODO(operator): ${why}; list the scopes of the provider this operation needs`,
+  });
   if (op.security === undefined) return todo('the description names no security requirement');
   if (op.security.length === 0) return todo('the description says this operation needs no authorization');
   const oauth = op.security.flatMap((requirement) =>
@@ -95,11 +124,22 @@ function scopesOf(doc: OpenApiDocument, op: OpenApiOperation): { scopes: string[
     }),
   );
   const [first, ...others] = oauth;
-  if (!first) return todo(`its security requirement (${op.security.flatMap((r) => Object.keys(r)).join(', ') || 'none'}) names no OAuth scopes`);
+  if (!first)
+    return todo(
+      `its security requirement (${op.security.flatMap((r) => Object.keys(r)).join(', ') || 'none'}) names no OAuth scopes`,
+    );
   const scopes = first.scopes.filter((s) => SCOPE_TOKEN.test(s)).slice(0, MAX_SCOPES);
-  const alternatives = others.length > 0 ? `; alternatives: ${others.map((o) => `${o.scheme} (${o.scopes.join(' ')})`).join(', ')}` : '';
-  const dropped = first.scopes.length > scopes.length ? `; ${first.scopes.length - scopes.length} left out (not scope tokens, or past ${MAX_SCOPES})` : '';
-  return { scopes, note: `scopes: from the security requirement ${first.scheme}${alternatives}${dropped}`, todo: undefined };
+  const alternatives =
+    others.length > 0 ? `; alternatives: ${others.map((o) => `${o.scheme} (${o.scopes.join(' ')})`).join(', ')}` : '';
+  const dropped =
+    first.scopes.length > scopes.length
+      ? `; ${first.scopes.length - scopes.length} left out (not scope tokens, or past ${MAX_SCOPES})`
+      : '';
+  return {
+    scopes,
+    note: `scopes: from the security requirement ${first.scheme}${alternatives}${dropped}`,
+    todo: undefined,
+  };
 }
 
 const oneLine = (text: string) => text.trim().replace(/\s+/g, ' ');

@@ -23,14 +23,20 @@ export interface ImportResult {
 const IMPORTED_METHODS = new Set(['get', 'post', 'put', 'patch', 'delete']);
 
 /** How an operation is named on the command line: its operationId, or `METHOD /path`. */
-export const operationLabel = (op: OpenApiOperation): string => op.operationId ?? `${op.method.toUpperCase()} ${op.path}`;
+export const operationLabel = (op: OpenApiOperation): string =>
+  op.operationId ?? `${op.method.toUpperCase()} ${op.path}`;
 
 /** The operations `selection` names (by operationId or `METHOD /path`, or by tag); throws OpenApiImportError naming what matched nothing. */
 export function selectOperations(doc: OpenApiDocument, selection: Selection): OpenApiOperation[] {
   const unknown: string[] = [];
   const chosen = new Set<OpenApiOperation>();
   for (const wanted of selection.operations) {
-    const found = doc.operations.filter((op) => op.operationId === wanted || `${op.method.toUpperCase()} ${op.path}` === wanted.replace(/^\s*(\S+)\s+/, (_, m: string) => `${m.toUpperCase()} `));
+    const found = doc.operations.filter(
+      (op) =>
+        op.operationId === wanted ||
+        `${op.method.toUpperCase()} ${op.path}` ===
+          wanted.replace(/^\s*(\S+)\s+/, (_, m: string) => `${m.toUpperCase()} `),
+    );
     if (found.length === 0) unknown.push(`--operation ${wanted}: no operation has this operationId (or METHOD /path)`);
     for (const op of found) chosen.add(op);
   }
@@ -44,13 +50,20 @@ export function selectOperations(doc: OpenApiDocument, selection: Selection): Op
   return doc.operations.filter((op) => chosen.has(op));
 }
 
-export function importOperations(doc: OpenApiDocument, operations: readonly OpenApiOperation[], provider: string, source: string): ImportResult {
+export function importOperations(
+  doc: OpenApiDocument,
+  operations: readonly OpenApiOperation[],
+  provider: string,
+  source: string,
+): ImportResult {
   const imported: ImportedEntry[] = [];
   const refused: string[] = [];
   const names = new Set<string>();
   for (const op of operations) {
     if (!IMPORTED_METHODS.has(op.method)) {
-      refused.push(`${operationLabel(op)}: ${op.method.toUpperCase()} is not a method a declared tool sends (GET, POST, PUT, PATCH, DELETE)`);
+      refused.push(
+        `${operationLabel(op)}: ${op.method.toUpperCase()} is not a method a declared tool sends (GET, POST, PUT, PATCH, DELETE)`,
+      );
       continue;
     }
     let name = toolNameFor(provider, op);
@@ -74,7 +87,14 @@ export function importOperations(doc: OpenApiDocument, operations: readonly Open
   return { yaml: render(doc, imported, refused, problems, provider, source), problems: [...refused, ...problems] };
 }
 
-function render(doc: OpenApiDocument, imported: readonly ImportedEntry[], refused: readonly string[], problems: readonly string[], provider: string, source: string): string {
+function render(
+  doc: OpenApiDocument,
+  imported: readonly ImportedEntry[],
+  refused: readonly string[],
+  problems: readonly string[],
+  provider: string,
+  source: string,
+): string {
   const yaml = new Document(imported.map((i) => i.entry));
   const header = [
     `Declared tools imported by \`broker tools import\` from ${source}`,
@@ -82,7 +102,9 @@ function render(doc: OpenApiDocument, imported: readonly ImportedEntry[], refuse
     'Review each entry before you commit it; then check the file as start-up will: TOOLS_FILE=<this file> npm run broker -- tools check',
     `Paths are below the provider's API base${doc.servers.length > 0 ? `; the description's server${doc.servers.length > 1 ? 's are' : ' is'} ${doc.servers.join(', ')}` : ''}.`,
     ...(refused.length > 0 ? ['', 'Not imported:', ...refused.map((r) => `  ${r}`)] : []),
-    ...(problems.length > 0 ? ['', 'These entries do not load yet (broker tools check would say):', ...problems.map((p) => `  ${p}`)] : []),
+    ...(problems.length > 0
+      ? ['', 'These entries do not load yet (broker tools check would say):', ...problems.map((p) => `  ${p}`)]
+      : []),
   ];
   yaml.commentBefore = header.map((line) => ` ${line}`.trimEnd()).join('\n');
   const items = isSeq(yaml.contents) ? yaml.contents.items : [];

@@ -6,7 +6,21 @@ import { isJsonMedia, isRecord, singleSchema as single, type Json } from './open
 // the others in the description's order. For a list, each item's fields (`*.id`).
 
 const MAX_FIELDS = 6;
-const PREFERRED = ['id', 'number', 'key', 'name', 'login', 'title', 'summary', 'state', 'status', 'html_url', 'url', 'created_at', 'updated_at'];
+const PREFERRED = [
+  'id',
+  'number',
+  'key',
+  'name',
+  'login',
+  'title',
+  'summary',
+  'state',
+  'status',
+  'html_url',
+  'url',
+  'created_at',
+  'updated_at',
+];
 const SCALARS = new Set(['string', 'integer', 'number', 'boolean']);
 const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 
@@ -30,7 +44,11 @@ export function responseFromOperation(responses: Json): ImportedResponse {
   const list = typeOf(schema) === 'array';
   const item = list ? single(schema['items']) : schema;
   const properties = item ? propertiesOf(item) : undefined;
-  if (!properties) return { fields: undefined, note: `the ${status} answer is ${list ? 'a list of items without listed properties' : 'not an object of listed properties'}: no fields picked` };
+  if (!properties)
+    return {
+      fields: undefined,
+      note: `the ${status} answer is ${list ? 'a list of items without listed properties' : 'not an object of listed properties'}: no fields picked`,
+    };
 
   const candidates = Object.entries(properties).flatMap(([name, raw], order) => {
     const property = single(raw);
@@ -41,21 +59,30 @@ export function responseFromOperation(responses: Json): ImportedResponse {
     const scalars = !list && kind === 'array' && SCALARS.has(typeOf(single(property['items']) ?? {}) ?? '');
     if (!scalar && !scalars) return [];
     const rank = PREFERRED.indexOf(name);
-    return [{ name, path: `${list ? '*.' : ''}${name}${scalars ? '.*' : ''}`, rank: rank === -1 ? PREFERRED.length + order : rank }];
+    return [
+      {
+        name,
+        path: `${list ? '*.' : ''}${name}${scalars ? '.*' : ''}`,
+        rank: rank === -1 ? PREFERRED.length + order : rank,
+      },
+    ];
   });
   const picked = candidates.sort((a, b) => a.rank - b.rank).slice(0, MAX_FIELDS);
-  if (picked.length === 0) return { fields: undefined, note: `the ${status} answer has no top-level scalar fields: no fields picked` };
+  if (picked.length === 0)
+    return { fields: undefined, note: `the ${status} answer has no top-level scalar fields: no fields picked` };
   const total = Object.keys(properties).length;
   return {
     fields: Object.fromEntries(picked.map((f) => [f.name, f.path])),
-    note: `response: ${picked.length} of the ${total} top-level fields of ${list ? "each item of the list in the " : 'the '}${status} answer (others by path: a.b.c, *, as README "Declared tools" says)`,
+    note: `response: ${picked.length} of the ${total} top-level fields of ${list ? 'each item of the list in the ' : 'the '}${status} answer (others by path: a.b.c, *, as README "Declared tools" says)`,
   };
 }
 
 /** The listed properties, those of every member of an allOf included (GitHub's answers extend a schema so). */
 function propertiesOf(schema: Json): Json | undefined {
   const own = isRecord(schema['properties']) ? schema['properties'] : {};
-  const members = Array.isArray(schema['allOf']) ? schema['allOf'].map(single).map((m) => (m ? propertiesOf(m) : undefined)) : [];
+  const members = Array.isArray(schema['allOf'])
+    ? schema['allOf'].map(single).map((m) => (m ? propertiesOf(m) : undefined))
+    : [];
   const merged = Object.assign({}, ...members, own) as Json;
   return Object.keys(merged).length > 0 ? merged : undefined;
 }
@@ -63,5 +90,9 @@ function propertiesOf(schema: Json): Json | undefined {
 function typeOf(schema: Json): string | undefined {
   const declared = schema['type'];
   const types = Array.isArray(declared) ? declared.filter((t) => t !== 'null') : [declared];
-  return types.length === 1 && typeof types[0] === 'string' ? types[0] : isRecord(schema['properties']) || Array.isArray(schema['allOf']) ? 'object' : undefined;
+  return types.length === 1 && typeof types[0] === 'string'
+    ? types[0]
+    : isRecord(schema['properties']) || Array.isArray(schema['allOf'])
+      ? 'object'
+      : undefined;
 }

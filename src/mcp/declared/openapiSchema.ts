@@ -26,9 +26,33 @@ export const ADDED_MAX_ITEMS = 100;
 const MAX_DESCRIPTION = 1_000;
 
 // Words for people and tools, not constraints: leaving them out changes no argument a tool accepts.
-const ANNOTATIONS = new Set(['title', 'description', 'default', 'example', 'examples', 'deprecated', 'readOnly', 'writeOnly', 'xml', 'externalDocs', '$comment', '$schema', '$id', 'nullable', 'discriminator']);
+const ANNOTATIONS = new Set([
+  'title',
+  'description',
+  'default',
+  'example',
+  'examples',
+  'deprecated',
+  'readOnly',
+  'writeOnly',
+  'xml',
+  'externalDocs',
+  '$comment',
+  '$schema',
+  '$id',
+  'nullable',
+  'discriminator',
+]);
 // Constraints the restricted schema has no word for; without them the tool accepts more, and the provider still checks.
-const LOOSENED = new Set(['format', 'multipleOf', 'uniqueItems', 'exclusiveMinimum', 'exclusiveMaximum', 'contentEncoding', 'contentMediaType']);
+const LOOSENED = new Set([
+  'format',
+  'multipleOf',
+  'uniqueItems',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'contentEncoding',
+  'contentMediaType',
+]);
 const NUMERIC_FORMATS = new Set(['int32', 'int64', 'float', 'double']);
 const KEYWORDS: Record<string, ReadonlySet<string>> = {
   string: new Set(['type', 'enum', 'const', 'maxLength', 'minLength', 'pattern']),
@@ -38,14 +62,19 @@ const KEYWORDS: Record<string, ReadonlySet<string>> = {
   array: new Set(['type', 'items', 'maxItems', 'minItems']),
 };
 
-const isCount = (value: unknown): value is number => typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= 1_000_000;
+const isCount = (value: unknown): value is number =>
+  typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= 1_000_000;
 
 /** `schema` as a restricted property named `name` (for the notes), or why it is skipped. */
 export function restrictedProperty(name: string, schema: unknown, place: Place, description?: string): Translated {
   const notes: PropertyNotes = { notes: [], added: [] };
   const built = translate(name, schema, place, notes, false);
   if ('skipped' in built) return built;
-  const text = describe(description ?? (isRecord(schema) ? schema['description'] : undefined), isRecord(schema) ? schema['default'] : undefined, built.values);
+  const text = describe(
+    description ?? (isRecord(schema) ? schema['description'] : undefined),
+    isRecord(schema) ? schema['default'] : undefined,
+    built.values,
+  );
   return { property: text ? { ...built.property, description: text } : built.property, ...notes };
 }
 
@@ -59,7 +88,8 @@ function translate(name: string, raw: unknown, place: Place, notes: PropertyNote
   for (const key of ['not', 'if', 'properties', 'additionalProperties', 'patternProperties', '$ref'] as const) {
     if (schema[key] === undefined) continue;
     // dereference() replaced every $ref it could follow: one left is outside the file, which is not read.
-    if (key === '$ref') return { skipped: `a $ref outside the file (${String(schema[key])}), which the import does not follow` };
+    if (key === '$ref')
+      return { skipped: `a $ref outside the file (${String(schema[key])}), which the import does not follow` };
     return { skipped: key === 'not' || key === 'if' ? `${key} (a condition on the value)` : 'a nested object' };
   }
   const type = typeOf(schema);
@@ -71,7 +101,8 @@ function translate(name: string, raw: unknown, place: Place, notes: PropertyNote
     if (KEYWORDS[kind]?.has(key) || ANNOTATIONS.has(key) || key.startsWith('x-')) continue;
     if (!LOOSENED.has(key)) return { skipped: `"${key}", which the restricted inputSchema cannot express` };
     if (key === 'format' && NUMERIC_FORMATS.has(String(schema[key]))) continue;
-    if (!key.startsWith('exclusive')) notes.notes.push(`${name}: ${key} ${JSON.stringify(schema[key])} is not checked (the provider checks it)`);
+    if (!key.startsWith('exclusive'))
+      notes.notes.push(`${name}: ${key} ${JSON.stringify(schema[key])} is not checked (the provider checks it)`);
   }
   const values = enumOf(schema);
   if (kind === 'string') return stringProperty(name, schema, place, notes, values);
@@ -109,11 +140,16 @@ function firstChoice(name: string, schema: Json, place: Place, notes: PropertyNo
       reasons.push(built.skipped);
       continue;
     }
-    notes.notes.push(...tried.notes, `${name}: ${keyword} of ${members.length}: imported as its ${String(built.property['type'])} choice only`);
+    notes.notes.push(
+      ...tried.notes,
+      `${name}: ${keyword} of ${members.length}: imported as its ${String(built.property['type'])} choice only`,
+    );
     notes.added.push(...tried.added);
     return built;
   }
-  return { skipped: `${keyword} with no choice the restricted inputSchema can express (${[...new Set(reasons)].join('; ')})` };
+  return {
+    skipped: `${keyword} with no choice the restricted inputSchema can express (${[...new Set(reasons)].join('; ')})`,
+  };
 }
 
 /** A single-member allOf merged in; a string says why the schema is skipped. */
@@ -126,17 +162,32 @@ function flatten(raw: unknown): Json | string {
   return flatten({ ...all[0], ...rest });
 }
 
-function typeOf(schema: Json): { kind: string; others?: string[]; skipped?: never } | { kind?: never; skipped: string } {
+function typeOf(
+  schema: Json,
+): { kind: string; others?: string[]; skipped?: never } | { kind?: never; skipped: string } {
   const declared = schema['type'];
   // 3.1 writes an optional null as a second type; the tool never sends null (an absent argument is left out).
-  const types = Array.isArray(declared) ? declared.filter((t) => t !== 'null') : declared === undefined ? [] : [declared];
+  const types = Array.isArray(declared)
+    ? declared.filter((t) => t !== 'null')
+    : declared === undefined
+      ? []
+      : [declared];
   if (types.length > 1) {
     // Any one of a list of types is a value the provider accepts: the first the restricted schema can express.
     const kind = types.find((t): t is string => typeof t === 'string' && t !== 'object' && t in KEYWORDS);
-    return kind ? { kind, others: types.filter((t) => t !== kind).map(String) } : { skipped: `a list of types (${types.join(', ')})` };
+    return kind
+      ? { kind, others: types.filter((t) => t !== kind).map(String) }
+      : { skipped: `a list of types (${types.join(', ')})` };
   }
   const [kind] = types;
-  if (typeof kind === 'string') return kind === 'object' ? { skipped: 'a nested object' } : kind === 'null' ? { skipped: 'type null' } : KEYWORDS[kind] ? { kind } : { skipped: `type ${kind}` };
+  if (typeof kind === 'string')
+    return kind === 'object'
+      ? { skipped: 'a nested object' }
+      : kind === 'null'
+        ? { skipped: 'type null' }
+        : KEYWORDS[kind]
+          ? { kind }
+          : { skipped: `type ${kind}` };
   const values = enumOf(schema);
   if (values && values.length > 0 && values.every((v) => typeof v === 'string')) return { kind: 'string' };
   return { skipped: 'no type' };
@@ -144,31 +195,52 @@ function typeOf(schema: Json): { kind: string; others?: string[]; skipped?: neve
 
 /** enum (or const) without null, which a tool never sends. */
 function enumOf(schema: Json): unknown[] | undefined {
-  const listed = Array.isArray(schema['enum']) ? schema['enum'] : schema['const'] !== undefined ? [schema['const']] : undefined;
+  const listed = Array.isArray(schema['enum'])
+    ? schema['enum']
+    : schema['const'] !== undefined
+      ? [schema['const']]
+      : undefined;
   return listed?.filter((v) => v !== null);
 }
 
-function stringProperty(name: string, schema: Json, place: Place, notes: PropertyNotes, values: unknown[] | undefined): Built {
+function stringProperty(
+  name: string,
+  schema: Json,
+  place: Place,
+  notes: PropertyNotes,
+  values: unknown[] | undefined,
+): Built {
   if (values) {
     const strings = [...new Set(values)];
-    if (strings.length === 0 || !strings.every((v) => typeof v === 'string' && v.length <= 1_000)) return { skipped: 'an enum the restricted inputSchema cannot express (values that are not short strings)' };
+    if (strings.length === 0 || !strings.every((v) => typeof v === 'string' && v.length <= 1_000))
+      return { skipped: 'an enum the restricted inputSchema cannot express (values that are not short strings)' };
     return { property: { type: 'string', enum: strings }, values: undefined };
   }
   const property: Json = { type: 'string' };
   const min = isCount(schema['minLength']) ? schema['minLength'] : undefined;
   if (min !== undefined) property['minLength'] = min;
-  if (isCount(schema['maxLength']) && (min === undefined || schema['maxLength'] >= min)) property['maxLength'] = schema['maxLength'];
+  if (isCount(schema['maxLength']) && (min === undefined || schema['maxLength'] >= min))
+    property['maxLength'] = schema['maxLength'];
   else {
     property['maxLength'] = Math.max(ADDED_MAX_LENGTH[place], min ?? 0);
     notes.added.push({ bound: `maxLength ${String(property['maxLength'])}`, name });
   }
   const pattern = schema['pattern'];
   if (typeof pattern === 'string' && compiles(pattern)) property['pattern'] = pattern;
-  else if (pattern !== undefined) notes.notes.push(`${name}: pattern ${JSON.stringify(pattern)} left out (not an ECMA-262 unicode-mode expression of at most 1000 characters)`);
+  else if (pattern !== undefined)
+    notes.notes.push(
+      `${name}: pattern ${JSON.stringify(pattern)} left out (not an ECMA-262 unicode-mode expression of at most 1000 characters)`,
+    );
   return { property, values: undefined };
 }
 
-function numberProperty(name: string, kind: 'integer' | 'number', schema: Json, notes: PropertyNotes, values: unknown[] | undefined): { property: Json; values: unknown[] | undefined } {
+function numberProperty(
+  name: string,
+  kind: 'integer' | 'number',
+  schema: Json,
+  notes: PropertyNotes,
+  values: unknown[] | undefined,
+): { property: Json; values: unknown[] | undefined } {
   const property: Json = { type: kind };
   const bound = (key: 'minimum' | 'maximum', exclusive: 'exclusiveMinimum' | 'exclusiveMaximum', step: 1 | -1) => {
     const inclusive = typeof schema[key] === 'number' ? schema[key] : undefined;
@@ -187,15 +259,20 @@ function numberProperty(name: string, kind: 'integer' | 'number', schema: Json, 
   };
   bound('minimum', 'exclusiveMinimum', 1);
   bound('maximum', 'exclusiveMaximum', -1);
-  if (values) notes.notes.push(`${name}: enum ${JSON.stringify(values)} is not checked on ${kind === 'integer' ? 'an integer' : 'a number'} (listed in its description)`);
+  if (values)
+    notes.notes.push(
+      `${name}: enum ${JSON.stringify(values)} is not checked on ${kind === 'integer' ? 'an integer' : 'a number'} (listed in its description)`,
+    );
   return { property, values };
 }
 
 /** The description on one line, bounded, with the values an enum allowed and the provider's default. */
 function describe(description: unknown, defaultValue: unknown, values: unknown[] | undefined): string | undefined {
-  const parts = typeof description === 'string' && description.trim() !== '' ? [description.trim().replace(/\s+/g, ' ')] : [];
+  const parts =
+    typeof description === 'string' && description.trim() !== '' ? [description.trim().replace(/\s+/g, ' ')] : [];
   if (values && values.length > 0) parts.push(`One of: ${values.map((v) => JSON.stringify(v)).join(', ')}.`);
-  if (defaultValue !== undefined && defaultValue !== null && typeof defaultValue !== 'object') parts.push(`Default: ${String(defaultValue)}.`);
+  if (defaultValue !== undefined && defaultValue !== null && typeof defaultValue !== 'object')
+    parts.push(`Default: ${String(defaultValue)}.`);
   const text = parts.join(' ');
   return text === '' ? undefined : text.length > MAX_DESCRIPTION ? `${text.slice(0, MAX_DESCRIPTION - 1)}…` : text;
 }

@@ -16,7 +16,10 @@ const MAX_ERROR_BYTES = 64 * 1024;
  * picks no field and so `json` is false); throws the refusal, or a clear
  * error for an answer over `maxBytes` or not JSON.
  */
-export async function readAnswer(response: Response, options: { provider: string; tool: string; maxBytes: number; json: boolean }): Promise<unknown> {
+export async function readAnswer(
+  response: Response,
+  options: { provider: string; tool: string; maxBytes: number; json: boolean },
+): Promise<unknown> {
   const what = `run ${options.tool}`;
   if (response.status < 200 || response.status > 299) {
     const body = await readBoundedBody(response, MAX_ERROR_BYTES);
@@ -24,11 +27,19 @@ export async function readAnswer(response: Response, options: { provider: string
   }
   const body = await readBoundedBody(response, options.maxBytes);
   if (body === undefined) {
-    throw new AppError('payload_too_large', `${options.provider} answered ${options.tool} with more than ${options.maxBytes} bytes, over the tool's response.maxBytes; nothing of it was kept.`);
+    throw new AppError(
+      'payload_too_large',
+      `${options.provider} answered ${options.tool} with more than ${options.maxBytes} bytes, over the tool's response.maxBytes; nothing of it was kept.`,
+    );
   }
   if (body.length === 0 || !options.json) return undefined;
   const json = parseJson(body);
-  if (json === undefined) throw new AppError('upstream_auth_failed', `${options.provider} answered ${options.tool} (HTTP ${response.status}) with a body that is not JSON.`, { expose: true });
+  if (json === undefined)
+    throw new AppError(
+      'upstream_auth_failed',
+      `${options.provider} answered ${options.tool} (HTTP ${response.status}) with a body that is not JSON.`,
+      { expose: true },
+    );
   return json;
 }
 

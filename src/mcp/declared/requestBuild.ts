@@ -37,10 +37,19 @@ export function buildRequest(
     const value = Object.hasOwn(connection.metadata, field) ? connection.metadata[field] : undefined;
     const problem = value === undefined ? 'is not recorded for this connection' : pathValueProblem(value);
     if (problem === undefined && value !== undefined) return encodeURIComponent(value);
-    throw new AppError('upstream_auth_failed', `${tool} needs the ${connection.displayName} connection's ${field}, which ${problem}. Nothing was sent; connecting ${connection.displayName} again records it anew.`, { expose: true });
+    throw new AppError(
+      'upstream_auth_failed',
+      `${tool} needs the ${connection.displayName} connection's ${field}, which ${problem}. Nothing was sent; connecting ${connection.displayName} again records it anew.`,
+      { expose: true },
+    );
   };
   const present = (template: Template) => template.variables.every((name) => input[name] !== undefined);
-  const expand = (template: Template, rule: (text: string) => string | undefined, encode: (text: string) => string = (t) => t, fields?: (field: string) => string) =>
+  const expand = (
+    template: Template,
+    rule: (text: string) => string | undefined,
+    encode: (text: string) => string = (t) => t,
+    fields?: (field: string) => string,
+  ) =>
     expandTemplate(
       template,
       (name) => {
@@ -51,21 +60,29 @@ export function buildRequest(
       fields,
     );
 
-  if (!present(plan.path)) refuse(plan.path.variables.find((name) => input[name] === undefined) ?? 'path', 'is required');
+  if (!present(plan.path))
+    refuse(plan.path.variables.find((name) => input[name] === undefined) ?? 'path', 'is required');
   let path = expand(plan.path, pathValueProblem, encodeURIComponent, fieldOf);
   const search = new URLSearchParams();
-  for (const [name, template] of plan.query) if (present(template)) search.append(name, expand(template, queryValueProblem));
+  for (const [name, template] of plan.query)
+    if (present(template)) search.append(name, expand(template, queryValueProblem));
   // "/" is a plain query character (RFC 3986 §3.4); the bound fetch refuses an encoded one anywhere in the URL.
   if (search.size > 0) path += `?${search.toString().replace(/%2F/gi, '/')}`;
 
   const headers: Record<string, string> = {};
-  for (const [name, template] of plan.headers) if (present(template)) headers[name] = expand(template, headerValueProblem);
+  for (const [name, template] of plan.headers)
+    if (present(template)) headers[name] = expand(template, headerValueProblem);
   if (plan.idempotencyHeader) headers[plan.idempotencyHeader] = idempotencyKey;
 
   let body: string | undefined;
   if (plan.body && 'form' in plan.body) {
     const form = new URLSearchParams();
-    for (const [name, template] of plan.body.form) if (present(template)) form.append(name, expand(template, () => undefined));
+    for (const [name, template] of plan.body.form)
+      if (present(template))
+        form.append(
+          name,
+          expand(template, () => undefined),
+        );
     headers['content-type'] = 'application/x-www-form-urlencoded';
     body = form.toString();
   } else if (plan.body) {
@@ -80,7 +97,9 @@ function fill(node: JsonTemplate, input: Readonly<Record<string, unknown>>): unk
   if ('literal' in node) return node.literal;
   if ('array' in node) return node.array.map((item) => fill(item, input)).filter((item) => item !== DROPPED);
   if ('object' in node) {
-    const members = node.object.map(([key, inner]) => [key, fill(inner, input)] as const).filter(([, value]) => value !== DROPPED);
+    const members = node.object
+      .map(([key, inner]) => [key, fill(inner, input)] as const)
+      .filter(([, value]) => value !== DROPPED);
     return Object.fromEntries(members);
   }
   const { template } = node;

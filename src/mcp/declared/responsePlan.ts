@@ -26,14 +26,19 @@ const SHOWN_ITEMS = 10;
 const MAX_TEXT = 8_000;
 
 /** The plan, or the problems, each naming its field under `response`. */
-export function planResponse(response: DeclaredEntry['response']): { plan: ResponsePlan; problems: [] } | { plan: undefined; problems: string[] } {
+export function planResponse(
+  response: DeclaredEntry['response'],
+): { plan: ResponsePlan; problems: [] } | { plan: undefined; problems: string[] } {
   const problems: string[] = [];
   const fields: [string, string[]][] = [];
   for (const [name, path] of Object.entries(response?.fields ?? {})) {
-    if (!PROPERTY_NAME.test(name)) problems.push(`response.fields.${name}: a field name must match ^[A-Za-z_][A-Za-z0-9_]{0,63}$`);
+    if (!PROPERTY_NAME.test(name))
+      problems.push(`response.fields.${name}: a field name must match ^[A-Za-z_][A-Za-z0-9_]{0,63}$`);
     const segments = path.split('.');
-    if (segments.some((s) => s === '')) problems.push(`response.fields.${name}: ${JSON.stringify(path)} has an empty segment (write a.b.c)`);
-    if (segments.filter((s) => s === '*').length > 1) problems.push(`response.fields.${name}: ${JSON.stringify(path)} maps over more than one array (one "*" at most)`);
+    if (segments.some((s) => s === ''))
+      problems.push(`response.fields.${name}: ${JSON.stringify(path)} has an empty segment (write a.b.c)`);
+    if (segments.filter((s) => s === '*').length > 1)
+      problems.push(`response.fields.${name}: ${JSON.stringify(path)} maps over more than one array (one "*" at most)`);
     fields.push([name, segments]);
   }
   let text: Template | undefined;
@@ -41,7 +46,9 @@ export function planResponse(response: DeclaredEntry['response']): { plan: Respo
     const parsed = parseTemplate(response.text);
     if ('problem' in parsed) problems.push(`response.text: ${parsed.problem}`);
     else {
-      for (const name of parsed.template.variables) if (!fields.some(([field]) => field === name)) problems.push(`response.text: {${name}} is not one of response.fields`);
+      for (const name of parsed.template.variables)
+        if (!fields.some(([field]) => field === name))
+          problems.push(`response.text: {${name}} is not one of response.fields`);
       text = parsed.template;
     }
   }
@@ -71,7 +78,8 @@ function pick(value: unknown, segments: readonly string[]): Picked | undefined {
 }
 
 // Own members only, as a token answer is read (providers/conformers/responseFields.ts).
-const walk = (value: unknown, segments: readonly string[]): unknown => (segments.length === 0 ? value : memberAt(value, segments.join('.')));
+const walk = (value: unknown, segments: readonly string[]): unknown =>
+  segments.length === 0 ? value : memberAt(value, segments.join('.'));
 
 function scalar(value: unknown): string | number | boolean | null | undefined {
   if (typeof value === 'string') return plainText(value).slice(0, MAX_STRING);
@@ -84,7 +92,11 @@ function scalar(value: unknown): string | number | boolean | null | undefined {
  * shows its first ten items joined by ", " and how many more there are, a
  * missing field "(none)". Without a template: one "name: value" line per field.
  */
-export function renderText(plan: Pick<ResponsePlan, 'fields' | 'text'>, title: string, picked: Readonly<Record<string, Picked>>): string {
+export function renderText(
+  plan: Pick<ResponsePlan, 'fields' | 'text'>,
+  title: string,
+  picked: Readonly<Record<string, Picked>>,
+): string {
   const shown = (name: string): string => {
     const value = picked[name];
     if (value === undefined || value === null || (Array.isArray(value) && value.length === 0)) return '(none)';
@@ -92,6 +104,8 @@ export function renderText(plan: Pick<ResponsePlan, 'fields' | 'text'>, title: s
     const more = value.length > SHOWN_ITEMS ? ` (and ${value.length - SHOWN_ITEMS} more)` : '';
     return `${value.slice(0, SHOWN_ITEMS).map(String).join(', ')}${more}`;
   };
-  const text = plan.text ? expandTemplate(plan.text, shown) : [`${title}: done.`, ...plan.fields.map(([name]) => `${name}: ${shown(name)}`)].join('\n');
+  const text = plan.text
+    ? expandTemplate(plan.text, shown)
+    : [`${title}: done.`, ...plan.fields.map(([name]) => `${name}: ${shown(name)}`)].join('\n');
   return text.length > MAX_TEXT ? `${text.slice(0, MAX_TEXT - 1)}…` : text;
 }

@@ -45,30 +45,63 @@ export function starterRefName(raw: { starter: unknown; name?: unknown }): strin
  * The starter's entry bound to its provider (and renamed), ready to be
  * checked as any TOOLS_FILE entry; or the problems, each naming its field.
  */
-export function resolveStarter(raw: unknown, starters: ReadonlyMap<string, StarterTool>, providers: readonly StarterProvider[]): { entry: Record<string, unknown> } | { problems: string[] } {
+export function resolveStarter(
+  raw: unknown,
+  starters: ReadonlyMap<string, StarterTool>,
+  providers: readonly StarterProvider[],
+): { entry: Record<string, unknown> } | { problems: string[] } {
   const parsed = StarterRefSchema.safeParse(raw);
   if (!parsed.success) {
-    return { problems: parsed.error.issues.map((i) => (i.code === 'unrecognized_keys' ? `${i.keys.join(', ')}: a starter entry takes only starter, provider and name` : `${i.path.join('.') || '(entry)'}: ${i.message}`)) };
+    return {
+      problems: parsed.error.issues.map((i) =>
+        i.code === 'unrecognized_keys'
+          ? `${i.keys.join(', ')}: a starter entry takes only starter, provider and name`
+          : `${i.path.join('.') || '(entry)'}: ${i.message}`,
+      ),
+    };
   }
   const ref = parsed.data;
   const starter = starters.get(ref.starter);
-  if (!starter) return { problems: [`starter: ${JSON.stringify(ref.starter)} is not a starter tool (starters: ${[...starters.keys()].join(', ') || 'none'})`] };
+  if (!starter)
+    return {
+      problems: [
+        `starter: ${JSON.stringify(ref.starter)} is not a starter tool (starters: ${[...starters.keys()].join(', ') || 'none'})`,
+      ],
+    };
   const fromCatalog = providers.filter((p) => p.catalog === starter.catalog);
   let provider: string;
   if (ref.provider !== undefined) {
     const named = providers.find((p) => p.id === ref.provider);
-    if (!named) return { problems: [`provider: ${JSON.stringify(ref.provider)} is not a configured provider (configured: ${providers.map((p) => p.id).join(', ') || 'none'})`] };
+    if (!named)
+      return {
+        problems: [
+          `provider: ${JSON.stringify(ref.provider)} is not a configured provider (configured: ${providers.map((p) => p.id).join(', ') || 'none'})`,
+        ],
+      };
     if (named.catalog !== starter.catalog) {
-      const built = named.catalog === undefined ? 'is a custom entry' : `is built from the ${named.catalog} catalog entry`;
-      return { problems: [`provider: ${ref.provider} ${built}; ${starter.name} is written for the ${starter.catalog} catalog entry`] };
+      const built =
+        named.catalog === undefined ? 'is a custom entry' : `is built from the ${named.catalog} catalog entry`;
+      return {
+        problems: [
+          `provider: ${ref.provider} ${built}; ${starter.name} is written for the ${starter.catalog} catalog entry`,
+        ],
+      };
     }
     provider = named.id;
   } else if (fromCatalog.length === 1) {
     provider = fromCatalog[0]!.id;
   } else if (fromCatalog.length === 0) {
-    return { problems: [`starter: ${starter.name} is written for the ${starter.catalog} catalog entry, and no configured provider is built from it (add a PROVIDERS_FILE entry with catalog: ${starter.catalog})`] };
+    return {
+      problems: [
+        `starter: ${starter.name} is written for the ${starter.catalog} catalog entry, and no configured provider is built from it (add a PROVIDERS_FILE entry with catalog: ${starter.catalog})`,
+      ],
+    };
   } else {
-    return { problems: [`provider: ${starter.name} could be bound to ${fromCatalog.map((p) => p.id).join(' or ')} (each built from the ${starter.catalog} catalog entry); name one`] };
+    return {
+      problems: [
+        `provider: ${starter.name} could be bound to ${fromCatalog.map((p) => p.id).join(' or ')} (each built from the ${starter.catalog} catalog entry); name one`,
+      ],
+    };
   }
   return { entry: { ...starter.entry, name: ref.name ?? starter.name, provider } };
 }

@@ -21,7 +21,9 @@ export const STARTER_TOOLS_DIR = fileURLToPath(new URL('../../../config/starter-
  * provider is not a catalog id, a name in two places. The entries' other
  * fields are checked when a TOOLS_FILE enables them (as every entry is).
  */
-export async function readStarterTools(dir: string = STARTER_TOOLS_DIR): Promise<{ starters: ReadonlyMap<string, StarterTool>; problems: string[] }> {
+export async function readStarterTools(
+  dir: string = STARTER_TOOLS_DIR,
+): Promise<{ starters: ReadonlyMap<string, StarterTool>; problems: string[] }> {
   const starters = new Map<string, StarterTool>();
   const problems: string[] = [];
   let files: string[];
@@ -34,18 +36,26 @@ export async function readStarterTools(dir: string = STARTER_TOOLS_DIR): Promise
     const path = join(dir, file);
     let entries: unknown[];
     try {
-      entries = await readListFile(path, { variable: 'starter tools file', items: 'tools', error: (message) => new Error(message) });
+      entries = await readListFile(path, {
+        variable: 'starter tools file',
+        items: 'tools',
+        error: (message) => new Error(message),
+      });
     } catch (err) {
       problems.push((err as Error).message);
       continue;
     }
     for (const [index, entry] of entries.entries()) {
-      const fields = typeof entry === 'object' && entry !== null && !Array.isArray(entry) ? (entry as Record<string, unknown>) : {};
+      const fields =
+        typeof entry === 'object' && entry !== null && !Array.isArray(entry) ? (entry as Record<string, unknown>) : {};
       const { name, provider } = fields;
       const at = `${file} [${index}]`;
-      if (typeof name !== 'string' || !TOOL_NAME.test(name)) problems.push(`${at}: name must be a tool name (^[a-z][a-z0-9_]{0,63}$)`);
-      else if (typeof provider !== 'string' || !catalog.has(provider)) problems.push(`${at} (${name}): provider must be a catalog id (${[...catalog.keys()].join(', ')})`);
-      else if (starters.has(name)) problems.push(`${at} (${name}): ${name} is also a starter tool in ${starters.get(name)!.file}`);
+      if (typeof name !== 'string' || !TOOL_NAME.test(name))
+        problems.push(`${at}: name must be a tool name (^[a-z][a-z0-9_]{0,63}$)`);
+      else if (typeof provider !== 'string' || !catalog.has(provider))
+        problems.push(`${at} (${name}): provider must be a catalog id (${[...catalog.keys()].join(', ')})`);
+      else if (starters.has(name))
+        problems.push(`${at} (${name}): ${name} is also a starter tool in ${starters.get(name)!.file}`);
       else starters.set(name, { name, catalog: provider, entry: fields, file });
     }
   }

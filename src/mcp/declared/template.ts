@@ -24,13 +24,17 @@ const CONNECTION_FIELD = /^[A-Za-z][A-Za-z0-9]{0,63}$/;
 const OPERATORS = new Set(['+', '#', '.', '/', ';', '?', '&', '=', ',', '!', '@', '|']);
 
 /** The template, or why it is not a level 1 template (or holds connection fields where `options.connection` is not set). */
-export function parseTemplate(source: string, options: { connection?: boolean } = {}): { template: Template } | { problem: string } {
+export function parseTemplate(
+  source: string,
+  options: { connection?: boolean } = {},
+): { template: Template } | { problem: string } {
   const parts: TemplatePart[] = [];
   let at = 0;
   while (at < source.length) {
     const open = source.indexOf('{', at);
     const close = source.indexOf('}', at);
-    if (close !== -1 && (open === -1 || close < open)) return { problem: `has a "}" without its "{" at character ${close + 1}` };
+    if (close !== -1 && (open === -1 || close < open))
+      return { problem: `has a "}" without its "{" at character ${close + 1}` };
     if (open === -1) {
       parts.push({ literal: source.slice(at) });
       break;
@@ -40,15 +44,19 @@ export function parseTemplate(source: string, options: { connection?: boolean } 
     if (end === -1) return { problem: `has a "{" that is never closed at character ${open + 1}` };
     const name = source.slice(open + 1, end);
     if (name.includes('{')) return { problem: `has a "{" inside an expression at character ${open + 1}` };
-    if (OPERATORS.has(name[0] ?? '')) return { problem: `{${name}}: only simple {name} expressions are supported (RFC 6570 level 1)` };
-    if (name.includes(',') || name.includes(':') || name.endsWith('*')) return { problem: `{${name}}: one variable per expression, without modifiers (RFC 6570 level 1)` };
+    if (OPERATORS.has(name[0] ?? ''))
+      return { problem: `{${name}}: only simple {name} expressions are supported (RFC 6570 level 1)` };
+    if (name.includes(',') || name.includes(':') || name.endsWith('*'))
+      return { problem: `{${name}}: one variable per expression, without modifiers (RFC 6570 level 1)` };
     if (name.startsWith(CONNECTION_PREFIX)) {
       const field = name.slice(CONNECTION_PREFIX.length);
-      if (!CONNECTION_FIELD.test(field)) return { problem: `{${name}}: a connection field name must match ^[A-Za-z][A-Za-z0-9]{0,63}$` };
+      if (!CONNECTION_FIELD.test(field))
+        return { problem: `{${name}}: a connection field name must match ^[A-Za-z][A-Za-z0-9]{0,63}$` };
       if (!options.connection) return { problem: `{${name}}: connection metadata may be used only in request.path` };
       parts.push({ connection: field });
     } else {
-      if (!VARNAME.test(name)) return { problem: `{${name}}: a variable name must match ^[A-Za-z_][A-Za-z0-9_]{0,63}$` };
+      if (!VARNAME.test(name))
+        return { problem: `{${name}}: a variable name must match ^[A-Za-z_][A-Za-z0-9_]{0,63}$` };
       parts.push({ variable: name });
     }
     at = end + 1;
@@ -66,8 +74,16 @@ const noConnection = (field: string): never => {
  * The text of a template with each variable's text from `valueOf` and each
  * connection field's from `fieldOf` (both already encoded as their place needs).
  */
-export function expandTemplate(template: Template, valueOf: (name: string) => string, fieldOf: (field: string) => string = noConnection): string {
-  return template.parts.map((part) => ('literal' in part ? part.literal : 'variable' in part ? valueOf(part.variable) : fieldOf(part.connection))).join('');
+export function expandTemplate(
+  template: Template,
+  valueOf: (name: string) => string,
+  fieldOf: (field: string) => string = noConnection,
+): string {
+  return template.parts
+    .map((part) =>
+      'literal' in part ? part.literal : 'variable' in part ? valueOf(part.variable) : fieldOf(part.connection),
+    )
+    .join('');
 }
 
 /** A template that is exactly one expression, `"{name}"`: in a JSON body it stands for the typed value. */

@@ -42,10 +42,18 @@ export interface ToolsFileContext {
 
 /** TOOLS_FILE (YAML or JSON, read as PROVIDERS_FILE is), checked and compiled; throws ToolsFileError listing every problem. */
 export async function loadToolsFile(path: string, context: ToolsFileContext): Promise<DeclaredTool[]> {
-  const entries = await readListFile(path, { variable: 'TOOLS_FILE', items: 'tools', error: (message, cause) => new ToolsFileError(message, [message], { cause }) });
+  const entries = await readListFile(path, {
+    variable: 'TOOLS_FILE',
+    items: 'tools',
+    error: (message, cause) => new ToolsFileError(message, [message], { cause }),
+  });
   if (context.starters || !entries.some(isStarterRef)) return declareTools(entries, context, `TOOLS_FILE ${path}`);
   const { starters, problems } = await readStarterTools();
-  if (problems.length > 0) throw new ToolsFileError(`The starter tools cannot be read:\n${problems.map((p) => `  - ${p}`).join('\n')}`, problems);
+  if (problems.length > 0)
+    throw new ToolsFileError(
+      `The starter tools cannot be read:\n${problems.map((p) => `  - ${p}`).join('\n')}`,
+      problems,
+    );
   return declareTools(entries, { ...context, starters }, `TOOLS_FILE ${path}`);
 }
 
@@ -62,8 +70,13 @@ export function declareTools(entries: readonly unknown[], context: ToolsFileCont
   const seen = new Set<string>();
   for (const [index, raw] of entries.entries()) {
     const starter = isStarterRef(raw);
-    const name = starter ? starterRefName(raw) : typeof (raw as { name?: unknown } | null)?.name === 'string' ? (raw as { name: string }).name : undefined;
-    const report = (list: readonly string[]) => problems.push(...list.map((p) => `[${index}]${name === undefined ? '' : ` (${name})`} ${p}`));
+    const name = starter
+      ? starterRefName(raw)
+      : typeof (raw as { name?: unknown } | null)?.name === 'string'
+        ? (raw as { name: string }).name
+        : undefined;
+    const report = (list: readonly string[]) =>
+      problems.push(...list.map((p) => `[${index}]${name === undefined ? '' : ` (${name})`} ${p}`));
     if (name !== undefined) {
       if (seen.has(name)) report([`name: ${name} is declared twice`]);
       const taken = context.taken.find((t) => t.name === name);
@@ -71,21 +84,33 @@ export function declareTools(entries: readonly unknown[], context: ToolsFileCont
       seen.add(name);
     }
     const resolved = starter ? resolveStarter(raw, context.starters ?? new Map(), context.providers) : { entry: raw };
-    const checked = 'problems' in resolved ? resolved : checkEntry(resolved.entry, context, starter ? 'starter' : 'file');
+    const checked =
+      'problems' in resolved ? resolved : checkEntry(resolved.entry, context, starter ? 'starter' : 'file');
     if ('problems' in checked) report(checked.problems);
     else tools.push(checked.tool);
   }
-  if (problems.length > 0) throw new ToolsFileError(`${label} declares tools that cannot be served:\n${problems.map((p) => `  - ${p}`).join('\n')}`, problems);
+  if (problems.length > 0)
+    throw new ToolsFileError(
+      `${label} declares tools that cannot be served:\n${problems.map((p) => `  - ${p}`).join('\n')}`,
+      problems,
+    );
   return tools;
 }
 
-function checkEntry(raw: unknown, context: ToolsFileContext, source: DeclaredTool['source']): { tool: DeclaredTool } | { problems: string[] } {
+function checkEntry(
+  raw: unknown,
+  context: ToolsFileContext,
+  source: DeclaredTool['source'],
+): { tool: DeclaredTool } | { problems: string[] } {
   const parsed = DeclaredEntrySchema.safeParse(raw);
   if (!parsed.success) {
     // The schema and the provider are checked apart from the other fields, so their problems are listed too.
     const fields = typeof raw === 'object' && raw !== null ? (raw as Record<string, unknown>) : undefined;
     const schema = fields ? translateInputSchema(fields['inputSchema']).problems : [];
-    const provider = typeof fields?.['provider'] === 'string' ? providerProblems({ name: String(fields['name']), provider: fields['provider'], scopes: [] }, context) : [];
+    const provider =
+      typeof fields?.['provider'] === 'string'
+        ? providerProblems({ name: String(fields['name']), provider: fields['provider'], scopes: [] }, context)
+        : [];
     return { problems: [...issuesOf(parsed.error), ...schema, ...provider] };
   }
   const entry = parsed.data;
@@ -103,8 +128,14 @@ function checkEntry(raw: unknown, context: ToolsFileContext, source: DeclaredToo
       const property = input.input.properties.get(variable);
       const places = [...where].join(', ');
       if (!property) problems.push(`request: {${variable}} (in the ${places}) is not a property of inputSchema`);
-      else if (where.has('path') && property.kind === 'array') problems.push(`request.path: {${variable}} is an array; a path variable is one string, integer, number or boolean`);
-      else if (where.has('path') && !property.alwaysPresent) problems.push(`request.path: {${variable}} must be required in inputSchema (or have a default): a path cannot leave it out`);
+      else if (where.has('path') && property.kind === 'array')
+        problems.push(
+          `request.path: {${variable}} is an array; a path variable is one string, integer, number or boolean`,
+        );
+      else if (where.has('path') && !property.alwaysPresent)
+        problems.push(
+          `request.path: {${variable}} must be required in inputSchema (or have a default): a path cannot leave it out`,
+        );
     }
   }
   if (problems.length > 0 || !request.plan || !input.input || !response.plan) return { problems };
@@ -118,12 +149,21 @@ function connectionFieldProblems(plan: RequestPlan, providerId: string, context:
   const recorded = provider.connectionFields ?? [];
   return plan.path.connectionFields
     .filter((field) => !recorded.includes(field))
-    .map((field) => `request.path: {connection.${field}} is not recorded for connections to ${providerId} (its entry records ${recorded.join(', ') || 'no connection metadata'})`);
+    .map(
+      (field) =>
+        `request.path: {connection.${field}} is not recorded for connections to ${providerId} (its entry records ${recorded.join(', ') || 'no connection metadata'})`,
+    );
 }
 
 /** The provider must be configured, and ask for the tool's scopes (toolScopeProblems' rule). */
-function providerProblems(entry: { name: string; provider: string; scopes: readonly string[] }, context: ToolsFileContext): string[] {
-  if (!context.providers.some((p) => p.id === entry.provider)) return [`provider: ${JSON.stringify(entry.provider)} is not a configured provider (configured: ${context.providers.map((p) => p.id).join(', ') || 'none'})`];
+function providerProblems(
+  entry: { name: string; provider: string; scopes: readonly string[] },
+  context: ToolsFileContext,
+): string[] {
+  if (!context.providers.some((p) => p.id === entry.provider))
+    return [
+      `provider: ${JSON.stringify(entry.provider)} is not a configured provider (configured: ${context.providers.map((p) => p.id).join(', ') || 'none'})`,
+    ];
   const scopes = scopeProblem(entry, context.providers);
   return scopes ? [`scopes: ${scopes}`] : [];
 }

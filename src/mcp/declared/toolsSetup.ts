@@ -9,7 +9,12 @@ import { loadToolsFile, type ToolsProvider } from './toolsFile.js';
 // default on the GitHub-like development provider.
 
 /** What a configured provider (providers/providerConfig.ts) says that declared tools are checked against. */
-type ProviderFacts = { id: string; scopes: readonly string[]; catalog?: string | undefined; metadataCall?: { fields: Readonly<Record<string, string>> } | undefined };
+type ProviderFacts = {
+  id: string;
+  scopes: readonly string[];
+  catalog?: string | undefined;
+  metadataCall?: { fields: Readonly<Record<string, string>> } | undefined;
+};
 
 // devStack.ts builds the development `github` provider from the github catalog entry
 // (GitHub Enterprise Server's layout), so starter tools for GitHub bind to it.
@@ -27,9 +32,16 @@ export interface DeclaredToolsOptions {
 
 /** The configured providers: the file's and, in development, those npm start adds (an entry of the same id in the file replaces one). */
 export function providersForTools(fileProviders: readonly ProviderFacts[], dev: boolean): ToolsProvider[] {
-  const added = dev ? Object.entries(DEV_PROVIDER_SCOPES).filter(([id]) => !fileProviders.some((p) => p.id === id)) : [];
+  const added = dev
+    ? Object.entries(DEV_PROVIDER_SCOPES).filter(([id]) => !fileProviders.some((p) => p.id === id))
+    : [];
   return [
-    ...fileProviders.map((p) => ({ id: p.id, scopes: p.scopes, catalog: p.catalog, connectionFields: Object.keys(p.metadataCall?.fields ?? {}) })),
+    ...fileProviders.map((p) => ({
+      id: p.id,
+      scopes: p.scopes,
+      catalog: p.catalog,
+      connectionFields: Object.keys(p.metadataCall?.fields ?? {}),
+    })),
     ...added.map(([id, scopes]) => ({ id, scopes, catalog: DEV_PROVIDER_CATALOG[id] })),
   ];
 }
@@ -39,9 +51,12 @@ export function providersForTools(fileProviders: readonly ProviderFacts[], dev: 
  * GitHub-like development provider as `github` (no operator entry replaced
  * it), the embedded default (config/dev-tools.yaml).
  */
-export function toolsFileFor(options: Pick<DeclaredToolsOptions, 'toolsFile' | 'dev' | 'fileProviders'>): { path: string; embedded: boolean } | undefined {
+export function toolsFileFor(
+  options: Pick<DeclaredToolsOptions, 'toolsFile' | 'dev' | 'fileProviders'>,
+): { path: string; embedded: boolean } | undefined {
   if (options.toolsFile) return { path: options.toolsFile, embedded: false };
-  if (options.dev && !options.fileProviders.some((p) => p.id === 'github')) return { path: DEV_TOOLS_FILE, embedded: true };
+  if (options.dev && !options.fileProviders.some((p) => p.id === 'github'))
+    return { path: DEV_TOOLS_FILE, embedded: true };
   return undefined;
 }
 
@@ -49,7 +64,10 @@ export function toolsFileFor(options: Pick<DeclaredToolsOptions, 'toolsFile' | '
 export async function loadDeclaredTools(options: DeclaredToolsOptions): Promise<DeclaredTool[]> {
   const file = toolsFileFor(options);
   if (!file) return [];
-  const taken = [...options.builtIn.map((t) => ({ name: t.name, source: 'built-in' })), ...options.modules.map((t) => ({ name: t.name, source: 'TOOL_MODULES' }))];
+  const taken = [
+    ...options.builtIn.map((t) => ({ name: t.name, source: 'built-in' })),
+    ...options.modules.map((t) => ({ name: t.name, source: 'TOOL_MODULES' })),
+  ];
   return loadToolsFile(file.path, { providers: providersForTools(options.fileProviders, options.dev), taken });
 }
 

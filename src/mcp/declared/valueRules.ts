@@ -59,10 +59,16 @@ export function headerValueProblem(text: string): string | undefined {
  * the URL it is given, so those are refused here with a clear message.
  */
 export function queryValueProblem(text: string): string | undefined {
-  return hasControl(text) || text.includes('\\') ? 'must not contain control characters or "\\" in a query parameter' : undefined;
+  return hasControl(text) || text.includes('\\')
+    ? 'must not contain control characters or "\\" in a query parameter'
+    : undefined;
 }
 
-const RULES: Record<Exclude<Use, 'body'>, (text: string) => string | undefined> = { path: pathValueProblem, header: headerValueProblem, query: queryValueProblem };
+const RULES: Record<Exclude<Use, 'body'>, (text: string) => string | undefined> = {
+  path: pathValueProblem,
+  header: headerValueProblem,
+  query: queryValueProblem,
+};
 
 /** The first rule `value` breaks among those of its uses, or undefined. */
 export function valueProblem(value: unknown, uses: ReadonlySet<Use>): string | undefined {

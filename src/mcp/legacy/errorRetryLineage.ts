@@ -16,14 +16,27 @@ const MRTR_ACCEPTED = acceptedStates.mrtr;
  * acting again: the -32042 retry is accepted once; anything else waits for,
  * or reads, the recorded outcome.
  */
-export async function findSameOperation(broker: BrokerDeps, ctx: Pick<ToolContext, 'principal' | 'clientId'>, call: ConnectionCall, windowMs: number): Promise<NavigationRecord | undefined> {
+export async function findSameOperation(
+  broker: BrokerDeps,
+  ctx: Pick<ToolContext, 'principal' | 'clientId'>,
+  call: ConnectionCall,
+  windowMs: number,
+): Promise<NavigationRecord | undefined> {
   const { principal } = ctx;
   // Another client of the same user never joins this client's operation.
-  const recent = (await findLatestForOperation(broker.pool, { subjectIss: principal.iss, subjectSub: principal.sub, tool: call.tool, requestDigest: call.requestDigest })).filter((n) => sameClient(n, ctx));
+  const recent = (
+    await findLatestForOperation(broker.pool, {
+      subjectIss: principal.iss,
+      subjectSub: principal.sub,
+      tool: call.tool,
+      requestDigest: call.requestDigest,
+    })
+  ).filter((n) => sameClient(n, ctx));
   const now = broker.clock.now().getTime();
   // A flow the user finished wins over a newer one still waiting (an early retry may have started it).
   return (
-    recent.find((n) => verifiedStates.has(n.status) && n.status !== MRTR_ACCEPTED && now - n.updatedAt.getTime() <= windowMs) ??
-    recent.find((n) => openStates.has(n.status) && n.expiresAt.getTime() > now)
+    recent.find(
+      (n) => verifiedStates.has(n.status) && n.status !== MRTR_ACCEPTED && now - n.updatedAt.getTime() <= windowMs,
+    ) ?? recent.find((n) => openStates.has(n.status) && n.expiresAt.getTime() > now)
   );
 }

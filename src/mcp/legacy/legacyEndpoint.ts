@@ -8,7 +8,13 @@ import type { ToolContext } from '../defineTool.js';
 import type { ClientCapabilities, RequestId } from '../protocol.js';
 import { errorMessage, notificationMessage, resultMessage, sseMessage } from '../rpcMessages.js';
 import { legacyToolCall, type LegacyToolDeps } from './legacyTools.js';
-import { createLegacySessions, DEFAULT_LEGACY_LIMITS, LEGACY_VERSION, type LegacyLimits, type LegacySession } from './legacySessions.js';
+import {
+  createLegacySessions,
+  DEFAULT_LEGACY_LIMITS,
+  LEGACY_VERSION,
+  type LegacyLimits,
+  type LegacySession,
+} from './legacySessions.js';
 import { createRequestChannel } from './requestChannel.js';
 import { openSse } from './sseStream.js';
 import type { VerifiedBearer } from '../mcpAuth.js';
@@ -21,7 +27,13 @@ export interface LegacyEndpointDeps extends LegacyToolDeps {
 }
 
 export interface LegacyEndpoint {
-  post(req: IncomingMessage, res: ServerResponse, message: Record<string, unknown>, caller: VerifiedBearer, requestId: string): Promise<void>;
+  post(
+    req: IncomingMessage,
+    res: ServerResponse,
+    message: Record<string, unknown>,
+    caller: VerifiedBearer,
+    requestId: string,
+  ): Promise<void>;
   get(req: IncomingMessage, res: ServerResponse, caller: VerifiedBearer): void;
   delete(req: IncomingMessage, res: ServerResponse, caller: VerifiedBearer): void;
   /** Ends every session (their streams and pending calls) and stops the idle sweep. */
@@ -29,21 +41,36 @@ export interface LegacyEndpoint {
 }
 
 /** Is this a 2025-11-25 message? `initialize` without a modern envelope, a session's traffic, or a client's response. */
-export function isLegacyMessage(message: unknown, headers: IncomingMessage['headers']): message is Record<string, unknown> {
+export function isLegacyMessage(
+  message: unknown,
+  headers: IncomingMessage['headers'],
+): message is Record<string, unknown> {
   if (typeof message !== 'object' || message === null || Array.isArray(message)) return false;
   const m = message as Record<string, unknown>;
   const params = m['params'] as Record<string, unknown> | undefined;
-  const modern = typeof params === 'object' && params !== null && typeof params['_meta'] === 'object' && params['_meta'] !== null && 'io.modelcontextprotocol/protocolVersion' in (params['_meta'] as object);
+  const modern =
+    typeof params === 'object' &&
+    params !== null &&
+    typeof params['_meta'] === 'object' &&
+    params['_meta'] !== null &&
+    'io.modelcontextprotocol/protocolVersion' in (params['_meta'] as object);
   if (modern) return false;
   return m['method'] === 'initialize' || headers['mcp-session-id'] !== undefined || 'result' in m || 'error' in m;
 }
 
 function sendJson(res: ServerResponse, status: number, text: string, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text), ...headers }).end(text);
+  res
+    .writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text), ...headers })
+    .end(text);
 }
 
 /** A refusal of the session layer, with its own status (mcp/toMcp.ts). */
-function refuse(res: ServerResponse, id: RequestId | null, err: McpProtocolError, headers: Record<string, string> = {}): void {
+function refuse(
+  res: ServerResponse,
+  id: RequestId | null,
+  err: McpProtocolError,
+  headers: Record<string, string> = {},
+): void {
   sendJson(res, err.httpStatus, errorMessage(id, err), headers);
 }
 
@@ -57,7 +84,12 @@ export function createLegacyEndpoint(deps: LegacyEndpointDeps): LegacyEndpoint {
   const limits: LegacyLimits = { ...DEFAULT_LEGACY_LIMITS, ...deps.limits };
   const sessions = createLegacySessions(limits);
 
-  function sessionOf(req: IncomingMessage, res: ServerResponse, principal: Principal, id: RequestId | null): LegacySession | undefined {
+  function sessionOf(
+    req: IncomingMessage,
+    res: ServerResponse,
+    principal: Principal,
+    id: RequestId | null,
+  ): LegacySession | undefined {
     const header = req.headers['mcp-session-id'];
     if (typeof header !== 'string' || header === '') {
       refuse(res, id, invalidRequest('Mcp-Session-Id header is required: call initialize first'));
@@ -80,11 +112,16 @@ export function createLegacyEndpoint(deps: LegacyEndpointDeps): LegacyEndpoint {
     async post(req, res, message, { principal, clientId }, requestId) {
       const raw = message['id'];
       // A JSON-RPC id is a string or an integer; anything else is echoed as null.
-      const id: RequestId | null = typeof raw === 'string' || (typeof raw === 'number' && Number.isInteger(raw)) ? raw : null;
-      const params = (typeof message['params'] === 'object' && message['params'] !== null ? message['params'] : {}) as Record<string, unknown>;
+      const id: RequestId | null =
+        typeof raw === 'string' || (typeof raw === 'number' && Number.isInteger(raw)) ? raw : null;
+      const params = (
+        typeof message['params'] === 'object' && message['params'] !== null ? message['params'] : {}
+      ) as Record<string, unknown>;
       if (message['method'] === 'initialize') {
         if (id === null) return refuse(res, null, invalidRequest('initialize is a request: it needs an id'));
-        const capabilities = (typeof params['capabilities'] === 'object' && params['capabilities'] !== null ? params['capabilities'] : {}) as ClientCapabilities;
+        const capabilities = (
+          typeof params['capabilities'] === 'object' && params['capabilities'] !== null ? params['capabilities'] : {}
+        ) as ClientCapabilities;
         const created = sessions.create(principal, capabilities);
         if ('refused' in created) return refuse(res, id, tooManySessions(created.refused), { 'Retry-After': '60' });
         // We speak one legacy version; a client asking for another gets ours (2025-11-25 lifecycle).
@@ -110,15 +147,26 @@ export function createLegacyEndpoint(deps: LegacyEndpointDeps): LegacyEndpoint {
       const channel = createRequestChannel(res, session, id, limits.heartbeatMs);
       try {
         if (method === 'ping') return channel.finish(resultMessage(id, '{}'));
-        if (method === 'tools/list') return channel.finish(resultMessage(id, JSON.stringify({ tools: deps.tools.map((t) => t.descriptor) })));
+        if (method === 'tools/list')
+          return channel.finish(resultMessage(id, JSON.stringify({ tools: deps.tools.map((t) => t.descriptor) })));
         // A call's errors travel in its response (200, or its stream), whatever their HTTP status on the modern wire.
-        if (method !== 'tools/call') return channel.finish(errorMessage(id, methodNotFound(`Method not found: ${String(method).slice(0, 64)}`)));
-        const ctx: ToolContext = { principal, clientId, capabilities: session.capabilities, inputResponses: undefined, requestState: undefined, requestId, logger: deps.logger };
+        if (method !== 'tools/call')
+          return channel.finish(errorMessage(id, methodNotFound(`Method not found: ${String(method).slice(0, 64)}`)));
+        const ctx: ToolContext = {
+          principal,
+          clientId,
+          capabilities: session.capabilities,
+          inputResponses: undefined,
+          requestState: undefined,
+          requestId,
+          logger: deps.logger,
+        };
         const result = await legacyToolCall(deps, session, id, params, ctx, channel);
         return channel.finish(resultMessage(id, JSON.stringify(result)));
       } catch (err) {
         if (!(err instanceof McpProtocolError)) throw err;
-        if (err.kind === 'urlElicitationRequired') watchForCompletion(deps, session, err.data, limits.watchersPerSession);
+        if (err.kind === 'urlElicitationRequired')
+          watchForCompletion(deps, session, err.data, limits.watchersPerSession);
         return channel.finish(errorMessage(id, err));
       }
     },
@@ -129,7 +177,12 @@ export function createLegacyEndpoint(deps: LegacyEndpointDeps): LegacyEndpoint {
       session.stream?.end();
       session.stream = res;
       session.streamDropped = false;
-      openSse(res, { sessionId: session.id, heartbeatMs: limits.heartbeatMs, maxLifetimeMs: limits.streamMaxMs, closing: session.closing });
+      openSse(res, {
+        sessionId: session.id,
+        heartbeatMs: limits.heartbeatMs,
+        maxLifetimeMs: limits.streamMaxMs,
+        closing: session.closing,
+      });
       res.write(': stream open\n\n');
       res.on('close', () => {
         if (session.stream !== res) return;
@@ -168,7 +221,12 @@ function watchForCompletion(deps: LegacyEndpointDeps, session: LegacySession, da
     const watcher = new AbortController();
     session.watchers.set(elicitationId, watcher);
     void broker.signal
-      .waitFor(elicitationId, broker.navigationTtlSeconds * 1000, async () => (await findNavigationById(broker.pool, elicitationId))?.status === State.REQUIREMENT_VERIFIED, watcher.signal)
+      .waitFor(
+        elicitationId,
+        broker.navigationTtlSeconds * 1000,
+        async () => (await findNavigationById(broker.pool, elicitationId))?.status === State.REQUIREMENT_VERIFIED,
+        watcher.signal,
+      )
       .then((verified) => {
         if (!verified || watcher.signal.aborted || session.notified.has(elicitationId) || !session.stream) return;
         session.notified.add(elicitationId);

@@ -124,9 +124,12 @@ export function createLegacySessions(limits: LegacyLimits, now: () => number = D
       sweepIdle();
       const key = principalKey(principal);
       if ((perPrincipal.get(key) ?? 0) >= limits.maxSessionsPerPrincipal && !endAbandoned(principal)) {
-        return { refused: `You have ${limits.maxSessionsPerPrincipal} open sessions, the most allowed: end one (HTTP DELETE with its Mcp-Session-Id) or reuse it; idle sessions end after ${minutes(limits.idleMs)} min.` };
+        return {
+          refused: `You have ${limits.maxSessionsPerPrincipal} open sessions, the most allowed: end one (HTTP DELETE with its Mcp-Session-Id) or reuse it; idle sessions end after ${minutes(limits.idleMs)} min.`,
+        };
       }
-      if (sessions.size >= limits.maxSessions && !endAbandoned()) return { refused: 'This server has as many open sessions as it allows. Try again in a few minutes.' };
+      if (sessions.size >= limits.maxSessions && !endAbandoned())
+        return { refused: 'This server has as many open sessions as it allows. Try again in a few minutes.' };
       const abort = new AbortController();
       // Visible ASCII, globally unique, cryptographically secure (2025-11-25 transport rules).
       const session = {
@@ -151,7 +154,8 @@ export function createLegacySessions(limits: LegacyLimits, now: () => number = D
     },
     find(id, principal) {
       const session = sessions.get(id);
-      if (!session || session.principal.iss !== principal.iss || session.principal.sub !== principal.sub) return undefined;
+      if (!session || session.principal.iss !== principal.iss || session.principal.sub !== principal.sub)
+        return undefined;
       session.lastSeenAt = now();
       return session;
     },

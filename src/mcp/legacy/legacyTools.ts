@@ -48,14 +48,31 @@ function legacyResult(result: ToolCallResult): Record<string, unknown> {
  * only the way the user is asked differs: a request on this call's SSE
  * stream (nested), or the -32042 error and an optional retry.
  */
-export async function legacyToolCall(deps: LegacyToolDeps, session: LegacySession, jsonrpcId: string | number, params: Record<string, unknown>, ctx: ToolContext, channel: RequestChannel): Promise<Record<string, unknown>> {
+export async function legacyToolCall(
+  deps: LegacyToolDeps,
+  session: LegacySession,
+  jsonrpcId: string | number,
+  params: Record<string, unknown>,
+  ctx: ToolContext,
+  channel: RequestChannel,
+): Promise<Record<string, unknown>> {
   const name = params['name'];
   if (typeof name !== 'string') throw invalidParams('params.name must be a string');
   try {
     const tool = deps.tools.find((t) => t.name === name);
     if (!tool) throw invalidParams(`Unknown tool: ${name.slice(0, 64)}`);
     if (isFormTool(tool)) return legacyResult(await askOnStream(deps, tool, params['arguments'], ctx, channel));
-    if (isConnectionTool(tool)) return legacyResult(await connectionCall(deps, tool.connectionCall(params['arguments'], deps.toolDeps), ctx, session, jsonrpcId, channel));
+    if (isConnectionTool(tool))
+      return legacyResult(
+        await connectionCall(
+          deps,
+          tool.connectionCall(params['arguments'], deps.toolDeps),
+          ctx,
+          session,
+          jsonrpcId,
+          channel,
+        ),
+      );
     return legacyResult(await tool.call(params['arguments'], ctx, deps.toolDeps));
   } catch (err) {
     if (err instanceof McpProtocolError) throw err;
@@ -66,17 +83,39 @@ export async function legacyToolCall(deps: LegacyToolDeps, session: LegacySessio
 }
 
 /** A form tool on the legacy wire: the same question, re-checks and single-use claim, asked on this call's stream. */
-async function askOnStream(deps: LegacyToolDeps, tool: FormTool, rawArgs: unknown, ctx: ToolContext, channel: RequestChannel): Promise<ToolCallResult> {
+async function askOnStream(
+  deps: LegacyToolDeps,
+  tool: FormTool,
+  rawArgs: unknown,
+  ctx: ToolContext,
+  channel: RequestChannel,
+): Promise<ToolCallResult> {
   const input = tool.form.parse(rawArgs);
-  if (!elicitationModes(ctx.capabilities).form) throw new InvalidInputError(`${tool.name} asks the user in a form: this client did not declare form elicitation at initialize.`);
+  if (!elicitationModes(ctx.capabilities).form)
+    throw new InvalidInputError(
+      `${tool.name} asks the user in a form: this client did not declare form elicitation at initialize.`,
+    );
   const { form, offered } = await tool.form.ask(input, ctx, deps.toolDeps);
   const answer = await channel.ask('elicitation/create', form.params, deps.waitMs);
   const reply = ElicitResultSchema.safeParse(answer?.['result']);
-  const claim = { principal: ctx.principal, nonce: randomBytes(16).toString('base64url'), expiresAt: new Date(Date.now() + deps.waitMs), offered, answerableLater: false };
+  const claim = {
+    principal: ctx.principal,
+    nonce: randomBytes(16).toString('base64url'),
+    expiresAt: new Date(Date.now() + deps.waitMs),
+    offered,
+    answerableLater: false,
+  };
   return tool.form.answer(input, reply.success ? reply.data : undefined, claim, deps.toolDeps);
 }
 
-async function connectionCall(deps: LegacyToolDeps, call: ConnectionCall, ctx: ToolContext, session: LegacySession, jsonrpcId: string | number, channel: RequestChannel): Promise<ToolCallResult> {
+async function connectionCall(
+  deps: LegacyToolDeps,
+  call: ConnectionCall,
+  ctx: ToolContext,
+  session: LegacySession,
+  jsonrpcId: string | number,
+  channel: RequestChannel,
+): Promise<ToolCallResult> {
   const connection = deps.toolDeps.connection;
   const { broker } = connection;
   const found = await findSameOperation(broker, ctx, call, deps.retryWindowMs);
@@ -99,21 +138,36 @@ async function connectionCall(deps: LegacyToolDeps, call: ConnectionCall, ctx: T
     if (needsApproval(broker, call.tool, call.provider)) {
       // A high-risk operation waits for an operator even when connected: a record born verified, which
       // an identical call joins (the -32042 lineage's retry) until it is approved and done once.
-      const { navigation } = await startNavigation(broker, { ...navigationRequest(ctx, call, 'error_retry'), alreadyConnected: true });
-      return acceptAndRun(deps, call, ctx, navigation.id, 'error_retry', { retryGeneration: navigation.retryGeneration + 1 });
+      const { navigation } = await startNavigation(broker, {
+        ...navigationRequest(ctx, call, 'error_retry'),
+        alreadyConnected: true,
+      });
+      return acceptAndRun(deps, call, ctx, navigation.id, 'error_retry', {
+        retryGeneration: navigation.retryGeneration + 1,
+      });
     }
     // A refused token is forgotten and the user is asked below, exactly as if never connected.
-    const outcome = await performOrForget(connection.vault, ctx.principal, call.provider, token, (live) => call.perform(live, randomBytes(16).toString('hex')));
+    const outcome = await performOrForget(connection.vault, ctx.principal, call.provider, token, (live) =>
+      call.perform(live, randomBytes(16).toString('hex')),
+    );
     if (!reconnectReasonOf(outcome)) return call.render(outcome);
   }
   if (!elicitationModes(ctx.capabilities).url) {
-    throw new InvalidInputError(`${call.tool} needs a connection to ${call.provider}, and this client did not declare URL elicitation at initialize.`);
+    throw new InvalidInputError(
+      `${call.tool} needs a connection to ${call.provider}, and this client did not declare URL elicitation at initialize.`,
+    );
   }
   const lineage = deps.urlElicitation === 'nested' ? 'nested' : 'error_retry';
   const request = navigationRequest(ctx, call, lineage);
-  const { navigation, connectUrl } = (await findReusableNavigation(broker, request)) ?? (await startNavigation(broker, request));
+  const { navigation, connectUrl } =
+    (await findReusableNavigation(broker, request)) ?? (await startNavigation(broker, request));
   const name = broker.providers.get(call.provider)?.provider.displayName ?? call.provider;
-  const elicitation = { mode: 'url' as const, elicitationId: navigation.id, url: connectUrl, message: `To ${call.purpose}, connect your ${name} account (${navigation.targetHost}). The link opens ${broker.publicUrl.host}, where you sign in and confirm.` };
+  const elicitation = {
+    mode: 'url' as const,
+    elicitationId: navigation.id,
+    url: connectUrl,
+    message: `To ${call.purpose}, connect your ${name} account (${navigation.targetHost}). The link opens ${broker.publicUrl.host}, where you sign in and confirm.`,
+  };
   if (lineage === 'error_retry') {
     throw urlElicitationRequired({ elicitations: [elicitation] });
   }
@@ -121,19 +175,25 @@ async function connectionCall(deps: LegacyToolDeps, call: ConnectionCall, ctx: T
   const reply = ElicitResultSchema.safeParse(answer?.['result']);
   const actor = `mcp:${ctx.principal.sub}`;
   if (!reply.success || reply.data.action === 'cancel') {
-    return errorResult(`Connecting was cancelled or not answered; ${call.purpose} was not done. The link stays valid until ${navigation.expiresAt.toISOString()}.`);
+    return errorResult(
+      `Connecting was cancelled or not answered; ${call.purpose} was not done. The link stays valid until ${navigation.expiresAt.toISOString()}.`,
+    );
   }
   if (reply.data.action === 'decline') {
     await advanceIfAllowed(broker, navigation.id, 'host_decline', actor);
     return errorResult(`You declined to connect; ${call.purpose} was not done.`);
   }
   await advanceIfAllowed(broker, navigation.id, 'host_accept', actor);
-  const verified = await broker.waits.run(ctx.principal, () => broker.signal.waitFor(navigation.id, deps.waitMs, async () => isVerifiedNow(broker, navigation.id)));
+  const verified = await broker.waits.run(ctx.principal, () =>
+    broker.signal.waitFor(navigation.id, deps.waitMs, async () => isVerifiedNow(broker, navigation.id)),
+  );
   if (session.ended) {
     return errorResult(`The session ended; ${call.purpose} was not done.`);
   }
   if (!verified) {
-    return errorResult(`The connection was not completed in time; ${call.purpose} was not done. Finish connecting with the link (valid until ${navigation.expiresAt.toISOString()}), then call the tool again.`);
+    return errorResult(
+      `The connection was not completed in time; ${call.purpose} was not done. Finish connecting with the link (valid until ${navigation.expiresAt.toISOString()}), then call the tool again.`,
+    );
   }
   // Completion was proven by the verified callback; tell this session, once, then answer the original request.
   if (!session.notified.has(navigation.id)) {
@@ -150,14 +210,26 @@ async function connectionCall(deps: LegacyToolDeps, call: ConnectionCall, ctx: T
  * answers it; if the original gave up and the callback is verified, it accepts the operation itself.
  * Acceptance is unique, so nothing is done twice.
  */
-async function joinSameOperation(deps: LegacyToolDeps, call: ConnectionCall, ctx: ToolContext, navigation: NavigationRecord, jsonrpcId: string | number): Promise<ToolCallResult | undefined> {
+async function joinSameOperation(
+  deps: LegacyToolDeps,
+  call: ConnectionCall,
+  ctx: ToolContext,
+  navigation: NavigationRecord,
+  jsonrpcId: string | number,
+): Promise<ToolCallResult | undefined> {
   const { broker } = deps.toolDeps.connection;
   const isVerified = async () => isVerifiedNow(broker, navigation.id);
   if (navigation.lineage === 'error_retry') {
     // The retry of a -32042: accepted once the callback is verified (a short wait if it is about to be).
-    const ready = !openStates.has(navigation.status) || (await broker.waits.run(ctx.principal, () => broker.signal.waitFor(navigation.id, broker.retryWaitMs, isVerified)));
+    const ready =
+      !openStates.has(navigation.status) ||
+      (await broker.waits.run(ctx.principal, () =>
+        broker.signal.waitFor(navigation.id, broker.retryWaitMs, isVerified),
+      ));
     if (!ready) return undefined;
-    return acceptAndRun(deps, call, ctx, navigation.id, 'error_retry', { retryGeneration: navigation.retryGeneration + 1 });
+    return acceptAndRun(deps, call, ctx, navigation.id, 'error_retry', {
+      retryGeneration: navigation.retryGeneration + 1,
+    });
   }
   // Give the original call (keyed by its JSON-RPC id) the chance to finish; take over only if it gave up.
   const recorded = async () => {
@@ -166,18 +238,39 @@ async function joinSameOperation(deps: LegacyToolDeps, call: ConnectionCall, ctx
   };
   await broker.waits.run(ctx.principal, () => broker.signal.waitFor(navigation.id, deps.waitMs, recorded));
   if (!(await recorded()) && !(await isVerified())) {
-    return errorResult(`This operation is waiting for you to finish connecting (${call.purpose}); it will be done once. Call again after connecting.`);
+    return errorResult(
+      `This operation is waiting for you to finish connecting (${call.purpose}); it will be done once. Call again after connecting.`,
+    );
   }
   return acceptAndRun(deps, call, ctx, navigation.id, 'nested', { jsonrpcId: String(jsonrpcId) });
 }
 
-
-async function acceptAndRun(deps: LegacyToolDeps, call: ConnectionCall, ctx: ToolContext, navigationId: string, lineage: 'nested' | 'error_retry', extra: { jsonrpcId?: string; retryGeneration?: number }): Promise<ToolCallResult> {
+async function acceptAndRun(
+  deps: LegacyToolDeps,
+  call: ConnectionCall,
+  ctx: ToolContext,
+  navigationId: string,
+  lineage: 'nested' | 'error_retry',
+  extra: { jsonrpcId?: string; retryGeneration?: number },
+): Promise<ToolCallResult> {
   const { broker } = deps.toolDeps.connection;
   // A high-risk operation waits for an operator's approval; the host is told, and calls again.
-  const gate = await awaitApproval(broker, { navigationId, tool: call.tool, provider: call.provider }, Math.min(deps.waitMs, broker.retryWaitMs));
+  const gate = await awaitApproval(
+    broker,
+    { navigationId, tool: call.tool, provider: call.provider },
+    Math.min(deps.waitMs, broker.retryWaitMs),
+  );
   if (gate.kind !== 'go') return errorResult(approvalMessage(gate, call.purpose));
-  const { receipt } = await acceptOriginalOperation(broker, { navigationId, principal: ctx.principal, clientId: ctx.clientId, tool: call.tool, requestDigest: call.requestDigest, lineage, arguments: call.arguments, ...extra });
+  const { receipt } = await acceptOriginalOperation(broker, {
+    navigationId,
+    principal: ctx.principal,
+    clientId: ctx.clientId,
+    tool: call.tool,
+    requestDigest: call.requestDigest,
+    lineage,
+    arguments: call.arguments,
+    ...extra,
+  });
   return runAccepted(deps.toolDeps.connection, ctx, call, receipt);
 }
 

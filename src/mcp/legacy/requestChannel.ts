@@ -22,9 +22,15 @@ export interface RequestChannel {
 
 // When the session ends under a call (DELETE, idle sweep, shutdown) the call is answered at once;
 // whatever it was waiting for may still finish in the background, but it accepts nothing (session.ended).
-const SESSION_ENDED = 'The session ended (deleted, idle too long, or the server is stopping): initialize again, then call again.';
+const SESSION_ENDED =
+  'The session ended (deleted, idle too long, or the server is stopping): initialize again, then call again.';
 
-export function createRequestChannel(res: ServerResponse, session: LegacySession, id: RequestId, heartbeatMs: number): RequestChannel {
+export function createRequestChannel(
+  res: ServerResponse,
+  session: LegacySession,
+  id: RequestId,
+  heartbeatMs: number,
+): RequestChannel {
   let streaming = false;
   let closed = false;
   res.on('close', () => {
@@ -35,7 +41,12 @@ export function createRequestChannel(res: ServerResponse, session: LegacySession
     if (res.writableEnded) return;
     if (!streaming) {
       // The stream's own closing handler answers for the session's end from here on.
-      openSse(res, { sessionId: session.id, heartbeatMs, closing: session.closing, onClosing: () => res.write(sseMessage(ended())) });
+      openSse(res, {
+        sessionId: session.id,
+        heartbeatMs,
+        closing: session.closing,
+        onClosing: () => res.write(sseMessage(ended())),
+      });
       streaming = true;
     }
     res.write(sseMessage(json));
@@ -46,7 +57,13 @@ export function createRequestChannel(res: ServerResponse, session: LegacySession
       res.end(sseMessage(json));
       return;
     }
-    res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(json), 'Mcp-Session-Id': session.id }).end(json);
+    res
+      .writeHead(status, {
+        'Content-Type': 'application/json',
+        'Content-Length': Buffer.byteLength(json),
+        'Mcp-Session-Id': session.id,
+      })
+      .end(json);
   };
   const onSessionEnd = () => {
     if (!streaming) finish(ended());

@@ -18,7 +18,12 @@ export interface SseOptions {
  * vanished client as a failed write; the timers stop when the stream closes.
  */
 export function openSse(res: ServerResponse, options: SseOptions): void {
-  res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no', 'Mcp-Session-Id': options.sessionId });
+  res.writeHead(200, {
+    'Content-Type': 'text/event-stream',
+    'Cache-Control': 'no-store',
+    'X-Accel-Buffering': 'no',
+    'Mcp-Session-Id': options.sessionId,
+  });
   const heartbeat = setInterval(() => res.writableEnded || res.write(': heartbeat\n\n'), options.heartbeatMs);
   heartbeat.unref();
   const lifetime = options.maxLifetimeMs === undefined ? undefined : setTimeout(() => res.end(), options.maxLifetimeMs);

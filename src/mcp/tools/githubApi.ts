@@ -47,14 +47,19 @@ async function answer(response: Response): Promise<{ status: number; json: unkno
 }
 
 // GitHub's error body is `{ message, documentation_url }`: its message, plain and bounded; 429 and 5xx say to retry.
-const refusal = (status: number, json: unknown, what: string): AppError => providerRefusal('GitHub', status, json, what);
+const refusal = (status: number, json: unknown, what: string): AppError =>
+  providerRefusal('GitHub', status, json, what);
 
-export async function listMyIssues(fetch: ConnectionFetch, query: { filter: string; state: string; perPage: number }): Promise<Issue[]> {
+export async function listMyIssues(
+  fetch: ConnectionFetch,
+  query: { filter: string; state: string; perPage: number },
+): Promise<Issue[]> {
   const search = new URLSearchParams({ filter: query.filter, state: query.state, per_page: String(query.perPage) });
   const { status, json } = await answer(await fetch(`/user/issues?${search.toString()}`));
   if (status !== 200) throw refusal(status, json, 'list your issues');
   const parsed = z.array(IssueSchema).max(100).safeParse(json);
-  if (!parsed.success) throw new AppError('upstream_auth_failed', 'GitHub answered the issue list with an unexpected body.');
+  if (!parsed.success)
+    throw new AppError('upstream_auth_failed', 'GitHub answered the issue list with an unexpected body.');
   return parsed.data.map(toIssue);
 }
 
@@ -63,7 +68,11 @@ export async function listMyIssues(fetch: ConnectionFetch, query: { filter: stri
  * comes from the broker's receipt (one acceptance, one call); the key is sent
  * all the same, for servers in front of GitHub that honour one.
  */
-export async function createIssue(fetch: ConnectionFetch, input: { repository: string; title: string; body?: string | undefined }, idempotencyKey: string): Promise<Issue> {
+export async function createIssue(
+  fetch: ConnectionFetch,
+  input: { repository: string; title: string; body?: string | undefined },
+  idempotencyKey: string,
+): Promise<Issue> {
   const [owner = '', name = ''] = input.repository.split('/');
   const path = `/repos/${encodeURIComponent(owner)}/${encodeURIComponent(name)}/issues`;
   const response = await fetch(path, {
@@ -74,6 +83,7 @@ export async function createIssue(fetch: ConnectionFetch, input: { repository: s
   const { status, json } = await answer(response);
   if (status !== 201) throw refusal(status, json, `open an issue in ${input.repository}`);
   const parsed = IssueSchema.safeParse(json);
-  if (!parsed.success) throw new AppError('upstream_auth_failed', 'GitHub answered the new issue with an unexpected body.');
+  if (!parsed.success)
+    throw new AppError('upstream_auth_failed', 'GitHub answered the new issue with an unexpected body.');
   return toIssue(parsed.data);
 }

@@ -26,6 +26,9 @@ export const githubCreateIssue = defineConnectionTool({
   },
   render(outcome) {
     const issue = outcome['issue'] as Issue;
-    return completeResult(`Opened ${issue.repository}#${issue.number} "${issue.title}": ${issue.url}`, { status: 'created', issue });
+    return completeResult(`Opened ${issue.repository}#${issue.number} "${issue.title}": ${issue.url}`, {
+      status: 'created',
+      issue,
+    });
   },
 });

@@ -18,10 +18,15 @@ export const githubListIssues = defineConnectionTool({
   annotations: { readOnlyHint: true, openWorldHint: true },
   replayable: true,
   purpose: () => 'list your GitHub issues',
-  perform: async ({ input, fetch }) => ({ issues: await listMyIssues(fetch, { filter: input.filter, state: input.state, perPage: input.limit }) }),
+  perform: async ({ input, fetch }) => ({
+    issues: await listMyIssues(fetch, { filter: input.filter, state: input.state, perPage: input.limit }),
+  }),
   render(outcome) {
     const issues = (outcome['issues'] ?? []) as Issue[];
-    const text = issues.length > 0 ? issues.map((i) => `${i.repository}#${i.number}  ${i.title}  (${i.state})`).join('\n') : 'No issues match.';
+    const text =
+      issues.length > 0
+        ? issues.map((i) => `${i.repository}#${i.number}  ${i.title}  (${i.state})`).join('\n')
+        : 'No issues match.';
     return completeResult(text, { issues });
   },
 });

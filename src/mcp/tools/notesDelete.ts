@@ -35,20 +35,36 @@ export const notesDelete = defineFormTool({
     return deleteConfirmationForm(workspace, candidates);
   },
   async answer(args, reply, claim, deps) {
-    if (!reply) return completeResult('No answer to the confirmation arrived; nothing was deleted.', { status: 'no_answer' });
+    if (!reply)
+      return completeResult('No answer to the confirmation arrived; nothing was deleted.', { status: 'no_answer' });
     if (reply.action === 'cancel') {
-      if (!claim.answerableLater) return completeResult('Deletion cancelled; nothing was deleted.', { status: 'cancelled' });
+      if (!claim.answerableLater)
+        return completeResult('Deletion cancelled; nothing was deleted.', { status: 'cancelled' });
       const until = claim.expiresAt.toISOString();
-      return completeResult(`Deletion cancelled; nothing was deleted. The confirmation stays valid until ${until}.`, { status: 'cancelled', expiresAt: until });
+      return completeResult(`Deletion cancelled; nothing was deleted. The confirmation stays valid until ${until}.`, {
+        status: 'cancelled',
+        expiresAt: until,
+      });
     }
     if (reply.action === 'decline') return decline(claim, deps);
     const content = deleteConfirmationContent(claim.offered).safeParse(reply.content ?? {});
     if (!content.success) {
-      throw new InvalidInputError(`The form answer does not match the form: note_id must be one of ${claim.offered.join(', ')} and confirm a boolean. Nothing was deleted.`);
+      throw new InvalidInputError(
+        `The form answer does not match the form: note_id must be one of ${claim.offered.join(', ')} and confirm a boolean. Nothing was deleted.`,
+      );
     }
     if (!content.data.confirm) return decline(claim, deps);
-    const note = await confirmDelete(deps, { principal: claim.principal, workspaceUri: args.workspaceUri, noteId: content.data.note_id, nonce: claim.nonce, expiresAt: claim.expiresAt });
-    return completeResult(`Deleted ${note.id} "${note.title}".`, { status: 'deleted', note: { id: note.id, title: note.title, uri: note.noteUri } });
+    const note = await confirmDelete(deps, {
+      principal: claim.principal,
+      workspaceUri: args.workspaceUri,
+      noteId: content.data.note_id,
+      nonce: claim.nonce,
+      expiresAt: claim.expiresAt,
+    });
+    return completeResult(`Deleted ${note.id} "${note.title}".`, {
+      status: 'deleted',
+      note: { id: note.id, title: note.title, uri: note.noteUri },
+    });
   },
 });
 

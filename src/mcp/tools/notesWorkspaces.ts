@@ -6,7 +6,8 @@ import type { McpToolDeps } from '../toolDeps.js';
 export const notesWorkspaces = defineTool({
   name: 'notes_workspaces',
   title: 'List note workspaces',
-  description: 'Lists the workspace URIs you may use with the other notes tools. Call this first; pass one of them as workspaceUri.',
+  description:
+    'Lists the workspace URIs you may use with the other notes tools. Call this first; pass one of them as workspaceUri.',
   inputSchema: z.strictObject({}),
   annotations: { readOnlyHint: true, openWorldHint: false },
   async handler(_args, ctx, deps: McpToolDeps) {

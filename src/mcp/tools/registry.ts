@@ -14,7 +14,16 @@ import { reportsCreate } from './reportsCreate.js';
 import { reportsList } from './reportsList.js';
 
 /** The table of built-in tools, by name. */
-export const tools: readonly Tool<McpToolDeps>[] = [githubCreateIssue, githubListIssues, notesCreate, notesDelete, notesList, notesWorkspaces, reportsCreate, reportsList];
+export const tools: readonly Tool<McpToolDeps>[] = [
+  githubCreateIssue,
+  githubListIssues,
+  notesCreate,
+  notesDelete,
+  notesList,
+  notesWorkspaces,
+  reportsCreate,
+  reportsList,
+];
 
 /**
  * The built-in tools a deployment serves: a connection tool only where its
@@ -30,7 +39,12 @@ export function builtInToolsFor(providers: readonly { id: string; scopes: readon
 }
 
 /** The operation a connection tool's kept arguments rebuild (the re-drive); undefined for any other tool. */
-export function connectionCallFor(list: readonly Tool<McpToolDeps>[], name: string, args: unknown, deps: McpToolDeps): ConnectionCall | undefined {
+export function connectionCallFor(
+  list: readonly Tool<McpToolDeps>[],
+  name: string,
+  args: unknown,
+  deps: McpToolDeps,
+): ConnectionCall | undefined {
   const tool = list.find((t) => t.name === name);
   return tool && isConnectionTool(tool) ? tool.connectionCall(args, deps) : undefined;
 }

@@ -12,7 +12,11 @@ export const REPORTS_PROVIDER = 'reports';
 const ReportSchema = z.object({ id: z.string(), title: z.string(), body: z.string(), createdAt: z.string() });
 export type Report = z.infer<typeof ReportSchema>;
 
-async function send(fetch: ConnectionFetch, path: string, init: { method: string; body?: unknown; idempotencyKey?: string }): Promise<{ status: number; json: unknown; replayed: boolean }> {
+async function send(
+  fetch: ConnectionFetch,
+  path: string,
+  init: { method: string; body?: unknown; idempotencyKey?: string },
+): Promise<{ status: number; json: unknown; replayed: boolean }> {
   const response = await fetch(path, {
     method: init.method,
     headers: {
@@ -22,7 +26,11 @@ async function send(fetch: ConnectionFetch, path: string, init: { method: string
     },
     ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
   });
-  if (response.status >= 500) throw new UnavailableError(`The Report Service failed (HTTP ${response.status}). Try again; nothing was created twice.`, { expose: true });
+  if (response.status >= 500)
+    throw new UnavailableError(
+      `The Report Service failed (HTTP ${response.status}). Try again; nothing was created twice.`,
+      { expose: true },
+    );
   const json = await response.json().catch(() => undefined);
   return { status: response.status, json, replayed: response.headers.get('idempotent-replayed') === 'true' };
 }
@@ -30,13 +38,19 @@ async function send(fetch: ConnectionFetch, path: string, init: { method: string
 export async function listReports(fetch: ConnectionFetch): Promise<Report[]> {
   const { status, json } = await send(fetch, '/reports', { method: 'GET' });
   const parsed = z.object({ reports: z.array(ReportSchema) }).safeParse(json);
-  if (status !== 200 || !parsed.success) throw new AppError('upstream_auth_failed', `The Report Service answered HTTP ${status} with an unexpected body.`);
+  if (status !== 200 || !parsed.success)
+    throw new AppError('upstream_auth_failed', `The Report Service answered HTTP ${status} with an unexpected body.`);
   return parsed.data.reports;
 }
 
-export async function createReport(fetch: ConnectionFetch, input: { title: string; body: string }, idempotencyKey: string): Promise<{ report: Report; replayed: boolean }> {
+export async function createReport(
+  fetch: ConnectionFetch,
+  input: { title: string; body: string },
+  idempotencyKey: string,
+): Promise<{ report: Report; replayed: boolean }> {
   const { status, json, replayed } = await send(fetch, '/reports', { method: 'POST', body: input, idempotencyKey });
   const parsed = z.object({ report: ReportSchema }).safeParse(json);
-  if (status !== 201 || !parsed.success) throw new AppError('upstream_auth_failed', `The Report Service answered HTTP ${status} with an unexpected body.`);
+  if (status !== 201 || !parsed.success)
+    throw new AppError('upstream_auth_failed', `The Report Service answered HTTP ${status} with an unexpected body.`);
   return { report: parsed.data.report, replayed };
 }

@@ -17,7 +17,10 @@ export const reportsList = defineConnectionTool({
   perform: async ({ fetch }) => ({ reports: await listReports(fetch) }),
   render(outcome) {
     const reports = (outcome['reports'] ?? []) as { id: string; title: string; createdAt: string }[];
-    const text = reports.length > 0 ? reports.map((r) => `${r.id}  ${r.title}  (${r.createdAt})`).join('\n') : 'You have no reports yet.';
+    const text =
+      reports.length > 0
+        ? reports.map((r) => `${r.id}  ${r.title}  (${r.createdAt})`).join('\n')
+        : 'You have no reports yet.';
     return completeResult(text, { reports });
   },
 });

@@ -19,9 +19,18 @@ export const atlassian: CatalogEntryInput = {
   docs: 'https://developer.atlassian.com/cloud/jira/platform/oauth-2-3lo-apps/',
   authorizationEndpoint: 'https://auth.atlassian.com/authorize',
   tokenEndpoint: 'https://auth.atlassian.com/oauth/token',
-  identity: { from: 'call', method: 'GET', url: 'https://api.atlassian.com/me', subjectPath: 'account_id', namePath: 'email' },
+  identity: {
+    from: 'call',
+    method: 'GET',
+    url: 'https://api.atlassian.com/me',
+    subjectPath: 'account_id',
+    namePath: 'email',
+  },
   // The cloud id of the site the user granted (the first one): Jira and Confluence APIs live under /ex/<product>/<cloudId>.
-  metadataCall: { url: 'https://api.atlassian.com/oauth/token/accessible-resources', fields: { cloudId: '0.id', siteUrl: '0.url' } },
+  metadataCall: {
+    url: 'https://api.atlassian.com/oauth/token/accessible-resources',
+    fields: { cloudId: '0.id', siteUrl: '0.url' },
+  },
   clientAuth: 'client_secret_post',
   pkce: false,
   authorizeParams: { audience: 'api.atlassian.com', prompt: 'consent' },

@@ -11,7 +11,19 @@ import { notion } from './notion.js';
 import { salesforce } from './salesforce.js';
 import { slack } from './slack.js';
 
-const written: readonly CatalogEntryInput[] = [github, google, microsoft, slack, atlassian, notion, linear, gitlab, hubspot, salesforce, dropbox];
+const written: readonly CatalogEntryInput[] = [
+  github,
+  google,
+  microsoft,
+  slack,
+  atlassian,
+  notion,
+  linear,
+  gitlab,
+  hubspot,
+  salesforce,
+  dropbox,
+];
 
 /** Every catalog entry shipped with the broker, one file each (README.md beside this file), defaults filled; a malformed one fails at import. */
 export const catalogEntries: readonly CatalogEntry[] = written.map((entry) => CatalogEntrySchema.parse(entry));

@@ -15,13 +15,19 @@ export const PLACEHOLDER = /\{([A-Za-z][A-Za-z0-9]*)\}/g;
 /** A DNS host name or IP address, lower case, with an optional port: what a `host` parameter may hold. */
 export const HOST_PATTERN = '[a-z0-9]([a-z0-9-]*[a-z0-9])?(\\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:[0-9]{1,5})?';
 
-
 const paramName = z.string().regex(/^[A-Za-z][A-Za-z0-9]*$/, 'must be a plain identifier');
 const urlTemplate = z.string().min(9).max(500);
 // A member path into a JSON answer: `id`, `authed_user.id`, `data.viewer.id`.
-const memberPath = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/, 'must be a dotted member path');
+const memberPath = z
+  .string()
+  .regex(/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/, 'must be a dotted member path');
 // The same, where a segment may also be an array index: `0.id` (Atlassian's accessible resources).
-const indexedPath = z.string().regex(/^([A-Za-z_][A-Za-z0-9_]*|[0-9]{1,2})(\.([A-Za-z_][A-Za-z0-9_]*|[0-9]{1,2}))*$/, 'must be a dotted member path');
+const indexedPath = z
+  .string()
+  .regex(
+    /^([A-Za-z_][A-Za-z0-9_]*|[0-9]{1,2})(\.([A-Za-z_][A-Za-z0-9_]*|[0-9]{1,2}))*$/,
+    'must be a dotted member path',
+  );
 // RFC 6749 §3.3 scope-token characters.
 const scopeToken = z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, 'must be an RFC 6749 scope token');
 const queryParams = z.record(z.string().regex(/^[a-z_]+$/), z.string().min(1).max(200));
@@ -80,7 +86,10 @@ const ConnectionApiBaseSchema = z.strictObject({
 // member at `errorPath` of a JSON body holding one of `values`.
 const DeadTokenAnswerSchema = z.strictObject({
   errorPath: memberPath,
-  values: z.array(z.string().regex(/^[a-z_]{1,64}$/)).min(1).max(20),
+  values: z
+    .array(z.string().regex(/^[a-z_]{1,64}$/))
+    .min(1)
+    .max(20),
 });
 
 export const CatalogEntrySchema = z
@@ -142,23 +151,31 @@ export const CatalogEntrySchema = z
       } catch {
         problem(['params', name, 'pattern'], 'is not a valid regular expression');
       }
-      if (pattern && param.default !== undefined && !pattern.test(param.default)) problem(['params', name, 'default'], 'does not match its own pattern');
+      if (pattern && param.default !== undefined && !pattern.test(param.default))
+        problem(['params', name, 'default'], 'does not match its own pattern');
       if (name in derived) problem(['derived', name], 'has the name of a parameter');
     }
     for (const [name, rule] of Object.entries(derived)) {
       rule.cases.forEach((c, i) => {
-        for (const key of Object.keys(c.when)) if (!(key in entry.params)) problem(['derived', name, 'cases', i, 'when', key], 'is not a declared parameter');
+        for (const key of Object.keys(c.when))
+          if (!(key in entry.params))
+            problem(['derived', name, 'cases', i, 'when', key], 'is not a declared parameter');
         // Derived values use parameters only, so one pass resolves them all.
-        for (const ref of placeholders(c.value)) if (!(ref in entry.params)) problem(['derived', name, 'cases', i, 'value'], `uses undeclared {${ref}}`);
+        for (const ref of placeholders(c.value))
+          if (!(ref in entry.params)) problem(['derived', name, 'cases', i, 'value'], `uses undeclared {${ref}}`);
       });
-      for (const ref of placeholders(rule.otherwise)) if (!(ref in entry.params)) problem(['derived', name, 'otherwise'], `uses undeclared {${ref}}`);
+      for (const ref of placeholders(rule.otherwise))
+        if (!(ref in entry.params)) problem(['derived', name, 'otherwise'], `uses undeclared {${ref}}`);
     }
     for (const [field, template] of urlTemplates(entry)) {
-      for (const ref of placeholders(template)) if (!(ref in entry.params) && !(ref in derived)) problem(field.split('.'), `uses undeclared {${ref}}`);
+      for (const ref of placeholders(template))
+        if (!(ref in entry.params) && !(ref in derived)) problem(field.split('.'), `uses undeclared {${ref}}`);
     }
     if (entry.kind === 'oidc' && entry.issuer === undefined) problem(['issuer'], 'is required for an oidc entry');
-    if (entry.metadataDiscovery && (entry.kind !== 'oauth2' || entry.issuer === undefined)) problem(['metadataDiscovery'], 'needs an oauth2 entry with an issuer');
-    if (entry.identity.from === 'idToken' && entry.kind !== 'oidc') problem(['identity'], 'an ID token exists only for an oidc entry');
+    if (entry.metadataDiscovery && (entry.kind !== 'oauth2' || entry.issuer === undefined))
+      problem(['metadataDiscovery'], 'needs an oauth2 entry with an issuer');
+    if (entry.identity.from === 'idToken' && entry.kind !== 'oidc')
+      problem(['identity'], 'an ID token exists only for an oidc entry');
   });
 
 /** An entry as the catalog uses it, defaults filled. */

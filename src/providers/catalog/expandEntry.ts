@@ -23,17 +23,25 @@ export class CatalogExpansionError extends Error {
  * every resulting URL through the URL policy; throws CatalogExpansionError
  * listing every problem at once.
  */
-export function expandEntry(entry: CatalogEntry, given: Readonly<Record<string, string>>, policy: Pick<UrlPolicy, 'allowLoopback'>): ExpandedEntry {
+export function expandEntry(
+  entry: CatalogEntry,
+  given: Readonly<Record<string, string>>,
+  policy: Pick<UrlPolicy, 'allowLoopback'>,
+): ExpandedEntry {
   const problems: string[] = [];
   const values: Record<string, string> = {};
   for (const name of Object.keys(given)) {
-    if (!Object.hasOwn(entry.params, name)) problems.push(`params.${name}: ${entry.id} has no such parameter (it takes: ${Object.keys(entry.params).join(', ') || 'none'})`);
+    if (!Object.hasOwn(entry.params, name))
+      problems.push(
+        `params.${name}: ${entry.id} has no such parameter (it takes: ${Object.keys(entry.params).join(', ') || 'none'})`,
+      );
   }
   for (const [name, param] of Object.entries(entry.params)) {
     const value = Object.hasOwn(given, name) ? given[name] : param.default;
     if (value === undefined) problems.push(`params.${name}: is required (${param.description})`);
     // Values are inserted verbatim: the pattern keeps each inside its URL component, the URL policy below is the second check.
-    else if (!anchored(param.pattern).test(value)) problems.push(`params.${name}: ${JSON.stringify(value.slice(0, 100))} does not match ${param.pattern}`);
+    else if (!anchored(param.pattern).test(value))
+      problems.push(`params.${name}: ${JSON.stringify(value.slice(0, 100))} does not match ${param.pattern}`);
     else values[name] = value;
   }
   for (const [name, rule] of Object.entries(entry.derived ?? {})) {

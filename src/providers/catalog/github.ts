@@ -22,11 +22,18 @@ export const github: CatalogEntryInput = {
   kind: 'oauth2',
   docs: 'https://docs.github.com/en/apps/oauth-apps/building-oauth-apps/authorizing-oauth-apps',
   params: {
-    host: { description: 'github.com, or the host of a GitHub Enterprise Server', pattern: HOST_PATTERN, default: 'github.com' },
+    host: {
+      description: 'github.com, or the host of a GitHub Enterprise Server',
+      pattern: HOST_PATTERN,
+      default: 'github.com',
+    },
   },
   derived: {
     // github.com serves its API on its own host; Enterprise Server under /api/v3.
-    apiRoot: { cases: [{ when: { host: 'github.com' }, value: 'https://api.github.com' }], otherwise: 'https://{host}/api/v3' },
+    apiRoot: {
+      cases: [{ when: { host: 'github.com' }, value: 'https://api.github.com' }],
+      otherwise: 'https://{host}/api/v3',
+    },
   },
   authorizationEndpoint: 'https://{host}/login/oauth/authorize',
   tokenEndpoint: 'https://{host}/login/oauth/access_token',

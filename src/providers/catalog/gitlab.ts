@@ -15,7 +15,11 @@ export const gitlab: CatalogEntryInput = {
   kind: 'oidc',
   docs: 'https://docs.gitlab.com/api/oauth2/',
   params: {
-    host: { description: 'gitlab.com, or the host of a self-managed GitLab', pattern: HOST_PATTERN, default: 'gitlab.com' },
+    host: {
+      description: 'gitlab.com, or the host of a self-managed GitLab',
+      pattern: HOST_PATTERN,
+      default: 'gitlab.com',
+    },
   },
   issuer: 'https://{host}',
   authorizationEndpoint: 'https://{host}/oauth/authorize',

@@ -24,11 +24,21 @@ export const microsoft: CatalogEntryInput = {
   kind: 'oauth2',
   docs: 'https://learn.microsoft.com/en-us/entra/identity-platform/v2-oauth2-auth-code-flow',
   params: {
-    tenant: { description: 'common, organizations, consumers, a tenant id or a verified domain', pattern: '[A-Za-z0-9][A-Za-z0-9.-]{0,99}', default: 'common' },
+    tenant: {
+      description: 'common, organizations, consumers, a tenant id or a verified domain',
+      pattern: '[A-Za-z0-9][A-Za-z0-9.-]{0,99}',
+      default: 'common',
+    },
   },
   authorizationEndpoint: 'https://login.microsoftonline.com/{tenant}/oauth2/v2.0/authorize',
   tokenEndpoint: 'https://login.microsoftonline.com/{tenant}/oauth2/v2.0/token',
-  identity: { from: 'call', method: 'GET', url: 'https://graph.microsoft.com/v1.0/me', subjectPath: 'id', namePath: 'userPrincipalName' },
+  identity: {
+    from: 'call',
+    method: 'GET',
+    url: 'https://graph.microsoft.com/v1.0/me',
+    subjectPath: 'id',
+    namePath: 'userPrincipalName',
+  },
   clientAuth: 'client_secret_post',
   pkce: true,
   conformer: 'microsoft',

@@ -29,5 +29,8 @@ export const slack: CatalogEntryInput = {
   scopeSeparator: ',',
   conformer: 'slack',
   apiBase: 'https://slack.com/api',
-  deadTokenAnswer: { errorPath: 'error', values: ['not_authed', 'invalid_auth', 'account_inactive', 'token_revoked', 'token_expired'] },
+  deadTokenAnswer: {
+    errorPath: 'error',
+    values: ['not_authed', 'invalid_auth', 'account_inactive', 'token_revoked', 'token_expired'],
+  },
 };

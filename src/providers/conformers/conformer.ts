@@ -37,8 +37,7 @@ export interface StandardTokenError {
 export type TokenExtras = Readonly<Record<string, string>>;
 
 export type ConformedTokenResponse =
-  | { status: 200; body: StandardTokenBody; extras: TokenExtras }
-  | { status: 400; body: StandardTokenError };
+  { status: 200; body: StandardTokenBody; extras: TokenExtras } | { status: 400; body: StandardTokenError };
 
 /** `keep`: more member paths to keep as extras, the ones a provider entry reads from the answer (its identity, its connection API base). */
 export type Conformer = (raw: RawTokenResponse, keep?: readonly string[]) => ConformedTokenResponse;

@@ -17,4 +17,5 @@ const RFC_ERROR = new Map([
   ['incorrect_client_credentials', 'invalid_client'],
 ]);
 
-export const github: Conformer = (raw, keep) => conformWith(raw, { formByDefault: true, scopeSeparator: ',', errorCodes: RFC_ERROR }, keep);
+export const github: Conformer = (raw, keep) =>
+  conformWith(raw, { formByDefault: true, scopeSeparator: ',', errorCodes: RFC_ERROR }, keep);

@@ -8,7 +8,20 @@ import { conformWith } from './standard.js';
 // `{workspace: true}` in older answers). Its API errors are
 // `{object: "error", status, code, message}` (developers.notion.com/reference/status-codes).
 export const notion: Conformer = (raw, keep) =>
-  conformWith(raw, {
-    errorIn: (body) => (body['object'] === 'error' ? { code: body['code'], description: body['message'] } : undefined),
-    extras: ['bot_id', 'workspace_id', 'workspace_name', 'owner.type', 'owner.user.id', 'owner.workspace', 'duplicated_template_id'],
-  }, keep);
+  conformWith(
+    raw,
+    {
+      errorIn: (body) =>
+        body['object'] === 'error' ? { code: body['code'], description: body['message'] } : undefined,
+      extras: [
+        'bot_id',
+        'workspace_id',
+        'workspace_name',
+        'owner.type',
+        'owner.user.id',
+        'owner.workspace',
+        'duplicated_template_id',
+      ],
+    },
+    keep,
+  );

@@ -102,7 +102,10 @@ const ERROR_CODE = /^[A-Za-z0-9_.-]{1,64}$/;
 const MAX_DESCRIPTION = 300;
 
 function cleanDescription(text: string): string {
-  const printable = text.replace(/"/g, "'").replace(/\\/g, '/').replace(/[^\x20-\x7E]+/g, ' ');
+  const printable = text
+    .replace(/"/g, "'")
+    .replace(/\\/g, '/')
+    .replace(/[^\x20-\x7E]+/g, ' ');
   return printable.replace(/ {2,}/g, ' ').trim().slice(0, MAX_DESCRIPTION);
 }
 
@@ -111,11 +114,18 @@ function cleanDescription(text: string): string {
  * pass only when well formed and free of every token value the answer held.
  */
 export function providerError(code: unknown, description: unknown, secrets: Secrets): ConformedTokenResponse {
-  const safeCode = typeof code === 'string' && ERROR_CODE.test(code) && !leaks(code, secrets) ? code : 'invalid_response';
+  const safeCode =
+    typeof code === 'string' && ERROR_CODE.test(code) && !leaks(code, secrets) ? code : 'invalid_response';
   const text = typeof description === 'string' && !leaks(description, secrets) ? cleanDescription(description) : '';
-  const fallback = safeCode === 'invalid_response' ? 'The token endpoint answered with an error it did not describe safely.' : undefined;
+  const fallback =
+    safeCode === 'invalid_response'
+      ? 'The token endpoint answered with an error it did not describe safely.'
+      : undefined;
   const errorDescription = text === '' ? fallback : text;
-  return { status: 400, body: { error: safeCode, ...(errorDescription === undefined ? {} : { error_description: errorDescription }) } };
+  return {
+    status: 400,
+    body: { error: safeCode, ...(errorDescription === undefined ? {} : { error_description: errorDescription }) },
+  };
 }
 
 const MAX_EXTRA = 2_048;
@@ -125,8 +135,19 @@ export function pickExtras(object: JsonObject, paths: readonly string[], secrets
   const extras: Record<string, string> = {};
   for (const path of paths) {
     const value = memberAt(object, path);
-    const text = typeof value === 'number' && Number.isFinite(value) ? String(value) : typeof value === 'boolean' ? String(value) : value;
-    if (typeof text === 'string' && text !== '' && text.length <= MAX_EXTRA && !secrets.values.some((secret) => text.includes(secret))) extras[path] = text;
+    const text =
+      typeof value === 'number' && Number.isFinite(value)
+        ? String(value)
+        : typeof value === 'boolean'
+          ? String(value)
+          : value;
+    if (
+      typeof text === 'string' &&
+      text !== '' &&
+      text.length <= MAX_EXTRA &&
+      !secrets.values.some((secret) => text.includes(secret))
+    )
+      extras[path] = text;
   }
   return extras;
 }

@@ -13,14 +13,20 @@ function instanceUrlProblem(value: string | undefined): string | undefined {
   if (value === undefined) return 'Salesforce answered without an instance_url.';
   try {
     const url = new URL(value);
-    return url.protocol === 'https:' && url.username === '' && url.password === '' ? undefined : 'Salesforce answered with an instance_url that is not a plain https URL.';
+    return url.protocol === 'https:' && url.username === '' && url.password === ''
+      ? undefined
+      : 'Salesforce answered with an instance_url that is not a plain https URL.';
   } catch {
     return 'Salesforce answered with an instance_url that is not a URL.';
   }
 }
 
 export const salesforce: Conformer = (raw, keep) =>
-  conformWith(raw, {
-    check: (body) => instanceUrlProblem(stringAt(body, 'instance_url')),
-    extras: ['instance_url', 'id', 'issued_at'],
-  }, keep);
+  conformWith(
+    raw,
+    {
+      check: (body) => instanceUrlProblem(stringAt(body, 'instance_url')),
+      extras: ['instance_url', 'id', 'issued_at'],
+    },
+    keep,
+  );

@@ -23,7 +23,15 @@ function slackError(body: JsonObject): { code: unknown; description?: unknown } 
   return body['ok'] === true ? undefined : { code: body['error'], description: 'Slack refused the request.' };
 }
 
-const EXTRAS = ['team.id', 'team.name', 'enterprise.id', 'enterprise.name', 'is_enterprise_install', 'app_id', 'authed_user.id'] as const;
+const EXTRAS = [
+  'team.id',
+  'team.name',
+  'enterprise.id',
+  'enterprise.name',
+  'is_enterprise_install',
+  'app_id',
+  'authed_user.id',
+] as const;
 
 function userToken(body: JsonObject): JsonObject | string {
   const user = body['authed_user'];
@@ -37,13 +45,21 @@ function userToken(body: JsonObject): JsonObject | string {
 const common: FamilyRules = { errorIn: slackError, errorCodes: RFC_ERROR, scopeSeparator: ',' };
 
 /** A user-token connection: the user's token is kept and the bot token, if any, is dropped. */
-export const slack: Conformer = (raw, keep) => conformWith(raw, { ...common, tokenIn: userToken, bearerTypes: ['user'], extras: EXTRAS }, keep);
+export const slack: Conformer = (raw, keep) =>
+  conformWith(raw, { ...common, tokenIn: userToken, bearerTypes: ['user'], extras: EXTRAS }, keep);
 
 /** A bot-token connection: the top-level token. */
 export const slackBot: Conformer = (raw, keep) =>
-  conformWith(raw, {
-    ...common,
-    tokenIn: (body) => (body['token_type'] === 'bot' ? body : 'Slack issued no bot token: the connection must ask for bot scopes (scope).'),
-    bearerTypes: ['bot'],
-    extras: [...EXTRAS, 'bot_user_id'],
-  }, keep);
+  conformWith(
+    raw,
+    {
+      ...common,
+      tokenIn: (body) =>
+        body['token_type'] === 'bot'
+          ? body
+          : 'Slack issued no bot token: the connection must ask for bot scopes (scope).',
+      bearerTypes: ['bot'],
+      extras: [...EXTRAS, 'bot_user_id'],
+    },
+    keep,
+  );

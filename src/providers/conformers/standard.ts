@@ -1,5 +1,14 @@
 import type { ConformedTokenResponse, Conformer, RawTokenResponse, StandardTokenBody } from './conformer.js';
-import { bodyObject, invalidResponse, isObject, pickExtras, providerError, secretsIn, type JsonObject, type Secrets } from './responseFields.js';
+import {
+  bodyObject,
+  invalidResponse,
+  isObject,
+  pickExtras,
+  providerError,
+  secretsIn,
+  type JsonObject,
+  type Secrets,
+} from './responseFields.js';
 
 /** What makes one provider family's answer differ from RFC 6749 §5. */
 export interface FamilyRules {
@@ -30,14 +39,24 @@ const MAX_LIFETIME_SECONDS = 10 * 366 * 24 * 3600;
 
 /** `expires_in` as whole seconds; a numeric string counts (GitHub sends "28800"). Anything else is treated as absent, as RFC 6749 §5.1 allows. */
 function lifetime(value: unknown): number | undefined {
-  const seconds = typeof value === 'number' ? value : typeof value === 'string' && /^\s*\d{1,12}(\.\d+)?\s*$/.test(value) ? Number(value) : NaN;
+  const seconds =
+    typeof value === 'number'
+      ? value
+      : typeof value === 'string' && /^\s*\d{1,12}(\.\d+)?\s*$/.test(value)
+        ? Number(value)
+        : NaN;
   if (!Number.isFinite(seconds) || seconds > MAX_LIFETIME_SECONDS) return undefined;
   const whole = Math.floor(seconds);
   return whole > 0 ? whole : undefined;
 }
 
 function scopeOf(value: unknown, separator: ',' | undefined): string | undefined {
-  const text = typeof value === 'string' ? value : Array.isArray(value) && value.every((item) => typeof item === 'string') ? value.join(' ') : undefined;
+  const text =
+    typeof value === 'string'
+      ? value
+      : Array.isArray(value) && value.every((item) => typeof item === 'string')
+        ? value.join(' ')
+        : undefined;
   if (text === undefined) return undefined;
   const parts = text.split(separator === ',' ? /[\s,]+/ : /\s+/);
   return parts.filter((part) => NQCHAR.test(part)).join(' ');
@@ -46,17 +65,24 @@ function scopeOf(value: unknown, separator: ',' | undefined): string | undefined
 function statusError(status: unknown): ConformedTokenResponse {
   const shown = typeof status === 'number' && Number.isInteger(status) ? `HTTP ${status}` : 'an unknown status';
   if (typeof status === 'number' && status >= 500) {
-    return { status: 400, body: { error: 'temporarily_unavailable', error_description: `The token endpoint failed (${shown}).` } };
+    return {
+      status: 400,
+      body: { error: 'temporarily_unavailable', error_description: `The token endpoint failed (${shown}).` },
+    };
   }
   return invalidResponse(`The token endpoint answered ${shown} without an OAuth error.`);
 }
 
 function tokenBody(source: JsonObject, rules: FamilyRules): StandardTokenBody | string {
   const accessToken = source['access_token'];
-  if (typeof accessToken !== 'string' || !VSCHAR.test(accessToken)) return 'The token response has no usable access_token.';
+  if (typeof accessToken !== 'string' || !VSCHAR.test(accessToken))
+    return 'The token response has no usable access_token.';
   const tokenType = source['token_type'];
   // A missing token_type is read as Bearer (LinkedIn omits it); any other scheme cannot be sent by the broker.
-  const bearer = tokenType === undefined || (typeof tokenType === 'string' && (tokenType.toLowerCase() === 'bearer' || (rules.bearerTypes ?? []).includes(tokenType)));
+  const bearer =
+    tokenType === undefined ||
+    (typeof tokenType === 'string' &&
+      (tokenType.toLowerCase() === 'bearer' || (rules.bearerTypes ?? []).includes(tokenType)));
   if (!bearer) return 'The token endpoint issued a token that is not a Bearer token.';
   const body: StandardTokenBody = { access_token: accessToken, token_type: 'Bearer' };
   const expiresIn = lifetime(source['expires_in']);
@@ -71,10 +97,19 @@ function tokenBody(source: JsonObject, rules: FamilyRules): StandardTokenBody | 
   return body;
 }
 
-function familyError(code: unknown, description: unknown, rules: FamilyRules, secrets: Secrets): ConformedTokenResponse {
+function familyError(
+  code: unknown,
+  description: unknown,
+  rules: FamilyRules,
+  secrets: Secrets,
+): ConformedTokenResponse {
   const rfcCode = typeof code === 'string' ? rules.errorCodes?.get(code) : undefined;
   if (rfcCode === undefined) return providerError(code, description, secrets);
-  return providerError(rfcCode, typeof description === 'string' && description !== '' ? `${String(code)}: ${description}` : code, secrets);
+  return providerError(
+    rfcCode,
+    typeof description === 'string' && description !== '' ? `${String(code)}: ${description}` : code,
+    secrets,
+  );
 }
 
 function hasError(body: JsonObject): boolean {
@@ -82,11 +117,16 @@ function hasError(body: JsonObject): boolean {
 }
 
 /** Conforms one answer under a family's rules; every family conformer is this with its rules. */
-export function conformWith(raw: RawTokenResponse, rules: FamilyRules, keep: readonly string[] = []): ConformedTokenResponse {
+export function conformWith(
+  raw: RawTokenResponse,
+  rules: FamilyRules,
+  keep: readonly string[] = [],
+): ConformedTokenResponse {
   if (!isObject(raw)) return invalidResponse('The token endpoint gave no answer.');
   const body = bodyObject(raw, rules.formByDefault ?? false);
   const succeeded = typeof raw.status === 'number' && raw.status >= 200 && raw.status < 300;
-  if (body === undefined) return succeeded ? invalidResponse('The token endpoint answered without a JSON object.') : statusError(raw.status);
+  if (body === undefined)
+    return succeeded ? invalidResponse('The token endpoint answered without a JSON object.') : statusError(raw.status);
   const secrets: Secrets = secretsIn(body);
   const own = rules.errorIn?.(body);
   if (own !== undefined) return familyError(own.code, own.description, rules, secrets);

@@ -13,7 +13,9 @@ export function csrfTokenFor(sessionCookie: string): string {
 }
 
 export function isValidCsrf(sessionCookie: string | undefined, token: unknown): boolean {
-  return typeof token === 'string' && sessionCookie !== undefined && equalInConstantTime(csrfTokenFor(sessionCookie), token);
+  return (
+    typeof token === 'string' && sessionCookie !== undefined && equalInConstantTime(csrfTokenFor(sessionCookie), token)
+  );
 }
 
 /** Refuses a POST whose Origin is present and not ours (browsers send it on every cross-site POST). */

@@ -28,11 +28,18 @@ export function rateLimitByAddress(limit: RateLimit, now: () => number = Date.no
     const t = now();
     const previous = buckets.get(key);
     // A clock that steps back (NTP, a test's clock) refills nothing rather than draining the bucket.
-    const tokens = previous ? Math.min(limit.burst, previous.tokens + Math.max(0, t - previous.at) * perMs) : limit.burst;
+    const tokens = previous
+      ? Math.min(limit.burst, previous.tokens + Math.max(0, t - previous.at) * perMs)
+      : limit.burst;
     buckets.delete(key);
     if (tokens < 1) {
       buckets.set(key, { tokens, at: t });
-      next(new RateLimitedError('Too many sign-in requests from your address. Wait a moment, then try again.', (1 - tokens) / perMs / 1000));
+      next(
+        new RateLimitedError(
+          'Too many sign-in requests from your address. Wait a moment, then try again.',
+          (1 - tokens) / perMs / 1000,
+        ),
+      );
       return;
     }
     buckets.set(key, { tokens: tokens - 1, at: t });
@@ -48,6 +55,11 @@ function addressKey(address: string): string {
   const [head = '', tail = ''] = address.split('::');
   const left = head ? head.split(':') : [];
   const right = tail ? tail.split(':') : [];
-  const groups = address.includes('::') ? [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right] : left;
-  return `${groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, '')).join(':')}::/64`;
+  const groups = address.includes('::')
+    ? [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right]
+    : left;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.toLowerCase().replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
 }

@@ -29,7 +29,8 @@ export function errorHandler(deps: { logger: Logger; render: Render }): ErrorReq
   return (err, req, res, _next) => {
     const mapped = toHttp(err, req.id);
     // The route template, not the path: a connect link's handle is a bearer secret.
-    if (mapped.log) deps.logger.error({ err, requestId: req.id, method: req.method, route: routeLabel(req.path) }, 'request failed');
+    if (mapped.log)
+      deps.logger.error({ err, requestId: req.id, method: req.method, route: routeLabel(req.path) }, 'request failed');
     if (res.headersSent) {
       res.destroy();
       return;
@@ -38,7 +39,9 @@ export function errorHandler(deps: { logger: Logger; render: Render }): ErrorReq
     if (mustCloseConnection(req)) res.setHeader('Connection', 'close');
     if (mapped.headers) res.set(mapped.headers);
     if (req.accepts(['json', 'html']) === 'html') {
-      res.type('html').send(deps.render('error', { title: 'Something went wrong', ...mapped.body, status: mapped.status }));
+      res
+        .type('html')
+        .send(deps.render('error', { title: 'Something went wrong', ...mapped.body, status: mapped.status }));
     } else {
       res.json(mapped.body);
     }

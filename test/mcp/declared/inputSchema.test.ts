@@ -2,7 +2,12 @@ import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { translateInputSchema } from '../../../src/mcp/declared/inputSchema.js';
 
-const root = (properties: Record<string, unknown>, required: string[] = []) => ({ type: 'object', additionalProperties: false, required, properties });
+const root = (properties: Record<string, unknown>, required: string[] = []) => ({
+  type: 'object',
+  additionalProperties: false,
+  required,
+  properties,
+});
 
 function schemaOf(json: unknown): z.ZodObject {
   const translated = translateInputSchema(json);
@@ -30,8 +35,15 @@ describe('the restricted input schema, as the zod object a declared tool runs on
   );
 
   it('accepts arguments within every bound, and fills the defaults', () => {
-    expect(schema.parse({ owner: 'alice', number: 7 })).toEqual({ owner: 'alice', number: 7, state: 'open', draft: false });
-    expect(schema.parse({ owner: 'a-1', number: 1000, ratio: 0.5, state: 'closed', draft: true, labels: ['bug', 'ui'] })).toMatchObject({ ratio: 0.5, labels: ['bug', 'ui'] });
+    expect(schema.parse({ owner: 'alice', number: 7 })).toEqual({
+      owner: 'alice',
+      number: 7,
+      state: 'open',
+      draft: false,
+    });
+    expect(
+      schema.parse({ owner: 'a-1', number: 1000, ratio: 0.5, state: 'closed', draft: true, labels: ['bug', 'ui'] }),
+    ).toMatchObject({ ratio: 0.5, labels: ['bug', 'ui'] });
   });
 
   it.each([
@@ -70,40 +82,111 @@ describe('the restricted input schema, as the zod object a declared tool runs on
     const noSlash = (value: unknown, ctx: z.RefinementCtx) => {
       if (String(value).includes('/')) ctx.addIssue({ code: 'custom', message: 'must not contain "/"' });
     };
-    const checked = translateInputSchema(root({ repo: { type: 'string', maxLength: 100 } }, ['repo']), (name) => (name === 'repo' ? noSlash : undefined));
-    expect(checked.input?.schema.safeParse({ repo: 'a/b' }).error?.issues[0]).toMatchObject({ path: ['repo'], message: 'must not contain "/"' });
-    expect(translateInputSchema(root({ repo: { type: 'string', maxLength: 100, default: 'a/b' } }), () => noSlash).problems).toEqual([
-      'inputSchema.properties.repo.default: does not fit the property (must not contain "/")',
-    ]);
+    const checked = translateInputSchema(root({ repo: { type: 'string', maxLength: 100 } }, ['repo']), (name) =>
+      name === 'repo' ? noSlash : undefined,
+    );
+    expect(checked.input?.schema.safeParse({ repo: 'a/b' }).error?.issues[0]).toMatchObject({
+      path: ['repo'],
+      message: 'must not contain "/"',
+    });
+    expect(
+      translateInputSchema(root({ repo: { type: 'string', maxLength: 100, default: 'a/b' } }), () => noSlash).problems,
+    ).toEqual(['inputSchema.properties.repo.default: does not fit the property (must not contain "/")']);
   });
 });
 
 describe('every schema feature outside the restricted set is a problem naming its path', () => {
   it.each([
     ['a root that is not an object schema', { type: 'array' }, 'inputSchema.type: must be "object"'],
-    ['a root without additionalProperties: false', { type: 'object', properties: {} }, 'inputSchema.additionalProperties: must be false (arguments are checked exactly)'],
-    ['$ref', root({ a: { $ref: '#/$defs/x' } }), 'inputSchema.properties.a.type: is required (one of: string, integer, number, boolean, array)'],
-    ['$ref beside a type', root({ a: { type: 'string', maxLength: 3, $ref: '#/x' } }), 'inputSchema.properties.a.$ref: $ref is not supported (write the property out)'],
-    ['oneOf', root({ a: { type: 'string', maxLength: 3, oneOf: [] } }), 'inputSchema.properties.a.oneOf: oneOf is not supported'],
-    ['a nested object', root({ a: { type: 'object', properties: {} } }), 'inputSchema.properties.a.type: nested objects are not supported (one of: string, integer, number, boolean, array)'],
-    ['an unbounded string', root({ a: { type: 'string' } }), 'inputSchema.properties.a.maxLength: is required for a string without an enum (an integer from 0 to 1000000)'],
-    ['an unbounded array', root({ a: { type: 'array', items: { type: 'string', maxLength: 3 } } }), 'inputSchema.properties.a.maxItems: is required for an array (an integer from 0 to 1000)'],
-    ['an array of objects', root({ a: { type: 'array', maxItems: 2, items: { type: 'object' } } }), 'inputSchema.properties.a.items.type: nested objects are not supported (one of: string, integer, number, boolean)'],
-    ['an array of arrays', root({ a: { type: 'array', maxItems: 2, items: { type: 'array' } } }), 'inputSchema.properties.a.items.type: arrays of arrays are not supported (one of: string, integer, number, boolean)'],
-    ['a list of types', root({ a: { type: ['string', 'null'], maxLength: 3 } }), 'inputSchema.properties.a.type: a list of types is not supported (one of: string, integer, number, boolean, array)'],
-    ['format', root({ a: { type: 'string', maxLength: 30, format: 'email' } }), 'inputSchema.properties.a.format: format is not supported (use pattern)'],
-    ['a keyword of another type', root({ a: { type: 'integer', maxLength: 3 } }), 'inputSchema.properties.a.maxLength: "maxLength" is not supported on an integer (allowed: type, description, default, minimum, maximum)'],
-    ['a pattern that does not compile', root({ a: { type: 'string', maxLength: 3, pattern: '(' } }), 'inputSchema.properties.a.pattern: must be a regular expression (ECMA-262, unicode mode, at most 1000 characters)'],
-    ['a default outside the schema', root({ a: { type: 'integer', maximum: 3, default: 9 } }), 'inputSchema.properties.a.default: does not fit the property (Too big: expected number to be <=3)'],
-    ['a required name that is not a property', root({ a: { type: 'boolean' } }, ['b']), 'inputSchema.required: names "b", which is not in properties'],
-    ['a property name a template cannot name', root({ 'a-b': { type: 'boolean' } }), 'inputSchema.properties.a-b: a property name must match ^[A-Za-z_][A-Za-z0-9_]{0,63}$ (templates name it as {name})'],
+    [
+      'a root without additionalProperties: false',
+      { type: 'object', properties: {} },
+      'inputSchema.additionalProperties: must be false (arguments are checked exactly)',
+    ],
+    [
+      '$ref',
+      root({ a: { $ref: '#/$defs/x' } }),
+      'inputSchema.properties.a.type: is required (one of: string, integer, number, boolean, array)',
+    ],
+    [
+      '$ref beside a type',
+      root({ a: { type: 'string', maxLength: 3, $ref: '#/x' } }),
+      'inputSchema.properties.a.$ref: $ref is not supported (write the property out)',
+    ],
+    [
+      'oneOf',
+      root({ a: { type: 'string', maxLength: 3, oneOf: [] } }),
+      'inputSchema.properties.a.oneOf: oneOf is not supported',
+    ],
+    [
+      'a nested object',
+      root({ a: { type: 'object', properties: {} } }),
+      'inputSchema.properties.a.type: nested objects are not supported (one of: string, integer, number, boolean, array)',
+    ],
+    [
+      'an unbounded string',
+      root({ a: { type: 'string' } }),
+      'inputSchema.properties.a.maxLength: is required for a string without an enum (an integer from 0 to 1000000)',
+    ],
+    [
+      'an unbounded array',
+      root({ a: { type: 'array', items: { type: 'string', maxLength: 3 } } }),
+      'inputSchema.properties.a.maxItems: is required for an array (an integer from 0 to 1000)',
+    ],
+    [
+      'an array of objects',
+      root({ a: { type: 'array', maxItems: 2, items: { type: 'object' } } }),
+      'inputSchema.properties.a.items.type: nested objects are not supported (one of: string, integer, number, boolean)',
+    ],
+    [
+      'an array of arrays',
+      root({ a: { type: 'array', maxItems: 2, items: { type: 'array' } } }),
+      'inputSchema.properties.a.items.type: arrays of arrays are not supported (one of: string, integer, number, boolean)',
+    ],
+    [
+      'a list of types',
+      root({ a: { type: ['string', 'null'], maxLength: 3 } }),
+      'inputSchema.properties.a.type: a list of types is not supported (one of: string, integer, number, boolean, array)',
+    ],
+    [
+      'format',
+      root({ a: { type: 'string', maxLength: 30, format: 'email' } }),
+      'inputSchema.properties.a.format: format is not supported (use pattern)',
+    ],
+    [
+      'a keyword of another type',
+      root({ a: { type: 'integer', maxLength: 3 } }),
+      'inputSchema.properties.a.maxLength: "maxLength" is not supported on an integer (allowed: type, description, default, minimum, maximum)',
+    ],
+    [
+      'a pattern that does not compile',
+      root({ a: { type: 'string', maxLength: 3, pattern: '(' } }),
+      'inputSchema.properties.a.pattern: must be a regular expression (ECMA-262, unicode mode, at most 1000 characters)',
+    ],
+    [
+      'a default outside the schema',
+      root({ a: { type: 'integer', maximum: 3, default: 9 } }),
+      'inputSchema.properties.a.default: does not fit the property (Too big: expected number to be <=3)',
+    ],
+    [
+      'a required name that is not a property',
+      root({ a: { type: 'boolean' } }, ['b']),
+      'inputSchema.required: names "b", which is not in properties',
+    ],
+    [
+      'a property name a template cannot name',
+      root({ 'a-b': { type: 'boolean' } }),
+      'inputSchema.properties.a-b: a property name must match ^[A-Za-z_][A-Za-z0-9_]{0,63}$ (templates name it as {name})',
+    ],
     ['a root keyword outside the set', { ...root({}), $defs: {} }, 'inputSchema.$defs: $defs is not supported'],
   ])('%s', (_what, json, problem) => {
     expect(problemsOf(json)).toContain(problem);
   });
 
   it('lists every problem of a schema at once', () => {
-    const problems = problemsOf(root({ a: { type: 'string' }, b: { type: 'object' }, c: { type: 'string', maxLength: 2, anyOf: [] } }, ['z']));
+    const problems = problemsOf(
+      root({ a: { type: 'string' }, b: { type: 'object' }, c: { type: 'string', maxLength: 2, anyOf: [] } }, ['z']),
+    );
     expect(problems).toEqual([
       'inputSchema.required: names "z", which is not in properties',
       'inputSchema.properties.a.maxLength: is required for a string without an enum (an integer from 0 to 1000000)',

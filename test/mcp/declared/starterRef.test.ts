@@ -1,7 +1,12 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { StarterTool } from '../../../src/mcp/declared/starterRef.js';
 import { readStarterTools } from '../../../src/mcp/declared/starterTools.js';
-import { declareTools, ToolsFileError, type ToolsFileContext, type ToolsProvider } from '../../../src/mcp/declared/toolsFile.js';
+import {
+  declareTools,
+  ToolsFileError,
+  type ToolsFileContext,
+  type ToolsProvider,
+} from '../../../src/mcp/declared/toolsFile.js';
 
 // A TOOLS_FILE entry `{ starter: <name> }` (and its `provider` and `name`):
 // bound to the configured provider built from the starter's catalog entry,
@@ -31,15 +36,38 @@ function problemsOf(entries: unknown[], ctx: ToolsFileContext): readonly string[
 
 describe('a starter entry in TOOLS_FILE', () => {
   it('serves the starter bound to the one provider built from its catalog entry, whatever its id', () => {
-    const [repos, ...rest] = declareTools([{ starter: 'github_list_repos' }, { starter: 'github_comment_issue' }], context(GHE), 'x');
-    expect(repos).toMatchObject({ name: 'github_list_repos', provider: 'gh-enterprise', scopes: ['repo'], source: 'starter', idempotency: 'none' });
-    expect(repos?.descriptor).toMatchObject({ name: 'github_list_repos', title: 'List my GitHub repositories', annotations: { readOnlyHint: true } });
-    expect(rest.map((t) => [t.name, t.provider, t.source])).toEqual([['github_comment_issue', 'gh-enterprise', 'starter']]);
+    const [repos, ...rest] = declareTools(
+      [{ starter: 'github_list_repos' }, { starter: 'github_comment_issue' }],
+      context(GHE),
+      'x',
+    );
+    expect(repos).toMatchObject({
+      name: 'github_list_repos',
+      provider: 'gh-enterprise',
+      scopes: ['repo'],
+      source: 'starter',
+      idempotency: 'none',
+    });
+    expect(repos?.descriptor).toMatchObject({
+      name: 'github_list_repos',
+      title: 'List my GitHub repositories',
+      annotations: { readOnlyHint: true },
+    });
+    expect(rest.map((t) => [t.name, t.provider, t.source])).toEqual([
+      ['github_comment_issue', 'gh-enterprise', 'starter'],
+    ]);
   });
 
   it('takes the provider an entry names, and a name of its own, so one starter serves two providers', () => {
     const dotCom: ToolsProvider = { id: 'github', catalog: 'github', scopes: ['repo'] };
-    const tools = declareTools([{ starter: 'github_get_issue', provider: 'github' }, { starter: 'github_get_issue', provider: 'gh-enterprise', name: 'ghe_get_issue' }], context(dotCom, GHE), 'x');
+    const tools = declareTools(
+      [
+        { starter: 'github_get_issue', provider: 'github' },
+        { starter: 'github_get_issue', provider: 'gh-enterprise', name: 'ghe_get_issue' },
+      ],
+      context(dotCom, GHE),
+      'x',
+    );
     expect(tools.map((t) => [t.name, t.provider, t.source])).toEqual([
       ['github_get_issue', 'github', 'starter'],
       ['ghe_get_issue', 'gh-enterprise', 'starter'],
@@ -48,8 +76,18 @@ describe('a starter entry in TOOLS_FILE', () => {
   });
 
   it('sits beside tools the file declares itself', () => {
-    const own = { name: 'reports_count', title: 'Count reports', description: 'Counts them.', provider: 'reports', scopes: ['reports:read'], inputSchema: { type: 'object', additionalProperties: false, properties: {} }, request: { method: 'GET', path: '/reports' } };
-    expect(declareTools([own, { starter: 'github_list_repos' }], context(GHE), 'x').map((t) => [t.name, t.source])).toEqual([
+    const own = {
+      name: 'reports_count',
+      title: 'Count reports',
+      description: 'Counts them.',
+      provider: 'reports',
+      scopes: ['reports:read'],
+      inputSchema: { type: 'object', additionalProperties: false, properties: {} },
+      request: { method: 'GET', path: '/reports' },
+    };
+    expect(
+      declareTools([own, { starter: 'github_list_repos' }], context(GHE), 'x').map((t) => [t.name, t.source]),
+    ).toEqual([
       ['reports_count', 'file'],
       ['github_list_repos', 'starter'],
     ]);
@@ -73,7 +111,9 @@ describe('a starter entry in TOOLS_FILE', () => {
       context(slack, GHE, { id: 'github', catalog: 'github', scopes: ['repo'] }),
     );
     expect(problems).toEqual([
-      expect.stringMatching(/^\[0\] \(github_list_repositories\) starter: "github_list_repositories" is not a starter tool \(starters: .*github_list_repos, .*\)$/),
+      expect.stringMatching(
+        /^\[0\] \(github_list_repositories\) starter: "github_list_repositories" is not a starter tool \(starters: .*github_list_repos, .*\)$/,
+      ),
       '[1] (linear_list_issues) starter: linear_list_issues is written for the linear catalog entry, and no configured provider is built from it (add a PROVIDERS_FILE entry with catalog: linear)',
       '[2] (repos_on_gitlab) provider: "gitlab" is not a configured provider (configured: reports, slack-work, gh-enterprise, github)',
       '[3] (repos_on_reports) provider: reports is a custom entry; github_list_repos is written for the github catalog entry',
@@ -87,6 +127,8 @@ describe('a starter entry in TOOLS_FILE', () => {
   });
 
   it('is refused by name when no starter tools were read', () => {
-    expect(problemsOf([{ starter: 'github_list_repos' }], { ...context(GHE), starters: new Map() })).toEqual(['[0] (github_list_repos) starter: "github_list_repos" is not a starter tool (starters: none)']);
+    expect(problemsOf([{ starter: 'github_list_repos' }], { ...context(GHE), starters: new Map() })).toEqual([
+      '[0] (github_list_repos) starter: "github_list_repos" is not a starter tool (starters: none)',
+    ]);
   });
 });

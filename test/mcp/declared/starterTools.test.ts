@@ -32,8 +32,15 @@ let compiled: DeclaredTool[];
 
 /** Every catalog entry configured under its own id, asking for its default scopes and every scope its starters need. */
 function everyCatalogProvider() {
-  const needed = (id: string) => [...starters.values()].filter((s) => s.catalog === id).flatMap((s) => s.entry['scopes'] as string[]);
-  const entries = catalogEntries.map((entry) => ({ id: entry.id, catalog: entry.id, clientId: `${entry.id}-client`, clientSecret: 'not-a-real-secret', scopes: [...new Set([...entry.defaultScopes, ...needed(entry.id)])] }));
+  const needed = (id: string) =>
+    [...starters.values()].filter((s) => s.catalog === id).flatMap((s) => s.entry['scopes'] as string[]);
+  const entries = catalogEntries.map((entry) => ({
+    id: entry.id,
+    catalog: entry.id,
+    clientId: `${entry.id}-client`,
+    clientSecret: 'not-a-real-secret',
+    scopes: [...new Set([...entry.defaultScopes, ...needed(entry.id)])],
+  }));
   return parseProviders(entries, { allowLoopback: false });
 }
 
@@ -43,13 +50,17 @@ beforeAll(async () => {
   starters = read.starters;
   compiled = declareTools(
     [...starters.keys()].map((starter) => ({ starter })),
-    { providers: providersForTools(everyCatalogProvider(), false), taken: tools.map((t) => ({ name: t.name, source: 'built-in' })), starters },
+    {
+      providers: providersForTools(everyCatalogProvider(), false),
+      taken: tools.map((t) => ({ name: t.name, source: 'built-in' })),
+      starters,
+    },
     'every starter',
   );
 });
 
 describe('the starter tools', () => {
-  it('are the curated set, each compiled for its catalog entry\'s provider as a starter', () => {
+  it("are the curated set, each compiled for its catalog entry's provider as a starter", () => {
     expect(compiled.map((t) => [t.name, t.provider, t.source])).toEqual([
       ['jira_search_issues', 'atlassian', 'starter'],
       ['jira_create_issue', 'atlassian', 'starter'],
@@ -78,7 +89,10 @@ describe('the starter tools', () => {
     for (const starter of starters.values()) {
       const family = FAMILIES[starter.catalog];
       expect(family, `${starter.name}: a family for ${starter.catalog}`).toBeDefined();
-      expect(family!.prefixes.some((prefix) => new RegExp(`^${prefix}_[a-z]+_[a-z_]+$`).test(starter.name)), starter.name).toBe(true);
+      expect(
+        family!.prefixes.some((prefix) => new RegExp(`^${prefix}_[a-z]+_[a-z_]+$`).test(starter.name)),
+        starter.name,
+      ).toBe(true);
     }
   });
 
@@ -86,7 +100,9 @@ describe('the starter tools', () => {
     for (const tool of compiled) {
       const { description } = tool.descriptor as { description: string };
       expect(description, tool.name).toMatch(/Arguments?: |No arguments\./);
-      expect(description, tool.name).toMatch(/If you have not connected \w+ yet, the result asks your host to open a connect link \(URL elicitation\); retry with the requestState after the user has connected\.$/);
+      expect(description, tool.name).toMatch(
+        /If you have not connected \w+ yet, the result asks your host to open a connect link \(URL elicitation\); retry with the requestState after the user has connected\.$/,
+      );
     }
   });
 
@@ -95,12 +111,14 @@ describe('the starter tools', () => {
       const request = starter.entry['request'] as { method: string };
       const annotations = starter.entry['annotations'] as { readOnlyHint?: boolean };
       if (request.method !== 'GET') expect(starter.entry['idempotency'], starter.name).toEqual({ mode: 'none' });
-      expect(annotations.readOnlyHint, starter.name).toBe(request.method === 'GET' || !/_(create|comment|post)_/.test(starter.name));
+      expect(annotations.readOnlyHint, starter.name).toBe(
+        request.method === 'GET' || !/_(create|comment|post)_/.test(starter.name),
+      );
     }
     expect(compiled.filter((t) => t.idempotency !== 'none')).toEqual([]);
   });
 
-  it('cite the provider\'s own documentation page above each tool', async () => {
+  it("cite the provider's own documentation page above each tool", async () => {
     for (const file of new Set([...starters.values()].map((s) => s.file))) {
       const doc = parseDocument(await readFile(join(STARTER_TOOLS_DIR, file), 'utf8'));
       expect(isSeq(doc.contents), file).toBe(true);
@@ -108,7 +126,9 @@ describe('the starter tools', () => {
         const name = isMap(item) ? String(item.get('name')) : '?';
         const family = FAMILIES[starters.get(name)?.catalog ?? ''];
         // The comment line right above the entry (the first entry's comment holds the file's header too).
-        const cited = /^ ?https:\/\/([^/\s]+)\/\S*/.exec((isMap(item) ? (item.commentBefore ?? '') : '').split('\n').at(-1) ?? '');
+        const cited = /^ ?https:\/\/([^/\s]+)\/\S*/.exec(
+          (isMap(item) ? (item.commentBefore ?? '') : '').split('\n').at(-1) ?? '',
+        );
         expect(cited?.[1], `${file}: ${name} cites its page`).toBe(family?.docs);
       }
     }

@@ -9,7 +9,13 @@ import type { DeclaredTool } from '../../../src/mcp/declared/compileDeclaredTool
 import { tools } from '../../../src/mcp/tools/registry.js';
 import type { Fetch } from '../../../src/shared/httpClient.js';
 import { startBrokerStack, type BrokerStack } from '../../support/brokerStack.js';
-import { consentAndAuthorize, elicitConnection, GITHUB_FORMS, openConnectLink, retryConnection } from '../../support/connectFlow.js';
+import {
+  consentAndAuthorize,
+  elicitConnection,
+  GITHUB_FORMS,
+  openConnectLink,
+  retryConnection,
+} from '../../support/connectFlow.js';
 import { devGithubToken } from '../../support/devGithubReader.js';
 import { closeLegacy, connectLegacy, internalErrors, until } from '../../support/legacySdkClient.js';
 import { callTool, mcpPost, meta, tokenFor } from '../../support/mcpWire.js';
@@ -38,9 +44,18 @@ const TEST_TOOLS = [
       type: 'object',
       additionalProperties: false,
       required: ['owner', 'repo', 'title', 'assignee'],
-      properties: { owner: { type: 'string', maxLength: 39 }, repo: { type: 'string', maxLength: 100 }, title: { type: 'string', maxLength: 256 }, assignee: { type: 'string', maxLength: 39 } },
+      properties: {
+        owner: { type: 'string', maxLength: 39 },
+        repo: { type: 'string', maxLength: 100 },
+        title: { type: 'string', maxLength: 256 },
+        assignee: { type: 'string', maxLength: 39 },
+      },
     },
-    request: { method: 'POST', path: '/repos/{owner}/{repo}/issues', body: { json: { title: '{title}', assignees: ['{assignee}'] } } },
+    request: {
+      method: 'POST',
+      path: '/repos/{owner}/{repo}/issues',
+      body: { json: { title: '{title}', assignees: ['{assignee}'] } },
+    },
     idempotency: { mode: 'header', header: 'Idempotency-Key' },
     response: { fields: { number: 'number' }, text: 'Opened #{number}' },
   },
@@ -54,7 +69,11 @@ const TEST_TOOLS = [
       type: 'object',
       additionalProperties: false,
       required: ['owner', 'repo', 'number'],
-      properties: { owner: { type: 'string', maxLength: 1_000_000 }, repo: { type: 'string', maxLength: 1_000_000 }, number: { type: 'integer', minimum: 1 } },
+      properties: {
+        owner: { type: 'string', maxLength: 1_000_000 },
+        repo: { type: 'string', maxLength: 1_000_000 },
+        number: { type: 'integer', minimum: 1 },
+      },
     },
     request: { method: 'GET', path: '/repos/{owner}/{repo}/issues/{number}' },
     response: { fields: { title: 'title' } },
@@ -80,8 +99,20 @@ describe('tools declared in a file, through the broker stack', () => {
     const testFile = join(dir, 'tools.yaml');
     await writeFile(testFile, stringify(TEST_TOOLS));
     // As npm start loads them: the development default (no TOOLS_FILE), then an operator's file.
-    const development = await loadDeclaredTools({ toolsFile: undefined, dev: true, fileProviders: [], builtIn: tools, modules: [] });
-    const own = await loadDeclaredTools({ toolsFile: testFile, dev: true, fileProviders: [], builtIn: tools, modules: development });
+    const development = await loadDeclaredTools({
+      toolsFile: undefined,
+      dev: true,
+      fileProviders: [],
+      builtIn: tools,
+      modules: [],
+    });
+    const own = await loadDeclaredTools({
+      toolsFile: testFile,
+      dev: true,
+      fileProviders: [],
+      builtIn: tools,
+      modules: development,
+    });
     declared = [...development, ...own];
     stack = await startBrokerStack({ extraTools: declared, brokerFetch: recording });
     for (const login of ['alice', 'bob', 'mallory']) tokens[login] = await tokenFor(stack, login);
@@ -96,25 +127,52 @@ describe('tools declared in a file, through the broker stack', () => {
 
   const query = async (sql: string, params: unknown[] = []) => (await stack.db.pool.query(sql, params)).rows;
   const connect = async (login: string, url: string) => {
-    const done = await consentAndAuthorize(stack, await openConnectLink(stack, url, login), login, 'Allow', GITHUB_FORMS);
+    const done = await consentAndAuthorize(
+      stack,
+      await openConnectLink(stack, url, login),
+      login,
+      'Allow',
+      GITHUB_FORMS,
+    );
     expect(done.text).toContain('GitHub (development) is connected');
   };
-  const structured = (response: Awaited<ReturnType<typeof callTool>>) => response.json.result?.['structuredContent'] as Record<string, unknown>;
-  const text = (response: Awaited<ReturnType<typeof callTool>>) => (response.json.result?.['content'] as { text: string }[] | undefined)?.[0]?.text;
+  const structured = (response: Awaited<ReturnType<typeof callTool>>) =>
+    response.json.result?.['structuredContent'] as Record<string, unknown>;
+  const text = (response: Awaited<ReturnType<typeof callTool>>) =>
+    (response.json.result?.['content'] as { text: string }[] | undefined)?.[0]?.text;
   let issueNumber = 0;
 
-  it('lists the development file\'s tools beside the built-in ones, with the JSON Schema the file declares', async () => {
+  it("lists the development file's tools beside the built-in ones, with the JSON Schema the file declares", async () => {
     expect(declared.map((t) => [t.name, t.idempotency])).toEqual([
       ['github_get_issue', 'none'],
       ['github_comment_issue', 'none'],
       ['test_open_assigned_issue', 'header'],
       ['test_issue_by_path', 'none'],
     ]);
-    const listed = await mcpPost(stack, { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: meta() } }, { token: tokens['alice'] });
-    const byName = new Map((listed.json.result?.['tools'] as { name: string; inputSchema: unknown; annotations?: unknown }[]).map((t) => [t.name, t]));
-    expect([...byName.keys()]).toEqual(expect.arrayContaining(['github_create_issue', 'github_list_issues', 'github_get_issue', 'github_comment_issue']));
+    const listed = await mcpPost(
+      stack,
+      { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: meta() } },
+      { token: tokens['alice'] },
+    );
+    const byName = new Map(
+      (listed.json.result?.['tools'] as { name: string; inputSchema: unknown; annotations?: unknown }[]).map((t) => [
+        t.name,
+        t,
+      ]),
+    );
+    expect([...byName.keys()]).toEqual(
+      expect.arrayContaining(['github_create_issue', 'github_list_issues', 'github_get_issue', 'github_comment_issue']),
+    );
     expect(byName.get('github_comment_issue')).toMatchObject({
-      inputSchema: { type: 'object', additionalProperties: false, required: ['owner', 'repo', 'number', 'body'], properties: { number: { type: 'integer', minimum: 1 }, body: { type: 'string', minLength: 1, maxLength: 65536 } } },
+      inputSchema: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['owner', 'repo', 'number', 'body'],
+        properties: {
+          number: { type: 'integer', minimum: 1 },
+          body: { type: 'string', minLength: 1, maxLength: 65536 },
+        },
+      },
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     });
   });
@@ -125,18 +183,57 @@ describe('tools declared in a file, through the broker stack', () => {
     expect(elicited.message).toContain('To use github_get_issue, connect your GitHub (development) account');
     expect(toRepos()).toEqual([]);
     await connect('alice', elicited.url);
-    const answered = await retryConnection(stack, tokens['alice']!, 'github_get_issue', args, elicited.requestState, 'accept');
-    expect(answered.json.result).toMatchObject({ resultType: 'complete', isError: true, structuredContent: { error: 'provider_refused', httpStatus: 404 } });
+    const answered = await retryConnection(
+      stack,
+      tokens['alice']!,
+      'github_get_issue',
+      args,
+      elicited.requestState,
+      'accept',
+    );
+    expect(answered.json.result).toMatchObject({
+      resultType: 'complete',
+      isError: true,
+      structuredContent: { error: 'provider_refused', httpStatus: 404 },
+    });
     expect(text(answered)).toBe('GitHub (development) refused to run github_get_issue (HTTP 404: Not Found).');
-    expect(toRepos().map((s) => `${s.method} ${s.url.pathname}`)).toEqual(['GET /api/v3/repos/alice/demo/issues/999999']);
+    expect(toRepos().map((s) => `${s.method} ${s.url.pathname}`)).toEqual([
+      'GET /api/v3/repos/alice/demo/issues/999999',
+    ]);
   });
 
   it('reads an issue once connected, picking the declared fields', async () => {
-    const created = await callTool(stack, tokens['alice']!, 'github_create_issue', { repository: 'alice/demo', title: 'Declared tools test' }, {}, {});
+    const created = await callTool(
+      stack,
+      tokens['alice']!,
+      'github_create_issue',
+      { repository: 'alice/demo', title: 'Declared tools test' },
+      {},
+      {},
+    );
     issueNumber = (structured(created)['issue'] as { number: number }).number;
-    const read = await callTool(stack, tokens['alice']!, 'github_get_issue', { owner: 'alice', repo: 'demo', number: issueNumber }, {}, {});
-    expect(read.json.result).toMatchObject({ resultType: 'complete', structuredContent: { number: issueNumber, title: 'Declared tools test', state: 'open', author: 'alice', labels: [], comments: 0 } });
-    expect(text(read)).toBe(`#${issueNumber} Declared tools test (open; by alice; labels: (none); 0 comments): ${stack.dev.github!.origin}/alice/demo/issues/${issueNumber}`);
+    const read = await callTool(
+      stack,
+      tokens['alice']!,
+      'github_get_issue',
+      { owner: 'alice', repo: 'demo', number: issueNumber },
+      {},
+      {},
+    );
+    expect(read.json.result).toMatchObject({
+      resultType: 'complete',
+      structuredContent: {
+        number: issueNumber,
+        title: 'Declared tools test',
+        state: 'open',
+        author: 'alice',
+        labels: [],
+        comments: 0,
+      },
+    });
+    expect(text(read)).toBe(
+      `#${issueNumber} Declared tools test (open; by alice; labels: (none); 0 comments): ${stack.dev.github!.origin}/alice/demo/issues/${issueNumber}`,
+    );
   });
 
   it('comments once for bob: connect, the retried call performed once, the recorded outcome on a further retry', async () => {
@@ -144,21 +241,47 @@ describe('tools declared in a file, through the broker stack', () => {
     const elicited = await elicitConnection(stack, tokens['bob']!, 'github_comment_issue', args);
     await connect('bob', elicited.url);
     const before = toRepos().length;
-    const accepted = await retryConnection(stack, tokens['bob']!, 'github_comment_issue', args, elicited.requestState, 'accept');
+    const accepted = await retryConnection(
+      stack,
+      tokens['bob']!,
+      'github_comment_issue',
+      args,
+      elicited.requestState,
+      'accept',
+    );
     expect(accepted.json.result).toMatchObject({ resultType: 'complete', structuredContent: { author: 'bob' } });
-    const again = await retryConnection(stack, tokens['bob']!, 'github_comment_issue', args, elicited.requestState, 'accept');
+    const again = await retryConnection(
+      stack,
+      tokens['bob']!,
+      'github_comment_issue',
+      args,
+      elicited.requestState,
+      'accept',
+    );
     expect(structured(again)).toEqual(structured(accepted));
-    expect(text(again)).toBe(`Comment ${String(structured(accepted)['id'])} posted by bob: ${String(structured(accepted)['url'])}`);
+    expect(text(again)).toBe(
+      `Comment ${String(structured(accepted)['id'])} posted by bob: ${String(structured(accepted)['url'])}`,
+    );
 
     const posts = toRepos().slice(before);
-    expect(posts.map((s) => `${s.method} ${s.url.pathname}`)).toEqual([`POST /api/v3/repos/alice/demo/issues/${issueNumber}/comments`]);
+    expect(posts.map((s) => `${s.method} ${s.url.pathname}`)).toEqual([
+      `POST /api/v3/repos/alice/demo/issues/${issueNumber}/comments`,
+    ]);
     // Mode none: no idempotency key goes to GitHub.
     expect(posts[0]!.headers.get('idempotency-key')).toBeNull();
-    expect(await query("SELECT r.lineage, r.outcome_status FROM operation_receipts r JOIN elicitation_navigations n ON n.id = r.navigation_id WHERE n.tool = 'github_comment_issue'")).toEqual([{ lineage: 'mrtr', outcome_status: 'succeeded' }]);
+    expect(
+      await query(
+        "SELECT r.lineage, r.outcome_status FROM operation_receipts r JOIN elicitation_navigations n ON n.id = r.navigation_id WHERE n.tool = 'github_comment_issue'",
+      ),
+    ).toEqual([{ lineage: 'mrtr', outcome_status: 'succeeded' }]);
     // At the emulator, through its own API: one comment.
     const github = stack.dev.github!;
     const token = await devGithubToken(github, stack.fetch, 'alice');
-    const issue = (await (await stack.fetch(`${github.apiUrl}/repos/alice/demo/issues/${issueNumber}`, { headers: { authorization: `Bearer ${token}` } })).json()) as { comments: number };
+    const issue = (await (
+      await stack.fetch(`${github.apiUrl}/repos/alice/demo/issues/${issueNumber}`, {
+        headers: { authorization: `Bearer ${token}` },
+      })
+    ).json()) as { comments: number };
     expect(issue.comments).toBe(1);
   });
 
@@ -167,12 +290,26 @@ describe('tools declared in a file, through the broker stack', () => {
     const elicited = await elicitConnection(stack, tokens['mallory']!, 'test_open_assigned_issue', args);
     await connect('mallory', elicited.url);
     const before = toRepos().length;
-    const answered = await retryConnection(stack, tokens['mallory']!, 'test_open_assigned_issue', args, elicited.requestState, 'accept');
-    expect(answered.json.result).toMatchObject({ isError: true, structuredContent: { error: 'provider_refused', httpStatus: 422 } });
-    expect(text(answered)).toBe('GitHub (development) refused to run test_open_assigned_issue (HTTP 422: Validation Failed).');
+    const answered = await retryConnection(
+      stack,
+      tokens['mallory']!,
+      'test_open_assigned_issue',
+      args,
+      elicited.requestState,
+      'accept',
+    );
+    expect(answered.json.result).toMatchObject({
+      isError: true,
+      structuredContent: { error: 'provider_refused', httpStatus: 422 },
+    });
+    expect(text(answered)).toBe(
+      'GitHub (development) refused to run test_open_assigned_issue (HTTP 422: Validation Failed).',
+    );
     const [post, ...more] = toRepos().slice(before);
     expect(more).toEqual([]);
-    const [receipt] = await query("SELECT r.id FROM operation_receipts r JOIN elicitation_navigations n ON n.id = r.navigation_id WHERE n.tool = 'test_open_assigned_issue'");
+    const [receipt] = await query(
+      "SELECT r.id FROM operation_receipts r JOIN elicitation_navigations n ON n.id = r.navigation_id WHERE n.tool = 'test_open_assigned_issue'",
+    );
     expect(post!.headers.get('idempotency-key')).toBe(receipt.id);
   });
 
@@ -190,32 +327,63 @@ describe('tools declared in a file, through the broker stack', () => {
   ])('refuses %s in a path variable over MCP and sends nothing', async (_what, hostile) => {
     const before = sent.length;
     const navigations = await query('SELECT count(*)::int AS n FROM elicitation_navigations');
-    const response = await callTool(stack, tokens['alice']!, 'test_issue_by_path', { ...hostile, number: issueNumber }, {}, {});
+    const response = await callTool(
+      stack,
+      tokens['alice']!,
+      'test_issue_by_path',
+      { ...hostile, number: issueNumber },
+      {},
+      {},
+    );
     expect(response.json.result).toMatchObject({ isError: true, structuredContent: { error: 'invalid_input' } });
-    expect(text(response)).toMatch(/^Invalid arguments for test_issue_by_path(\. (owner|repo): |: strings must not contain NUL)/);
+    expect(text(response)).toMatch(
+      /^Invalid arguments for test_issue_by_path(\. (owner|repo): |: strings must not contain NUL)/,
+    );
     expect(sent.slice(before)).toEqual([]);
     expect(await query('SELECT count(*)::int AS n FROM elicitation_navigations')).toEqual(navigations);
   });
 
   it('refuses a 2 MB argument at the MCP endpoint, before any tool runs, and sends nothing', async () => {
     const before = sent.length;
-    const response = await callTool(stack, tokens['alice']!, 'test_issue_by_path', { owner: 'alice', repo: 'd'.repeat(2 * 1024 * 1024), number: 1 }, {}, {});
+    const response = await callTool(
+      stack,
+      tokens['alice']!,
+      'test_issue_by_path',
+      { owner: 'alice', repo: 'd'.repeat(2 * 1024 * 1024), number: 1 },
+      {},
+      {},
+    );
     expect(response.status).toBe(413);
     expect(sent.slice(before)).toEqual([]);
   });
 
   it('sends a normal value through the same path, percent-encoded below the API base', async () => {
     const before = sent.length;
-    const response = await callTool(stack, tokens['alice']!, 'test_issue_by_path', { owner: 'alice', repo: 'no such repo?', number: issueNumber }, {}, {});
+    const response = await callTool(
+      stack,
+      tokens['alice']!,
+      'test_issue_by_path',
+      { owner: 'alice', repo: 'no such repo?', number: issueNumber },
+      {},
+      {},
+    );
     expect(text(response)).toBe('GitHub (development) refused to run test_issue_by_path (HTTP 404: Not Found).');
-    expect(sent.slice(before).map((s) => s.url.href)).toEqual([`${stack.dev.github!.apiUrl}/repos/alice/no%20such%20repo%3F/issues/${issueNumber}`]);
+    expect(sent.slice(before).map((s) => s.url.href)).toEqual([
+      `${stack.dev.github!.apiUrl}/repos/alice/no%20such%20repo%3F/issues/${issueNumber}`,
+    ]);
   });
 });
 
 describe('a declared tool on the -32042 2025-11-25 lineage', () => {
   let stack: BrokerStack;
   beforeAll(async () => {
-    const declared = await loadDeclaredTools({ toolsFile: undefined, dev: true, fileProviders: [], builtIn: tools, modules: [] });
+    const declared = await loadDeclaredTools({
+      toolsFile: undefined,
+      dev: true,
+      fileProviders: [],
+      builtIn: tools,
+      modules: [],
+    });
     stack = await startBrokerStack({ extraTools: declared, legacyUrlElicitation: 'error', legacyWaitMs: 2_000 });
   });
   afterAll(async () => {
@@ -240,7 +408,13 @@ describe('a declared tool on the -32042 2025-11-25 lineage', () => {
       );
       expect(failure).toBeInstanceOf(UrlElicitationRequiredError);
       const [elicitation] = (failure as UrlElicitationRequiredError).elicitations;
-      await consentAndAuthorize(stack, await openConnectLink(stack, elicitation!.url, 'bob'), 'bob', 'Allow', GITHUB_FORMS);
+      await consentAndAuthorize(
+        stack,
+        await openConnectLink(stack, elicitation!.url, 'bob'),
+        'bob',
+        'Allow',
+        GITHUB_FORMS,
+      );
       await until('notifications/elicitation/complete', () => (legacy.completed.length > 0 ? true : undefined));
       const retried = await legacy.client.callTool({ name: 'github_comment_issue', arguments: args });
       expect(retried.isError ?? false).toBe(false);
@@ -248,11 +422,19 @@ describe('a declared tool on the -32042 2025-11-25 lineage', () => {
     } finally {
       await closeLegacy(legacy);
     }
-    const rows = (await stack.db.pool.query("SELECT r.lineage, r.outcome_status FROM operation_receipts r JOIN elicitation_navigations n ON n.id = r.navigation_id WHERE n.tool = 'github_comment_issue'")).rows;
+    const rows = (
+      await stack.db.pool.query(
+        "SELECT r.lineage, r.outcome_status FROM operation_receipts r JOIN elicitation_navigations n ON n.id = r.navigation_id WHERE n.tool = 'github_comment_issue'",
+      )
+    ).rows;
     expect(rows).toEqual([{ lineage: 'error_retry', outcome_status: 'succeeded' }]);
     const github = stack.dev.github!;
     const token = await devGithubToken(github, stack.fetch, 'alice');
-    const read = (await (await stack.fetch(`${github.apiUrl}/repos/alice/demo/issues/${number}`, { headers: { authorization: `Bearer ${token}` } })).json()) as { comments: number };
+    const read = (await (
+      await stack.fetch(`${github.apiUrl}/repos/alice/demo/issues/${number}`, {
+        headers: { authorization: `Bearer ${token}` },
+      })
+    ).json()) as { comments: number };
     expect(read.comments).toBe(1);
     expect(internalErrors(stack)).toEqual([]);
   });

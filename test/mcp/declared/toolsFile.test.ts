@@ -23,7 +23,11 @@ const getIssue = {
     type: 'object',
     additionalProperties: false,
     required: ['owner', 'repo', 'number'],
-    properties: { owner: { type: 'string', maxLength: 39 }, repo: { type: 'string', maxLength: 100 }, number: { type: 'integer', minimum: 1 } },
+    properties: {
+      owner: { type: 'string', maxLength: 39 },
+      repo: { type: 'string', maxLength: 100 },
+      number: { type: 'integer', minimum: 1 },
+    },
   },
   request: { method: 'GET', path: '/repos/{owner}/{repo}/issues/{number}' },
   response: { fields: { title: 'title' }, text: '{title}' },
@@ -41,11 +45,42 @@ function problemsOf(entries: unknown[]): readonly string[] {
 
 describe('a TOOLS_FILE', () => {
   it('compiles a valid entry to a connection tool with its idempotency mode and risk', () => {
-    const [tool, ...rest] = declareTools([getIssue, { ...getIssue, name: 'github_comment_issue', highRisk: true, request: { method: 'POST', path: '/repos/{owner}/{repo}/issues/{number}/comments' }, idempotency: { mode: 'header', header: 'Idempotency-Key' } }], CONTEXT, 'x');
+    const [tool, ...rest] = declareTools(
+      [
+        getIssue,
+        {
+          ...getIssue,
+          name: 'github_comment_issue',
+          highRisk: true,
+          request: { method: 'POST', path: '/repos/{owner}/{repo}/issues/{number}/comments' },
+          idempotency: { mode: 'header', header: 'Idempotency-Key' },
+        },
+      ],
+      CONTEXT,
+      'x',
+    );
     expect(tool && isConnectionTool(tool)).toBe(true);
-    expect(tool).toMatchObject({ name: 'github_get_issue', provider: 'github', scopes: ['repo'], source: 'file', highRisk: false, idempotency: 'none' });
-    expect(rest).toEqual([expect.objectContaining({ name: 'github_comment_issue', highRisk: true, idempotency: 'header', idempotencyHeader: 'Idempotency-Key' })]);
-    expect(tool?.descriptor).toMatchObject({ name: 'github_get_issue', title: 'Read a GitHub issue', inputSchema: { type: 'object', additionalProperties: false, required: ['owner', 'repo', 'number'] } });
+    expect(tool).toMatchObject({
+      name: 'github_get_issue',
+      provider: 'github',
+      scopes: ['repo'],
+      source: 'file',
+      highRisk: false,
+      idempotency: 'none',
+    });
+    expect(rest).toEqual([
+      expect.objectContaining({
+        name: 'github_comment_issue',
+        highRisk: true,
+        idempotency: 'header',
+        idempotencyHeader: 'Idempotency-Key',
+      }),
+    ]);
+    expect(tool?.descriptor).toMatchObject({
+      name: 'github_get_issue',
+      title: 'Read a GitHub issue',
+      inputSchema: { type: 'object', additionalProperties: false, required: ['owner', 'repo', 'number'] },
+    });
   });
 
   it('lists every problem of the file, each with its entry and field', () => {
@@ -53,10 +88,21 @@ describe('a TOOLS_FILE', () => {
       { ...getIssue, provider: 'gitlab' },
       { ...getIssue, name: 'github_list', request: { method: 'GET', path: '/repos/{owner}/{repository}/issues' } },
       { ...getIssue, name: 'evil_host', request: { method: 'GET', path: 'https://evil.example/repos/{owner}' } },
-      { ...getIssue, name: 'nested', inputSchema: { ...getIssue.inputSchema, properties: { ...getIssue.inputSchema.properties, filter: { type: 'object', properties: {} } } } },
+      {
+        ...getIssue,
+        name: 'nested',
+        inputSchema: {
+          ...getIssue.inputSchema,
+          properties: { ...getIssue.inputSchema.properties, filter: { type: 'object', properties: {} } },
+        },
+      },
       getIssue,
       { ...getIssue, name: 'github_create_issue' },
-      { ...getIssue, name: 'with_header', request: { method: 'GET', path: '/user', headers: { Authorization: 'token {owner}' } } },
+      {
+        ...getIssue,
+        name: 'with_header',
+        request: { method: 'GET', path: '/user', headers: { Authorization: 'token {owner}' } },
+      },
       { ...getIssue, name: 'too_wide', scopes: ['admin:org'] },
       { ...getIssue, name: 'Bad-Name', extra: true },
       { ...getIssue, name: 'optional_path', inputSchema: { ...getIssue.inputSchema, required: ['owner', 'repo'] } },
@@ -77,7 +123,13 @@ describe('a TOOLS_FILE', () => {
   });
 
   it('names a clash with a TOOL_MODULES tool, and entries that are not tools at all', () => {
-    expect(problemsOf([{ ...getIssue, name: 'reports_count', provider: 'reports', scopes: ['reports:read'] }, 'github_get_issue', {}])).toEqual([
+    expect(
+      problemsOf([
+        { ...getIssue, name: 'reports_count', provider: 'reports', scopes: ['reports:read'] },
+        'github_get_issue',
+        {},
+      ]),
+    ).toEqual([
       '[0] (reports_count) name: reports_count is already a TOOL_MODULES tool',
       '[1] (entry): Invalid input: expected object, received string',
       expect.stringMatching(/^\[2\] name: /),
@@ -98,11 +150,32 @@ describe('a TOOLS_FILE', () => {
     ]);
   });
 
-  it('takes {connection.<field>} in a path only where the provider\'s connections record that field', () => {
-    const siteIssue = { ...getIssue, name: 'jira_get_issue', provider: 'jira', scopes: ['read:jira-work'], request: { method: 'GET', path: '/ex/jira/{connection.cloudId}/rest/api/3/issue/{number}' } };
-    const context = { ...CONTEXT, providers: [...CONTEXT.providers, { id: 'jira', scopes: ['read:jira-work'], catalog: 'atlassian', connectionFields: ['cloudId', 'siteUrl'] }] };
+  it("takes {connection.<field>} in a path only where the provider's connections record that field", () => {
+    const siteIssue = {
+      ...getIssue,
+      name: 'jira_get_issue',
+      provider: 'jira',
+      scopes: ['read:jira-work'],
+      request: { method: 'GET', path: '/ex/jira/{connection.cloudId}/rest/api/3/issue/{number}' },
+    };
+    const context = {
+      ...CONTEXT,
+      providers: [
+        ...CONTEXT.providers,
+        { id: 'jira', scopes: ['read:jira-work'], catalog: 'atlassian', connectionFields: ['cloudId', 'siteUrl'] },
+      ],
+    };
     expect(declareTools([siteIssue], context, 'x')[0]).toMatchObject({ name: 'jira_get_issue', provider: 'jira' });
-    expect(problemsOf([{ ...siteIssue, provider: 'github', scopes: ['repo'] }, { ...siteIssue, name: 'in_text', response: { fields: { title: 'title' }, text: '{connection.cloudId}: {title}' } }])).toEqual([
+    expect(
+      problemsOf([
+        { ...siteIssue, provider: 'github', scopes: ['repo'] },
+        {
+          ...siteIssue,
+          name: 'in_text',
+          response: { fields: { title: 'title' }, text: '{connection.cloudId}: {title}' },
+        },
+      ]),
+    ).toEqual([
       '[0] (jira_get_issue) request.path: {connection.cloudId} is not recorded for connections to github (its entry records no connection metadata)',
       '[1] (in_text) response.text: {connection.cloudId}: connection metadata may be used only in request.path',
       '[1] (in_text) provider: "jira" is not a configured provider (configured: github, reports)',
@@ -110,7 +183,15 @@ describe('a TOOLS_FILE', () => {
   });
 
   it('refuses a body of two kinds', () => {
-    expect(problemsOf([{ ...getIssue, request: { method: 'POST', path: '/graphql', body: { json: {}, graphql: { query: '{ viewer { id } }' } } }, idempotency: { mode: 'none' } }])).toEqual([
+    expect(
+      problemsOf([
+        {
+          ...getIssue,
+          request: { method: 'POST', path: '/graphql', body: { json: {}, graphql: { query: '{ viewer { id } }' } } },
+          idempotency: { mode: 'none' },
+        },
+      ]),
+    ).toEqual([
       '[0] (github_get_issue) request.body: must be {"json": …}, {"form": {…}} or {"graphql": {"query": …, "variables": {…}}}',
     ]);
   });
@@ -123,6 +204,8 @@ describe('a TOOLS_FILE', () => {
         return e as Error;
       }
     })();
-    expect((err as Error).message).toBe('TOOLS_FILE tools.yaml declares tools that cannot be served:\n  - [0] (github_get_issue) provider: "gitlab" is not a configured provider (configured: github, reports)');
+    expect((err as Error).message).toBe(
+      'TOOLS_FILE tools.yaml declares tools that cannot be served:\n  - [0] (github_get_issue) provider: "gitlab" is not a configured provider (configured: github, reports)',
+    );
   });
 });

@@ -21,7 +21,17 @@ describe('start-up with a TOOLS_FILE', () => {
 
   const start = async (env: Record<string, string>) => {
     const ports = await freePorts(4);
-    return { ports, broker: runTs('src/main.ts', [], { DATA_DIR: join(dir, 'data'), PORT: String(ports[0]), DEV_IDP_PORT: String(ports[1]), DEV_REPORTS_PORT: String(ports[2]), DEV_GITHUB_PORT: String(ports[3]), ...env }) };
+    return {
+      ports,
+      broker: runTs('src/main.ts', [], {
+        DATA_DIR: join(dir, 'data'),
+        PORT: String(ports[0]),
+        DEV_IDP_PORT: String(ports[1]),
+        DEV_REPORTS_PORT: String(ports[2]),
+        DEV_GITHUB_PORT: String(ports[3]),
+        ...env,
+      }),
+    };
   };
 
   it('refuses to start and lists every problem: unknown provider, a variable not in the schema, a host in the path, a schema feature, a duplicate name, a reserved header', async () => {
@@ -31,7 +41,12 @@ describe('start-up with a TOOLS_FILE', () => {
       description: 'Does one thing.',
       provider: 'github',
       scopes: ['repo'],
-      inputSchema: { type: 'object', additionalProperties: false, required: ['owner'], properties: { owner: { type: 'string', maxLength: 39 } } },
+      inputSchema: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['owner'],
+        properties: { owner: { type: 'string', maxLength: 39 } },
+      },
       request: { method: 'GET', path: '/users/{owner}' },
       ...extra,
     });
@@ -42,10 +57,18 @@ describe('start-up with a TOOLS_FILE', () => {
         entry('on_gitlab', { provider: 'gitlab' }),
         entry('unknown_var', { request: { method: 'GET', path: '/users/{login}' } }),
         entry('other_host', { request: { method: 'GET', path: 'https://evil.example/users/{owner}' } }),
-        entry('nested', { inputSchema: { type: 'object', additionalProperties: false, properties: { filter: { $ref: '#/$defs/filter' } } } }),
+        entry('nested', {
+          inputSchema: {
+            type: 'object',
+            additionalProperties: false,
+            properties: { filter: { $ref: '#/$defs/filter' } },
+          },
+        }),
         entry('twice'),
         entry('twice'),
-        entry('with_cookie', { request: { method: 'GET', path: '/users/{owner}', headers: { Cookie: 'session={owner}' } } }),
+        entry('with_cookie', {
+          request: { method: 'GET', path: '/users/{owner}', headers: { Cookie: 'session={owner}' } },
+        }),
         entry('github_create_issue'),
       ]),
     );
@@ -71,12 +94,19 @@ describe('start-up with a TOOLS_FILE', () => {
 
   it('refuses to start naming a starter tool that does not exist and one whose catalog entry no configured provider uses', async () => {
     const file = join(dir, 'starters.yaml');
-    await writeFile(file, '- starter: github_list_repos\n- starter: github_list_repositories\n- starter: notion_create_page\n');
+    await writeFile(
+      file,
+      '- starter: github_list_repos\n- starter: github_list_repositories\n- starter: notion_create_page\n',
+    );
     const { broker } = await start({ TOOLS_FILE: file });
     expect((await broker.exited).code).toBe(78);
     const output = broker.output();
-    expect(output).toContain(`broker: TOOLS_FILE ${file} declares tools that cannot be served:\n  - [1] (github_list_repositories) starter: "github_list_repositories" is not a starter tool (starters: `);
-    expect(output).toContain('  - [2] (notion_create_page) starter: notion_create_page is written for the notion catalog entry, and no configured provider is built from it (add a PROVIDERS_FILE entry with catalog: notion)\n');
+    expect(output).toContain(
+      `broker: TOOLS_FILE ${file} declares tools that cannot be served:\n  - [1] (github_list_repositories) starter: "github_list_repositories" is not a starter tool (starters: `,
+    );
+    expect(output).toContain(
+      '  - [2] (notion_create_page) starter: notion_create_page is written for the notion catalog entry, and no configured provider is built from it (add a PROVIDERS_FILE entry with catalog: notion)\n',
+    );
     expect(output).not.toContain('[0]');
     expect(existsSync(join(dir, 'data', 'postgres'))).toBe(false);
   });
@@ -86,7 +116,9 @@ describe('start-up with a TOOLS_FILE', () => {
     await writeFile(file, '- name: a\n  title: A\n  title: B\n');
     const { broker } = await start({ TOOLS_FILE: file });
     expect((await broker.exited).code).toBe(78);
-    expect(broker.output()).toContain(`broker: TOOLS_FILE ${file} is not valid YAML: line 3, column 3: Map keys must be unique`);
+    expect(broker.output()).toContain(
+      `broker: TOOLS_FILE ${file} is not valid YAML: line 3, column 3: Map keys must be unique`,
+    );
   });
 
   it('serves the development tools file when TOOLS_FILE is unset (npm start)', async () => {
@@ -94,14 +126,29 @@ describe('start-up with a TOOLS_FILE', () => {
     try {
       await broker.waitFor('Connect Broker is running.');
       const fetch = createFetch({ extraCaPems: [await readFile(join(dir, 'data', 'tls', 'ca.pem'), 'utf8')] });
-      const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+      const meta = {
+        'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+        'io.modelcontextprotocol/clientCapabilities': {},
+      };
       const response = await fetch(`https://127.0.0.1:${ports[0]}/mcp`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' },
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2026-07-28',
+          'mcp-method': 'tools/list',
+        },
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: meta } }),
       });
       const listed = (await response.json()) as { result: { tools: { name: string }[] } };
-      expect(listed.result.tools.map((t) => t.name)).toEqual(expect.arrayContaining(['github_create_issue', 'github_list_issues', 'github_get_issue', 'github_comment_issue']));
+      expect(listed.result.tools.map((t) => t.name)).toEqual(
+        expect.arrayContaining([
+          'github_create_issue',
+          'github_list_issues',
+          'github_get_issue',
+          'github_comment_issue',
+        ]),
+      );
     } finally {
       broker.child.kill('SIGTERM');
       await broker.exited;

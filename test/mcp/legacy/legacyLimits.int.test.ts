@@ -26,22 +26,43 @@ async function until<T>(what: string, probe: () => T | undefined | false, timeou
 }
 
 let nextId = 1;
-const rpc = (method: string, params: Record<string, unknown> = {}) => ({ jsonrpc: '2.0', id: nextId++, method, params });
+const rpc = (method: string, params: Record<string, unknown> = {}) => ({
+  jsonrpc: '2.0',
+  id: nextId++,
+  method,
+  params,
+});
 
 /** initialize and notifications/initialized on raw HTTP; the session id. */
-async function rawSession(stack: BrokerStack, token: string): Promise<{ session: string; headers: Record<string, string> }> {
+async function rawSession(
+  stack: BrokerStack,
+  token: string,
+): Promise<{ session: string; headers: Record<string, string> }> {
   const base = { accept: 'application/json, text/event-stream', authorization: `Bearer ${token}` };
-  const init = await exchange(stack, 'POST', base, rpc('initialize', { protocolVersion: LEGACY, capabilities: CAPS, clientInfo: { name: 'raw', version: '1' } }));
+  const init = await exchange(
+    stack,
+    'POST',
+    base,
+    rpc('initialize', { protocolVersion: LEGACY, capabilities: CAPS, clientInfo: { name: 'raw', version: '1' } }),
+  );
   await init.ended;
   const session = init.headers['mcp-session-id'];
   if (typeof session !== 'string') throw new Error(`initialize failed: ${init.status} ${init.text()}`);
   const headers = { ...base, 'mcp-session-id': session, 'mcp-protocol-version': LEGACY };
-  await (await exchange(stack, 'POST', headers, { jsonrpc: '2.0', method: 'notifications/initialized' })).ended;
+  await (
+    await exchange(stack, 'POST', headers, { jsonrpc: '2.0', method: 'notifications/initialized' })
+  ).ended;
   return { session, headers };
 }
 
 describe('legacy session limits', () => {
-  const { stack, tokens } = useBrokerStack({ legacyUrlElicitation: 'error', legacyLimits: { maxSessions: 3, maxSessionsPerPrincipal: 2, watchersPerSession: 2 } }, { users: ['alice', 'bob'] });
+  const { stack, tokens } = useBrokerStack(
+    {
+      legacyUrlElicitation: 'error',
+      legacyLimits: { maxSessions: 3, maxSessionsPerPrincipal: 2, watchersPerSession: 2 },
+    },
+    { users: ['alice', 'bob'] },
+  );
   const open: LegacyClient[] = [];
 
   afterEach(async () => {
@@ -61,11 +82,18 @@ describe('legacy session limits', () => {
       () => undefined,
       (err: unknown) => err as Error,
     );
-    const raw = await exchange(stack, 'POST', { accept: 'application/json, text/event-stream', authorization: `Bearer ${tokens.alice}` }, rpc('initialize', { protocolVersion: LEGACY, capabilities: CAPS, clientInfo: { name: 'raw', version: '1' } }));
+    const raw = await exchange(
+      stack,
+      'POST',
+      { accept: 'application/json, text/event-stream', authorization: `Bearer ${tokens.alice}` },
+      rpc('initialize', { protocolVersion: LEGACY, capabilities: CAPS, clientInfo: { name: 'raw', version: '1' } }),
+    );
     await raw.ended;
     expect([raw.status, raw.headers['retry-after'], raw.headers['mcp-session-id']]).toEqual([429, '60', undefined]);
     expect(raw.messages[0]?.error?.code).toBe(-32600);
-    expect(refused?.message).toContain('You have 2 open sessions, the most allowed: end one (HTTP DELETE with its Mcp-Session-Id)');
+    expect(refused?.message).toContain(
+      'You have 2 open sessions, the most allowed: end one (HTTP DELETE with its Mcp-Session-Id)',
+    );
     // Another principal is not held back by alice's sessions.
     await opened(tokens.bob);
 
@@ -104,7 +132,9 @@ describe('legacy session limits', () => {
       withTransaction(stack.db.pool, async (tx) => {
         for (const id of navigationIds) {
           const navigation = (await findNavigationById(tx, id))!;
-          const events = (['host_accept', 'browser_consent', 'callback_received', 'callback_verified'] as const).slice(navigation.status === 'USER_REVIEW' ? 0 : 1);
+          const events = (['host_accept', 'browser_consent', 'callback_received', 'callback_verified'] as const).slice(
+            navigation.status === 'USER_REVIEW' ? 0 : 1,
+          );
           await advance(tx, navigation, [...events], { actor: 'test', now: new Date() });
           await tx.query(`SELECT pg_notify('navigation_verified', $1)`, [id]);
         }
@@ -118,7 +148,10 @@ describe('legacy session limits', () => {
 });
 
 describe('legacy SSE streams', () => {
-  const { stack, tokens } = useBrokerStack({ legacyLimits: { heartbeatMs: 100, streamMaxMs: 1_500 } }, { users: ['alice'] });
+  const { stack, tokens } = useBrokerStack(
+    { legacyLimits: { heartbeatMs: 100, streamMaxMs: 1_500 } },
+    { users: ['alice'] },
+  );
 
   it('sends a heartbeat comment on an open GET stream, and ends the stream at its maximum lifetime while the session lives on', async () => {
     const { headers } = await rawSession(stack, tokens.alice);
@@ -133,17 +166,27 @@ describe('legacy SSE streams', () => {
     const ping = await exchange(stack, 'POST', headers, rpc('ping'));
     await ping.ended;
     expect(ping.status).toBe(200);
-    await (await exchange(stack, 'DELETE', headers)).ended;
+    await (
+      await exchange(stack, 'DELETE', headers)
+    ).ended;
   });
 });
 
 describe('idle legacy sessions', () => {
-  const { stack, tokens } = useBrokerStack({ legacyUrlElicitation: 'nested', legacyWaitMs: 30_000, legacyLimits: { idleMs: 500 } }, { users: ['alice'] });
+  const { stack, tokens } = useBrokerStack(
+    { legacyUrlElicitation: 'nested', legacyWaitMs: 30_000, legacyLimits: { idleMs: 500 } },
+    { users: ['alice'] },
+  );
 
   it('ends a session idle past its limit: its GET stream ends, a call waiting on the client is answered, and the id is unknown', async () => {
     const { headers } = await rawSession(stack, tokens.alice);
     const stream = await exchange(stack, 'GET', headers);
-    const call = await exchange(stack, 'POST', headers, rpc('tools/call', { name: 'reports_create', arguments: { title: 'Idle', body: 'x' } }));
+    const call = await exchange(
+      stack,
+      'POST',
+      headers,
+      rpc('tools/call', { name: 'reports_create', arguments: { title: 'Idle', body: 'x' } }),
+    );
     const ask = await call.next((m) => m.method === 'elicitation/create');
     expect(ask.params).toMatchObject({ mode: 'url' });
     // Nobody answers; the session sees no request from here on.

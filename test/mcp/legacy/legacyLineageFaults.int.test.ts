@@ -42,15 +42,21 @@ describe('legacy lineage faults: nested (LEGACY_URL_ELICITATION=nested)', () => 
     expect(first.result, JSON.stringify(first.result)).toMatchObject({ structuredContent: { status: 'created' } });
     expect(reportOf(second)).toBe(reportOf(first));
     expect(retry.messages.filter(isElicitation)).toEqual([]);
-    expect(original.messages.filter(isCompletion)).toEqual([expect.objectContaining({ params: { elicitationId: elicitationIdOf(asked) } })]);
+    expect(original.messages.filter(isCompletion)).toEqual([
+      expect.objectContaining({ params: { elicitationId: elicitationIdOf(asked) } }),
+    ]);
     expect(retry.messages.filter(isCompletion)).toEqual([]);
-    expect(await db.receiptsOf(elicitationIdOf(asked))).toEqual([expect.objectContaining({ lineage: 'nested', jsonrpc_id: String(original.requestId) })]);
+    expect(await db.receiptsOf(elicitationIdOf(asked))).toEqual([
+      expect.objectContaining({ lineage: 'nested', jsonrpc_id: String(original.requestId) }),
+    ]);
     expect(await db.newReceipts(mark)).toBe(1);
     expect(await db.reportsTitled(args.title)).toHaveLength(1);
   });
 
   it('does not let a retry sent after the browser completed, while the nested call still waits for the host, create a second report', async () => {
-    const { args, mark, original, asked, url, accept, answer, again } = await nestedCall('Nested, retried after the browser');
+    const { args, mark, original, asked, url, accept, answer, again } = await nestedCall(
+      'Nested, retried after the browser',
+    );
     // The user finishes in the browser before the host has answered the elicitation.
     await completeInBrowser(stack, url);
     expect(await db.status(elicitationIdOf(asked))).toBe('REQUIREMENT_VERIFIED');
@@ -67,9 +73,19 @@ describe('legacy lineage faults: nested (LEGACY_URL_ELICITATION=nested)', () => 
     const created = new Set([reportOf(first), reportOf(retry.final)].filter((id) => id !== undefined));
     const reports = await db.reportsTitled(args.title);
     expect(
-      { created: created.size, reports: reports.length, receipts: await db.receiptsOf(elicitationIdOf(asked)), newReceipts: await db.newReceipts(mark) },
+      {
+        created: created.size,
+        reports: reports.length,
+        receipts: await db.receiptsOf(elicitationIdOf(asked)),
+        newReceipts: await db.newReceipts(mark),
+      },
       `the original answered ${JSON.stringify(first.result?.['structuredContent'])}, the retry ${JSON.stringify(retry.final.result?.['structuredContent'])}`,
-    ).toEqual({ created: 1, reports: 1, receipts: [expect.objectContaining({ lineage: 'nested', jsonrpc_id: String(original.requestId) })], newReceipts: 1 });
+    ).toEqual({
+      created: 1,
+      reports: 1,
+      receipts: [expect.objectContaining({ lineage: 'nested', jsonrpc_id: String(original.requestId) })],
+      newReceipts: 1,
+    });
     expect((await db.receiptsPerNavigation()).every((n) => n <= 1)).toBe(true);
   });
 
@@ -79,7 +95,10 @@ describe('legacy lineage faults: nested (LEGACY_URL_ELICITATION=nested)', () => 
     await db.until(navigationId, 'NAVIGATION_ACCEPTED');
     const before = await db.events(navigationId);
 
-    const forged = await session.send({ method: 'notifications/elicitation/complete', params: { elicitationId: navigationId } });
+    const forged = await session.send({
+      method: 'notifications/elicitation/complete',
+      params: { elicitationId: navigationId },
+    });
     expect(forged.status).toBe(202);
     // ...and a second answer to the same elicitation, as if it meant "done".
     const again = await accept();
@@ -102,7 +121,11 @@ describe('legacy lineage faults: nested (LEGACY_URL_ELICITATION=nested)', () => 
     const run = await openConnectLink(stack, url, 'alice');
     const before = [await db.status(navigationId), await db.events(navigationId)];
     const early = new URL('/oauth/callback/reports', stack.brokerUrl);
-    early.search = new URLSearchParams({ code: randomToken(), state: randomToken(), iss: stack.dev.reports.issuer }).toString();
+    early.search = new URLSearchParams({
+      code: randomToken(),
+      state: randomToken(),
+      iss: stack.dev.reports.issuer,
+    }).toString();
     const page = await run.browser.get(early.href);
 
     expect(page.status).toBe(400);
@@ -126,7 +149,9 @@ describe('legacy lineage faults: nested (LEGACY_URL_ELICITATION=nested)', () => 
     // One assertion, so that a failure shows everything the ended session's call still did.
     expect({
       notified: original.messages.filter(isCompletion),
-      succeeded: original.messages.filter((m) => m.id === original.requestId && m.result !== undefined && m.result['isError'] !== true),
+      succeeded: original.messages.filter(
+        (m) => m.id === original.requestId && m.result !== undefined && m.result['isError'] !== true,
+      ),
       receipts: await db.receiptsOf(navigationId),
       reports: await db.reportsTitled(args.title),
       newReceipts: await db.newReceipts(mark),
@@ -181,7 +206,9 @@ describe('legacy lineage faults: nested (LEGACY_URL_ELICITATION=nested)', () => 
       const joined = await joining;
       expect(joined.final.error).toBeUndefined();
 
-      const created = new Set([reportOf(first), reportOf(retried.final), reportOf(joined.final)].filter((id) => id !== undefined));
+      const created = new Set(
+        [reportOf(first), reportOf(retried.final), reportOf(joined.final)].filter((id) => id !== undefined),
+      );
       const reports = await db.reportsTitled(args.title);
       expect(
         { created: created.size, reports: reports.length, newReceipts: await db.newReceipts(mark) },
@@ -193,7 +220,10 @@ describe('legacy lineage faults: nested (LEGACY_URL_ELICITATION=nested)', () => 
 });
 
 describe('legacy lineage faults: -32042 (LEGACY_URL_ELICITATION=error)', () => {
-  const { stack, db, aliceSession, errorCall } = useFaultStack({ legacyUrlElicitation: 'error', legacyWaitMs: WAIT_MS });
+  const { stack, db, aliceSession, errorCall } = useFaultStack({
+    legacyUrlElicitation: 'error',
+    legacyWaitMs: WAIT_MS,
+  });
 
   it('creates one report when the -32042 flow is retried twice, including two retries racing on two instances', async () => {
     const two = await aliceSession(stack.secondUrl);
@@ -207,7 +237,9 @@ describe('legacy lineage faults: -32042 (LEGACY_URL_ELICITATION=error)', () => {
     expect(ids[0], JSON.stringify(a.final)).toBeDefined();
     expect(new Set(ids)).toEqual(new Set([ids[0]]));
     expect(await db.status(elicitationId)).toBe('RETRY_RESPONSE_ACCEPTED');
-    expect(await db.receiptsOf(elicitationId)).toEqual([expect.objectContaining({ lineage: 'error_retry', outcome_status: 'succeeded' })]);
+    expect(await db.receiptsOf(elicitationId)).toEqual([
+      expect.objectContaining({ lineage: 'error_retry', outcome_status: 'succeeded' }),
+    ]);
     expect(await db.newReceipts(mark)).toBe(1);
     expect(await db.reportsTitled(args.title)).toHaveLength(1);
   });
@@ -227,7 +259,9 @@ describe('legacy lineage faults: -32042 (LEGACY_URL_ELICITATION=error)', () => {
     const replacement = await session.listen();
     await sleep(300);
 
-    expect(stream.messages).toEqual([{ jsonrpc: '2.0', method: 'notifications/elicitation/complete', params: { elicitationId } }]);
+    expect(stream.messages).toEqual([
+      { jsonrpc: '2.0', method: 'notifications/elicitation/complete', params: { elicitationId } },
+    ]);
     expect(replacement.messages).toEqual([]);
     expect((await db.events(elicitationId)).filter((e) => e.event === 'callback_verified')).toHaveLength(1);
     replacement.close();
@@ -243,7 +277,9 @@ describe('legacy lineage faults: -32042 (LEGACY_URL_ELICITATION=error)', () => {
     const { args, mark, session, elicitationId, again } = await errorCall('Forged completion, -32042');
     const before = await db.events(elicitationId);
 
-    expect((await session.send({ method: 'notifications/elicitation/complete', params: { elicitationId } })).status).toBe(202);
+    expect(
+      (await session.send({ method: 'notifications/elicitation/complete', params: { elicitationId } })).status,
+    ).toBe(202);
     const retried = await again();
 
     expect(retried.final.error).toMatchObject({ code: -32042 });

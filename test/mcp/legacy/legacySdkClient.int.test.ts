@@ -2,7 +2,14 @@ import { UrlElicitationRequiredError } from '@modelcontextprotocol/client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { consentAndAuthorize, openConnectLink } from '../../support/connectFlow.js';
 import { reportsAt } from '../../support/forgedTokens.js';
-import { closeLegacy as close, connectLegacy, internalErrors, LEGACY, until, type Created } from '../../support/legacySdkClient.js';
+import {
+  closeLegacy as close,
+  connectLegacy,
+  internalErrors,
+  LEGACY,
+  until,
+  type Created,
+} from '../../support/legacySdkClient.js';
 import { operatorCli } from '../../support/operatorCli.js';
 import { toolCalls } from '../../support/sdkClient.js';
 import type { BrowserResponse } from '../../support/testBrowser.js';
@@ -25,7 +32,10 @@ describe('the official SDK client at 2025-11-25, nested lineage', () => {
 
   const query = async (sql: string, params: unknown[] = []) => (await stack.db.pool.query(sql, params)).rows;
   const noteExists = async (id: string) => (await query('SELECT 1 FROM notes WHERE id = $1', [id])).length === 1;
-  const nonceOutcomes = async () => (await query("SELECT outcome FROM mrtr_nonces WHERE principal_sub = 'alice' ORDER BY claimed_at")).map((r) => r.outcome as string);
+  const nonceOutcomes = async () =>
+    (await query("SELECT outcome FROM mrtr_nonces WHERE principal_sub = 'alice' ORDER BY claimed_at")).map(
+      (r) => r.outcome as string,
+    );
 
   it('negotiates 2025-11-25 through initialize and keeps the session on every request', async () => {
     const legacy = await connectLegacy(stack, tokens.alice, {});
@@ -33,9 +43,21 @@ describe('the official SDK client at 2025-11-25, nested lineage', () => {
       expect(legacy.client.getNegotiatedProtocolVersion()).toBe(LEGACY);
       expect(legacy.client.getServerVersion()).toMatchObject({ name: 'connect-broker' });
       const { tools } = await legacy.client.listTools();
-      expect(tools.map((t) => t.name).sort()).toEqual(['github_create_issue', 'github_list_issues', 'notes_create', 'notes_delete', 'notes_list', 'notes_workspaces', 'reports_create', 'reports_list']);
+      expect(tools.map((t) => t.name).sort()).toEqual([
+        'github_create_issue',
+        'github_list_issues',
+        'notes_create',
+        'notes_delete',
+        'notes_list',
+        'notes_workspaces',
+        'reports_create',
+        'reports_list',
+      ]);
       const [init, ...rest] = legacy.sent.filter((s) => s.method === 'POST');
-      expect(init?.body).toMatchObject({ method: 'initialize', params: { protocolVersion: LEGACY, capabilities: { elicitation: { form: {}, url: {} } } } });
+      expect(init?.body).toMatchObject({
+        method: 'initialize',
+        params: { protocolVersion: LEGACY, capabilities: { elicitation: { form: {}, url: {} } } },
+      });
       expect(init?.body?.['params']).not.toHaveProperty('_meta');
       expect(legacy.transport.sessionId).toMatch(/^[\x21-\x7e]{32,}$/);
       for (const s of rest) {
@@ -72,7 +94,11 @@ describe('the official SDK client at 2025-11-25, nested lineage', () => {
 
       expect(legacy.urlAsks).toHaveLength(1);
       const ask = legacy.urlAsks[0]!;
-      expect(ask).toMatchObject({ mode: 'url', elicitationId: expect.any(String), message: expect.stringContaining('Report Service') });
+      expect(ask).toMatchObject({
+        mode: 'url',
+        elicitationId: expect.any(String),
+        message: expect.stringContaining('Report Service'),
+      });
       expect(new URL(ask.url).origin).toBe(stack.brokerUrl);
       expect(legacy.completed).toEqual([ask.elicitationId]);
 
@@ -81,13 +107,24 @@ describe('the official SDK client at 2025-11-25, nested lineage', () => {
       expect(calls).toHaveLength(1);
       const callId = calls[0]!.body!['id'];
 
-      const [navigation] = await query('SELECT status, lineage FROM elicitation_navigations WHERE id = $1', [ask.elicitationId]);
+      const [navigation] = await query('SELECT status, lineage FROM elicitation_navigations WHERE id = $1', [
+        ask.elicitationId,
+      ]);
       expect(navigation).toEqual({ status: 'ORIGINAL_RESPONSE_ACCEPTED', lineage: 'nested' });
-      const receipts = await query('SELECT lineage, jsonrpc_id, retry_generation, outcome_status FROM operation_receipts WHERE navigation_id = $1', [ask.elicitationId]);
-      expect(receipts).toEqual([{ lineage: 'nested', jsonrpc_id: String(callId), retry_generation: null, outcome_status: 'succeeded' }]);
+      const receipts = await query(
+        'SELECT lineage, jsonrpc_id, retry_generation, outcome_status FROM operation_receipts WHERE navigation_id = $1',
+        [ask.elicitationId],
+      );
+      expect(receipts).toEqual([
+        { lineage: 'nested', jsonrpc_id: String(callId), retry_generation: null, outcome_status: 'succeeded' },
+      ]);
       expect((await query('SELECT count(*)::int AS n FROM operation_receipts'))[0].n).toBe(1);
-      const events = await query('SELECT to_status FROM navigation_events WHERE navigation_id = $1 ORDER BY id', [ask.elicitationId]);
-      expect(events.map((e) => e.to_status)).toEqual(expect.arrayContaining(['REQUIREMENT_VERIFIED', 'NESTED_SERVER_CONTINUES', 'ORIGINAL_RESPONSE_ACCEPTED']));
+      const events = await query('SELECT to_status FROM navigation_events WHERE navigation_id = $1 ORDER BY id', [
+        ask.elicitationId,
+      ]);
+      expect(events.map((e) => e.to_status)).toEqual(
+        expect.arrayContaining(['REQUIREMENT_VERIFIED', 'NESTED_SERVER_CONTINUES', 'ORIGINAL_RESPONSE_ACCEPTED']),
+      );
       expect(events.at(-1)?.to_status).toBe('ORIGINAL_RESPONSE_ACCEPTED');
 
       const reports = (await reportsAt(stack, 'rs-user-alice')).filter((r) => r.title === args.title);
@@ -107,12 +144,18 @@ describe('the official SDK client at 2025-11-25, nested lineage', () => {
     });
     try {
       const before = await nonceOutcomes();
-      const result = await legacy.client.callTool({ name: 'notes_delete', arguments: { workspaceUri: WORKSPACE, title: Q2.title } });
+      const result = await legacy.client.callTool({
+        name: 'notes_delete',
+        arguments: { workspaceUri: WORKSPACE, title: Q2.title },
+      });
 
       expect(result.isError ?? false).toBe(false);
       expect(result.structuredContent).toMatchObject({ status: 'deleted', note: { id: Q2.id, title: Q2.title } });
       expect(legacy.formAsks).toHaveLength(1);
-      expect(legacy.formAsks[0]?.requestedSchema.properties['note_id']).toMatchObject({ type: 'string', enum: [Q2.id] });
+      expect(legacy.formAsks[0]?.requestedSchema.properties['note_id']).toMatchObject({
+        type: 'string',
+        enum: [Q2.id],
+      });
       expect(toolCalls(legacy.sent)).toHaveLength(1);
       expect(await noteExists(Q2.id)).toBe(false);
       expect(await nonceOutcomes()).toEqual([...before, 'deleted']);
@@ -126,7 +169,10 @@ describe('the official SDK client at 2025-11-25, nested lineage', () => {
     const legacy = await connectLegacy(stack, tokens.alice, { form: () => ({ action: 'decline' }) });
     try {
       const before = await nonceOutcomes();
-      const result = await legacy.client.callTool({ name: 'notes_delete', arguments: { workspaceUri: WORKSPACE, title: LUNCH.title } });
+      const result = await legacy.client.callTool({
+        name: 'notes_delete',
+        arguments: { workspaceUri: WORKSPACE, title: LUNCH.title },
+      });
 
       expect(result.isError ?? false).toBe(false);
       expect(result.structuredContent).toEqual({ status: 'declined' });
@@ -142,7 +188,10 @@ describe('the official SDK client at 2025-11-25, nested lineage', () => {
     const legacy = await connectLegacy(stack, tokens.alice, { form: () => ({ action: 'cancel' }) });
     try {
       const before = await nonceOutcomes();
-      const result = await legacy.client.callTool({ name: 'notes_delete', arguments: { workspaceUri: WORKSPACE, title: DRAFT.title } });
+      const result = await legacy.client.callTool({
+        name: 'notes_delete',
+        arguments: { workspaceUri: WORKSPACE, title: DRAFT.title },
+      });
 
       expect(result.isError ?? false).toBe(false);
       expect(result.structuredContent).toEqual({ status: 'cancelled' });
@@ -156,7 +205,10 @@ describe('the official SDK client at 2025-11-25, nested lineage', () => {
 });
 
 describe('the official SDK client at 2025-11-25, -32042 lineage', () => {
-  const { stack, tokens } = useBrokerStack({ legacyUrlElicitation: 'error', legacyWaitMs: 2_000 }, { users: ['alice'] });
+  const { stack, tokens } = useBrokerStack(
+    { legacyUrlElicitation: 'error', legacyWaitMs: 2_000 },
+    { users: ['alice'] },
+  );
 
   afterEach(() => {
     expect(internalErrors(stack), 'the broker logged no internal error').toEqual([]);
@@ -175,11 +227,18 @@ describe('the official SDK client at 2025-11-25, -32042 lineage', () => {
       expect(failure).toBeInstanceOf(UrlElicitationRequiredError);
       const [elicitation, ...others] = (failure as UrlElicitationRequiredError).elicitations;
       expect(others).toEqual([]);
-      expect(elicitation).toMatchObject({ mode: 'url', elicitationId: expect.any(String), url: expect.stringMatching(/^https:/), message: expect.stringContaining('Report Service') });
+      expect(elicitation).toMatchObject({
+        mode: 'url',
+        elicitationId: expect.any(String),
+        url: expect.stringMatching(/^https:/),
+        message: expect.stringContaining('Report Service'),
+      });
       const { elicitationId, url } = elicitation!;
       expect(new URL(url).origin).toBe(stack.brokerUrl);
       expect(legacy.urlAsks).toEqual([]);
-      expect((await query('SELECT status, lineage FROM elicitation_navigations WHERE id = $1', [elicitationId]))[0]).toEqual({ status: 'USER_REVIEW', lineage: 'error_retry' });
+      expect(
+        (await query('SELECT status, lineage FROM elicitation_navigations WHERE id = $1', [elicitationId]))[0],
+      ).toEqual({ status: 'USER_REVIEW', lineage: 'error_retry' });
 
       // The host treats the error as the elicitation: the user completes it in the browser.
       const done = await consentAndAuthorize(stack, await openConnectLink(stack, url, 'alice'), 'alice');
@@ -199,10 +258,18 @@ describe('the official SDK client at 2025-11-25, -32042 lineage', () => {
       const ids = toolCalls(legacy.sent).map((s) => s.body!['id']);
       expect(ids).toHaveLength(3);
       expect(new Set(ids).size).toBe(3);
-      expect((await query('SELECT status FROM elicitation_navigations WHERE id = $1', [elicitationId]))[0].status).toBe('RETRY_RESPONSE_ACCEPTED');
-      const receipts = await query('SELECT lineage, jsonrpc_id, retry_generation, outcome_status FROM operation_receipts');
-      expect(receipts).toEqual([{ lineage: 'error_retry', jsonrpc_id: null, retry_generation: expect.any(Number), outcome_status: 'succeeded' }]);
-      expect((await reportsAt(stack, 'rs-user-alice')).filter((r) => r.title === args.title)).toEqual([expect.objectContaining({ id: reportId })]);
+      expect((await query('SELECT status FROM elicitation_navigations WHERE id = $1', [elicitationId]))[0].status).toBe(
+        'RETRY_RESPONSE_ACCEPTED',
+      );
+      const receipts = await query(
+        'SELECT lineage, jsonrpc_id, retry_generation, outcome_status FROM operation_receipts',
+      );
+      expect(receipts).toEqual([
+        { lineage: 'error_retry', jsonrpc_id: null, retry_generation: expect.any(Number), outcome_status: 'succeeded' },
+      ]);
+      expect((await reportsAt(stack, 'rs-user-alice')).filter((r) => r.title === args.title)).toEqual([
+        expect.objectContaining({ id: reportId }),
+      ]);
       // Still exactly one completion notification.
       expect(legacy.completed).toEqual([elicitationId]);
       expect(legacy.errors).toEqual([]);
@@ -213,21 +280,38 @@ describe('the official SDK client at 2025-11-25, -32042 lineage', () => {
 });
 
 describe('the official SDK client at 2025-11-25, -32042 lineage, link re-issued by an operator', () => {
-  const { stack, tokens } = useBrokerStack({ legacyUrlElicitation: 'error', legacyWaitMs: 2_000, retryWaitMs: 300 }, { users: ['bob'] });
+  const { stack, tokens } = useBrokerStack(
+    { legacyUrlElicitation: 'error', legacyWaitMs: 2_000, retryWaitMs: 300 },
+    { users: ['bob'] },
+  );
 
   it('accepts the identical retry once through the re-issued flow, in the same lineage', async () => {
     const args = { title: 'Legacy re-issued', body: 'lost link' };
     const legacy = await connectLegacy(stack, tokens.bob, {});
     try {
-      const failure = (await legacy.client.callTool({ name: 'reports_create', arguments: args }).catch((err: unknown) => err)) as UrlElicitationRequiredError;
+      const failure = (await legacy.client
+        .callTool({ name: 'reports_create', arguments: args })
+        .catch((err: unknown) => err)) as UrlElicitationRequiredError;
       const { elicitationId } = failure.elicitations[0]!;
       // bob never opened it; the flow is stuck past its expiry and the operator re-issues it.
-      await stack.db.pool.query("UPDATE elicitation_navigations SET expires_at = created_at + interval '1 millisecond' WHERE id = $1", [elicitationId]);
+      await stack.db.pool.query(
+        "UPDATE elicitation_navigations SET expires_at = created_at + interval '1 millisecond' WHERE id = $1",
+        [elicitationId],
+      );
       const ops = await operatorCli(stack);
       const reissued = await ops('reissue', elicitationId, '--reason', 'bob lost the link', '--json');
       expect(reissued.code).toBe(0);
-      const { id: freshId, connectUrl } = JSON.parse(reissued.output.trim().split('\n').at(-1)!) as { id: string; connectUrl: string };
-      expect((await stack.db.pool.query('SELECT lineage, reissued_from FROM elicitation_navigations WHERE id = $1', [freshId])).rows).toEqual([{ lineage: 'error_retry', reissued_from: elicitationId }]);
+      const { id: freshId, connectUrl } = JSON.parse(reissued.output.trim().split('\n').at(-1)!) as {
+        id: string;
+        connectUrl: string;
+      };
+      expect(
+        (
+          await stack.db.pool.query('SELECT lineage, reissued_from FROM elicitation_navigations WHERE id = $1', [
+            freshId,
+          ])
+        ).rows,
+      ).toEqual([{ lineage: 'error_retry', reissued_from: elicitationId }]);
       await consentAndAuthorize(stack, await openConnectLink(stack, connectUrl, 'bob'), 'bob');
 
       const retried = await legacy.client.callTool({ name: 'reports_create', arguments: args });
@@ -236,7 +320,10 @@ describe('the official SDK client at 2025-11-25, -32042 lineage, link re-issued 
       expect((again.structuredContent as Created).report.id).toBe((retried.structuredContent as Created).report.id);
       expect((await reportsAt(stack, 'rs-user-bob')).filter((r) => r.title === args.title)).toHaveLength(1);
       const flows = await stack.db.pool.query('SELECT id, status FROM elicitation_navigations ORDER BY created_at');
-      expect(flows.rows).toEqual([{ id: elicitationId, status: 'EXPIRED' }, { id: freshId, status: 'RETRY_RESPONSE_ACCEPTED' }]);
+      expect(flows.rows).toEqual([
+        { id: elicitationId, status: 'EXPIRED' },
+        { id: freshId, status: 'RETRY_RESPONSE_ACCEPTED' },
+      ]);
     } finally {
       await close(legacy);
     }
@@ -244,7 +331,10 @@ describe('the official SDK client at 2025-11-25, -32042 lineage, link re-issued 
 });
 
 describe('the official SDK client at 2025-11-25, -32042 lineage, high-risk tool (approval queue)', () => {
-  const { stack, tokens } = useBrokerStack({ legacyUrlElicitation: 'error', legacyWaitMs: 2_000, retryWaitMs: 300, highRiskTools: ['reports_create'] }, { users: ['alice'] });
+  const { stack, tokens } = useBrokerStack(
+    { legacyUrlElicitation: 'error', legacyWaitMs: 2_000, retryWaitMs: 300, highRiskTools: ['reports_create'] },
+    { users: ['alice'] },
+  );
 
   afterEach(() => {
     expect(internalErrors(stack), 'the broker logged no internal error').toEqual([]);
@@ -254,7 +344,9 @@ describe('the official SDK client at 2025-11-25, -32042 lineage, high-risk tool 
     const args = { title: 'Legacy high-risk', body: 'needs approval' };
     const legacy = await connectLegacy(stack, tokens.alice, {});
     try {
-      const failure = (await legacy.client.callTool({ name: 'reports_create', arguments: args }).catch((err: unknown) => err)) as UrlElicitationRequiredError;
+      const failure = (await legacy.client
+        .callTool({ name: 'reports_create', arguments: args })
+        .catch((err: unknown) => err)) as UrlElicitationRequiredError;
       expect(failure).toBeInstanceOf(UrlElicitationRequiredError);
       const { elicitationId, url } = failure.elicitations[0]!;
       await consentAndAuthorize(stack, await openConnectLink(stack, url, 'alice'), 'alice');
@@ -263,7 +355,12 @@ describe('the official SDK client at 2025-11-25, -32042 lineage, high-risk tool 
       const held = await legacy.client.callTool({ name: 'reports_create', arguments: args });
       expect(held.isError).toBe(true);
       expect(JSON.stringify(held.content)).toContain("waits for an operator's approval");
-      const approval = (await stack.db.pool.query<{ id: string; status: string }>('SELECT id, status FROM operation_approvals WHERE navigation_id = $1', [elicitationId])).rows;
+      const approval = (
+        await stack.db.pool.query<{ id: string; status: string }>(
+          'SELECT id, status FROM operation_approvals WHERE navigation_id = $1',
+          [elicitationId],
+        )
+      ).rows;
       expect(approval).toEqual([{ id: expect.any(String), status: 'pending' }]);
       expect((await stack.db.pool.query('SELECT count(*)::int AS n FROM operation_receipts')).rows[0].n).toBe(0);
 
@@ -275,7 +372,10 @@ describe('the official SDK client at 2025-11-25, -32042 lineage, high-risk tool 
       const again = await legacy.client.callTool({ name: 'reports_create', arguments: args });
       expect((again.structuredContent as Created).report.id).toBe((done.structuredContent as Created).report.id);
       expect((await reportsAt(stack, 'rs-user-alice')).filter((r) => r.title === args.title)).toHaveLength(1);
-      expect((await stack.db.pool.query('SELECT status FROM elicitation_navigations WHERE id = $1', [elicitationId])).rows[0].status).toBe('RETRY_RESPONSE_ACCEPTED');
+      expect(
+        (await stack.db.pool.query('SELECT status FROM elicitation_navigations WHERE id = $1', [elicitationId])).rows[0]
+          .status,
+      ).toBe('RETRY_RESPONSE_ACCEPTED');
     } finally {
       await close(legacy);
     }

@@ -1,9 +1,22 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BrokerStack } from '../../support/brokerStack.js';
 import { consentAndAuthorize, openConnectLink } from '../../support/connectFlow.js';
-import { connectThroughList, expectNoTokenIn, FORGOTTEN, forgottenEvents, killStoredToken } from '../../support/deadToken.js';
+import {
+  connectThroughList,
+  expectNoTokenIn,
+  FORGOTTEN,
+  forgottenEvents,
+  killStoredToken,
+} from '../../support/deadToken.js';
 import { reportsAt } from '../../support/forgedTokens.js';
-import { closeLegacy, connectLegacy, expectUrlElicitation, internalErrors, until, type Created } from '../../support/legacySdkClient.js';
+import {
+  closeLegacy,
+  connectLegacy,
+  expectUrlElicitation,
+  internalErrors,
+  until,
+  type Created,
+} from '../../support/legacySdkClient.js';
 import { toolCalls } from '../../support/sdkClient.js';
 import type { BrowserResponse } from '../../support/testBrowser.js';
 import { useBrokerStack } from '../../support/useBrokerStack.js';
@@ -13,7 +26,10 @@ import { useBrokerStack } from '../../support/useBrokerStack.js';
 
 function suite(lineage: 'nested' | 'error', body: (ctx: { stack: () => BrokerStack; alice: () => string }) => void) {
   describe(`an upstream 401 on a 2025-11-25 session, ${lineage === 'nested' ? 'nested' : '-32042'} lineage`, () => {
-    const { stack, tokens } = useBrokerStack({ legacyUrlElicitation: lineage, legacyWaitMs: 10_000 }, { users: ['alice'] });
+    const { stack, tokens } = useBrokerStack(
+      { legacyUrlElicitation: lineage, legacyWaitMs: 10_000 },
+      { users: ['alice'] },
+    );
     afterEach(() => {
       expect(internalErrors(stack), 'the broker logged no internal error').toEqual([]);
     });
@@ -21,8 +37,10 @@ function suite(lineage: 'nested' | 'error', body: (ctx: { stack: () => BrokerSta
   });
 }
 
-const titled = async (stack: BrokerStack, title: string) => (await reportsAt(stack, 'rs-user-alice')).filter((r) => r.title === title);
-const secretsOf = async (stack: BrokerStack) => (await stack.db.pool.query("SELECT kind FROM secrets WHERE subject_sub = 'alice'")).rows.length;
+const titled = async (stack: BrokerStack, title: string) =>
+  (await reportsAt(stack, 'rs-user-alice')).filter((r) => r.title === title);
+const secretsOf = async (stack: BrokerStack) =>
+  (await stack.db.pool.query("SELECT kind FROM secrets WHERE subject_sub = 'alice'")).rows.length;
 
 suite('nested', ({ stack, alice }) => {
   it('a connected call refused with 401 forgets the token and asks on its own stream; the user connects and the same call creates the report once', async () => {
@@ -32,7 +50,9 @@ suite('nested', ({ stack, alice }) => {
     let browser: Promise<BrowserResponse> | undefined;
     const legacy = await connectLegacy(stack(), alice(), {
       url: (params) => {
-        browser = openConnectLink(stack(), params.url, 'alice').then((run) => consentAndAuthorize(stack(), run, 'alice'));
+        browser = openConnectLink(stack(), params.url, 'alice').then((run) =>
+          consentAndAuthorize(stack(), run, 'alice'),
+        );
         return { action: 'accept' };
       },
     });
@@ -44,7 +64,10 @@ suite('nested', ({ stack, alice }) => {
       expect(legacy.urlAsks).toHaveLength(1);
       expect(toolCalls(legacy.sent)).toHaveLength(1);
       expect(await forgottenEvents(stack(), killed.navigationId)).toEqual([FORGOTTEN]);
-      const receipts = await stack().db.pool.query('SELECT lineage, outcome_status FROM operation_receipts WHERE navigation_id = $1', [legacy.urlAsks[0]!.elicitationId]);
+      const receipts = await stack().db.pool.query(
+        'SELECT lineage, outcome_status FROM operation_receipts WHERE navigation_id = $1',
+        [legacy.urlAsks[0]!.elicitationId],
+      );
       expect(receipts.rows).toEqual([{ lineage: 'nested', outcome_status: 'succeeded' }]);
       expect(await secretsOf(stack())).toBe(2);
       expect(await titled(stack(), args.title)).toHaveLength(1);
@@ -89,9 +112,18 @@ suite('error', ({ stack, alice }) => {
 
       const refused = await legacy.client.callTool({ name: 'reports_create', arguments: args });
       expect(refused.isError).toBe(true);
-      expect(refused.structuredContent).toEqual({ status: 'reconnect_required', error: 'upstream_unauthorized', provider: 'reports' });
-      const receipt = await stack().db.pool.query('SELECT outcome_status, outcome FROM operation_receipts WHERE navigation_id = $1', [first!.elicitationId]);
-      expect(receipt.rows).toEqual([{ outcome_status: 'failed', outcome: { error: 'upstream_unauthorized', provider: 'reports' } }]);
+      expect(refused.structuredContent).toEqual({
+        status: 'reconnect_required',
+        error: 'upstream_unauthorized',
+        provider: 'reports',
+      });
+      const receipt = await stack().db.pool.query(
+        'SELECT outcome_status, outcome FROM operation_receipts WHERE navigation_id = $1',
+        [first!.elicitationId],
+      );
+      expect(receipt.rows).toEqual([
+        { outcome_status: 'failed', outcome: { error: 'upstream_unauthorized', provider: 'reports' } },
+      ]);
       expect(await forgottenEvents(stack(), first!.elicitationId)).toEqual([FORGOTTEN]);
 
       // The identical call is a new operation now: a new link, not the refused outcome.

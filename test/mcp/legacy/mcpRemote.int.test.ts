@@ -30,13 +30,23 @@ async function listenTap(stack: BrokerStack): Promise<Tap> {
   let opened = 0;
   const waiters: { count: number; resolve: () => void }[] = [];
   server.setHandler((req, res) => {
-    const upstream = request({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers: { ...req.headers, host: target.host }, ca: stack.tls.caPem }, (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
-      if (req.method !== 'GET' || answer.statusCode !== 200) return;
-      opened++;
-      for (const w of waiters.filter((w) => opened >= w.count)) w.resolve();
-    });
+    const upstream = request(
+      {
+        host: target.hostname,
+        port: target.port,
+        path: req.url,
+        method: req.method,
+        headers: { ...req.headers, host: target.host },
+        ca: stack.tls.caPem,
+      },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+        if (req.method !== 'GET' || answer.statusCode !== 200) return;
+        opened++;
+        for (const w of waiters.filter((w) => opened >= w.count)) w.resolve();
+      },
+    );
     // Destroying a request the bridge dropped makes it emit "socket hang up": that is the point, not a failure.
     upstream.on('error', () => res.destroy());
     res.on('close', () => upstream.destroy());
@@ -44,12 +54,16 @@ async function listenTap(stack: BrokerStack): Promise<Tap> {
   });
   return {
     server,
-    streamsOpened: (count) => new Promise<void>((resolve) => (opened >= count ? resolve() : waiters.push({ count, resolve }))),
+    streamsOpened: (count) =>
+      new Promise<void>((resolve) => (opened >= count ? resolve() : waiters.push({ count, resolve }))),
   };
 }
 
 describe('mcp-remote as the host bridge', () => {
-  const { stack, tokens } = useBrokerStack({ legacyLimits: { maxSessionsPerPrincipal: 2 } }, { users: ['alice', 'bob', 'mallory'] });
+  const { stack, tokens } = useBrokerStack(
+    { legacyLimits: { maxSessionsPerPrincipal: 2 } },
+    { users: ['alice', 'bob', 'mallory'] },
+  );
   // One principal per test: a session a bridge left without its stream ever opening is not made room from.
   let configDir: string;
 
@@ -104,7 +118,9 @@ describe('mcp-remote as the host bridge', () => {
       );
       expect(refused?.message).toContain('You have 2 open sessions, the most allowed');
       // The running bridge's sessions were not ended to make room.
-      expect((await running.request(3, 'tools/list', {})).result?.tools?.map((t) => t.name)).toEqual(expect.arrayContaining(NOTES_TOOLS));
+      expect((await running.request(3, 'tools/list', {})).result?.tools?.map((t) => t.name)).toEqual(
+        expect.arrayContaining(NOTES_TOOLS),
+      );
     } finally {
       await running.quit();
     }

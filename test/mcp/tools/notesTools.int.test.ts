@@ -5,19 +5,30 @@ import { useBrokerStack } from '../../support/useBrokerStack.js';
 describe('notes_workspaces, notes_list, notes_create', () => {
   const { stack, tokens } = useBrokerStack({}, { users: ['alice', 'mallory'] });
 
-  const count = async () => (await stack.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM notes')).rows[0]!.n;
+  const count = async () =>
+    (await stack.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM notes')).rows[0]!.n;
 
   it('lists the workspaces granted to the caller, and only those', async () => {
-    expect((await callTool(stack, tokens.alice, 'notes_workspaces', {})).json.result?.['structuredContent']).toEqual({ workspaces: ['file:///work/notes/alice'] });
-    expect((await callTool(stack, tokens.mallory, 'notes_workspaces', {})).json.result?.['structuredContent']).toEqual({ workspaces: ['file:///work/notes/mallory'] });
+    expect((await callTool(stack, tokens.alice, 'notes_workspaces', {})).json.result?.['structuredContent']).toEqual({
+      workspaces: ['file:///work/notes/alice'],
+    });
+    expect((await callTool(stack, tokens.mallory, 'notes_workspaces', {})).json.result?.['structuredContent']).toEqual({
+      workspaces: ['file:///work/notes/mallory'],
+    });
   });
 
   it('creates a note in a granted workspace and lists it there', async () => {
-    const created = await callTool(stack, tokens.mallory, 'notes_create', { workspaceUri: 'file:///work/notes/mallory', title: 'Plans', body: 'world domination' });
+    const created = await callTool(stack, tokens.mallory, 'notes_create', {
+      workspaceUri: 'file:///work/notes/mallory',
+      title: 'Plans',
+      body: 'world domination',
+    });
     const note = (created.json.result?.['structuredContent'] as { note: { id: string; uri: string } }).note;
     expect(note.uri).toBe(`file:///work/notes/mallory/${note.id}.md`);
     const listed = await callTool(stack, tokens.mallory, 'notes_list', { workspaceUri: 'file:///work/notes/mallory' });
-    expect((listed.json.result?.['structuredContent'] as { notes: { id: string }[] }).notes.map((n) => n.id)).toContain(note.id);
+    expect((listed.json.result?.['structuredContent'] as { notes: { id: string }[] }).notes.map((n) => n.id)).toContain(
+      note.id,
+    );
     const row = await stack.db.pool.query('SELECT created_by_sub, workspace_uri FROM notes WHERE id = $1', [note.id]);
     expect(row.rows).toEqual([{ created_by_sub: 'mallory', workspace_uri: 'file:///work/notes/mallory' }]);
   });
@@ -39,8 +50,13 @@ describe('notes_workspaces, notes_list, notes_create', () => {
   });
 
   it('accepts a folder inside a granted workspace', async () => {
-    const response = await callTool(stack, tokens.alice, 'notes_list', { workspaceUri: 'file:///work/notes/alice/projects' });
-    expect(response.json.result).toMatchObject({ resultType: 'complete', structuredContent: { workspaceUri: 'file:///work/notes/alice/projects', notes: [] } });
+    const response = await callTool(stack, tokens.alice, 'notes_list', {
+      workspaceUri: 'file:///work/notes/alice/projects',
+    });
+    expect(response.json.result).toMatchObject({
+      resultType: 'complete',
+      structuredContent: { workspaceUri: 'file:///work/notes/alice/projects', notes: [] },
+    });
   });
 
   it.each([
@@ -52,7 +68,10 @@ describe('notes_workspaces, notes_list, notes_create', () => {
     const before = await count();
     const response = await callTool(stack, tokens.alice, 'notes_create', args);
     expect(response.status).toBe(200);
-    expect(response.json.result).toMatchObject({ isError: true, structuredContent: { error: 'invalid_input', message: expect.stringContaining(hint) } });
+    expect(response.json.result).toMatchObject({
+      isError: true,
+      structuredContent: { error: 'invalid_input', message: expect.stringContaining(hint) },
+    });
     expect(await count()).toBe(before);
   });
 });

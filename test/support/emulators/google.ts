@@ -2,8 +2,23 @@ import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { TlsMaterial } from '../../../src/tls/localCa.js';
 import {
-  bearerOf, canary, clientCredentials, consentPage, createJwtSigner, escapeHtml, GrantBook, html, json, redirectBack, startEmulator, ticked, verifierMatches,
-  type Emulator, type Issued, type PendingGrant, type Seen,
+  bearerOf,
+  canary,
+  clientCredentials,
+  consentPage,
+  createJwtSigner,
+  escapeHtml,
+  GrantBook,
+  html,
+  json,
+  redirectBack,
+  startEmulator,
+  ticked,
+  verifierMatches,
+  type Emulator,
+  type Issued,
+  type PendingGrant,
+  type Seen,
 } from './googleMicrosoftShared.js';
 
 // Google's OAuth 2.0 and OpenID Connect as its pages describe them, on
@@ -27,10 +42,18 @@ import {
 // - https://developers.google.com/calendar/api/v3/reference/calendarList/list.
 // Passwords, sessions, account chooser and incremental authorization are left out.
 
-export const GOOGLE_HOSTS = ['accounts.google.com', 'oauth2.googleapis.com', 'www.googleapis.com', 'openidconnect.googleapis.com'] as const;
+export const GOOGLE_HOSTS = [
+  'accounts.google.com',
+  'oauth2.googleapis.com',
+  'www.googleapis.com',
+  'openidconnect.googleapis.com',
+] as const;
 const ISSUER = 'https://accounts.google.com';
 const SIGN_IN_SCOPES = new Set(['openid', 'email', 'profile']);
-const CALENDAR_SCOPES = ['https://www.googleapis.com/auth/calendar.readonly', 'https://www.googleapis.com/auth/calendar'];
+const CALENDAR_SCOPES = [
+  'https://www.googleapis.com/auth/calendar.readonly',
+  'https://www.googleapis.com/auth/calendar',
+];
 const CODE_TTL_MS = 10 * 60_000;
 
 export interface GoogleUser {
@@ -53,7 +76,11 @@ export interface GoogleEmulator extends Emulator {
   tokenAnswers: { grantType: string; user: string; refreshToken: boolean; scope: string }[];
 }
 
-export async function startGoogleEmulator(options: { tls: TlsMaterial; client: GoogleClient; users: GoogleUser[] }): Promise<GoogleEmulator> {
+export async function startGoogleEmulator(options: {
+  tls: TlsMaterial;
+  client: GoogleClient;
+  users: GoogleUser[];
+}): Promise<GoogleEmulator> {
   const { client } = options;
   const signer = await createJwtSigner();
   const grants = new GrantBook();
@@ -71,28 +98,55 @@ export async function startGoogleEmulator(options: { tls: TlsMaterial; client: G
     'GET openidconnect.googleapis.com /v1/userinfo': userinfo,
     'GET www.googleapis.com /calendar/v3/users/me/calendarList': calendarList,
   };
-  const base = await startEmulator(options.tls, { hosts: GOOGLE_HOSTS, grants, signer, clientSecret: client.clientSecret }, (seen, res) => {
-    const route = routes[`${seen.method} ${seen.host} ${seen.path}`];
-    return route ? route(seen, res) : apiError(res, 404, 'NOT_FOUND', 'Requested entity was not found.');
-  });
+  const base = await startEmulator(
+    options.tls,
+    { hosts: GOOGLE_HOSTS, grants, signer, clientSecret: client.clientSecret },
+    (seen, res) => {
+      const route = routes[`${seen.method} ${seen.host} ${seen.path}`];
+      return route ? route(seen, res) : apiError(res, 404, 'NOT_FOUND', 'Requested entity was not found.');
+    },
+  );
 
   function authorize(seen: Seen, res: ServerResponse): void {
     const q = seen.query;
-    if (q.get('client_id') !== client.clientId) return errorPage(res, 'invalid_client', 'The OAuth client was not found.');
+    if (q.get('client_id') !== client.clientId)
+      return errorPage(res, 'invalid_client', 'The OAuth client was not found.');
     const redirectUri = q.get('redirect_uri') ?? '';
-    if (!client.redirectUris.includes(redirectUri)) return errorPage(res, 'redirect_uri_mismatch', 'The redirect URI in the request does not match the ones authorized for the OAuth client.');
+    if (!client.redirectUris.includes(redirectUri))
+      return errorPage(
+        res,
+        'redirect_uri_mismatch',
+        'The redirect URI in the request does not match the ones authorized for the OAuth client.',
+      );
     const scopes = (q.get('scope') ?? '').split(' ').filter((s) => s !== '');
     if (q.get('response_type') !== 'code') return errorPage(res, 'invalid_request', 'Invalid response_type.');
     if (scopes.length === 0) return errorPage(res, 'invalid_request', 'Missing required parameter: scope');
     const method = q.get('code_challenge_method') ?? undefined;
-    if (q.has('code_challenge') && method !== 'S256' && method !== 'plain') return errorPage(res, 'invalid_request', 'Invalid code_challenge_method.');
+    if (q.has('code_challenge') && method !== 'S256' && method !== 'plain')
+      return errorPage(res, 'invalid_request', 'Invalid code_challenge_method.');
     const request: PendingGrant = {
-      clientId: client.clientId, redirectUri, scopes, state: q.get('state') ?? undefined, nonce: q.get('nonce') ?? undefined,
-      challenge: q.get('code_challenge') ?? undefined, challengeMethod: method,
+      clientId: client.clientId,
+      redirectUri,
+      scopes,
+      state: q.get('state') ?? undefined,
+      nonce: q.get('nonce') ?? undefined,
+      challenge: q.get('code_challenge') ?? undefined,
+      challengeMethod: method,
       extra: { access_type: q.get('access_type') ?? 'online', prompt: q.get('prompt') ?? '' },
     };
     const requestId = grants.remember(request);
-    html(res, 200, consentPage({ brand: 'Google', app: 'Connect Broker', action: '/o/oauth2/v2/approve', requestId, listed: scopes.filter((s) => SIGN_IN_SCOPES.has(s)), choosable: scopes.filter((s) => !SIGN_IN_SCOPES.has(s)) }));
+    html(
+      res,
+      200,
+      consentPage({
+        brand: 'Google',
+        app: 'Connect Broker',
+        action: '/o/oauth2/v2/approve',
+        requestId,
+        listed: scopes.filter((s) => SIGN_IN_SCOPES.has(s)),
+        choosable: scopes.filter((s) => !SIGN_IN_SCOPES.has(s)),
+      }),
+    );
   }
 
   function approve(seen: Seen, res: ServerResponse): void {
@@ -106,7 +160,19 @@ export async function startGoogleEmulator(options: { tls: TlsMaterial; client: G
     const user = userBy(seen.form.get('login'));
     const choosable = request.scopes.filter((s) => !SIGN_IN_SCOPES.has(s));
     if (!user) {
-      return html(res, 200, consentPage({ brand: 'Google', app: 'Connect Broker', action: '/o/oauth2/v2/approve', requestId, listed: request.scopes.filter((s) => SIGN_IN_SCOPES.has(s)), choosable, problem: "Couldn't find your Google Account" }));
+      return html(
+        res,
+        200,
+        consentPage({
+          brand: 'Google',
+          app: 'Connect Broker',
+          action: '/o/oauth2/v2/approve',
+          requestId,
+          listed: request.scopes.filter((s) => SIGN_IN_SCOPES.has(s)),
+          choosable,
+          problem: "Couldn't find your Google Account",
+        }),
+      );
     }
     grants.requests.delete(requestId);
     const granted = [...request.scopes.filter((s) => SIGN_IN_SCOPES.has(s)), ...ticked(seen.form, choosable)];
@@ -116,14 +182,25 @@ export async function startGoogleEmulator(options: { tls: TlsMaterial; client: G
     const askedAgain = request.extra['prompt']!.split(' ').includes('consent');
     consented.add(consent);
     const code = canary('4/0A');
-    grants.codes.set(code, { ...request, scopes: granted, user: user.email, expiresAt: Date.now() + CODE_TTL_MS, extra: { ...request.extra, refreshable: String(request.extra['access_type'] === 'offline' && (firstConsent || askedAgain)) } });
+    grants.codes.set(code, {
+      ...request,
+      scopes: granted,
+      user: user.email,
+      expiresAt: Date.now() + CODE_TTL_MS,
+      extra: {
+        ...request.extra,
+        refreshable: String(request.extra['access_type'] === 'offline' && (firstConsent || askedAgain)),
+      },
+    });
     redirectBack(res, request.redirectUri, { code, state: request.state });
   }
 
   async function token(seen: Seen, res: ServerResponse): Promise<void> {
     const credentials = clientCredentials(seen);
-    if (credentials.method === 'both') return tokenError(res, 400, 'invalid_request', 'Client credentials were provided twice.');
-    if (credentials.id !== client.clientId || credentials.secret !== client.clientSecret) return tokenError(res, 401, 'invalid_client', 'Unauthorized');
+    if (credentials.method === 'both')
+      return tokenError(res, 400, 'invalid_request', 'Client credentials were provided twice.');
+    if (credentials.id !== client.clientId || credentials.secret !== client.clientSecret)
+      return tokenError(res, 401, 'invalid_client', 'Unauthorized');
     const grantType = seen.form.get('grant_type');
     if (grantType === 'authorization_code') return exchangeCode(seen, res);
     if (grantType === 'refresh_token') return refresh(seen, res);
@@ -134,46 +211,91 @@ export async function startGoogleEmulator(options: { tls: TlsMaterial; client: G
     const code = seen.form.get('code') ?? '';
     const grant = grants.codes.get(code);
     grants.codes.delete(code);
-    if (!grant || grant.expiresAt < Date.now() || grant.redirectUri !== seen.form.get('redirect_uri') || !verifierMatches(seen.form.get('code_verifier'), grant.challenge, grant.challengeMethod)) {
+    if (
+      !grant ||
+      grant.expiresAt < Date.now() ||
+      grant.redirectUri !== seen.form.get('redirect_uri') ||
+      !verifierMatches(seen.form.get('code_verifier'), grant.challenge, grant.challengeMethod)
+    ) {
       return tokenError(res, 400, 'invalid_grant', 'Bad Request');
     }
     const user = userBy(grant.user)!;
     const accessToken = issue('access_token', user, grant.scopes, grants.accessTokenLifetimeSeconds);
-    const body: Record<string, unknown> = { access_token: accessToken, expires_in: grants.accessTokenLifetimeSeconds, scope: grant.scopes.join(' '), token_type: 'Bearer' };
+    const body: Record<string, unknown> = {
+      access_token: accessToken,
+      expires_in: grants.accessTokenLifetimeSeconds,
+      scope: grant.scopes.join(' '),
+      token_type: 'Bearer',
+    };
     if (grant.scopes.includes('openid')) body['id_token'] = await idToken(user, grant.scopes, grant.nonce, accessToken);
-    if (grant.extra['refreshable'] === 'true') body['refresh_token'] = issue('refresh_token', user, grant.scopes, 180 * 24 * 3600);
+    if (grant.extra['refreshable'] === 'true')
+      body['refresh_token'] = issue('refresh_token', user, grant.scopes, 180 * 24 * 3600);
     answer(res, 'authorization_code', user, body);
   }
 
   function refresh(seen: Seen, res: ServerResponse): void {
     const held = grants.live('refresh_token', seen.form.get('refresh_token') ?? undefined);
-    if (!held || held.clientId !== client.clientId) return tokenError(res, 400, 'invalid_grant', 'Token has been expired or revoked.');
+    if (!held || held.clientId !== client.clientId)
+      return tokenError(res, 400, 'invalid_grant', 'Token has been expired or revoked.');
     const user = userBy(held.user)!;
-    const body = { access_token: issue('access_token', user, held.scopes, grants.accessTokenLifetimeSeconds), expires_in: grants.accessTokenLifetimeSeconds, scope: held.scopes.join(' '), token_type: 'Bearer' };
+    const body = {
+      access_token: issue('access_token', user, held.scopes, grants.accessTokenLifetimeSeconds),
+      expires_in: grants.accessTokenLifetimeSeconds,
+      scope: held.scopes.join(' '),
+      token_type: 'Bearer',
+    };
     answer(res, 'refresh_token', user, body);
   }
 
   function answer(res: ServerResponse, grantType: string, user: GoogleUser, body: Record<string, unknown>): void {
-    tokenAnswers.push({ grantType, user: user.email, refreshToken: 'refresh_token' in body, scope: String(body['scope']) });
+    tokenAnswers.push({
+      grantType,
+      user: user.email,
+      refreshToken: 'refresh_token' in body,
+      scope: String(body['scope']),
+    });
     json(res, 200, body);
   }
 
   function issue(kind: Issued['kind'], user: GoogleUser, scopes: string[], lifetimeSeconds: number): string {
-    return grants.issue({ kind, value: canary(kind === 'access_token' ? 'ya29.' : '1//'), user: user.email, clientId: client.clientId, scopes, expiresAt: Date.now() + lifetimeSeconds * 1000 });
+    return grants.issue({
+      kind,
+      value: canary(kind === 'access_token' ? 'ya29.' : '1//'),
+      user: user.email,
+      clientId: client.clientId,
+      scopes,
+      expiresAt: Date.now() + lifetimeSeconds * 1000,
+    });
   }
 
-  async function idToken(user: GoogleUser, scopes: string[], nonce: string | undefined, accessToken: string): Promise<string> {
+  async function idToken(
+    user: GoogleUser,
+    scopes: string[],
+    nonce: string | undefined,
+    accessToken: string,
+  ): Promise<string> {
     const now = Math.floor(Date.now() / 1000);
     const digest = createHash('sha256').update(accessToken).digest();
     const value = await signer.sign({
-      iss: ISSUER, azp: client.clientId, aud: client.clientId, sub: user.sub,
+      iss: ISSUER,
+      azp: client.clientId,
+      aud: client.clientId,
+      sub: user.sub,
       ...(scopes.includes('email') && { email: user.email, email_verified: true }),
       ...(scopes.includes('profile') && { name: user.name }),
       at_hash: digest.subarray(0, digest.length / 2).toString('base64url'),
       ...(nonce !== undefined && { nonce }),
-      iat: now, exp: now + 3600,
+      iat: now,
+      exp: now + 3600,
     });
-    grants.issue({ kind: 'id_token', value, user: user.email, clientId: client.clientId, scopes, expiresAt: (now + 3600) * 1000 });
+    grants.issue({
+      kind: 'id_token',
+      value,
+      user: user.email,
+      clientId: client.clientId,
+      scopes,
+      expiresAt: (now + 3600) * 1000,
+    });
     return value;
   }
 
@@ -181,7 +303,13 @@ export async function startGoogleEmulator(options: { tls: TlsMaterial; client: G
   function holder(seen: Seen, res: ServerResponse): { user: GoogleUser; token: Issued } | undefined {
     const held = grants.live('access_token', bearerOf(seen));
     if (!held) {
-      apiError(res, 401, 'UNAUTHENTICATED', 'Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.', { 'www-authenticate': 'Bearer error="invalid_token"' });
+      apiError(
+        res,
+        401,
+        'UNAUTHENTICATED',
+        'Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.',
+        { 'www-authenticate': 'Bearer error="invalid_token"' },
+      );
       return undefined;
     }
     return { user: userBy(held.user)!, token: held };
@@ -191,17 +319,34 @@ export async function startGoogleEmulator(options: { tls: TlsMaterial; client: G
     const found = holder(seen, res);
     if (!found) return;
     const { user, token: held } = found;
-    json(res, 200, { sub: user.sub, ...(held.scopes.includes('email') && { email: user.email, email_verified: true }), ...(held.scopes.includes('profile') && { name: user.name }) });
+    json(res, 200, {
+      sub: user.sub,
+      ...(held.scopes.includes('email') && { email: user.email, email_verified: true }),
+      ...(held.scopes.includes('profile') && { name: user.name }),
+    });
   }
 
   function calendarList(seen: Seen, res: ServerResponse): void {
     const found = holder(seen, res);
     if (!found) return;
     if (!found.token.scopes.some((s) => CALENDAR_SCOPES.includes(s))) {
-      return apiError(res, 403, 'PERMISSION_DENIED', 'Request had insufficient authentication scopes.', { 'www-authenticate': 'Bearer error="insufficient_scope"' });
+      return apiError(res, 403, 'PERMISSION_DENIED', 'Request had insufficient authentication scopes.', {
+        'www-authenticate': 'Bearer error="insufficient_scope"',
+      });
     }
-    const items = found.user.calendars.map((c) => ({ kind: 'calendar#calendarListEntry', id: c.id, summary: c.summary, accessRole: 'owner', ...(c.primary && { primary: true }) }));
-    json(res, 200, { kind: 'calendar#calendarList', etag: '"p32g9nb5bt6fva0g"', nextSyncToken: 'CPDAlvWDx70CEPDAlvWDx70CGAU=', items });
+    const items = found.user.calendars.map((c) => ({
+      kind: 'calendar#calendarListEntry',
+      id: c.id,
+      summary: c.summary,
+      accessRole: 'owner',
+      ...(c.primary && { primary: true }),
+    }));
+    json(res, 200, {
+      kind: 'calendar#calendarList',
+      etag: '"p32g9nb5bt6fva0g"',
+      nextSyncToken: 'CPDAlvWDx70CEPDAlvWDx70CGAU=',
+      items,
+    });
   }
 
   return { ...base, client, tokenAnswers };
@@ -216,26 +361,62 @@ function discoveryDocument() {
     userinfo_endpoint: 'https://openidconnect.googleapis.com/v1/userinfo',
     revocation_endpoint: 'https://oauth2.googleapis.com/revoke',
     jwks_uri: 'https://www.googleapis.com/oauth2/v3/certs',
-    response_types_supported: ['code', 'token', 'id_token', 'code token', 'code id_token', 'token id_token', 'code token id_token', 'none'],
+    response_types_supported: [
+      'code',
+      'token',
+      'id_token',
+      'code token',
+      'code id_token',
+      'token id_token',
+      'code token id_token',
+      'none',
+    ],
     subject_types_supported: ['public'],
     id_token_signing_alg_values_supported: ['RS256'],
     scopes_supported: ['openid', 'email', 'profile'],
     token_endpoint_auth_methods_supported: ['client_secret_post', 'client_secret_basic'],
-    claims_supported: ['aud', 'email', 'email_verified', 'exp', 'family_name', 'given_name', 'iat', 'iss', 'name', 'picture', 'sub'],
+    claims_supported: [
+      'aud',
+      'email',
+      'email_verified',
+      'exp',
+      'family_name',
+      'given_name',
+      'iat',
+      'iss',
+      'name',
+      'picture',
+      'sub',
+    ],
     code_challenge_methods_supported: ['plain', 'S256'],
-    grant_types_supported: ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code', 'urn:ietf:params:oauth:grant-type:jwt-bearer'],
+    grant_types_supported: [
+      'authorization_code',
+      'refresh_token',
+      'urn:ietf:params:oauth:grant-type:device_code',
+      'urn:ietf:params:oauth:grant-type:jwt-bearer',
+    ],
   };
 }
 
 // Request errors are shown on Google's page ("Error 400: redirect_uri_mismatch"), never sent to the redirect URI.
 function errorPage(res: ServerResponse, code: string, detail: string): void {
-  html(res, 400, `<title>Error 400: ${code}</title><h1>Access blocked: this app's request is invalid</h1><p>Error 400: ${escapeHtml(code)}</p><p>${escapeHtml(detail)}</p>`);
+  html(
+    res,
+    400,
+    `<title>Error 400: ${code}</title><h1>Access blocked: this app's request is invalid</h1><p>Error 400: ${escapeHtml(code)}</p><p>${escapeHtml(detail)}</p>`,
+  );
 }
 
 function tokenError(res: ServerResponse, status: number, error: string, description: string): void {
   json(res, status, { error, error_description: description });
 }
 
-function apiError(res: ServerResponse, code: number, status: string, message: string, headers: Record<string, string> = {}): void {
+function apiError(
+  res: ServerResponse,
+  code: number,
+  status: string,
+  message: string,
+  headers: Record<string, string> = {},
+): void {
   json(res, code, { error: { code, message, status } }, headers);
 }

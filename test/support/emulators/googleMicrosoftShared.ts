@@ -55,7 +55,11 @@ export interface Emulator {
 }
 
 /** An HTTPS server on the stack's TLS for `hosts`; `answer` gets each request parsed, and a throw becomes a 500. */
-export async function startEmulator(tls: TlsMaterial, parts: { hosts: readonly string[]; grants: GrantBook; signer: JwtSigner; clientSecret: string }, answer: Answer): Promise<Emulator> {
+export async function startEmulator(
+  tls: TlsMaterial,
+  parts: { hosts: readonly string[]; grants: GrantBook; signer: JwtSigner; clientSecret: string },
+  answer: Answer,
+): Promise<Emulator> {
   const server = await listenHttps(tls);
   const seen: Seen[] = [];
   const failures: string[] = [];
@@ -90,7 +94,8 @@ async function parse(req: IncomingMessage): Promise<Seen> {
   for await (const chunk of req) chunks.push(chunk as Buffer);
   const url = new URL(req.url ?? '/', 'https://emulator.invalid');
   const forwarded = req.headers['x-forwarded-host'];
-  const formEncoded = req.headers['content-type']?.split(';')[0]?.trim().toLowerCase() === 'application/x-www-form-urlencoded';
+  const formEncoded =
+    req.headers['content-type']?.split(';')[0]?.trim().toLowerCase() === 'application/x-www-form-urlencoded';
   return {
     method: req.method ?? 'GET',
     host: (Array.isArray(forwarded) ? forwarded[0] : forwarded) ?? req.headers.host ?? '',
@@ -107,15 +112,23 @@ export function hostMapOf(emulator: Pick<Emulator, 'origin' | 'hosts'>): Record<
 }
 
 export function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', ...headers }).end(JSON.stringify(body));
+  res
+    .writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', ...headers })
+    .end(JSON.stringify(body));
 }
 
 export function html(res: ServerResponse, status: number, body: string): void {
-  res.writeHead(status, { 'content-type': 'text/html; charset=utf-8' }).end(`<!doctype html><meta charset="utf-8">${body}`);
+  res
+    .writeHead(status, { 'content-type': 'text/html; charset=utf-8' })
+    .end(`<!doctype html><meta charset="utf-8">${body}`);
 }
 
 /** A 302 back to the client with the response parameters in the query (RFC 6749 §4.1.2, §4.1.2.1). */
-export function redirectBack(res: ServerResponse, redirectUri: string, params: Record<string, string | undefined>): void {
+export function redirectBack(
+  res: ServerResponse,
+  redirectUri: string,
+  params: Record<string, string | undefined>,
+): void {
   const target = new URL(redirectUri);
   for (const [name, value] of Object.entries(params)) if (value !== undefined) target.searchParams.set(name, value);
   res.writeHead(302, { location: target.href }).end();
@@ -125,16 +138,28 @@ const escapes: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;'
 export const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (ch) => escapes[ch]!);
 
 /** The client credentials of a token request: HTTP Basic or the body (RFC 6749 §2.3.1); `both` is a protocol error. */
-export function clientCredentials(seen: Seen): { method: 'client_secret_basic' | 'client_secret_post' | 'none' | 'both'; id: string | undefined; secret: string | undefined } {
+export function clientCredentials(seen: Seen): {
+  method: 'client_secret_basic' | 'client_secret_post' | 'none' | 'both';
+  id: string | undefined;
+  secret: string | undefined;
+} {
   const basic = /^Basic ([A-Za-z0-9+/=]+)$/i.exec(seen.headers.authorization ?? '')?.[1];
   const inBody = seen.form.get('client_secret') ?? undefined;
   if (basic !== undefined && inBody !== undefined) return { method: 'both', id: undefined, secret: undefined };
   if (basic !== undefined) {
     const pair = Buffer.from(basic, 'base64').toString('utf8');
     const unform = (part: string) => decodeURIComponent(part.replace(/\+/g, ' '));
-    return { method: 'client_secret_basic', id: unform(pair.slice(0, pair.indexOf(':'))), secret: unform(pair.slice(pair.indexOf(':') + 1)) };
+    return {
+      method: 'client_secret_basic',
+      id: unform(pair.slice(0, pair.indexOf(':'))),
+      secret: unform(pair.slice(pair.indexOf(':') + 1)),
+    };
   }
-  return { method: inBody === undefined ? 'none' : 'client_secret_post', id: seen.form.get('client_id') ?? undefined, secret: inBody };
+  return {
+    method: inBody === undefined ? 'none' : 'client_secret_post',
+    id: seen.form.get('client_id') ?? undefined,
+    secret: inBody,
+  };
 }
 
 export function bearerOf(seen: Seen): string | undefined {
@@ -142,7 +167,11 @@ export function bearerOf(seen: Seen): string | undefined {
 }
 
 /** RFC 7636 §4.6. */
-export function verifierMatches(verifier: string | null, challenge: string | undefined, method: string | undefined): boolean {
+export function verifierMatches(
+  verifier: string | null,
+  challenge: string | undefined,
+  method: string | undefined,
+): boolean {
   if (challenge === undefined) return verifier === null;
   if (verifier === null) return false;
   return (method === 'S256' ? createHash('sha256').update(verifier).digest('base64url') : verifier) === challenge;
@@ -232,9 +261,22 @@ export async function createJwtSigner(): Promise<JwtSigner> {
  * approve as in a field (the emulators keep no passwords); Allow or Deny.
  * It posts to `action`, a path on the provider's own host.
  */
-export function consentPage(page: { brand: string; app: string; action: string; requestId: string; listed: readonly string[]; choosable: readonly string[]; problem?: string }): string {
+export function consentPage(page: {
+  brand: string;
+  app: string;
+  action: string;
+  requestId: string;
+  listed: readonly string[];
+  choosable: readonly string[];
+  problem?: string;
+}): string {
   const listed = page.listed.map((scope) => `<li>${escapeHtml(scope)}</li>`).join('');
-  const choosable = page.choosable.map((scope, n) => `<li><label><input type="checkbox" name="grant_${n}" value="${escapeHtml(scope)}" checked> ${escapeHtml(scope)}</label></li>`).join('');
+  const choosable = page.choosable
+    .map(
+      (scope, n) =>
+        `<li><label><input type="checkbox" name="grant_${n}" value="${escapeHtml(scope)}" checked> ${escapeHtml(scope)}</label></li>`,
+    )
+    .join('');
   return `<title>${escapeHtml(page.brand)}</title>
 <h1>${escapeHtml(page.app)} wants to access your ${escapeHtml(page.brand)} account</h1>
 ${page.problem ? `<p role="alert">${escapeHtml(page.problem)}</p>` : ''}<ul>${listed}</ul>
@@ -253,7 +295,10 @@ export function ticked(form: URLSearchParams, offered: readonly string[]): strin
 }
 
 /** A test browser whose visits to the provider's real hosts land on the emulator; every answer it got is kept (status line, headers, body) for leak checks. */
-export function providerBrowser(stack: BrokerStack, emulator: Pick<Emulator, 'origin' | 'hosts'>): { browser: TestBrowser; received: string[] } {
+export function providerBrowser(
+  stack: BrokerStack,
+  emulator: Pick<Emulator, 'origin' | 'hosts'>,
+): { browser: TestBrowser; received: string[] } {
   const received: string[] = [];
   const mapped = mapHosts(stack.fetch, hostMapOf(emulator));
   const recording = (async (input: Parameters<Fetch>[0], init?: Parameters<Fetch>[1]) => {
@@ -282,10 +327,20 @@ export interface ConsentAnswer {
  * (signing in to the broker), consents there, lands on the provider's
  * consent page and answers it as `account` (`values` may untick scopes).
  */
-export async function connectAtProvider(stack: BrokerStack, browser: TestBrowser, connectUrl: string, who: { login: string; account: string }, answer: ConsentAnswer = {}): Promise<ProviderTrip> {
+export async function connectAtProvider(
+  stack: BrokerStack,
+  browser: TestBrowser,
+  connectUrl: string,
+  who: { login: string; account: string },
+  answer: ConsentAnswer = {},
+): Promise<ProviderTrip> {
   const { review } = await openConnectLink(stack, connectUrl, who.login, browser);
   const consent = await browser.submitForm(review, {}, { form: '/connect/' });
-  const done = await browser.submitForm(consent, { login: who.account, ...answer.values }, { button: answer.decision ?? 'Allow' });
+  const done = await browser.submitForm(
+    consent,
+    { login: who.account, ...answer.values },
+    { button: answer.decision ?? 'Allow' },
+  );
   return { authorizeUrl: new URL(consent.url), done };
 }
 
@@ -316,11 +371,21 @@ export async function connectThroughProvider(
   const mcp = await tokenFor(stack, run.login);
   const elicited = await elicitConnection(stack, mcp, run.tool, {});
   const { browser, received: pages } = providerBrowser(stack, emulator);
-  const trip = await connectAtProvider(stack, browser, elicited.url, { login: run.login, account: run.account }, run.answer);
+  const trip = await connectAtProvider(
+    stack,
+    browser,
+    elicited.url,
+    { login: run.login, account: run.account },
+    run.answer,
+  );
   received.push(...pages);
   const flowId = await flowIdOf(stack, elicited.url);
-  const { rows } = await stack.db.pool.query<{ status: string }>('SELECT status FROM elicitation_navigations WHERE id = $1', [flowId]);
-  const retried = run.retry === false ? undefined : await retryConnection(stack, mcp, run.tool, {}, elicited.requestState, 'accept');
+  const { rows } = await stack.db.pool.query<{ status: string }>(
+    'SELECT status FROM elicitation_navigations WHERE id = $1',
+    [flowId],
+  );
+  const retried =
+    run.retry === false ? undefined : await retryConnection(stack, mcp, run.tool, {}, elicited.requestState, 'accept');
   if (retried) received.push(retried.text);
   return { mcp, elicited, trip, flowId, statusAfterCallback: rows[0]?.status, retried };
 }
@@ -328,7 +393,10 @@ export async function connectThroughProvider(
 /** The id of the flow behind a connect link. */
 export async function flowIdOf(stack: BrokerStack, connectUrl: string): Promise<string> {
   const handle = new URL(connectUrl).pathname.split('/').pop() ?? '';
-  const { rows } = await stack.db.pool.query<{ id: string }>('SELECT id FROM elicitation_navigations WHERE handle_digest = $1', [digestOf(handle)]);
+  const { rows } = await stack.db.pool.query<{ id: string }>(
+    'SELECT id FROM elicitation_navigations WHERE handle_digest = $1',
+    [digestOf(handle)],
+  );
   if (!rows[0]) throw new Error(`no flow for ${connectUrl}`);
   return rows[0].id;
 }

@@ -75,9 +75,14 @@ interface Pending extends PendingConsent {
   sentRedirectUri: string | undefined;
 }
 
-const notionError = (res: ServerResponse, status: number, code: string, message: string) => sendJson(res, status, { object: 'error', status, code, message, request_id: randomUUID() });
+const notionError = (res: ServerResponse, status: number, code: string, message: string) =>
+  sendJson(res, status, { object: 'error', status, code, message, request_id: randomUUID() });
 
-export async function startNotionEmulator(options: { tls: TlsMaterial; redirectUri: string; now?: () => number }): Promise<NotionEmulator> {
+export async function startNotionEmulator(options: {
+  tls: TlsMaterial;
+  redirectUri: string;
+  now?: () => number;
+}): Promise<NotionEmulator> {
   const now = options.now ?? Date.now;
   const clientId = randomUUID();
   const clientSecret = canaryValue('secret_');
@@ -106,7 +111,8 @@ export async function startNotionEmulator(options: { tls: TlsMaterial; redirectU
     const redirectUri = sent ?? options.redirectUri;
     const state = q.get('state') ?? undefined;
     // RFC 6749 §4.1.2.1's codes: Notion's guide names none for these.
-    if (q.get('response_type') !== 'code') return redirectWith(res, redirectUri, { error: 'unsupported_response_type', state });
+    if (q.get('response_type') !== 'code')
+      return redirectWith(res, redirectUri, { error: 'unsupported_response_type', state });
     if (q.get('owner') !== 'user') return redirectWith(res, redirectUri, { error: 'invalid_request', state });
     const requestId = randomId();
     pending.set(requestId, { redirectUri, sentRedirectUri: sent, state });
@@ -131,14 +137,21 @@ export async function startNotionEmulator(options: { tls: TlsMaterial; redirectU
   function token(seen: SeenRequest, res: ServerResponse): void {
     tokenRequests.push(seen);
     const basic = basicCredentials(seen.headers);
-    if (basic?.id !== clientId || basic.secret !== clientSecret) return notionError(res, 401, 'unauthorized', 'Invalid client credentials.');
+    if (basic?.id !== clientId || basic.secret !== clientSecret)
+      return notionError(res, 401, 'unauthorized', 'Invalid client credentials.');
     const params = bodyParams(seen);
     if (!params) return notionError(res, 400, 'invalid_request', 'Body failed validation.');
-    if (params['grant_type'] !== 'authorization_code') return notionError(res, 400, 'unsupported_grant_type', 'Unsupported grant type.');
+    if (params['grant_type'] !== 'authorization_code')
+      return notionError(res, 400, 'unsupported_grant_type', 'Unsupported grant type.');
     const code = codes.get(params['code'] ?? '');
     if (code) codes.delete(params['code']!);
-    if (!code || code.expiresAt <= now()) return notionError(res, 400, 'invalid_grant', 'Invalid code: this code has been revoked.');
-    if (code.sentRedirectUri !== undefined ? params['redirect_uri'] !== code.sentRedirectUri : params['redirect_uri'] !== undefined) {
+    if (!code || code.expiresAt <= now())
+      return notionError(res, 400, 'invalid_grant', 'Invalid code: this code has been revoked.');
+    if (
+      code.sentRedirectUri !== undefined
+        ? params['redirect_uri'] !== code.sentRedirectUri
+        : params['redirect_uri'] !== undefined
+    ) {
       return notionError(res, 400, 'invalid_grant', 'Invalid redirect_uri.');
     }
     const accessToken = canaryValue('ntn_');
@@ -151,7 +164,17 @@ export async function startNotionEmulator(options: { tls: TlsMaterial; redirectU
       workspace_name: workspace.name,
       workspace_icon: null,
       workspace_id: workspace.id,
-      owner: { type: 'user', user: { object: 'user', id: code.user.id, name: code.user.name, avatar_url: null, type: 'person', person: { email: code.user.email } } },
+      owner: {
+        type: 'user',
+        user: {
+          object: 'user',
+          id: code.user.id,
+          name: code.user.name,
+          avatar_url: null,
+          type: 'person',
+          person: { email: code.user.email },
+        },
+      },
       duplicated_template_id: null,
       request_id: randomUUID(),
     });
@@ -162,12 +185,19 @@ export async function startNotionEmulator(options: { tls: TlsMaterial; redirectU
     const presented = bearerToken(seen.headers);
     const held = presented === undefined ? undefined : tokens.get(presented);
     if (!held || held.revoked) return notionError(res, 401, 'unauthorized', 'API token is invalid.');
-    if (seen.headers['notion-version'] === undefined) return notionError(res, 400, 'missing_version', 'Notion-Version header failed validation: Notion-Version header should be defined.');
+    if (seen.headers['notion-version'] === undefined)
+      return notionError(
+        res,
+        400,
+        'missing_version',
+        'Notion-Version header failed validation: Notion-Version header should be defined.',
+      );
     let query = '';
     try {
       const body: unknown = seen.body === '' ? {} : JSON.parse(seen.body);
       const asked = typeof body === 'object' && body !== null ? (body as Record<string, unknown>)['query'] : undefined;
-      if (asked !== undefined && typeof asked !== 'string') return notionError(res, 400, 'validation_error', 'body.query should be a string.');
+      if (asked !== undefined && typeof asked !== 'string')
+        return notionError(res, 400, 'validation_error', 'body.query should be a string.');
       query = asked ?? '';
     } catch {
       return notionError(res, 400, 'invalid_json', 'Error parsing JSON body.');
@@ -179,7 +209,13 @@ export async function startNotionEmulator(options: { tls: TlsMaterial; redirectU
         object: 'page',
         id: p.id,
         url: `https://www.notion.so/${p.id.replace(/-/g, '')}`,
-        properties: { title: { id: 'title', type: 'title', title: [{ type: 'text', plain_text: p.title, text: { content: p.title } }] } },
+        properties: {
+          title: {
+            id: 'title',
+            type: 'title',
+            title: [{ type: 'text', plain_text: p.title, text: { content: p.title } }],
+          },
+        },
       })),
       next_cursor: null,
       has_more: false,
@@ -189,12 +225,17 @@ export async function startNotionEmulator(options: { tls: TlsMaterial; redirectU
     });
   }
 
-  const server = await serveEmulator(options.tls, HOST, {
-    [`GET ${AUTHORIZE_PATH}`]: authorize,
-    [`POST ${AUTHORIZE_PATH}`]: decide,
-    'POST /v1/oauth/token': token,
-    'POST /v1/search': search,
-  }, (_seen, res) => notionError(res, 400, 'invalid_request_url', 'Invalid request URL.'));
+  const server = await serveEmulator(
+    options.tls,
+    HOST,
+    {
+      [`GET ${AUTHORIZE_PATH}`]: authorize,
+      [`POST ${AUTHORIZE_PATH}`]: decide,
+      'POST /v1/oauth/token': token,
+      'POST /v1/search': search,
+    },
+    (_seen, res) => notionError(res, 400, 'invalid_request_url', 'Invalid request URL.'),
+  );
 
   return {
     origin: server.origin,

@@ -95,9 +95,17 @@ interface Token {
   revoked: boolean;
 }
 
-const scopesOf = (value: string | null): string[] => (value ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
+const scopesOf = (value: string | null): string[] =>
+  (value ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
 
-export async function startSlackEmulator(options: { tls: TlsMaterial; redirectUri: string; now?: () => number }): Promise<SlackEmulator> {
+export async function startSlackEmulator(options: {
+  tls: TlsMaterial;
+  redirectUri: string;
+  now?: () => number;
+}): Promise<SlackEmulator> {
   const now = options.now ?? Date.now;
   const clientId = '2141029472.691202649728';
   const clientSecret = canaryValue('slack-client-secret-');
@@ -108,7 +116,11 @@ export async function startSlackEmulator(options: { tls: TlsMaterial; redirectUr
     { login: 'bob', id: 'U0EMUBOB01' },
   ];
   const messages: SlackMessage[] = [
-    { text: 'The quarterly report is in #general', channel: { id: 'C0EMUGEN01', name: 'general' }, ts: '1700000000.000100' },
+    {
+      text: 'The quarterly report is in #general',
+      channel: { id: 'C0EMUGEN01', name: 'general' },
+      ts: '1700000000.000100',
+    },
     { text: 'Quarterly numbers look good', channel: { id: 'C0EMURND01', name: 'random' }, ts: '1700000100.000200' },
     { text: 'Lunch at noon?', channel: { id: 'C0EMURND01', name: 'random' }, ts: '1700000200.000300' },
   ];
@@ -129,9 +141,17 @@ export async function startSlackEmulator(options: { tls: TlsMaterial; redirectUr
     const botScopes = scopesOf(q.get('scope'));
     if (userScopes.length === 0 && botScopes.length === 0) return errorPage(res, 'Slack', 'invalid_scope');
     const challenge = q.get('code_challenge') ?? undefined;
-    if (challenge !== undefined && q.get('code_challenge_method') !== 'S256') return errorPage(res, 'Slack', 'invalid_code_challenge_method');
+    if (challenge !== undefined && q.get('code_challenge_method') !== 'S256')
+      return errorPage(res, 'Slack', 'invalid_code_challenge_method');
     const requestId = randomId();
-    pending.set(requestId, { redirectUri: sent ?? options.redirectUri, sentRedirectUri: sent, state: q.get('state') ?? undefined, userScopes, botScopes, codeChallenge: challenge });
+    pending.set(requestId, {
+      redirectUri: sent ?? options.redirectUri,
+      sentRedirectUri: sent,
+      state: q.get('state') ?? undefined,
+      userScopes,
+      botScopes,
+      codeChallenge: challenge,
+    });
     const asks = [...userScopes.map((s) => `As you: ${s}`), ...botScopes.map((s) => `As the app: ${s}`)];
     sendHtml(res, 200, consentPage({ provider: 'Slack', app: CLIENT_NAME, asks, action: AUTHORIZE_PATH, requestId }));
   }
@@ -160,13 +180,19 @@ export async function startSlackEmulator(options: { tls: TlsMaterial; redirectUr
     const secret = basic?.secret ?? params['client_secret'];
     if (id !== clientId) return refuse('invalid_client_id');
     if (secret !== clientSecret) return refuse('bad_client_secret');
-    if (params['grant_type'] !== undefined && params['grant_type'] !== 'authorization_code') return refuse('invalid_grant_type');
+    if (params['grant_type'] !== undefined && params['grant_type'] !== 'authorization_code')
+      return refuse('invalid_grant_type');
     const code = codes.get(params['code'] ?? '');
     // Single-use: a code is spent by its first exchange, whatever the outcome.
     if (code) codes.delete(params['code']!);
     if (!code || code.expiresAt <= now()) return refuse('invalid_code');
-    if (code.sentRedirectUri !== undefined && params['redirect_uri'] !== code.sentRedirectUri) return refuse('bad_redirect_uri');
-    if (code.codeChallenge !== undefined && (params['code_verifier'] === undefined || s256(params['code_verifier']) !== code.codeChallenge)) return refuse('invalid_code');
+    if (code.sentRedirectUri !== undefined && params['redirect_uri'] !== code.sentRedirectUri)
+      return refuse('bad_redirect_uri');
+    if (
+      code.codeChallenge !== undefined &&
+      (params['code_verifier'] === undefined || s256(params['code_verifier']) !== code.codeChallenge)
+    )
+      return refuse('invalid_code');
     const userToken = code.userScopes.length > 0 ? canaryValue('xoxp-') : undefined;
     const botToken = code.botScopes.length > 0 ? canaryValue('xoxb-') : undefined;
     if (userToken) tokens.set(userToken, { user: code.user, type: 'user', scopes: code.userScopes, revoked: false });
@@ -174,12 +200,20 @@ export async function startSlackEmulator(options: { tls: TlsMaterial; redirectUr
     if (userToken) issuedTo.push({ login: code.user.login, user: userToken, bot: botToken });
     sendJson(res, 200, {
       ok: true,
-      ...(botToken && { access_token: botToken, token_type: 'bot', scope: code.botScopes.join(','), bot_user_id: 'U0EMUBOT01' }),
+      ...(botToken && {
+        access_token: botToken,
+        token_type: 'bot',
+        scope: code.botScopes.join(','),
+        bot_user_id: 'U0EMUBOT01',
+      }),
       app_id: appId,
       team,
       enterprise: null,
       is_enterprise_install: false,
-      authed_user: { id: code.user.id, ...(userToken && { scope: code.userScopes.join(','), access_token: userToken, token_type: 'user' }) },
+      authed_user: {
+        id: code.user.id,
+        ...(userToken && { scope: code.userScopes.join(','), access_token: userToken, token_type: 'user' }),
+      },
     });
   }
 
@@ -191,7 +225,13 @@ export async function startSlackEmulator(options: { tls: TlsMaterial; redirectUr
     if (!token) return sendJson(res, 200, { ok: false, error: 'invalid_auth' });
     if (token.revoked) return sendJson(res, 200, { ok: false, error: 'token_revoked' });
     if (token.type !== 'user') return sendJson(res, 200, { ok: false, error: 'not_allowed_token_type' });
-    if (!token.scopes.includes('search:read')) return sendJson(res, 200, { ok: false, error: 'missing_scope', needed: 'search:read', provided: token.scopes.join(',') });
+    if (!token.scopes.includes('search:read'))
+      return sendJson(res, 200, {
+        ok: false,
+        error: 'missing_scope',
+        needed: 'search:read',
+        provided: token.scopes.join(','),
+      });
     const query = (seen.method === 'POST' ? bodyParams(seen)?.['query'] : seen.query.get('query')) ?? '';
     if (query === '') return sendJson(res, 200, { ok: false, error: 'no_query' });
     const matches = messages.filter((m) => m.text.toLowerCase().includes(query.toLowerCase()));
@@ -200,19 +240,34 @@ export async function startSlackEmulator(options: { tls: TlsMaterial; redirectUr
       query,
       messages: {
         total: matches.length,
-        matches: matches.map((m) => ({ type: 'message', text: m.text, ts: m.ts, channel: m.channel, team: team.id, permalink: `https://emulated.slack.com/archives/${m.channel.id}/p${m.ts.replace('.', '')}` })),
+        matches: matches.map((m) => ({
+          type: 'message',
+          text: m.text,
+          ts: m.ts,
+          channel: m.channel,
+          team: team.id,
+          permalink: `https://emulated.slack.com/archives/${m.channel.id}/p${m.ts.replace('.', '')}`,
+        })),
         paging: { count: 20, total: matches.length, page: 1, pages: 1 },
       },
     });
   }
 
-  const server = await serveEmulator(options.tls, HOST, {
-    [`GET ${AUTHORIZE_PATH}`]: authorize,
-    [`POST ${AUTHORIZE_PATH}`]: decide,
-    'POST /api/oauth.v2.access': access,
-    'GET /api/search.messages': searchMessages,
-    'POST /api/search.messages': searchMessages,
-  }, (seen, res) => (seen.path.startsWith('/api/') ? sendJson(res, 200, { ok: false, error: 'unknown_method' }) : res.writeHead(404).end()));
+  const server = await serveEmulator(
+    options.tls,
+    HOST,
+    {
+      [`GET ${AUTHORIZE_PATH}`]: authorize,
+      [`POST ${AUTHORIZE_PATH}`]: decide,
+      'POST /api/oauth.v2.access': access,
+      'GET /api/search.messages': searchMessages,
+      'POST /api/search.messages': searchMessages,
+    },
+    (seen, res) =>
+      seen.path.startsWith('/api/')
+        ? sendJson(res, 200, { ok: false, error: 'unknown_method' })
+        : res.writeHead(404).end(),
+  );
 
   return {
     origin: server.origin,

@@ -60,7 +60,12 @@ export type Route = (seen: SeenRequest, res: ServerResponse) => void;
  * that did not ask for `host` (it did not come through the host map) is not
  * the provider's and gets 421 Misdirected Request (RFC 9110 §15.5.20).
  */
-export async function serveEmulator(tls: TlsMaterial, host: string, routes: Readonly<Record<string, Route>>, fallback: Route): Promise<HttpsTestServer> {
+export async function serveEmulator(
+  tls: TlsMaterial,
+  host: string,
+  routes: Readonly<Record<string, Route>>,
+  fallback: Route,
+): Promise<HttpsTestServer> {
   const server = await listenHttps(tls);
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const seen = await readRequest(req);
@@ -85,7 +90,8 @@ export function bodyParams(seen: SeenRequest): Record<string, string> | undefine
       return undefined;
     }
   }
-  if (seen.contentType === 'application/x-www-form-urlencoded') return Object.fromEntries(new URLSearchParams(seen.body));
+  if (seen.contentType === 'application/x-www-form-urlencoded')
+    return Object.fromEntries(new URLSearchParams(seen.body));
   return undefined;
 }
 
@@ -120,22 +126,35 @@ export function randomId(): string {
 }
 
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' }).end(JSON.stringify(body));
+  res
+    .writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' })
+    .end(JSON.stringify(body));
 }
 
 export function sendHtml(res: ServerResponse, status: number, html: string): void {
-  res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' }).end(`<!doctype html><meta charset="utf-8">${html}`);
+  res
+    .writeHead(status, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' })
+    .end(`<!doctype html><meta charset="utf-8">${html}`);
 }
 
 /** A 302 to `target` with `params` added to its query (RFC 6749 §4.1.2, §4.1.2.1). */
-export function redirectWith(res: ServerResponse, target: string, params: Readonly<Record<string, string | undefined>>): void {
+export function redirectWith(
+  res: ServerResponse,
+  target: string,
+  params: Readonly<Record<string, string | undefined>>,
+): void {
   const url = new URL(target);
   for (const [name, value] of Object.entries(params)) if (value !== undefined) url.searchParams.set(name, value);
   res.writeHead(302, { location: url.href, 'cache-control': 'no-store' }).end();
 }
 
 export function escapeHtml(text: string): string {
-  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
+  return text
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/'/g, '&#39;');
 }
 
 /**
@@ -143,7 +162,14 @@ export function escapeHtml(text: string): string {
  * the emulators have no passwords), Allow or Cancel. Its form posts to
  * `action`, a path on the provider's own host.
  */
-export function consentPage(page: { provider: string; app: string; asks: readonly string[]; action: string; requestId: string; problem?: string }): string {
+export function consentPage(page: {
+  provider: string;
+  app: string;
+  asks: readonly string[];
+  action: string;
+  requestId: string;
+  problem?: string;
+}): string {
   const asks = page.asks.map((ask) => `<li>${escapeHtml(ask)}</li>`).join('');
   return `<title>${escapeHtml(page.provider)}: allow ${escapeHtml(page.app)}?</title>
 <h1>${escapeHtml(page.app)} is asking for access to your ${escapeHtml(page.provider)} account</h1>
@@ -171,25 +197,49 @@ export interface PendingConsent {
 export function answerConsent<P extends PendingConsent, U extends { login: string }>(
   seen: SeenRequest,
   res: ServerResponse,
-  consent: { provider: string; host: string; action: string; pending: Map<string, P>; users: readonly U[]; issue(request: P, user: U): string },
+  consent: {
+    provider: string;
+    host: string;
+    action: string;
+    pending: Map<string, P>;
+    users: readonly U[];
+    issue(request: P, user: U): string;
+  },
 ): void {
   const form = bodyParams(seen) ?? {};
   const requestId = form['request'] ?? '';
   const request = consent.pending.get(requestId);
-  if (!request || seen.headers.origin !== `https://${consent.host}`) return errorPage(res, consent.provider, 'invalid_request');
+  if (!request || seen.headers.origin !== `https://${consent.host}`)
+    return errorPage(res, consent.provider, 'invalid_request');
   if (form['decision'] !== 'allow') {
     consent.pending.delete(requestId);
     return redirectWith(res, request.redirectUri, { error: 'access_denied', state: request.state });
   }
   const user = consent.users.find((u) => u.login === form['user']);
-  if (!user) return sendHtml(res, 200, consentPage({ provider: consent.provider, app: CLIENT_NAME, asks: [], action: consent.action, requestId, problem: 'No such account.' }));
+  if (!user)
+    return sendHtml(
+      res,
+      200,
+      consentPage({
+        provider: consent.provider,
+        app: CLIENT_NAME,
+        asks: [],
+        action: consent.action,
+        requestId,
+        problem: 'No such account.',
+      }),
+    );
   consent.pending.delete(requestId);
   redirectWith(res, request.redirectUri, { code: consent.issue(request, user), state: request.state });
 }
 
 /** The page a provider shows instead of redirecting when the request names no client or redirect URI it may trust (RFC 6749 §4.1.2.1). */
 export function errorPage(res: ServerResponse, provider: string, code: string): void {
-  sendHtml(res, 400, `<title>${escapeHtml(provider)}: error</title><h1>Something went wrong</h1><p>${escapeHtml(code)}</p>`);
+  sendHtml(
+    res,
+    400,
+    `<title>${escapeHtml(provider)}: error</title><h1>Something went wrong</h1><p>${escapeHtml(code)}</p>`,
+  );
 }
 
 // ---------------------------------------------------------------- the tests' side
@@ -204,7 +254,11 @@ export interface EmulatedFlow {
   /** Keeps a page or answer's text for the leak check; returns it. */
   keep<T extends { text: string }>(page: T): T;
   /** From the connect link to the provider's consent page: signs in at the broker, consents, follows the redirect to the provider's host. */
-  toConsent(url: string, login: string, stopAt?: (u: URL) => boolean): Promise<{ browser: TestBrowser; review: BrowserResponse; page: BrowserResponse }>;
+  toConsent(
+    url: string,
+    login: string,
+    stopAt?: (u: URL) => boolean,
+  ): Promise<{ browser: TestBrowser; review: BrowserResponse; page: BrowserResponse }>;
   /** The `connection_forgotten` events on the flow whose callback stored the tokens. */
   forgottenOn(navigationId: string): Promise<Record<string, unknown>[]>;
   /** No value of `secrets` in any text kept, nor in any log line of the stack. */
@@ -213,7 +267,8 @@ export interface EmulatedFlow {
 
 export function emulatedFlow(stack: BrokerStack, provider: string, browserFetch: Fetch): EmulatedFlow {
   const seen: string[] = [];
-  const query = async (sql: string, params: unknown[] = []) => (await stack.db.pool.query<Record<string, unknown>>(sql, params)).rows;
+  const query = async (sql: string, params: unknown[] = []) =>
+    (await stack.db.pool.query<Record<string, unknown>>(sql, params)).rows;
   const keep = <T extends { text: string }>(page: T): T => {
     seen.push(page.text);
     return page;
@@ -221,15 +276,26 @@ export function emulatedFlow(stack: BrokerStack, provider: string, browserFetch:
   return {
     query,
     keep,
-    flowOf: async (purpose) => (await query('SELECT id, status FROM elicitation_navigations WHERE purpose LIKE $1', [`%${purpose}%`]))[0] as { id: string; status: string },
-    secretsOf: async (sub) => (await query('SELECT kind FROM secrets WHERE subject_sub = $1 AND provider = $2 ORDER BY kind', [sub, provider])).map((r) => r['kind'] as string),
+    flowOf: async (purpose) =>
+      (await query('SELECT id, status FROM elicitation_navigations WHERE purpose LIKE $1', [`%${purpose}%`]))[0] as {
+        id: string;
+        status: string;
+      },
+    secretsOf: async (sub) =>
+      (
+        await query('SELECT kind FROM secrets WHERE subject_sub = $1 AND provider = $2 ORDER BY kind', [sub, provider])
+      ).map((r) => r['kind'] as string),
     async toConsent(url, login, stopAt) {
       const browser = createTestBrowser({ fetch: browserFetch, ...(stopAt ? { stopAt } : {}) });
       const { review } = await openConnectLink(stack, url, login, browser);
       keep(review);
       return { browser, review, page: keep(await browser.submitForm(review, {}, { form: '/connect/' })) };
     },
-    forgottenOn: (navigationId) => query("SELECT actor, evidence FROM navigation_events WHERE navigation_id = $1 AND event = 'connection_forgotten'", [navigationId]),
+    forgottenOn: (navigationId) =>
+      query(
+        "SELECT actor, evidence FROM navigation_events WHERE navigation_id = $1 AND event = 'connection_forgotten'",
+        [navigationId],
+      ),
     expectNoneShown(secrets) {
       for (const text of [...seen, ...stack.logs]) {
         for (const secret of secrets) expect(text.includes(secret), `a ${provider} secret was shown`).toBe(false);

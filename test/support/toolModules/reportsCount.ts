@@ -18,5 +18,6 @@ export const reportsCount = defineConnectionTool({
     const { reports } = z.object({ reports: z.array(z.object({ title: z.string() })) }).parse(await response.json());
     return { count: reports.filter((r) => r.title.includes(input.titleContains)).length };
   },
-  render: (outcome) => completeResult(`You have ${String(outcome['count'])} such reports.`, { count: outcome['count'] }),
+  render: (outcome) =>
+    completeResult(`You have ${String(outcome['count'])} such reports.`, { count: outcome['count'] }),
 });
