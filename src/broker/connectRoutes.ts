@@ -54,16 +54,14 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
       throw new ForbiddenError('There is nothing to show here for you.');
     }
     const providerName = broker.providers.get(navigation.provider)?.provider.displayName ?? navigation.provider;
-    res
-      .type('html')
-      .send(
-        render('connect/done', {
-          title: `${providerName} connected`,
-          signedInAs: browser.name,
-          providerName,
-          purposeParts: displayParts(navigation.purpose),
-        }),
-      );
+    res.type('html').send(
+      render('connect/done', {
+        title: `${providerName} connected`,
+        signedInAs: browser.name,
+        providerName,
+        purposeParts: displayParts(navigation.purpose),
+      }),
+    );
   });
 
   router.get('/connect/:handle', async (req, res) => {

@@ -127,13 +127,11 @@ export function createGithubApi(deps: GithubApiDeps): Router {
       ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
     });
     if (outcome.kind === 'key_reused') {
-      res
-        .status(422)
-        .json({
-          message: 'This Idempotency-Key was already used with a different request.',
-          documentation_url: REST_DOCS,
-          status: '422',
-        });
+      res.status(422).json({
+        message: 'This Idempotency-Key was already used with a different request.',
+        documentation_url: REST_DOCS,
+        status: '422',
+      });
       return;
     }
     if (outcome.kind === 'replayed') res.set('Idempotent-Replayed', 'true');
@@ -273,14 +271,12 @@ function notFound(res: Response): void {
 }
 
 function validationFailed(res: Response, field: string, code: string, resource = 'Issue'): void {
-  res
-    .status(422)
-    .json({
-      message: 'Validation Failed',
-      errors: [{ resource, field, code }],
-      documentation_url: REST_DOCS,
-      status: '422',
-    });
+  res.status(422).json({
+    message: 'Validation Failed',
+    errors: [{ resource, field, code }],
+    documentation_url: REST_DOCS,
+    status: '422',
+  });
 }
 
 function validated<T>(res: Response, schema: z.ZodType<T>, input: unknown, resource = 'Issue'): T | undefined {

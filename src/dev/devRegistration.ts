@@ -57,9 +57,7 @@ export function clientPolicy(options: {
  * addresses, where development hosts serve their documents. oidc-provider
  * still refuses redirects, caps the body at 5 KiB and times out at 2.5 s.
  */
-export function openRegistrationFeatures(
-  fetch: Fetch,
-): Pick<Configuration, 'fetch'> & {
+export function openRegistrationFeatures(fetch: Fetch): Pick<Configuration, 'fetch'> & {
   features: Pick<NonNullable<Configuration['features']>, 'registration' | 'clientIdMetadataDocument'>;
 } {
   return {

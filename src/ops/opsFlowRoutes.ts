@@ -75,17 +75,15 @@ export function opsFlowRoutes(deps: OpsRoutesDeps): Router {
       ...(olderThanSeconds !== undefined ? { olderThanSeconds } : {}),
     };
     const flows = await findFlows(pool, filters, clock.now());
-    res
-      .type('html')
-      .send(
-        deps.render('ops/flows', {
-          ...pageModel(res, 'Flows', 'flows'),
-          flows: flows.map(flowRow),
-          filters: { ...q, limit: filters.limit },
-          states: navigationStates,
-          lineages,
-        }),
-      );
+    res.type('html').send(
+      deps.render('ops/flows', {
+        ...pageModel(res, 'Flows', 'flows'),
+        flows: flows.map(flowRow),
+        filters: { ...q, limit: filters.limit },
+        states: navigationStates,
+        lineages,
+      }),
+    );
   });
 
   router.get('/flows/:id', async (req, res) => {
@@ -139,15 +137,13 @@ export function opsFlowRoutes(deps: OpsRoutesDeps): Router {
   router.get('/stuck', async (req, res) => {
     parseInput(z.strictObject({}), req.query, 'query');
     const flows = await findStuckFlows(pool, clock.now(), STUCK_LIMIT);
-    res
-      .type('html')
-      .send(
-        deps.render('ops/stuck', {
-          ...pageModel(res, 'Stuck flows', 'stuck'),
-          flows: flows.map(flowRow),
-          limit: STUCK_LIMIT,
-        }),
-      );
+    res.type('html').send(
+      deps.render('ops/stuck', {
+        ...pageModel(res, 'Stuck flows', 'stuck'),
+        flows: flows.map(flowRow),
+        limit: STUCK_LIMIT,
+      }),
+    );
   });
 
   router.get('/reconcile', async (req, res) => {
@@ -156,15 +152,13 @@ export function opsFlowRoutes(deps: OpsRoutesDeps): Router {
     const findings = await findReconcileFindings(pool, clock.now(), graceSeconds);
     // Findings about a flow link to it; the others (a receipt, a secret) name their flow in the detail text.
     const flowKinds = new Set(['verified_never_accepted', 'consent_missing']);
-    res
-      .type('html')
-      .send(
-        deps.render('ops/reconcile', {
-          ...pageModel(res, 'Reconciliation', 'reconcile'),
-          findings: findings.map((f) => ({ ...f, isFlow: flowKinds.has(f.kind) })),
-          graceSeconds,
-        }),
-      );
+    res.type('html').send(
+      deps.render('ops/reconcile', {
+        ...pageModel(res, 'Reconciliation', 'reconcile'),
+        findings: findings.map((f) => ({ ...f, isFlow: flowKinds.has(f.kind) })),
+        graceSeconds,
+      }),
+    );
   });
 
   return router;

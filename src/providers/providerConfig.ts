@@ -212,16 +212,14 @@ function fromCatalog(entry: unknown, options: { allowLoopback: boolean; env: Env
 function fromCustom(entry: unknown, options: { allowLoopback: boolean; env: Env }): Parsed {
   const shape = entry as Record<string, unknown>;
   const { clientId, clientSecret, scopes, highRisk, ...facts } = shape;
-  const deployment = z
-    .strictObject(deploymentFields)
-    .safeParse({
-      id: shape['id'],
-      clientId,
-      clientSecret,
-      scopes,
-      highRisk,
-      ...(shape['displayName'] !== undefined && { displayName: shape['displayName'] }),
-    });
+  const deployment = z.strictObject(deploymentFields).safeParse({
+    id: shape['id'],
+    clientId,
+    clientSecret,
+    scopes,
+    highRisk,
+    ...(shape['displayName'] !== undefined && { displayName: shape['displayName'] }),
+  });
   const entrySchema = CatalogEntrySchema.safeParse(facts);
   const problems = [
     ...(deployment.success ? [] : issuesOf(deployment.error)),
