@@ -4,7 +4,7 @@ import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { lockOverdueNavigations } from '../src/broker/navigationRepo.js';
-import { sweepOnce } from '../src/broker/sweeps.js';
+import { sweepOnce } from '../src/jobs/sweeps.js';
 import { formatTable } from '../src/cli/table.js';
 import { startEmbeddedPostgres } from '../src/db/embeddedPostgres.js';
 import { migrate } from '../src/db/migrate.js';

@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import express, { type Express } from 'express';
 import { authRoutes, DEFAULT_LOGIN_RATE_LIMIT } from './web/authRoutes.js';
 import type { BrokerDeps } from './broker/brokerDeps.js';
-import { connectRoutes } from './broker/connectRoutes.js';
+import { connectRoutes } from './connect/connectRoutes.js';
 import type { MigrationFile } from './db/migrate.js';
 import type { Pool } from './db/pool.js';
 import { NotFoundError } from './errors/appError.js';

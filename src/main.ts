@@ -4,7 +4,7 @@ import { join, resolve } from 'node:path';
 import { ConfigError, loadConfig, type Config } from './config/config.js';
 import { startEmbeddedPostgres } from './db/embeddedPostgres.js';
 import { migrate, readMigrations } from './db/migrate.js';
-import { startSweeper } from './broker/sweeps.js';
+import { startSweeper } from './jobs/sweeps.js';
 import { createPool } from './db/pool.js';
 import { createMetrics } from './metrics/metrics.js';
 import { createOidcClient } from './oauth/oauthClient.js';

@@ -3,7 +3,7 @@ import { createApp, type AppDeps } from './app.js';
 import type { Principal } from './auth/principal.js';
 import { createLoginCookies } from './auth/loginCookie.js';
 import type { OperatorPolicy } from './auth/operatorRole.js';
-import { reconcileOutcomes, type RedriveDeps } from './broker/redrive.js';
+import { reconcileOutcomes, type RedriveDeps } from './jobs/redrive.js';
 import { buildBrokerDeps } from './broker/buildBrokerDeps.js';
 import type { Quotas } from './broker/quotas.js';
 import { createKeyring } from './crypto/keyring.js';

@@ -29,7 +29,7 @@ export interface OriginalOperation {
   jsonrpcId?: string;
   /** -32042 lineage: the retry generation. */
   retryGeneration?: number;
-  /** The operation's parsed arguments, kept sealed so an unknown outcome can be re-driven (broker/redrive.ts). */
+  /** The operation's parsed arguments, kept sealed so an unknown outcome can be re-driven (jobs/redrive.ts). */
   arguments: Record<string, unknown>;
   /** The OAuth client the principal calls through: only the client that started a flow finishes its operation. */
   clientId: string | undefined;

@@ -1,7 +1,7 @@
 import { decideApproval } from '../broker/approvals.js';
 import { findApprovals } from '../broker/approvalRepo.js';
 import { buildBrokerDeps } from '../broker/buildBrokerDeps.js';
-import { markTerminal, reissueLink, requestRedrive } from '../broker/recovery.js';
+import { markTerminal, reissueLink, requestRedrive } from '../ops/recovery.js';
 import { findReceiptById } from '../broker/receiptRepo.js';
 import type { Principal } from '../auth/principal.js';
 import type { Config } from '../config/config.js';

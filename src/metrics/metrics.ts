@@ -27,7 +27,7 @@ export interface Metrics {
   registry: Registry;
   /** Counts the request once its response is done (or the connection closed first: status "aborted"). */
   observeRequest(req: IncomingMessage, res: ServerResponse, route: string): void;
-  /** One sweep's results (src/broker/sweeps.ts). */
+  /** One sweep's results (src/jobs/sweeps.ts). */
   sweepSucceeded(rows: object): void;
   sweepFailed(): void;
   /** The release gates' figures, read at most once per gateCacheMs for every caller (gauges, dashboard). */

@@ -7,7 +7,7 @@ import {
 } from '../flow/navigationStates.js';
 
 // Which recovery actions a flow's page offers. The use cases
-// in broker/recovery.ts decide for real; this only hides forms that would be
+// in ops/recovery.ts decide for real; this only hides forms that would be
 // refused, and is derived from the transition table like everything else.
 
 /** The state the expiry leads to, from the table. */

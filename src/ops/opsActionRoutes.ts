@@ -1,6 +1,6 @@
 import { Router } from 'express';
-import { markTerminal, reissueLink, requestRedrive } from '../broker/recovery.js';
-import { redrive } from '../broker/redrive.js';
+import { markTerminal, reissueLink, requestRedrive } from './recovery.js';
+import { redrive } from '../jobs/redrive.js';
 import { parseInput } from '../web/parse.js';
 import type { Notice } from './flowActions.js';
 import { IdParams, operatorForm, pageModel, readAct } from './opsForms.js';

@@ -1,5 +1,5 @@
 import type { BrokerDeps } from '../broker/brokerDeps.js';
-import type { RedriveDeps } from '../broker/redrive.js';
+import type { RedriveDeps } from '../jobs/redrive.js';
 import type { GateFiguresReader } from '../metrics/gateMetrics.js';
 import type { Render } from '../web/render.js';
 import type { OperatorGuardDeps } from './operatorGuard.js';

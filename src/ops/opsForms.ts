@@ -1,6 +1,6 @@
 import type { Request, RequestHandler, Response } from 'express';
 import { z } from 'zod';
-import type { OperatorAct } from '../broker/recovery.js';
+import type { OperatorAct } from './recovery.js';
 import { ForbiddenError } from '../errors/appError.js';
 import { isValidCsrf, requireSameOrigin } from '../web/middleware/csrf.js';
 import { parseInput } from '../web/parse.js';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { sweepOnce } from '../../src/broker/sweeps.js';
+import { sweepOnce } from '../../src/jobs/sweeps.js';
 import { createPool } from '../../src/db/pool.js';
 import { createMetrics, type Metrics } from '../../src/metrics/metrics.js';
 import { systemClock } from '../../src/shared/clock.js';

@@ -1,5 +1,5 @@
 import { beforeEach, describe, expect, it } from 'vitest';
-import { sweepOnce } from '../../../src/broker/sweeps.js';
+import { sweepOnce } from '../../../src/jobs/sweeps.js';
 import { createLogger } from '../../../src/shared/logger.js';
 import { callTool } from '../../support/mcpWire.js';
 import { useBrokerStack } from '../../support/useBrokerStack.js';

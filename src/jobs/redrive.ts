@@ -1,18 +1,18 @@
 import { withTransaction } from '../db/transaction.js';
-import { performOrForget, type StoredAccess } from './forgetConnection.js';
+import { performOrForget, type StoredAccess } from '../broker/forgetConnection.js';
 import { accessTokenFor, type TokenVaultDeps } from '../secrets/tokenVault.js';
 import {
   argumentsAad,
   PerformInProgressError,
   runAcceptedOperation,
   type BusinessOutcome,
-} from './acceptOriginalOperation.js';
-import { recordWithoutMoving } from './advance.js';
-import type { BrokerDeps } from './brokerDeps.js';
-import { findNavigationById } from './navigationRepo.js';
+} from '../broker/acceptOriginalOperation.js';
+import { recordWithoutMoving } from '../broker/advance.js';
+import type { BrokerDeps } from '../broker/brokerDeps.js';
+import { findNavigationById } from '../broker/navigationRepo.js';
 import { latestEventOf } from '../ledger/ledgerRepo.js';
 import type { NavigationRecord } from '../flow/navigationRecord.js';
-import { findSealedArguments, holdRedrive, leaseDueReceipts, type OperationReceipt } from './receiptRepo.js';
+import { findSealedArguments, holdRedrive, leaseDueReceipts, type OperationReceipt } from '../broker/receiptRepo.js';
 
 /** An operation rebuilt from its tool name and kept arguments (the MCP tools supply these). */
 export interface ReplayableOperation {

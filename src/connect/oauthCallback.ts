@@ -6,12 +6,12 @@ import { consumePendingAuthorization, type PendingAuthorization } from '../oauth
 import { upsertConnection } from '../secrets/connectionsRepo.js';
 import { storeTokens } from '../secrets/tokenVault.js';
 import { digestOf } from '../shared/tokens.js';
-import { advance, recordRefusal, type REFUSAL_EVENTS } from './advance.js';
-import type { BrokerDeps } from './brokerDeps.js';
+import { advance, recordRefusal, type REFUSAL_EVENTS } from '../broker/advance.js';
+import type { BrokerDeps } from '../broker/brokerDeps.js';
 import type { NavigationRecord } from '../flow/navigationRecord.js';
-import { findNavigationById, lockNavigation, lockOpenNavigationsFor } from './navigationRepo.js';
+import { findNavigationById, lockNavigation, lockOpenNavigationsFor } from '../broker/navigationRepo.js';
 import { State } from '../flow/navigationStates.js';
-import { settleSiblingFlows } from './settleOpenFlows.js';
+import { settleSiblingFlows } from '../broker/settleOpenFlows.js';
 
 /**
  * GET /oauth/callback/{provider}. Claims the OAuth transaction once, then

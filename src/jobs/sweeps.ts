@@ -2,8 +2,8 @@ import type { Pool } from '../db/pool.js';
 import { withTransaction } from '../db/transaction.js';
 import type { Clock } from '../shared/clock.js';
 import type { Logger } from '../shared/logger.js';
-import { advance } from './advance.js';
-import { lockOverdueNavigations } from './navigationRepo.js';
+import { advance } from '../broker/advance.js';
+import { lockOverdueNavigations } from '../broker/navigationRepo.js';
 import { deleteExpiredBatch, sweptTables, type SweptRows } from './sweepRepo.js';
 
 const EXPIRE_PER_TRANSACTION = 10;

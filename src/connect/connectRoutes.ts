@@ -9,9 +9,9 @@ import { csrfTokenFor, isValidCsrf, requireSameOrigin } from '../web/middleware/
 import { parseInput } from '../web/parse.js';
 import type { Render } from '../web/render.js';
 import { formBody } from '../web/requestBody.js';
-import { CALLBACK_ROUTE, DONE_PATH, type BrokerDeps } from './brokerDeps.js';
+import { CALLBACK_ROUTE, DONE_PATH, type BrokerDeps } from '../broker/brokerDeps.js';
 import { consentToConnect, viewConnect } from './connectFlow.js';
-import { findNavigationById } from './navigationRepo.js';
+import { findNavigationById } from '../broker/navigationRepo.js';
 import { completeCallback } from './oauthCallback.js';
 
 const HandleParams = z.strictObject({ handle: z.string().regex(/^[A-Za-z0-9_-]{43}$/, 'is not a connect link') });

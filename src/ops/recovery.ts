@@ -2,10 +2,10 @@ import { withTransaction } from '../db/transaction.js';
 import { ConflictError, NotFoundError } from '../errors/appError.js';
 import type { Principal } from '../auth/principal.js';
 import { recordOperatorAction } from '../ledger/operatorRepo.js';
-import { advance, recordWithoutMoving } from './advance.js';
-import type { BrokerDeps } from './brokerDeps.js';
+import { advance, recordWithoutMoving } from '../broker/advance.js';
+import type { BrokerDeps } from '../broker/brokerDeps.js';
 import type { NavigationRecord } from '../flow/navigationRecord.js';
-import { findNavigationById, findReissueOf, lockNavigation } from './navigationRepo.js';
+import { findNavigationById, findReissueOf, lockNavigation } from '../broker/navigationRepo.js';
 import { canTransition, openStates, State } from '../flow/navigationStates.js';
 import {
   findReceiptById,
@@ -13,8 +13,8 @@ import {
   findSealedArguments,
   markRedriveDue,
   type OperationReceipt,
-} from './receiptRepo.js';
-import { startNavigation } from './startNavigation.js';
+} from '../broker/receiptRepo.js';
+import { startNavigation } from '../broker/startNavigation.js';
 
 // Operators' recovery actions. Each needs a reason and an
 // actor, moves flows only through the transition table, and is written to the

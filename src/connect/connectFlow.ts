@@ -6,11 +6,11 @@ import { readSwitchHoldingPause, URL_ELICITATION_PAUSED } from '../ledger/operat
 import { insertPendingAuthorization } from '../oauth/pendingAuthRepo.js';
 import { checkUrl } from '../security/urlPolicy.js';
 import { digestOf } from '../shared/tokens.js';
-import { advance, recordRefusal } from './advance.js';
-import type { BrokerDeps } from './brokerDeps.js';
+import { advance, recordRefusal } from '../broker/advance.js';
+import type { BrokerDeps } from '../broker/brokerDeps.js';
 import { recordConsent } from './consentRepo.js';
 import type { NavigationRecord } from '../flow/navigationRecord.js';
-import { findNavigationByHandle, lockNavigation } from './navigationRepo.js';
+import { findNavigationByHandle, lockNavigation } from '../broker/navigationRepo.js';
 import { consentableStates, declinedStates, State, verifiedStates } from '../flow/navigationStates.js';
 
 const PENDING_TTL_MS = 10 * 60 * 1000;
