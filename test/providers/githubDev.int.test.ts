@@ -7,6 +7,7 @@ import {
   GITHUB_FORMS,
   openConnectLink,
   retryConnection,
+  URL_CAPS,
 } from '../support/connectFlow.js';
 import { callTool, tokenFor } from '../support/mcpWire.js';
 
@@ -123,5 +124,31 @@ describe('the GitHub-like development provider through the catalog', () => {
     });
     expect(watch.isDone()).toBe(false);
     nock.cleanAll();
+  });
+
+  it("forgets alice's connection when GitHub answers 401 (the app was revoked), records it, and asks her to connect again", async () => {
+    const before = await query(
+      "SELECT count(*)::int AS n FROM secrets WHERE provider = 'github' AND subject_sub = 'alice'",
+    );
+    expect(before).toEqual([{ n: 1 }]);
+    const revoked = nock(stack.dev.github!.origin, { allowUnmocked: true })
+      .get('/api/v3/user/issues')
+      .query(true)
+      .reply(401, { message: 'Bad credentials', documentation_url: 'https://docs.github.com/rest', status: '401' });
+    const answer = await callTool(stack, alice, 'github_list_issues', {}, {}, URL_CAPS);
+    expect(revoked.isDone()).toBe(true);
+    nock.cleanAll();
+    expect(answer.json.result).toMatchObject({
+      resultType: 'input_required',
+      inputRequests: { connect: { params: { mode: 'url' } } },
+    });
+    expect(
+      await query("SELECT count(*)::int AS n FROM secrets WHERE provider = 'github' AND subject_sub = 'alice'"),
+    ).toEqual([{ n: 0 }]);
+    expect(
+      await query(
+        "SELECT e.evidence->>'reason' AS reason FROM navigation_events e JOIN elicitation_navigations n ON n.id = e.navigation_id WHERE e.event = 'connection_forgotten' AND n.provider = 'github' AND n.subject_sub = 'alice'",
+      ),
+    ).toEqual([{ reason: 'upstream_401' }]);
   });
 });
