@@ -1,5 +1,6 @@
 import { createSecureContext, rootCertificates } from 'node:tls';
 import { Agent } from 'undici';
+import { readBoundedBody } from './boundedBody.js';
 
 export type Fetch = typeof fetch;
 
@@ -51,22 +52,13 @@ export function strictFetch(fetch: Fetch, options: { maxBytes: number }): Fetch 
     };
     if (response.type === 'opaqueredirect' || (response.status >= 300 && response.status < 400))
       return refuse(`answered a redirect (${response.status}), which is not followed`);
-    if (Number(response.headers.get('content-length') ?? 0) > options.maxBytes)
-      return refuse(`answered more than ${options.maxBytes} bytes`);
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    if (response.body) {
-      for await (const chunk of response.body) {
-        size += chunk.byteLength;
-        if (size > options.maxBytes) return refuse(`answered more than ${options.maxBytes} bytes`);
-        chunks.push(chunk);
-      }
-    }
+    const body = await readBoundedBody(response, options.maxBytes);
+    if (body === undefined) throw new FetchRefusedError(`${url} answered more than ${options.maxBytes} bytes`);
     // fetch has already decoded the body, so its encoding and length no longer describe it.
     const headers = new Headers(response.headers);
     headers.delete('content-encoding');
     headers.delete('content-length');
-    return new Response(response.body ? Buffer.concat(chunks) : null, {
+    return new Response(response.body ? body : null, {
       status: response.status,
       statusText: response.statusText,
       headers,
