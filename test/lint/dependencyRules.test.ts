@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
+import { promisify, stripVTControlCharacters } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // The dependency rules of .dependency-cruiser.cjs, as `npm run lint` runs them: a planted cycle,
@@ -17,12 +17,13 @@ async function depcruise(target: string): Promise<{ code: number; output: string
     const { stdout } = await run(
       join(root, 'node_modules/.bin/depcruise'),
       [target, '--config', '.dependency-cruiser.cjs', '--output-type', 'err'],
-      { cwd: root },
+      // CI may force colours (FORCE_COLOR); the rule names are asserted on plain text.
+      { cwd: root, env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1' } },
     );
-    return { code: 0, output: stdout };
+    return { code: 0, output: stripVTControlCharacters(stdout) };
   } catch (err) {
     const failed = err as { code: number; stdout: string };
-    return { code: failed.code, output: failed.stdout };
+    return { code: failed.code, output: stripVTControlCharacters(failed.stdout) };
   }
 }
 
