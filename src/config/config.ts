@@ -29,7 +29,19 @@ const secretKeys = z
       });
       return z.NEVER;
     }
-    return keys.filter((k) => k !== undefined);
+    // A sealed value names its key by id only: with one id twice, what the first key sealed would be
+    // opened with the second one, and fail.
+    const parsed = keys.filter((k) => k !== undefined);
+    const kids = parsed.map((k) => k.kid);
+    const repeated = [...new Set(kids.filter((kid, i) => kids.indexOf(kid) !== i))];
+    if (repeated.length > 0) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `names key id ${repeated.join(', ')} more than once; each key needs an id of its own`,
+      });
+      return z.NEVER;
+    }
+    return parsed;
   });
 
 const envSchema = z

@@ -89,6 +89,21 @@ describe('loadConfig', () => {
     expect(config.secretKeys?.map((k) => k.kid)).toEqual(['k1']);
   });
 
+  it('takes SECRET_KEYS in order, the first active, and refuses a key id named twice', () => {
+    const other = Buffer.alloc(32, 9).toString('base64url');
+    expect(loadConfig({ ...production, SECRET_KEYS: `k2:${other},k1:${key}` }).secretKeys?.map((k) => k.kid)).toEqual([
+      'k2',
+      'k1',
+    ]);
+    // Same id, different material: what k1 sealed would be opened with the other key.
+    expect(problemsOf({ ...production, SECRET_KEYS: `k1:${other},k2:${key},k1:${key}` })).toEqual([
+      'SECRET_KEYS: names key id k1 more than once; each key needs an id of its own',
+    ]);
+    const problems = problemsOf({ SECRET_KEYS: `k1:${key}, k1:${key}` });
+    expect(problems).toEqual([expect.stringMatching(/^SECRET_KEYS: names key id k1 more than once/)]);
+    expect(problems.join('\n')).not.toContain(key);
+  });
+
   it('refuses production without an https PUBLIC_URL, an external issuer and explicit key material', () => {
     const problems = problemsOf({ NODE_ENV: 'production' });
     for (const name of [
