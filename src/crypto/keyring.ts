@@ -11,16 +11,23 @@ export interface Keyring {
   active(): DerivedKey;
   /** The key for a kid from a sealed header; undefined for an unknown (retired or forged) kid. */
   byKid(kid: string): DerivedKey | undefined;
+  /** Every configured key id, the active one first. */
+  kids(): readonly string[];
 }
 
 /**
  * Purpose-bound keys from SECRET_KEYS (kid:key, the first active). Each
  * purpose gets its own HKDF-SHA256 sub-key, so a key used to seal MRTR state
- * never also encrypts stored tokens. Rotation: add a new first entry, keep
- * the old ones until what they sealed has expired.
+ * never also encrypts stored tokens. Rotation: add a new first entry; the
+ * re-seal job (src/jobs/reseal.ts) moves what the old ones sealed at rest, and
+ * `broker keys status` says when an old one can go.
  */
 export function createKeyring(keys: readonly { kid: string; key: Secret }[], purpose: string): Keyring {
   if (keys.length === 0) throw new Error('at least one key is required');
+  const kids = keys.map((k) => k.kid);
+  // A sealed value names its key by id: a second key under one id would be used to open what the first sealed.
+  const repeated = kids.find((kid, i) => kids.indexOf(kid) !== i);
+  if (repeated !== undefined) throw new Error(`key id ${repeated} is named more than once`);
   const derived = keys.map(({ kid, key }) => ({
     kid,
     key: new Uint8Array(
@@ -31,5 +38,6 @@ export function createKeyring(keys: readonly { kid: string; key: Secret }[], pur
   return {
     active: () => derived[0]!,
     byKid: (kid) => byKid.get(kid),
+    kids: () => kids,
   };
 }

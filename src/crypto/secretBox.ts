@@ -12,6 +12,18 @@ export class SecretBoxError extends Error {
 }
 
 /**
+ * The value was sealed under a key id SECRET_KEYS no longer holds (retired too early, or a
+ * deployment that lost it): it can never be opened here. Callers turn this into "connect again" or
+ * "start again", never an internal error; a tampered value stays a plain SecretBoxError.
+ */
+export class MissingKeyError extends SecretBoxError {
+  override name = 'MissingKeyError';
+  constructor(readonly keyId: string) {
+    super(`no key ${keyId} to open this secret`);
+  }
+}
+
+/**
  * AES-256-GCM for values at rest (tokens, PKCE verifiers). The additional
  * authenticated data binds a ciphertext to its row's identity (subject,
  * provider, kind, key id), so a ciphertext copied into another row does not
@@ -20,6 +32,8 @@ export class SecretBoxError extends Error {
 export interface SecretBox {
   seal(plaintext: string, aad: string): Sealed;
   open(sealed: Sealed, aad: string): string;
+  /** The configured key ids, the active one (what `seal` uses) first. */
+  keyIds(): readonly string[];
 }
 
 export function createSecretBox(keyring: Keyring): SecretBox {
@@ -34,7 +48,7 @@ export function createSecretBox(keyring: Keyring): SecretBox {
     },
     open(sealed, aad) {
       const key = keyring.byKid(sealed.keyId);
-      if (!key) throw new SecretBoxError(`no key ${sealed.keyId} to open this secret`);
+      if (!key) throw new MissingKeyError(sealed.keyId);
       if (sealed.ciphertext.length < 28) throw new SecretBoxError('ciphertext too short');
       const decipher = createDecipheriv('aes-256-gcm', key.key, sealed.ciphertext.subarray(0, 12));
       decipher.setAAD(Buffer.from(`${sealed.keyId}\n${aad}`, 'utf8'));
@@ -45,5 +59,6 @@ export function createSecretBox(keyring: Keyring): SecretBox {
         throw new SecretBoxError('secret failed authentication (wrong key, row or tampered)', { cause });
       }
     },
+    keyIds: () => keyring.kids(),
   };
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { createKeyring } from '../../src/crypto/keyring.js';
-import { createSecretBox } from '../../src/crypto/secretBox.js';
+import { createSecretBox, MissingKeyError, SecretBoxError } from '../../src/crypto/secretBox.js';
 import { Secret } from '../../src/shared/secret.js';
 
 const key = (kid: string) => ({ kid, key: new Secret(randomBytes(32).toString('base64url')) });
@@ -37,6 +37,31 @@ describe('secretBox', () => {
     expect(rotated.open(old, 'aad')).toBe(canary);
     expect(rotated.seal(canary, 'aad').keyId).toBe('k2');
     expect(() => box([k2]).open(old, 'aad')).toThrow(/no key k1/);
+  });
+
+  it('names a retired key id in a MissingKeyError, and lists its key ids active first', () => {
+    const old = box([k1]).seal(canary, 'aad');
+    const retired = (() => {
+      try {
+        box([k2]).open(old, 'aad');
+      } catch (err) {
+        return err;
+      }
+    })();
+    expect(retired).toBeInstanceOf(MissingKeyError);
+    expect(retired).toMatchObject({ keyId: 'k1' });
+    // A tampered value under a configured key is not a missing key: it stays an error of its own.
+    const flipped = Buffer.from(old.ciphertext);
+    flipped[20]! ^= 1;
+    expect(() => box([k1]).open({ ...old, ciphertext: flipped }, 'aad')).toThrow(SecretBoxError);
+    expect(() => box([k1]).open({ ...old, ciphertext: flipped }, 'aad')).not.toThrow(MissingKeyError);
+    expect(box([k2, k1]).keyIds()).toEqual(['k2', 'k1']);
+  });
+
+  it('refuses a key id named twice: the second key would open what the first sealed', () => {
+    expect(() => createKeyring([k1, k2, { ...k2, key: k1.key }], 'secrets')).toThrow(
+      /key id k2 is named more than once/,
+    );
   });
 
   it('uses a key of its own purpose, distinct from the requestState key', () => {
