@@ -1,6 +1,8 @@
-import type { RequestHandler } from 'express';
+import { randomUUID } from 'node:crypto';
+import express, { type Request, type Response } from 'express';
 import { createDevAuthServer } from '../../src/dev/devAuthServer.js';
 import { generateDevAuthKeys } from '../../src/dev/devAuthKeys.js';
+import { isObject } from '../../src/providers/conformers/responseFields.js';
 import { listenHttps, type TlsPair } from '../../src/runtime/httpsServer.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { createRender } from '../../src/web/render.js';
@@ -11,7 +13,27 @@ export interface PlainOAuthServer {
   clientSecret: string;
   /** The token requests it received: whether each carried HTTP Basic client authentication. */
   tokenRequests: { basic: boolean }[];
+  /** Every `POST /api/items` it received, in order, with the status it answered. */
+  itemCalls: PlainItemCall[];
+  /** The items it created (one per 201). */
+  items: PlainItem[];
+  /** Every access and refresh token it issued to `login`, in order (for leak checks). */
+  tokensOf(login: string): string[];
+  /** `login` withdraws the broker's access: the API answers 401 invalid_token to every token issued so far. */
+  revokeTokensOf(login: string): void;
   close(): Promise<void>;
+}
+
+export interface PlainItem {
+  id: string;
+  title: string;
+  /** The account (`plain-<login>`) the Bearer token belongs to. */
+  owner: string;
+}
+
+export interface PlainItemCall {
+  idempotencyKey: string | undefined;
+  status: number;
 }
 
 /**
@@ -20,6 +42,9 @@ export interface PlainOAuthServer {
  * broker registered as a client_secret_basic client with its redirect URIs,
  * and asked for no `openid` scope (so no ID Token). The subject at it is
  * `plain-<login>`, told by its identity endpoint `GET /api/me` (Bearer).
+ * Its one business endpoint, `POST /api/items` (Bearer, JSON `{ title }`),
+ * answers 201 with a new item on every call, as most APIs do: it does not
+ * dedupe by `Idempotency-Key`, so a call performed twice shows as two items.
  */
 /**
  * The server as a custom PROVIDERS_FILE entry: explicit endpoints and a
@@ -70,16 +95,42 @@ export async function startPlainOAuthServer(options: {
   const issuer = `https://127.0.0.1:${server.port}`;
   const clientId = 'connect-broker-plain';
   const clientSecret = 'plain-client-secret-canary';
-  // The identity call of a plain OAuth 2.0 API: who the opaque Bearer token belongs to.
-  const api: RequestHandler = (req, res) => {
+  const issued: { value: string; accountId: string }[] = [];
+  const revoked = new Set<string>();
+  const itemCalls: PlainItemCall[] = [];
+  const items: PlainItem[] = [];
+  /** The account of the request's live Bearer token (RFC 6750 §2.1), or undefined after a 401 invalid_token (§3.1). */
+  const callerOf = async (req: Request, res: Response): Promise<string | undefined> => {
     const presented = /^Bearer (\S+)$/i.exec(req.get('authorization') ?? '')?.[1];
-    if (req.method !== 'GET' || req.path !== '/me') return void res.status(404).json({ error: 'not_found' });
-    void (async () => {
-      const token = presented === undefined ? undefined : await auth.provider.AccessToken.find(presented);
-      if (!token || token.isExpired) return void res.status(401).json({ error: 'invalid_token' });
-      res.json({ sub: token.accountId, login: token.accountId.replace(/^plain-/, '') });
-    })();
+    const token = presented === undefined ? undefined : await auth.provider.AccessToken.find(presented);
+    if (token && !token.isExpired && !revoked.has(presented!)) return token.accountId;
+    res.status(401).set('WWW-Authenticate', 'Bearer error="invalid_token"').json({ error: 'invalid_token' });
+    return undefined;
   };
+  const api = express.Router();
+  // The identity call of a plain OAuth 2.0 API: who the opaque Bearer token belongs to.
+  api.get('/me', (req, res) => {
+    void callerOf(req, res).then((account) => {
+      if (account !== undefined) res.json({ sub: account, login: account.replace(/^plain-/, '') });
+    });
+  });
+  api.post('/items', express.json({ limit: '8kb' }), (req, res) => {
+    const call: PlainItemCall = { idempotencyKey: req.get('idempotency-key'), status: 401 };
+    itemCalls.push(call);
+    void callerOf(req, res).then((owner) => {
+      if (owner === undefined) return;
+      const title: unknown = isObject(req.body) ? req.body['title'] : undefined;
+      if (typeof title !== 'string' || title === '') {
+        call.status = 400;
+        return void res.status(400).json({ error: 'invalid_request', error_description: 'title is required' });
+      }
+      const item = { id: randomUUID(), title, owner };
+      items.push(item);
+      call.status = 201;
+      res.status(201).json({ item: { id: item.id, title: item.title } });
+    });
+  });
+  api.use((_req, res) => void res.status(404).json({ error: 'not_found' }));
   const auth = createDevAuthServer({
     issuer,
     brand: 'Plain OAuth',
@@ -93,6 +144,24 @@ export async function startPlainOAuthServer(options: {
     logger: createLogger({ level: 'silent' }),
     api,
   });
+  // oidc-provider emits each token it stores; opaque tokens' values are their `jti`.
+  const keepIssued = (token: unknown) => {
+    if (isObject(token) && typeof token['jti'] === 'string' && typeof token['accountId'] === 'string')
+      issued.push({ value: token['jti'], accountId: token['accountId'] });
+  };
+  auth.provider.on('access_token.saved', keepIssued);
+  auth.provider.on('refresh_token.saved', keepIssued);
   handler = auth.handler;
-  return { issuer, clientId, clientSecret, tokenRequests, close: () => server.close(0) };
+  const issuedTo = (login: string) => issued.filter((t) => t.accountId === `plain-${login}`).map((t) => t.value);
+  return {
+    issuer,
+    clientId,
+    clientSecret,
+    tokenRequests,
+    itemCalls,
+    items,
+    tokensOf: issuedTo,
+    revokeTokensOf: (login) => issuedTo(login).forEach((value) => revoked.add(value)),
+    close: () => server.close(0),
+  };
 }
