@@ -43,7 +43,7 @@ describe('secretBox', () => {
     const old = box([k1]).seal(canary, 'aad');
     const retired = (() => {
       try {
-        box([k2]).open(old, 'aad');
+        return box([k2]).open(old, 'aad');
       } catch (err) {
         return err;
       }
