@@ -79,6 +79,7 @@ export const REFUSAL_EVENTS = [
   'callback_out_of_order',
   'provider_refused',
   'callback_failed',
+  'account_mismatch',
 ] as const;
 
 /**

@@ -19,15 +19,22 @@ export class UpstreamUnauthorizedError extends UpstreamAuthError {
   }
 }
 
-/** Why an accepted operation was not done and the user must connect again. */
-export type ReconnectReason = 'upstream_unauthorized' | 'not_connected';
+/**
+ * Why an accepted operation was not done and the user must connect again: the provider refused the
+ * token, there is no connection any more, or the connection lacks scopes the operation needs.
+ */
+export type ReconnectReason = 'upstream_unauthorized' | 'not_connected' | 'scopes_missing';
 const isReconnectReason = (value: unknown): value is ReconnectReason =>
-  value === 'upstream_unauthorized' || value === 'not_connected';
+  value === 'upstream_unauthorized' || value === 'not_connected' || value === 'scopes_missing';
 
 /** The outcome recorded for it: failed, token-free, and final (a failed receipt is never re-driven). */
-export const reconnectOutcome = (provider: string, reason: ReconnectReason): BusinessOutcome => ({
+export const reconnectOutcome = (
+  provider: string,
+  reason: ReconnectReason,
+  missing: readonly string[] = [],
+): BusinessOutcome => ({
   status: 'failed',
-  outcome: { error: reason, provider },
+  outcome: { error: reason, provider, ...(reason === 'scopes_missing' && { missing: [...missing] }) },
 });
 
 /** The reason, when `outcome` is one that tells the user to connect again. */

@@ -4,6 +4,8 @@ import { withTransaction } from '../db/transaction.js';
 import { ConflictError, ForbiddenError, NotFoundError, UnavailableError } from '../errors/appError.js';
 import { readSwitchHoldingPause, URL_ELICITATION_PAUSED } from '../ledger/operatorRepo.js';
 import { insertPendingAuthorization } from '../oauth/pendingAuthRepo.js';
+import { missingScopes, scopesToRequest } from '../providers/scopes.js';
+import { findConnection } from '../secrets/connectionsRepo.js';
 import { checkUrl } from '../security/urlPolicy.js';
 import { digestOf } from '../shared/tokens.js';
 import { advance, recordRefusal } from '../broker/advance.js';
@@ -19,7 +21,14 @@ export type ConnectView =
   | { kind: 'sign_in' }
   | { kind: 'mismatch' }
   | { kind: 'closed'; reason: 'expired' | 'declined' | 'verified' }
-  | { kind: 'review'; navigation: NavigationRecord; providerName: string; destination: string };
+  | {
+      kind: 'review';
+      navigation: NavigationRecord;
+      providerName: string;
+      destination: string;
+      /** A second consent: the account already connected, and the scopes this one adds to its grant. */
+      grows: { account: string | undefined; addedScopes: string[] } | undefined;
+    };
 
 async function byHandle(deps: BrokerDeps, handle: string): Promise<NavigationRecord> {
   const navigation = /^[A-Za-z0-9_-]{43}$/.test(handle)
@@ -83,11 +92,17 @@ export async function viewConnect(
   if (reason) return { kind: 'closed', reason };
   const client = deps.providers.get(navigation.provider);
   if (!client) throw new NotFoundError(`Provider ${navigation.provider} is no longer configured.`);
+  const existing = await findConnection(deps.pool, navigation.subject, navigation.provider);
+  const addedScopes = existing ? missingScopes(client.provider, existing.grantedScopes, client.provider.scopes) : [];
   return {
     kind: 'review',
     navigation,
     providerName: client.provider.displayName,
     destination: `${navigation.targetScheme}://${navigation.targetHost}`,
+    grows:
+      existing && addedScopes.length > 0
+        ? { account: existing.upstreamName ?? existing.upstreamSubject, addedScopes }
+        : undefined,
   };
 }
 
@@ -105,7 +120,11 @@ export async function consentToConnect(deps: BrokerDeps, handle: string, browser
   }
   const client = deps.providers.get(found.provider);
   if (!client) throw new NotFoundError(`Provider ${found.provider} is no longer configured.`);
-  const authorization = await client.beginAuthorization(found.redirectPolicy.callback);
+  const existing = await findConnection(deps.pool, found.subject, found.provider);
+  const authorization = await client.beginAuthorization(
+    found.redirectPolicy.callback,
+    scopesToRequest(client.provider, existing?.grantedScopes ?? []),
+  );
   const policy = { allowLoopback: deps.allowLoopback, expectedHost: found.targetHost };
   const target = checkUrl(`${authorization.url.origin}${authorization.url.pathname}`, policy, 'authorization endpoint');
   const now = deps.clock.now();

@@ -90,6 +90,7 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
         title: `Connect ${view.providerName}`,
         providerName: view.providerName,
         destination: view.destination,
+        grows: view.grows,
         purposeParts: displayParts(view.navigation.purpose),
         expiresAt: view.navigation.expiresAt.toISOString(),
         csrf: csrfTokenFor(browser!.cookie),

@@ -3,7 +3,9 @@ import { samePrincipal } from '../auth/principal.js';
 import { withTransaction } from '../db/transaction.js';
 import { AppError, ConflictError, ForbiddenError, InvalidInputError, NotFoundError } from '../errors/appError.js';
 import { consumePendingAuthorization, type PendingAuthorization } from '../oauth/pendingAuthRepo.js';
-import { upsertConnection } from '../secrets/connectionsRepo.js';
+import { scopesToRequest } from '../providers/scopes.js';
+import { findConnection, upsertConnection, type ConnectionRecord } from '../secrets/connectionsRepo.js';
+import { deleteSecrets, findSecrets } from '../secrets/secretsRepo.js';
 import { storeTokens } from '../secrets/tokenVault.js';
 import { digestOf } from '../shared/tokens.js';
 import { advance, recordRefusal, type REFUSAL_EVENTS } from '../broker/advance.js';
@@ -110,13 +112,16 @@ export async function completeCallback(
 
   const client = deps.providers.get(navigation.provider);
   if (!client) throw new NotFoundError(`Provider ${navigation.provider} is no longer configured.`);
+  // The scopes the consent asked for (connectFlow.ts): granted, where the provider's answer names none.
+  const held = await findConnection(deps.pool, navigation.subject, navigation.provider);
   let grant;
   try {
-    grant = await client.completeAuthorization(currentUrl, pending.redirectUri, {
-      state,
-      nonce: pending.nonce,
-      codeVerifier: openVerifier(deps, pending),
-    });
+    grant = await client.completeAuthorization(
+      currentUrl,
+      pending.redirectUri,
+      { state, nonce: pending.nonce, codeVerifier: openVerifier(deps, pending) },
+      scopesToRequest(client.provider, held?.grantedScopes ?? []),
+    );
   } catch (err) {
     const code = err instanceof AppError ? err.code : 'internal';
     return refuse(
@@ -126,7 +131,7 @@ export async function completeCallback(
     );
   }
 
-  return withTransaction(deps.pool, async (tx) => {
+  const stored = await withTransaction(deps.pool, async (tx) => {
     // Every open flow of the pair first, in id order, before anything is written: locking only this
     // one, two callbacks of one user (or a callback beside a consent, queued on the ledger's chain
     // lock) would each hold a flow the other must settle, and Postgres would abort one of them.
@@ -135,11 +140,25 @@ export async function completeCallback(
     if (locked?.status !== State.OUT_OF_BAND_PENDING)
       throw new ConflictError('This connection was completed meanwhile. Return to your app.');
     const { connection } = grant;
+    // A live connection keeps its account: another account at the provider is refused (below), never
+    // swapped in under the same connection. One whose tokens are gone may be made again as another.
+    const existing = await findConnection(tx, locked.subject, locked.provider);
+    const live = existing && (await findSecrets(tx, locked.subject, locked.provider, true)).length > 0;
+    if (live && existing.upstreamSubject !== undefined && existing.upstreamSubject !== connection.upstreamSubject)
+      return { mismatch: existing };
     const by = {
       actor: `provider:${locked.provider}`,
       now,
-      evidence: { upstreamSubject: connection.upstreamSubject, grantedScopes: connection.grantedScopes },
+      evidence: {
+        upstreamSubject: connection.upstreamSubject,
+        grantedScopes: connection.grantedScopes,
+        ...(existing && { connectionId: existing.id }),
+        ...(existing?.upstreamSubject !== undefined &&
+          existing.upstreamSubject !== connection.upstreamSubject && { replacedAccount: existing.upstreamSubject }),
+      },
     };
+    // The whole token set is replaced: a refresh token of the previous grant never outlives it.
+    await deleteSecrets(tx, locked.subject, locked.provider);
     await storeTokens(tx, deps, locked.subject, locked.provider, grant.tokens, locked.id);
     await upsertConnection(
       tx,
@@ -149,8 +168,26 @@ export async function completeCallback(
     locked = await advance(tx, locked, ['callback_received', 'callback_verified'], by);
     await deps.signal.notify(tx, locked.id);
     await settleSiblingFlows(tx, deps, locked, by);
-    return locked;
+    return { verified: locked };
   });
+  if ('verified' in stored) return stored.verified;
+  return refuse('account_mismatch', accountMismatch(client.provider.displayName, stored.mismatch, grant), {
+    connectionId: stored.mismatch.id,
+    connectedAs: stored.mismatch.upstreamSubject,
+    signedInAs: grant.connection.upstreamSubject,
+  });
+}
+
+function accountMismatch(
+  providerName: string,
+  held: ConnectionRecord,
+  grant: { connection: { upstreamName?: string | undefined; upstreamSubject: string } },
+): ForbiddenError {
+  const connected = held.upstreamName ?? held.upstreamSubject ?? 'another account';
+  const signedIn = grant.connection.upstreamName ?? grant.connection.upstreamSubject;
+  return new ForbiddenError(
+    `You signed in to ${providerName} as ${signedIn}, but your ${providerName} connection is ${connected}. Nothing was changed: open the link from your app again and sign in to ${providerName} as ${connected}.`,
+  );
 }
 
 function openVerifier(deps: BrokerDeps, pending: PendingAuthorization): string {

@@ -21,7 +21,8 @@ import {
 import { InvalidInputError } from '../errors/appError.js';
 import { invalidParams, missingRequiredClientCapability } from './toMcp.js';
 import { performOrForget, reconnectOutcome, reconnectReasonOf, type StoredAccess } from '../broker/forgetConnection.js';
-import { accessTokenFor, type TokenVaultDeps } from '../secrets/tokenVault.js';
+import { connectionAccessFor, type ConnectionAccess } from '../broker/connectionAccess.js';
+import type { TokenVaultDeps } from '../secrets/tokenVault.js';
 import { completeResult, errorResult, type ToolContext } from './defineTool.js';
 import { ElicitResultSchema } from './elicitationForms.js';
 import { elicitationModes, type ToolCallResult } from './protocol.js';
@@ -37,6 +38,8 @@ export interface ConnectionToolDeps {
 export interface ConnectionCall {
   tool: string;
   provider: string;
+  /** The provider's scopes the operation needs: a connection granted fewer asks for a second consent. */
+  scopes: readonly string[];
   /** What the operation is for, shown to the user with the link ("create the report …"). */
   purpose: string;
   requestDigest: string;
@@ -85,8 +88,9 @@ export async function runConnectionTool(
     phase: 'connect',
   };
   if (ctx.requestState === undefined) {
-    const token = await accessTokenFor(deps.vault, ctx.principal, call.provider);
-    if (!token) return askToConnect(deps, ctx, call, binding);
+    const access = await connectionAccessFor(deps.vault, ctx.principal, call.provider, call.scopes);
+    if (access.kind !== 'connected') return askToConnect(deps, ctx, call, binding, access);
+    const { token } = access;
     // Never beside a flow still open for this operation (connected meanwhile through another one):
     // settle it and accept the operation through it, once, with a receipt.
     const open = await findOpenFlowFor(deps.broker, navigationRequest(ctx, call, 'mrtr'));
@@ -99,7 +103,9 @@ export async function runConnectionTool(
       const outcome = await performOrForget(deps.vault, ctx.principal, call.provider, token, (live) =>
         call.perform(live, randomUUID()),
       );
-      return reconnectReasonOf(outcome) ? askToConnect(deps, ctx, call, binding) : call.render(outcome);
+      return reconnectReasonOf(outcome)
+        ? askToConnect(deps, ctx, call, binding, { kind: 'not_connected' })
+        : call.render(outcome);
     }
     // A high-risk operation waits for an operator even when connected: it gets a record born
     // verified, and is accepted once, with a receipt, like any other.
@@ -164,11 +170,17 @@ async function settle(
   }
   if (navigation.status === State.EXPIRED || navigation.expiresAt <= broker.clock.now()) {
     await advanceIfAllowed(deps.broker, navigation.id, 'expire', `mcp:${ctx.principal.sub}`);
-    return askToConnect(deps, ctx, call, binding);
+    return askToConnect(
+      deps,
+      ctx,
+      call,
+      binding,
+      await connectionAccessFor(deps.vault, ctx.principal, call.provider, call.scopes),
+    );
   }
   // Connected meanwhile through another flow (the settling in the callback missed one started
   // just after it): the requirement is met; settle this one rather than wait for a second callback.
-  if (await accessTokenFor(deps.vault, ctx.principal, call.provider)) {
+  if ((await connectionAccessFor(deps.vault, ctx.principal, call.provider, call.scopes)).kind === 'connected') {
     const settled = await settleConnectedFlow(broker, navigationId, ctx.principal);
     if (settled?.status === State.REQUIREMENT_VERIFIED) return accept(deps, ctx, call, settled, binding, state);
   }
@@ -251,12 +263,20 @@ export async function runAccepted(
   receipt: OperationReceipt,
 ): Promise<ToolCallResult> {
   const outcome = await runAcceptedOperation(deps.broker, receipt, async (key) => {
-    const token = await accessTokenFor(deps.vault, ctx.principal, call.provider);
-    if (!token) return reconnectOutcome(call.provider, 'not_connected');
-    return performOrForget(deps.vault, ctx.principal, call.provider, token, (live) => call.perform(live, key));
+    const access = await connectionAccessFor(deps.vault, ctx.principal, call.provider, call.scopes);
+    if (access.kind === 'not_connected') return reconnectOutcome(call.provider, 'not_connected');
+    // The provider would refuse it (or, worse, do part of it): not done, final, and said so.
+    if (access.kind === 'scopes_missing') return reconnectOutcome(call.provider, 'scopes_missing', access.missing);
+    return performOrForget(deps.vault, ctx.principal, call.provider, access.token, (live) => call.perform(live, key));
   });
-  if (!reconnectReasonOf(outcome)) return call.render(outcome);
+  const reason = reconnectReasonOf(outcome);
+  if (!reason) return call.render(outcome);
   const name = deps.broker.providers.get(call.provider)?.provider.displayName ?? call.provider;
+  if (reason === 'scopes_missing') {
+    const missing = (outcome.outcome?.['missing'] as string[] | undefined) ?? [];
+    const text = `Your ${name} connection was not granted ${scopeList(missing)}, which ${call.purpose} needs, so it was not done, and it never will be from this call. Call the tool again, as a new call, to grant it; it is then done once.`;
+    return errorResult(text, { status: 'scopes_missing', ...outcome.outcome });
+  }
   const text = `Your connection to ${name} is no longer valid (it was refused or removed), so ${call.purpose} was not done, and it never will be from this call. Call the tool again, as a new call, to connect again; it is then done once.`;
   return errorResult(text, { status: 'reconnect_required', ...outcome.outcome });
 }
@@ -266,6 +286,7 @@ async function askToConnect(
   ctx: ToolContext,
   call: ConnectionCall,
   binding: StateBinding,
+  access: ConnectionAccess,
 ): Promise<ToolCallResult> {
   if (!elicitationModes(ctx.capabilities).url) {
     throw missingRequiredClientCapability(
@@ -277,7 +298,7 @@ async function askToConnect(
   const { navigation, connectUrl } =
     (await findReusableNavigation(deps.broker, request)) ?? (await startNavigation(deps.broker, request));
   const name = deps.broker.providers.get(call.provider)?.provider.displayName ?? call.provider;
-  const message = `To ${call.purpose}, connect your ${name} account (${navigation.targetHost}). The link opens ${deps.broker.publicUrl.host}, where you sign in and confirm before being sent to ${navigation.targetHost}.`;
+  const message = `${connectRequestText(call, name, navigation.targetHost, access)} The link opens ${deps.broker.publicUrl.host}, where you sign in and confirm before being sent to ${navigation.targetHost}.`;
   const { token } = await deps.requestState.seal(binding, {
     navigationId: navigation.id,
     generation: 0,
@@ -315,4 +336,22 @@ export function navigationRequest(ctx: ToolContext, call: ConnectionCall, lineag
 // gets a new link; the navigation, not the state, decides what may be accepted.
 function ttlOf(broker: BrokerDeps, navigation: NavigationRecord): number {
   return Math.max(60, Math.ceil((navigation.expiresAt.getTime() - broker.clock.now().getTime()) / 1000) + 3600);
+}
+
+/** `"repo", "gist"`: scopes as the user is shown them (each quoted, as the provider names it). */
+export const scopeList = (scopes: readonly string[]): string => scopes.map((s) => `"${s}"`).join(', ');
+
+/**
+ * The first sentence of a connect request, on every lineage: connect, or, for a connection that lacks
+ * scopes the call needs, grant them on the same account (a second consent, for the union).
+ */
+export function connectRequestText(
+  call: Pick<ConnectionCall, 'purpose'>,
+  providerName: string,
+  targetHost: string,
+  access: ConnectionAccess,
+): string {
+  return access.kind === 'scopes_missing'
+    ? `To ${call.purpose}, your ${providerName} account must also grant ${scopeList(access.missing)} (${targetHost}); your connection stays the same account.`
+    : `To ${call.purpose}, connect your ${providerName} account (${targetHost}).`;
 }

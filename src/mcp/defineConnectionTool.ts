@@ -76,6 +76,7 @@ export function defineConnectionTool<S extends z.ZodObject>(spec: ConnectionTool
     return {
       tool: spec.name,
       provider: spec.provider,
+      scopes: spec.scopes,
       purpose: spec.purpose?.(input) ?? `use ${spec.name}`,
       requestDigest: argumentsDigest([
         spec.name,

@@ -35,9 +35,18 @@ export interface ProviderClient {
   provider: Provider;
   /** scheme://host of the authorization endpoint: what the user is shown before being sent there. */
   destination(): Promise<{ scheme: string; host: string }>;
-  beginAuthorization(redirectUri: string): Promise<ProviderAuthorization>;
-  /** Exchanges the code, checks the token, and learns the upstream account (upstreamAccount.ts). */
-  completeAuthorization(currentUrl: URL, redirectUri: string, checks: AuthorizationChecks): Promise<ProviderGrant>;
+  /** `scopes`: what this authorization asks for (default: the provider's; a second consent asks for the union, providers/scopes.ts). */
+  beginAuthorization(redirectUri: string, scopes?: readonly string[]): Promise<ProviderAuthorization>;
+  /**
+   * Exchanges the code, checks the token, and learns the upstream account (upstreamAccount.ts);
+   * `asked`: the scopes the authorization asked for, granted where the answer names none.
+   */
+  completeAuthorization(
+    currentUrl: URL,
+    redirectUri: string,
+    checks: AuthorizationChecks,
+    asked?: readonly string[],
+  ): Promise<ProviderGrant>;
   refresh(refreshToken: string): Promise<ProviderTokens>;
 }
 
@@ -129,11 +138,11 @@ export function createProviderClient(
       const endpoint = new URL((await ready()).oauth.metadata().authorizationEndpoint ?? '');
       return { scheme: endpoint.protocol.replace(':', ''), host: endpoint.host };
     },
-    async beginAuthorization(redirectUri) {
+    async beginAuthorization(redirectUri, scopes = provider.scopes) {
       const { oauth } = await ready();
       const authorization = await oauth.beginAuthorization({
         redirectUri,
-        scope: provider.scopes.join(provider.scopeSeparator),
+        scope: scopes.join(provider.scopeSeparator),
         scopeParam: provider.scopeParam,
         pkce: provider.pkce,
         nonce: provider.kind === 'oidc',
@@ -143,14 +152,14 @@ export function createProviderClient(
       checkUrl(authorization.url.href.replace(/[?#].*$/, ''), authorizePolicy, `${provider.id} authorization URL`);
       return authorization;
     },
-    async completeAuthorization(currentUrl, redirectUri, checks) {
+    async completeAuthorization(currentUrl, redirectUri, checks, asked = provider.scopes) {
       const { oauth, jwks } = await ready();
       const tokens = await oauth.completeAuthorization(currentUrl, redirectUri, checks, {
         ...tokenOptions,
         idTokenExpected: provider.kind === 'oidc',
       });
       const checked = await toProviderTokens(tokens, jwks);
-      return { tokens: checked, connection: await upstreamConnectionOf(provider, tokens, options) };
+      return { tokens: checked, connection: await upstreamConnectionOf(provider, tokens, options, asked) };
     },
     async refresh(refreshToken) {
       const { oauth, jwks } = await ready();

@@ -45,6 +45,7 @@ export async function upstreamConnectionOf(
   provider: Provider,
   tokens: ServerTokens,
   deps: { fetch: Fetch; allowLoopback: boolean },
+  asked: readonly string[] = provider.scopes,
 ): Promise<UpstreamConnection> {
   const refuse = (why: string, cause?: unknown): never => {
     throw new UpstreamAuthError(
@@ -126,8 +127,7 @@ export async function upstreamConnectionOf(
   }
 
   // RFC 6749 §5.1: a token answer without `scope` granted what was asked for.
-  const grantedScopes =
-    tokens.scope === undefined ? [...provider.scopes] : tokens.scope.split(' ').filter((s) => s !== '');
+  const grantedScopes = tokens.scope === undefined ? [...asked] : tokens.scope.split(' ').filter((s) => s !== '');
   return { upstreamSubject: subject, upstreamName: name, grantedScopes, metadata, apiBase };
 }
 

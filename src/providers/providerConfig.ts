@@ -24,6 +24,8 @@ export interface Provider {
   clientAuth: 'client_secret_basic' | 'client_secret_post';
   pkce: boolean;
   scopes: string[];
+  /** A granted scope → the scopes it includes (providers/scopes.ts). */
+  impliedScopes: Readonly<Record<string, readonly string[]>>;
   scopeParam: 'scope' | 'user_scope';
   scopeSeparator: ' ' | ',';
   authorizeParams: Readonly<Record<string, string>>;
@@ -173,6 +175,7 @@ function fromIssuer(entry: unknown, options: { allowLoopback: boolean; env: Env 
       clientAuth: 'client_secret_post',
       pkce: true,
       scopes: e.scopes,
+      impliedScopes: {},
       scopeParam: 'scope',
       scopeSeparator: ' ',
       authorizeParams: {},
@@ -280,6 +283,7 @@ function toProvider(entry: ExpandedEntry, d: Deployment): Provider {
     clientAuth: entry.clientAuth,
     pkce: entry.pkce,
     scopes: d.scopes ?? entry.defaultScopes,
+    impliedScopes: entry.impliedScopes,
     scopeParam: entry.scopeParam,
     scopeSeparator: entry.scopeSeparator,
     authorizeParams: entry.authorizeParams,

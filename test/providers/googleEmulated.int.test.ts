@@ -8,13 +8,14 @@ import { google as googleCatalogEntry } from '../../src/providers/catalog/google
 import { findSecrets } from '../../src/secrets/secretsRepo.js';
 import { openSecret } from '../../src/secrets/tokenVault.js';
 import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
-import { URL_CAPS } from '../support/connectFlow.js';
+import { elicitConnection, openConnectLink, retryConnection, URL_CAPS } from '../support/connectFlow.js';
 import { secretsBox } from '../support/deadToken.js';
 import { startGoogleEmulator, type GoogleEmulator, type GoogleUser } from '../support/emulators/google.js';
 import {
   connectAtProvider,
   connectThroughProvider,
   expectNoSecretIn,
+  flowIdOf,
   hostMapOf,
   providerBrowser,
   type ConsentAnswer,
@@ -30,6 +31,7 @@ import { createTestBrowser } from '../support/testBrowser.js';
 // defineConnectionTool, and the user's browser going to accounts.google.com.
 
 const CALENDAR = 'https://www.googleapis.com/auth/calendar.readonly';
+const GOOGLE_EMAIL = 'https://www.googleapis.com/auth/userinfo.email';
 const CLIENT_ID = '294017725839-connectbroker.apps.googleusercontent.com';
 const CLIENT_SECRET = 'GOCSPX-canary-client-secret-7Qm2';
 const account = (login: string, sub: string): GoogleUser => ({
@@ -48,6 +50,8 @@ const ACCOUNTS = {
   ops: account('ops', '100293847561029384756'),
 };
 const CAROL = account('carol', '118273645019283746501');
+// Only ever the wrong account for someone else's connection.
+const DAVE = account('dave', '107364518290374651829');
 
 const googleCalendars = defineConnectionTool({
   name: 'google_calendars',
@@ -87,7 +91,7 @@ describe('Google (catalog google, oidc) through its emulator', () => {
             clientSecret: CLIENT_SECRET,
             redirectUris: [`${brokerUrl}/oauth/callback/google`],
           },
-          users: [...Object.values(ACCOUNTS), CAROL],
+          users: [...Object.values(ACCOUNTS), CAROL, DAVE],
         });
         return [
           {
@@ -194,7 +198,8 @@ describe('Google (catalog google, oidc) through its emulator', () => {
       {
         upstream_subject: ACCOUNTS.alice.sub,
         upstream_name: ACCOUNTS.alice.email,
-        granted_scopes: ['openid', 'email', CALENDAR],
+        // Google names `email` by its URL in the token answer.
+        granted_scopes: ['openid', GOOGLE_EMAIL, CALENDAR],
         metadata: {},
         api_base: null,
         navigation_id: flowId,
@@ -291,19 +296,105 @@ describe('Google (catalog google, oidc) through its emulator', () => {
     expect(statusAfterCallback).toBe('REQUIREMENT_VERIFIED');
     expect(trip.done.text).toContain('Google is connected');
     expect(google.tokenAnswers.filter((a) => a.user === ACCOUNTS.ops.email).map((a) => a.scope)).toEqual([
-      'openid email',
+      `openid ${GOOGLE_EMAIL}`,
     ]);
     expect(
       (await query("SELECT granted_scopes FROM connections WHERE subject_sub = 'ops' AND provider = 'google'"))[0]
         ?.granted_scopes,
-    ).toEqual(['openid', 'email']);
+    ).toEqual(['openid', GOOGLE_EMAIL]);
     expect(
       (
         await query("SELECT evidence FROM navigation_events WHERE navigation_id = $1 AND event = 'callback_verified'", [
           flowId,
         ])
       )[0]?.evidence,
-    ).toMatchObject({ upstreamSubject: ACCOUNTS.ops.sub, grantedScopes: ['openid', 'email'] });
+    ).toMatchObject({ upstreamSubject: ACCOUNTS.ops.sub, grantedScopes: ['openid', GOOGLE_EMAIL] });
+  });
+
+  it('asks for a second consent, for the union, when the connection lacks a scope the tool needs; names it on the way; keeps the connection; refuses another account', async () => {
+    const before = calendarCalls().length;
+    // ops connects but unticks the calendar on Google's granular consent: not done, and said why.
+    const first = await connectThroughProvider(
+      stack,
+      google,
+      {
+        login: 'ops',
+        account: ACCOUNTS.ops.email,
+        tool: 'google_calendars',
+        answer: { values: { grant_0: '' } },
+      },
+      answers,
+    );
+    expect(first.retried!.json.result).toMatchObject({
+      isError: true,
+      structuredContent: { status: 'scopes_missing', missing: [CALENDAR] },
+    });
+    expect(first.retried!.text).toContain(`not granted \\"${CALENDAR}\\"`);
+    expect(calendarCalls()).toHaveLength(before);
+    const connection = async () =>
+      (
+        await query(
+          "SELECT id, upstream_subject, granted_scopes FROM connections WHERE subject_sub = 'ops' AND provider = 'google'",
+        )
+      )[0];
+    const made = await connection();
+    // Google names `email` by its URL: the catalog's impliedScopes make it the same scope.
+    expect(made).toMatchObject({ upstream_subject: ACCOUNTS.ops.sub, granted_scopes: ['openid', GOOGLE_EMAIL] });
+
+    // The next call asks for the scope it lacks, on the same account, and the page names it.
+    const elicited = await elicitConnection(stack, first.mcp, 'google_calendars', {});
+    answers.push(elicited.message);
+    expect(elicited.message).toContain(`must also grant "${CALENDAR}"`);
+    expect(elicited.message).toContain('stays the same account');
+    const { browser } = providerBrowser(stack, google);
+    const { review } = await openConnectLink(stack, elicited.url, 'ops', browser);
+    expect(review.text).toContain(`<code>${CALENDAR}</code>`);
+    expect(review.text).toContain(`(<strong>${ACCOUNTS.ops.email}</strong>)`);
+    const flowId = await flowIdOf(stack, elicited.url);
+
+    // Signed in at Google as another account: refused and recorded; the connection and its tokens stay.
+    const tokensBefore = await query(
+      "SELECT kind, ciphertext FROM secrets WHERE subject_sub = 'ops' AND provider = 'google' ORDER BY kind",
+    );
+    const atGoogle = await browser.submitForm(review, {}, { form: '/connect/' });
+    const asked = new URL(atGoogle.url).searchParams;
+    // The union: what the provider entry asks for, and nothing granted before asked twice under another name.
+    expect(asked.get('scope')).toBe(`openid email ${CALENDAR}`);
+    expect(asked.get('include_granted_scopes')).toBe('true');
+    const wrong = await browser.submitForm(atGoogle, { login: DAVE.email }, { button: 'Allow' });
+    answers.push(wrong.text);
+    expect(wrong.status).toBe(403);
+    expect(wrong.text).toContain(`as ${DAVE.email}, but your Google connection is ${ACCOUNTS.ops.email}`);
+    expect(await connection()).toEqual(made);
+    expect(
+      await query(
+        "SELECT kind, ciphertext FROM secrets WHERE subject_sub = 'ops' AND provider = 'google' ORDER BY kind",
+      ),
+    ).toEqual(tokensBefore);
+    expect(
+      await query("SELECT evidence FROM navigation_events WHERE navigation_id = $1 AND event = 'account_mismatch'", [
+        flowId,
+      ]),
+    ).toEqual([{ evidence: { connectionId: made!.id, connectedAs: ACCOUNTS.ops.sub, signedInAs: DAVE.sub } }]);
+    expect((await query('SELECT status FROM elicitation_navigations WHERE id = $1', [flowId]))[0]?.status).toBe(
+      'OUT_OF_BAND_PENDING',
+    );
+
+    // The same link again, as the same account: the union is granted, the connection kept, the call done once.
+    const trip = await connectAtProvider(stack, browser, elicited.url, {
+      login: 'ops',
+      account: ACCOUNTS.ops.email,
+    });
+    expect(trip.done.text).toContain('Google is connected');
+    expect(await connection()).toEqual({ ...made, granted_scopes: ['openid', GOOGLE_EMAIL, CALENDAR] });
+    const retried = kept(
+      await retryConnection(stack, first.mcp, 'google_calendars', {}, elicited.requestState, 'accept'),
+    );
+    expect(retried.json.result).toMatchObject({
+      resultType: 'complete',
+      structuredContent: { calendars: ['ops.connect@gmail.com', 'Team'] },
+    });
+    expect(calendarCalls()).toHaveLength(before + 1);
   });
 
   it('refuses to connect when the user denies at Google (error=access_denied), redeeming and storing nothing', async () => {

@@ -12,9 +12,9 @@ import { findReusableNavigation, startNavigation } from '../../broker/startNavig
 import { InvalidInputError } from '../../errors/appError.js';
 import { invalidParams, McpProtocolError, toToolError, urlElicitationRequired } from '../toMcp.js';
 import { performOrForget, reconnectReasonOf } from '../../broker/forgetConnection.js';
-import { accessTokenFor } from '../../secrets/tokenVault.js';
+import { connectionAccessFor } from '../../broker/connectionAccess.js';
 import type { Logger } from '../../shared/logger.js';
-import { navigationRequest, runAccepted, type ConnectionCall } from '../connectionTool.js';
+import { connectRequestText, navigationRequest, runAccepted, type ConnectionCall } from '../connectionTool.js';
 import { isConnectionTool } from '../defineConnectionTool.js';
 import { isFormTool, type FormTool } from '../defineFormTool.js';
 import { errorResult, type Tool, type ToolContext } from '../defineTool.js';
@@ -126,8 +126,8 @@ async function connectionCall(
   const same = refused ? undefined : found;
   const joined = same ? await joinSameOperation(deps, call, ctx, same, jsonrpcId) : undefined;
   if (joined) return joined;
-  const token = await accessTokenFor(connection.vault, ctx.principal, call.provider);
-  if (token) {
+  let access = await connectionAccessFor(connection.vault, ctx.principal, call.provider, call.scopes);
+  if (access.kind === 'connected') {
     // Never beside a flow still open for this operation: the user is connected (through another
     // flow), so that flow's requirement is met; settle it and accept the operation through it, once.
     if (same && openStates.has(same.status)) {
@@ -147,10 +147,11 @@ async function connectionCall(
       });
     }
     // A refused token is forgotten and the user is asked below, exactly as if never connected.
-    const outcome = await performOrForget(connection.vault, ctx.principal, call.provider, token, (live) =>
+    const outcome = await performOrForget(connection.vault, ctx.principal, call.provider, access.token, (live) =>
       call.perform(live, randomBytes(16).toString('hex')),
     );
     if (!reconnectReasonOf(outcome)) return call.render(outcome);
+    access = { kind: 'not_connected' };
   }
   if (!elicitationModes(ctx.capabilities).url) {
     throw new InvalidInputError(
@@ -166,7 +167,7 @@ async function connectionCall(
     mode: 'url' as const,
     elicitationId: navigation.id,
     url: connectUrl,
-    message: `To ${call.purpose}, connect your ${name} account (${navigation.targetHost}). The link opens ${broker.publicUrl.host}, where you sign in and confirm.`,
+    message: `${connectRequestText(call, name, navigation.targetHost, access)} The link opens ${broker.publicUrl.host}, where you sign in and confirm.`,
   };
   if (lineage === 'error_retry') {
     throw urlElicitationRequired({ elicitations: [elicitation] });

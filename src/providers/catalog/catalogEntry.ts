@@ -128,6 +128,12 @@ export const CatalogEntrySchema = z
     scopeParam: z.enum(['scope', 'user_scope']).default('scope'),
     scopeSeparator: z.enum([' ', ',']).default(' '),
     defaultScopes: z.array(scopeToken).max(20).default([]),
+    /**
+     * A granted scope → the scopes it includes, from the provider's scope documentation (GitHub's `repo`
+     * includes `public_repo`), or the name the provider reports a requested scope under (Google reports
+     * `email` as its URL). Listed in full: what a scope includes is not followed through another entry.
+     */
+    impliedScopes: z.record(scopeToken, z.array(scopeToken).min(1).max(40)).default({}),
     /** Whether the provider takes the RFC 8707 `resource` parameter (Microsoft Entra refuses it). */
     resourceIndicator: z.boolean().default(false),
     conformer: z.enum(conformerNames).default('standard'),

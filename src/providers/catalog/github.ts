@@ -16,6 +16,9 @@ import { type CatalogEntryInput, HOST_PATTERN } from './catalogEntry.js';
 //   token endpoint answers a bad code with an error body in place of a token
 //   (the `github` conformer). Revocation is `DELETE /applications/{client_id}/token`,
 //   not RFC 7009, so no revocationEndpoint.
+// - A parent scope includes its children (`repo` → `public_repo`…), and the
+//   token answer names only what was granted, comma-separated:
+//   https://docs.github.com/en/apps/oauth-apps/building-oauth-apps/scopes-for-oauth-apps
 export const github: CatalogEntryInput = {
   id: 'github',
   displayName: 'GitHub',
@@ -42,5 +45,20 @@ export const github: CatalogEntryInput = {
   pkce: true,
   conformer: 'github',
   apiBase: '{apiRoot}',
+  impliedScopes: {
+    repo: ['repo:status', 'repo_deployment', 'public_repo', 'repo:invite', 'security_events'],
+    'admin:repo_hook': ['write:repo_hook', 'read:repo_hook'],
+    'write:repo_hook': ['read:repo_hook'],
+    'admin:org': ['write:org', 'read:org', 'manage_runners:org'],
+    'write:org': ['read:org'],
+    'admin:public_key': ['write:public_key', 'read:public_key'],
+    'write:public_key': ['read:public_key'],
+    'admin:gpg_key': ['write:gpg_key', 'read:gpg_key'],
+    'write:gpg_key': ['read:gpg_key'],
+    user: ['read:user', 'user:email', 'user:follow'],
+    project: ['read:project'],
+    'write:packages': ['read:packages'],
+    'write:discussion': ['read:discussion'],
+  },
   apiHeaders: { Accept: 'application/vnd.github+json', 'X-GitHub-Api-Version': '2022-11-28' },
 };

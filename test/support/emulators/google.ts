@@ -37,10 +37,16 @@ import {
 //   user, not redirected; the user may grant only some of the scopes asked for
 //   (granular consent), and `scope` in the token answer says which; a refresh
 //   answer carries no new refresh token.
+// - Incremental authorization, https://developers.google.com/identity/protocols/oauth2/web-server#incrementalAuth:
+//   with `include_granted_scopes=true` the new grant also holds what the user
+//   granted the client before.
+// - The token answer's `scope` names `email` and `profile` by their URLs
+//   (https://www.googleapis.com/auth/userinfo.email, …userinfo.profile),
+//   https://developers.google.com/identity/protocols/oauth2/scopes.
 // - API errors, https://cloud.google.com/apis/design/errors: `{error: {code,
 //   message, status}}`, 401 UNAUTHENTICATED (with RFC 6750 §3.1's challenge).
 // - https://developers.google.com/calendar/api/v3/reference/calendarList/list.
-// Passwords, sessions, account chooser and incremental authorization are left out.
+// Passwords, sessions and the account chooser are left out.
 
 export const GOOGLE_HOSTS = [
   'accounts.google.com',
@@ -84,7 +90,8 @@ export async function startGoogleEmulator(options: {
   const { client } = options;
   const signer = await createJwtSigner();
   const grants = new GrantBook();
-  const consented = new Set<string>();
+  // What each user granted each client, by `${email}\n${clientId}`.
+  const consented = new Map<string, string[]>();
   const tokenAnswers: GoogleEmulator['tokenAnswers'] = [];
   const userBy = (email: string | null) => options.users.find((u) => u.email === email);
 
@@ -132,7 +139,11 @@ export async function startGoogleEmulator(options: {
       nonce: q.get('nonce') ?? undefined,
       challenge: q.get('code_challenge') ?? undefined,
       challengeMethod: method,
-      extra: { access_type: q.get('access_type') ?? 'online', prompt: q.get('prompt') ?? '' },
+      extra: {
+        access_type: q.get('access_type') ?? 'online',
+        prompt: q.get('prompt') ?? '',
+        include_granted_scopes: q.get('include_granted_scopes') ?? 'false',
+      },
     };
     const requestId = grants.remember(request);
     html(
@@ -175,12 +186,15 @@ export async function startGoogleEmulator(options: {
       );
     }
     grants.requests.delete(requestId);
-    const granted = [...request.scopes.filter((s) => SIGN_IN_SCOPES.has(s)), ...ticked(seen.form, choosable)];
     const consent = `${user.email}\n${request.clientId}`;
+    const before = request.extra['include_granted_scopes'] === 'true' ? (consented.get(consent) ?? []) : [];
+    const granted = [
+      ...new Set([...before, ...request.scopes.filter((s) => SIGN_IN_SCOPES.has(s)), ...ticked(seen.form, choosable)]),
+    ];
     // A refresh token with offline access on the first consent, or whenever the user was asked again.
     const firstConsent = !consented.has(consent);
     const askedAgain = request.extra['prompt']!.split(' ').includes('consent');
-    consented.add(consent);
+    consented.set(consent, granted);
     const code = canary('4/0A');
     grants.codes.set(code, {
       ...request,
@@ -224,7 +238,7 @@ export async function startGoogleEmulator(options: {
     const body: Record<string, unknown> = {
       access_token: accessToken,
       expires_in: grants.accessTokenLifetimeSeconds,
-      scope: grant.scopes.join(' '),
+      scope: grant.scopes.map(reportedScope).join(' '),
       token_type: 'Bearer',
     };
     if (grant.scopes.includes('openid')) body['id_token'] = await idToken(user, grant.scopes, grant.nonce, accessToken);
@@ -241,7 +255,7 @@ export async function startGoogleEmulator(options: {
     const body = {
       access_token: issue('access_token', user, held.scopes, grants.accessTokenLifetimeSeconds),
       expires_in: grants.accessTokenLifetimeSeconds,
-      scope: held.scopes.join(' '),
+      scope: held.scopes.map(reportedScope).join(' '),
       token_type: 'Bearer',
     };
     answer(res, 'refresh_token', user, body);
@@ -420,3 +434,7 @@ function apiError(
 ): void {
   json(res, code, { error: { code, message, status } }, headers);
 }
+
+// How Google names a granted scope in a token answer.
+const reportedScope = (scope: string): string =>
+  scope === 'email' || scope === 'profile' ? `https://www.googleapis.com/auth/userinfo.${scope}` : scope;
