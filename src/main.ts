@@ -166,6 +166,8 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
       clock: systemClock,
       logger,
       reconcile,
+      // After a key rotation, values at rest move from the older keys to the first of SECRET_KEYS.
+      reseal: (inBudget) => broker.reseal(inBudget),
       onSweep: (r) => metrics.sweepSucceeded(r),
       onSweepFailed: () => metrics.sweepFailed(),
     },

@@ -4,6 +4,7 @@ import type { Principal } from './auth/principal.js';
 import { createLoginCookies } from './auth/loginCookie.js';
 import type { OperatorPolicy } from './auth/operatorRole.js';
 import { reconcileOutcomes, type RedriveDeps } from './jobs/redrive.js';
+import { resealPass, type ResealProgress } from './jobs/reseal.js';
 import { buildBrokerDeps } from './broker/buildBrokerDeps.js';
 import type { Quotas } from './broker/quotas.js';
 import { createKeyring } from './crypto/keyring.js';
@@ -63,6 +64,8 @@ export interface BrokerServer {
   listener: RequestListener;
   /** The reconcile sweep: re-drives accepted operations whose outcome is unknown, with the receipt id as idempotency key. */
   reconcile(graceMs: number, batch: number): Promise<{ redriven: number; waiting: number }>;
+  /** The re-seal pass: values at rest under an older key of SECRET_KEYS moved to the active one while `inBudget` holds. */
+  reseal(inBudget: () => boolean): Promise<ResealProgress>;
   /** Stops what the server holds open (legacy sessions and their streams, the completion listener). */
   close(): Promise<void>;
 }
@@ -146,6 +149,8 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
       else app(req, res);
     },
     reconcile: (graceMs, batch) => reconcileOutcomes(redrive, graceMs, batch),
+    reseal: (inBudget) =>
+      resealPass({ pool: deps.pool, box: broker.box, clock: deps.clock, logger: deps.logger }, inBudget),
     close: () => {
       legacy.close();
       return signal.close();

@@ -102,7 +102,8 @@ export async function startNavigation(
   return { navigation, connectUrl };
 }
 
-const handleAad = (navigationId: string) => `connect-handle\n${navigationId}`;
+/** The AAD of a flow's sealed connect-link handle: the flow itself. */
+export const handleAad = (navigationId: string) => `connect-handle\n${navigationId}`;
 const connectLink = (deps: BrokerDeps, handle: string) =>
   checkUrl(
     new URL(`/connect/${handle}`, deps.publicUrl).href,

@@ -3,7 +3,7 @@ import { samePrincipal } from '../auth/principal.js';
 import { withTransaction } from '../db/transaction.js';
 import { ConflictError, ForbiddenError, NotFoundError, UnavailableError } from '../errors/appError.js';
 import { readSwitchHoldingPause, URL_ELICITATION_PAUSED } from '../ledger/operatorRepo.js';
-import { insertPendingAuthorization } from '../oauth/pendingAuthRepo.js';
+import { insertPendingAuthorization, pkceAad } from '../oauth/pendingAuthRepo.js';
 import { missingScopes, scopesToRequest } from '../providers/scopes.js';
 import { findConnection } from '../secrets/connectionsRepo.js';
 import { checkUrl } from '../security/urlPolicy.js';
@@ -154,7 +154,7 @@ export async function consentToConnect(deps: BrokerDeps, handle: string, browser
       navigation = await advance(tx, navigation, Array<'browser_consent'>(steps).fill('browser_consent'), by, {
         stateNonceDigest: stateDigest,
       });
-    const sealed = deps.box.seal(authorization.codeVerifier, `pkce\n${stateDigest.toString('hex')}\n${navigation.id}`);
+    const sealed = deps.box.seal(authorization.codeVerifier, pkceAad(stateDigest, navigation.id));
     await insertPendingAuthorization(tx, {
       stateDigest,
       navigationId: navigation.id,

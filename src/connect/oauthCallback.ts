@@ -2,7 +2,7 @@ import type { Principal } from '../auth/principal.js';
 import { samePrincipal } from '../auth/principal.js';
 import { withTransaction } from '../db/transaction.js';
 import { AppError, ConflictError, ForbiddenError, InvalidInputError, NotFoundError } from '../errors/appError.js';
-import { consumePendingAuthorization, type PendingAuthorization } from '../oauth/pendingAuthRepo.js';
+import { consumePendingAuthorization, pkceAad, type PendingAuthorization } from '../oauth/pendingAuthRepo.js';
 import { scopesToRequest } from '../providers/scopes.js';
 import { findConnection, upsertConnection, type ConnectionRecord } from '../secrets/connectionsRepo.js';
 import { deleteSecrets, findSecrets } from '../secrets/secretsRepo.js';
@@ -193,6 +193,6 @@ function accountMismatch(
 function openVerifier(deps: BrokerDeps, pending: PendingAuthorization): string {
   return deps.box.open(
     { ciphertext: pending.codeVerifierSealed, keyId: pending.keyId },
-    `pkce\n${pending.stateDigest.toString('hex')}\n${pending.navigationId}`,
+    pkceAad(pending.stateDigest, pending.navigationId),
   );
 }

@@ -26,6 +26,8 @@ export interface SweepDeps {
   onSweepFailed?: () => void;
   /** Re-drives accepted operations whose outcome is unknown (bounded); absent, outcomes are only listed by `ledger reconcile`. */
   reconcile?: (batch: number) => Promise<{ redriven: number; waiting: number }>;
+  /** Moves values at rest sealed under an older key to the active one while `inBudget` holds (reseal.ts). */
+  reseal?: (inBudget: () => boolean) => Promise<{ resealed: number }>;
 }
 
 export interface SweepResult extends SweptRows {
@@ -33,6 +35,8 @@ export interface SweepResult extends SweptRows {
   /** Accepted operations performed again with their idempotency key, and those that could not be yet. */
   redrivenOperations: number;
   redriveWaiting: number;
+  /** Values at rest moved from an older key to the active one. */
+  resealedValues: number;
 }
 
 /**
@@ -41,7 +45,9 @@ export interface SweepResult extends SweptRows {
  * taken with SKIP LOCKED), then unusable rows are deleted, each step in its
  * own small transaction, until nothing is left or the time budget is spent
  * (a backlog of any size drains at thousands of rows a second, not 100 a
- * minute, and no step holds locks for long).
+ * minute, and no step holds locks for long). Then the reconcile sweep and,
+ * after a key rotation, the re-seal of values under older keys, as far as the
+ * budget goes.
  */
 export async function sweepOnce(deps: SweepDeps, limits: SweepLimits = {}): Promise<SweepResult> {
   try {
@@ -85,11 +91,13 @@ async function sweepWithin(deps: SweepDeps, { batch, budgetMs }: Required<SweepL
     }
   }
   const reconciled = deps.reconcile && inBudget() ? await deps.reconcile(20) : { redriven: 0, waiting: 0 };
+  const resealed = deps.reseal && inBudget() ? await deps.reseal(inBudget) : { resealed: 0 };
   const result = {
     expiredNavigations,
     ...rows,
     redrivenOperations: reconciled.redriven,
     redriveWaiting: reconciled.waiting,
+    resealedValues: resealed.resealed,
   };
   if (Object.values(result).some((n) => n > 0)) deps.logger.info({ sweep: result }, 'sweep');
   return result;

@@ -44,6 +44,33 @@ export async function appendEntries(db: Queryable, entries: readonly LedgerEntry
   );
 }
 
+/** Something that happened to a flow's values and moves nothing (a re-seal, a key found missing). */
+export type Observation = Omit<LedgerEntry, 'fromStatus' | 'toStatus'>;
+
+/**
+ * Entries that move nothing, in one statement and in order, each recorded in its flow's present
+ * state (read by the statement itself), for callers that hold no NavigationRecord: the vault and
+ * the re-seal job. Observations of a flow that no longer exists are dropped.
+ */
+export async function appendObservations(db: Queryable, observations: readonly Observation[]): Promise<void> {
+  if (observations.length === 0) return;
+  await db.query(
+    `INSERT INTO navigation_events (navigation_id, from_status, to_status, event, actor, evidence, created_at)
+     SELECT n.id, n.status, n.status, o.event, o.actor, o.evidence, o.at
+       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::timestamptz[]) WITH ORDINALITY
+            AS o(navigation_id, event, actor, evidence, at, ord)
+       JOIN elicitation_navigations n ON n.id = o.navigation_id
+      ORDER BY o.ord`,
+    [
+      observations.map((o) => o.navigationId),
+      observations.map((o) => o.event),
+      observations.map((o) => o.actor),
+      observations.map((o) => JSON.stringify(o.evidence)),
+      observations.map((o) => o.at),
+    ],
+  );
+}
+
 export async function findEntries(db: Queryable, navigationId: string): Promise<LedgerEntry[]> {
   const { rows } = await db.query<{
     navigation_id: string;

@@ -42,6 +42,10 @@ const fromRow = (r: Row): PendingAuthorization => ({
   expiresAt: r.expires_at,
 });
 
+/** The AAD of a transaction's sealed PKCE verifier: its state's digest and its flow, so it opens in no other row. */
+export const pkceAad = (stateDigest: Buffer, navigationId: string): string =>
+  `pkce\n${stateDigest.toString('hex')}\n${navigationId}`;
+
 export async function insertPendingAuthorization(db: Queryable, p: PendingAuthorization): Promise<void> {
   await db.query(
     `INSERT INTO oauth_transactions (state_digest, navigation_id, provider, code_verifier_sealed, key_id, nonce, redirect_uri, browser_iss, browser_sub, created_at, expires_at)

@@ -15,7 +15,7 @@ export interface TokenVaultDeps {
 }
 
 // The AAD names the row a ciphertext belongs to, so it cannot be moved to another user, provider or kind.
-const aadOf = (subject: Principal, provider: string, kind: SecretKind) =>
+export const aadOf = (subject: Principal, provider: string, kind: SecretKind) =>
   `${subject.iss}\n${subject.sub}\n${provider}\n${kind}`;
 const REFRESH_MARGIN_MS = 30_000;
 
