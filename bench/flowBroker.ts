@@ -14,13 +14,15 @@ import { createLogger } from '../src/shared/logger.js';
 import { Secret } from '../src/shared/secret.js';
 import { loadOrCreateLocalTls } from '../src/tls/localCa.js';
 import { createRender } from '../src/web/render.js';
+import { atUrl, defaultSettings, MANY_SIGN_INS } from '../test/support/testSettings.js';
 import type { BrokerChildConfig, FromBroker, ToBroker } from './flowIpc.js';
 import { createProbe } from './flowProbe.js';
 
 // The broker of the flow bench, alone in its own process so that its memory
 // is measured apart from the bench's clients and the development servers.
-// Assembled as src/main.ts does (production defaults: pool 10, sessions 8 h,
-// retry wait 10 s), with bench/flowProbe.ts on its listener, fetch and pool.
+// Assembled as src/main.ts does, with the configuration's defaults (pool 10,
+// sessions 8 h, retry wait 10 s: loadConfig's), and bench/flowProbe.ts on its
+// listener, fetch and pool.
 // Started with the bench's folder (TLS material, dev-secrets.json) as its
 // only argument; everything else arrives over IPC (bench/flowIpc.ts).
 
@@ -80,7 +82,17 @@ async function assemble(config: BrokerChildConfig): Promise<BrokerServer> {
   pool = probe.pool(
     createPool({ url: new Secret(config.databaseUrl), poolMax: config.poolMax, schema: config.schema }, logger),
   );
+  const defaults = defaultSettings();
   return createBrokerServer({
+    settings: atUrl(
+      {
+        ...defaults,
+        quotas: { ...defaults.quotas, ...config.quotas },
+        // Every browser of the bench signs in from 127.0.0.1, as in the test stacks.
+        login: { ...defaults.login, rateLimit: MANY_SIGN_INS },
+      },
+      publicUrl,
+    ),
     pool,
     logger,
     clock: systemClock,
@@ -93,23 +105,12 @@ async function assemble(config: BrokerChildConfig): Promise<BrokerServer> {
       allowLoopback: true,
     }),
     migrations: await readMigrations(),
-    publicUrl,
-    mcpResourceUrl: new URL('/mcp', publicUrl).href,
-    sessionTtlSeconds: 8 * 3600,
     issuer: config.idpIssuer,
     fetch,
     secretKeys: secrets.secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) })),
-    mcpScope: 'mcp',
-    anonymousPrincipal: undefined,
     version: 'flow-bench',
     providers: parseProviders(config.providers, { allowLoopback: true }),
     allowLoopback: true,
-    navigationTtlSeconds: 900,
-    retryWaitMs: 10_000,
-    legacy: { urlElicitation: 'nested', waitMs: 60_000, retryWindowMs: 600_000 },
-    ...(config.quotas ? { quotas: config.quotas } : {}),
-    // Every browser of the bench signs in from 127.0.0.1, as in the test stacks (test/support/brokerStack.ts).
-    loginRateLimit: { burst: 100_000, perMinute: 100_000 },
   });
 }
 

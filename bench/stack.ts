@@ -17,6 +17,7 @@ import type { Logger } from '../src/shared/logger.js';
 import { Secret } from '../src/shared/secret.js';
 import { loadOrCreateLocalTls } from '../src/tls/localCa.js';
 import { createRender } from '../src/web/render.js';
+import { atUrl, defaultSettings } from '../test/support/testSettings.js';
 import { openBenchDb } from './benchDb.js';
 import { createPeerListener } from './peerServer.js';
 
@@ -85,8 +86,11 @@ export async function startBenchStack(options: {
     const brokerPool = db.newPool();
     await seedDevelopmentData(brokerPool, dev.idp.issuer);
     const migrations = await readMigrations();
+    // The configuration's defaults (src/config/config.ts), as a deployment gets them.
+    const settings = atUrl(defaultSettings(), new URL(brokerUrl), mcpResourceUrl);
     const brokerFor = (providers: Record<string, unknown>[], extraTools: ExtraTools = []) =>
       createBrokerServer({
+        settings,
         pool: brokerPool,
         logger,
         clock: systemClock,
@@ -99,21 +103,12 @@ export async function startBenchStack(options: {
           allowLoopback: true,
         }),
         migrations,
-        publicUrl: new URL(brokerUrl),
-        mcpResourceUrl,
-        sessionTtlSeconds: 3600,
         issuer: dev.idp.issuer,
         fetch,
         secretKeys: secrets.secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) })),
-        mcpScope: 'mcp',
-        anonymousPrincipal: undefined,
         version: 'bench',
         providers: parseProviders(providers, { allowLoopback: true }),
         allowLoopback: true,
-        // The configuration defaults (src/config/config.ts).
-        navigationTtlSeconds: 900,
-        retryWaitMs: 10_000,
-        legacy: { urlElicitation: 'nested', waitMs: 60_000, retryWindowMs: 600_000 },
         extraTools,
       });
     // One broker at a time behind the one listener: the next keeps its URL, so the same tokens'

@@ -18,7 +18,7 @@ import { createLogger, type Logger } from './shared/logger.js';
 import { Secret } from './shared/secret.js';
 import { loadOrCreateLocalTls, type TlsMaterial } from './tls/localCa.js';
 import { createRender } from './web/render.js';
-import { ANONYMOUS_PRINCIPAL, createBrokerServer } from './server.js';
+import { createBrokerServer } from './server.js';
 import { tools } from './mcp/tools/registry.js';
 import { loadToolModules, ToolModuleError } from './mcp/tools/toolModules.js';
 import { ToolsFileError } from './mcp/declared/toolsFile.js';
@@ -128,34 +128,22 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
   const providers = parseProviders(providerEntries, { allowLoopback: dev, readEnv: config.broker.providerSecret });
   const metrics = createMetrics({ pool, logger });
   const broker = createBrokerServer({
+    // The declared tools may mark themselves high-risk beside HIGH_RISK_TOOLS.
+    settings: { ...config, highRiskTools: highRiskToolNames(config.highRiskTools, declared) },
     pool,
     logger,
     clock: systemClock,
     render,
     oidc: createOidcClient({ issuer, clientId: config.oidc.clientId, clientSecret, fetch, allowLoopback: dev }),
     migrations: await readMigrations(),
-    publicUrl: config.http.publicUrl,
-    mcpResourceUrl: config.http.mcpResourceUrl,
-    sessionTtlSeconds: config.session.ttlSeconds,
-    loginRateLimit: config.login.rateLimit,
     issuer,
     fetch,
     secretKeys,
-    mcpScope: config.mcp.requiredScope,
-    anonymousPrincipal: config.mcp.allowAnonymous ? ANONYMOUS_PRINCIPAL : undefined,
     version: packageVersion(),
     providers,
     allowLoopback: dev,
-    navigationTtlSeconds: config.broker.navigationTtlSeconds,
-    retryWaitMs: config.broker.retryWaitMs,
-    legacy: config.legacy,
-    operators: config.operators,
-    highRiskTools: highRiskToolNames(config.highRiskTools, declared),
     extraTools,
-    quotas: config.quotas,
     metrics,
-    // Without METRICS_TOKEN, /metrics is open in development and off (403) in production.
-    metricsAccess: { token: config.metrics.token, openWithoutToken: dev },
   });
   closers.push({ name: 'completion listener', close: broker.close });
   // A pending outcome older than a minute had its call cut short (crash, lost answer): re-driven by the sweep.

@@ -2,20 +2,17 @@ import type { RequestListener } from 'node:http';
 import { createApp, type AppDeps } from './app.js';
 import type { Principal } from './auth/principal.js';
 import { createLoginCookies } from './auth/loginCookie.js';
-import type { OperatorPolicy } from './auth/operatorRole.js';
 import { reconcileOutcomes, type RedriveDeps } from './jobs/redrive.js';
 import { resealPass, type ResealProgress } from './jobs/reseal.js';
 import { buildBrokerDeps } from './broker/buildBrokerDeps.js';
-import type { Quotas } from './broker/quotas.js';
+import type { Config } from './config/config.js';
 import { createKeyring } from './crypto/keyring.js';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
-import type { MetricsAccess } from './metrics/metricsRoutes.js';
 import { routeLabel } from './metrics/routeLabel.js';
 import { createSecretBox } from './crypto/secretBox.js';
 import { allowedHostsFor } from './mcp/allowedHosts.js';
 import { createBearerVerifier } from './mcp/mcpAuth.js';
 import { createLegacyEndpoint } from './mcp/legacy/legacyEndpoint.js';
-import type { LegacyLimits } from './mcp/legacy/legacySessions.js';
 import { createMcpEndpoint } from './mcp/mcpEndpoint.js';
 import { createModernServer } from './mcp/mcpServer.js';
 import { resourceMetadataUrl } from './mcp/protectedResourceRoutes.js';
@@ -28,34 +25,30 @@ import type { Provider } from './providers/providerConfig.js';
 import type { Fetch } from './shared/httpClient.js';
 import type { Secret } from './shared/secret.js';
 
+/**
+ * The configuration's slices the server reads, as loadConfig parsed them, passed through whole to
+ * the app, the broker and the MCP endpoints: a new setting needs its schema and its user only.
+ * `http.publicUrl` and `http.mcpResourceUrl` are this instance's (a port-0 listener sets its own).
+ */
+export type ServerSettings = Pick<
+  Config,
+  'http' | 'session' | 'mcp' | 'broker' | 'legacy' | 'login' | 'operators' | 'quotas' | 'highRiskTools' | 'metrics'
+>;
+
+/** The process's resources, and the deployment's settings. */
 export interface ServerDeps extends Omit<
   AppDeps,
-  'logins' | 'mcp' | 'broker' | 'formActionOrigins' | 'metrics' | 'metricsAccess' | 'operators' | 'ops'
+  'settings' | 'logins' | 'broker' | 'formActionOrigins' | 'metrics' | 'ops'
 > {
-  /** Who is an operator; default: the `roles` claim holds `operator`. */
-  operators?: OperatorPolicy;
-  issuer: string;
+  settings: ServerSettings;
   fetch: Fetch;
   secretKeys: readonly { kid: string; key: Secret }[];
-  mcpScope: string;
-  /** Development-only anonymous MCP principal (config refuses it elsewhere). */
-  anonymousPrincipal: Principal | undefined;
   version: string;
   providers: readonly Provider[];
   /** Development: loopback URLs pass the URL policy. */
   allowLoopback: boolean;
-  navigationTtlSeconds: number;
-  retryWaitMs: number;
-  /** HIGH_RISK_TOOLS: their verified operations wait in the approval queue. */
-  highRiskTools?: readonly string[];
-  /** Per-principal limits (QUOTA_*); absent ones take DEFAULT_QUOTAS. */
-  quotas?: Partial<Quotas>;
-  /** The 2025-11-25 adapter's settings (LEGACY_URL_ELICITATION and friends). */
-  legacy: { urlElicitation: 'nested' | 'error'; waitMs: number; retryWindowMs: number; limits?: Partial<LegacyLimits> };
   /** main.ts passes the process's metrics; absent (tests, benches): a fresh registry without process metrics. */
   metrics?: Metrics;
-  /** Absent: /metrics is closed (403). */
-  metricsAccess?: MetricsAccess;
   /** Connection tools served beside the built-in ones (TOOL_MODULES, loaded by mcp/tools/toolModules.ts). */
   extraTools?: readonly Tool<McpToolDeps>[];
 }
@@ -70,7 +63,8 @@ export interface BrokerServer {
   close(): Promise<void>;
 }
 
-export const ANONYMOUS_PRINCIPAL: Principal = { iss: 'urn:connect-broker:anonymous', sub: 'anonymous' };
+/** Who an MCP call without a bearer token is when MCP_ALLOW_ANONYMOUS=true (config allows it on loopback only). */
+const ANONYMOUS_PRINCIPAL: Principal = { iss: 'urn:connect-broker:anonymous', sub: 'anonymous' };
 const REQUEST_STATE_TTL_SECONDS = 5 * 60;
 
 /**
@@ -78,6 +72,7 @@ const REQUEST_STATE_TTL_SECONDS = 5 * 60;
  * node:http (the hot path); everything else to the Express app.
  */
 export function createBrokerServer(deps: ServerDeps): BrokerServer {
+  const { http, mcp: mcpSettings } = deps.settings;
   const broker = buildBrokerDeps(deps);
   const { signal } = broker;
   const metrics = deps.metrics ?? createMetrics({ pool: deps.pool, logger: deps.logger, processMetrics: false });
@@ -110,37 +105,40 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
   const app = createApp({
     ...deps,
     logins: createLoginCookies(createSecretBox(createKeyring(deps.secretKeys, 'browser-login'))),
-    mcp: { issuer: deps.issuer, scope: deps.mcpScope },
     broker,
     formActionOrigins: deps.providers.map((p) => new URL(p.authorizationEndpoint ?? p.issuer ?? '').origin),
-    operators: deps.operators ?? { roleClaim: 'roles', role: 'operator' },
     ops: { broker, redrive, gateFigures: metrics.gateFigures },
     metrics,
-    metricsAccess: deps.metricsAccess ?? { token: undefined, openWithoutToken: false },
   });
-  const { hosts, origins } = allowedHostsFor(deps.publicUrl);
+  const { hosts, origins } = allowedHostsFor(http.publicUrl);
   const serverInfo = { name: 'connect-broker', version: deps.version };
   const server = createModernServer({ tools: served, toolDeps, serverInfo, logger: deps.logger });
-  const legacy = createLegacyEndpoint({ tools: served, toolDeps, serverInfo, logger: deps.logger, ...deps.legacy });
+  const legacy = createLegacyEndpoint({
+    tools: served,
+    toolDeps,
+    serverInfo,
+    logger: deps.logger,
+    ...deps.settings.legacy,
+  });
   const mcp = createMcpEndpoint({
     server,
     legacy,
     verifyBearer: createBearerVerifier({
       issuer: deps.issuer,
-      audience: deps.mcpResourceUrl,
-      requiredScope: deps.mcpScope,
+      audience: http.mcpResourceUrl,
+      requiredScope: mcpSettings.requiredScope,
       fetch: deps.fetch,
       clock: deps.clock,
       allowLoopback: deps.allowLoopback,
-      ...(deps.anonymousPrincipal ? { anonymousPrincipal: deps.anonymousPrincipal } : {}),
+      ...(mcpSettings.allowAnonymous ? { anonymousPrincipal: ANONYMOUS_PRINCIPAL } : {}),
     }),
     allowedHosts: hosts,
     allowedOrigins: origins,
-    resourceMetadataUrl: resourceMetadataUrl(deps.mcpResourceUrl),
-    requiredScope: deps.mcpScope,
+    resourceMetadataUrl: resourceMetadataUrl(http.mcpResourceUrl),
+    requiredScope: mcpSettings.requiredScope,
     logger: deps.logger,
   });
-  const mcpPath = new URL(deps.mcpResourceUrl).pathname;
+  const mcpPath = new URL(http.mcpResourceUrl).pathname;
   return {
     listener: (req, res) => {
       const path = req.url?.split('?')[0];

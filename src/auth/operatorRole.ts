@@ -1,9 +1,10 @@
-/** Who is an operator: a role inside a claim of the IdP's tokens, for the pages and the CLI alike. */
-export interface OperatorPolicy {
-  /** The claim holding roles; dotted for a nested claim (Keycloak: realm_access.roles). */
-  roleClaim: string;
-  role: string;
-}
+import type { Config } from '../config/config.js';
+
+/**
+ * Who is an operator: a role inside a claim of the IdP's tokens, for the pages and the CLI alike
+ * (OPERATOR_ROLE_CLAIM, dotted for a nested claim such as Keycloak's realm_access.roles; OPERATOR_ROLE).
+ */
+export type OperatorPolicy = Config['operators'];
 
 /**
  * Whether the claims carry the operator role. The claim may be an array of

@@ -1,21 +1,22 @@
 import { InvalidInputError } from '../errors/appError.js';
+import type { Config } from '../config/config.js';
 import type { Pool } from '../db/pool.js';
 import { withTransaction } from '../db/transaction.js';
 import type { OidcClient } from '../oauth/oauthClient.js';
 import type { Clock } from '../shared/clock.js';
 import { digestOf, randomToken } from '../shared/tokens.js';
 import type { LoginCookies } from './loginCookie.js';
-import { hasOperatorRole, type OperatorPolicy } from './operatorRole.js';
+import { hasOperatorRole } from './operatorRole.js';
 import { deleteSession, findActiveSession, insertSession, type WebSession } from './webSessionRepo.js';
 
 export interface SignInDeps {
   pool: Pool;
   clock: Clock;
   oidc: OidcClient;
-  sessionTtlSeconds: number;
   /** The exact redirect URI registered with the issuer. */
   callbackUrl: string;
-  operators: OperatorPolicy;
+  /** How long a session lasts (SESSION_TTL_SECONDS) and who is an operator, as loadConfig parsed them. */
+  settings: Pick<Config, 'session' | 'operators'>;
   /** Seals sign-in transactions into the browser's login cookie. */
   logins: LoginCookies;
 }
@@ -97,8 +98,8 @@ export async function completeSignIn(
         idDigest: digestOf(newCookie),
         subject: { iss: verified.issuer, sub: verified.subject },
         displayName: verified.displayName,
-        operator: hasOperatorRole(verified.claims, deps.operators),
-        expiresAt: new Date(now.getTime() + deps.sessionTtlSeconds * 1000),
+        operator: hasOperatorRole(verified.claims, deps.settings.operators),
+        expiresAt: new Date(now.getTime() + deps.settings.session.ttlSeconds * 1000),
       },
       now,
     );

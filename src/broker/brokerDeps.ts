@@ -1,13 +1,20 @@
+import type { Config } from '../config/config.js';
 import type { SecretBox } from '../crypto/secretBox.js';
 import type { Pool } from '../db/pool.js';
 import type { ProviderClient } from '../oauth/providerClient.js';
 import type { Clock } from '../shared/clock.js';
 import type { Logger } from '../shared/logger.js';
 import type { CompletionSignal } from './completionSignal.js';
-import type { Quotas, WaitGate } from './quotas.js';
+import type { WaitGate } from './quotas.js';
+
+/**
+ * The broker slice of the configuration (config/config.ts) as the use cases read it, less what only
+ * main.ts reads (the providers file) and the sweeper (its interval): a new setting there reaches them.
+ */
+export type BrokerSettings = Omit<Config['broker'], 'providersFile' | 'providerSecret' | 'sweepIntervalMs'>;
 
 /** What the connection broker's use cases need; built once in server.ts. */
-export interface BrokerDeps {
+export interface BrokerDeps extends BrokerSettings {
   pool: Pool;
   clock: Clock;
   logger: Logger;
@@ -18,13 +25,10 @@ export interface BrokerDeps {
   publicUrl: URL;
   /** Development: loopback URLs pass the URL policy. */
   allowLoopback: boolean;
-  navigationTtlSeconds: number;
-  /** How long a retry waits for a pending connection before answering input_required again. */
-  retryWaitMs: number;
   /** Tools whose verified operations wait for an operator's approval (HIGH_RISK_TOOLS). */
   highRiskTools: ReadonlySet<string>;
   /** Per-principal limits (QUOTA_*). */
-  quotas: Quotas;
+  quotas: Config['quotas'];
   /** Counts each principal's waiting calls on this instance against quotas.waitsPerPrincipal. */
   waits: WaitGate;
 }

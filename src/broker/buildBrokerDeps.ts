@@ -1,3 +1,4 @@
+import type { Config } from '../config/config.js';
 import { createKeyring } from '../crypto/keyring.js';
 import { createSecretBox } from '../crypto/secretBox.js';
 import type { Pool } from '../db/pool.js';
@@ -9,7 +10,7 @@ import type { Logger } from '../shared/logger.js';
 import type { Secret } from '../shared/secret.js';
 import type { BrokerDeps } from './brokerDeps.js';
 import { createCompletionSignal } from './completionSignal.js';
-import { createWaitGate, DEFAULT_QUOTAS, type Quotas } from './quotas.js';
+import { createWaitGate } from './quotas.js';
 
 /** What the broker's use cases are built from: the process's resources and the deployment's settings. */
 export interface BrokerBuild {
@@ -21,15 +22,10 @@ export interface BrokerBuild {
   /** SECRET_KEYS: the vault's and the connect links' keys. */
   secretKeys: readonly { kid: string; key: Secret }[];
   providers: readonly Provider[];
-  publicUrl: URL;
   /** Development: loopback URLs pass the URL policy. */
   allowLoopback: boolean;
-  navigationTtlSeconds: number;
-  retryWaitMs: number;
-  /** HIGH_RISK_TOOLS. */
-  highRiskTools?: readonly string[] | undefined;
-  /** QUOTA_*; absent ones take DEFAULT_QUOTAS. */
-  quotas?: Partial<Quotas> | undefined;
+  /** The configuration's slices as loadConfig parsed them; `http.publicUrl` is this instance's. */
+  settings: Pick<Config, 'http' | 'broker' | 'quotas' | 'highRiskTools'>;
 }
 
 /**
@@ -38,8 +34,10 @@ export interface BrokerBuild {
  * so seals their handles with the same keys). The caller closes `signal`.
  */
 export function buildBrokerDeps(build: BrokerBuild): BrokerDeps {
-  const quotas: Quotas = { ...DEFAULT_QUOTAS, ...build.quotas };
+  const { http, quotas, highRiskTools } = build.settings;
+  const { providersFile: _file, providerSecret: _secret, sweepIntervalMs: _sweep, ...settings } = build.settings.broker;
   return {
+    ...settings,
     pool: build.pool,
     clock: build.clock,
     logger: build.logger,
@@ -55,11 +53,9 @@ export function buildBrokerDeps(build: BrokerBuild): BrokerDeps {
     ),
     box: createSecretBox(createKeyring(build.secretKeys, 'secrets')),
     signal: createCompletionSignal(build.pool, build.logger),
-    publicUrl: build.publicUrl,
+    publicUrl: http.publicUrl,
     allowLoopback: build.allowLoopback,
-    navigationTtlSeconds: build.navigationTtlSeconds,
-    retryWaitMs: build.retryWaitMs,
-    highRiskTools: new Set(build.highRiskTools ?? []),
+    highRiskTools: new Set(highRiskTools),
     quotas,
     waits: createWaitGate(quotas.waitsPerPrincipal),
   };

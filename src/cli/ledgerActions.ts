@@ -99,12 +99,8 @@ export async function runAction(
     fetch: createFetch(),
     secretKeys: await deploymentKeys(config),
     providers: [],
-    publicUrl: config.http.publicUrl,
     allowLoopback: config.mode !== 'production',
-    navigationTtlSeconds: config.broker.navigationTtlSeconds,
-    retryWaitMs: config.broker.retryWaitMs,
-    highRiskTools: config.highRiskTools,
-    quotas: config.quotas,
+    settings: config,
   });
   const { signal } = broker;
   try {

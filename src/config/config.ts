@@ -226,6 +226,7 @@ export interface Config {
     /** Reads PROVIDERS_FILE's `{"env": NAME}` client secrets from the environment (so the file can be committed); a function, so printing the config shows none. */
     providerSecret: (name: string) => string | undefined;
     navigationTtlSeconds: number;
+    /** How long a retry waits for a pending connection before answering input_required again. */
     retryWaitMs: number;
     sweepIntervalMs: number;
   };
@@ -244,8 +245,8 @@ export interface Config {
   toolsFile: string | undefined;
   /** Per-principal limits (QUOTA_*). */
   quotas: Quotas;
-  /** GET /metrics: its bearer token (METRICS_TOKEN); unset, it is open in development and off in production. */
-  metrics: { token: Secret | undefined };
+  /** GET /metrics: its bearer token (METRICS_TOKEN); without one, open outside production and off (403) in it. */
+  metrics: { token: Secret | undefined; openWithoutToken: boolean };
   log: { level: string };
 }
 
@@ -330,7 +331,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       waitsPerPrincipal: e.QUOTA_WAITS_PER_PRINCIPAL,
       refusalsPerFlow: e.QUOTA_REFUSALS_PER_FLOW,
     },
-    metrics: { token: e.METRICS_TOKEN === undefined ? undefined : new Secret(e.METRICS_TOKEN) },
+    metrics: {
+      token: e.METRICS_TOKEN === undefined ? undefined : new Secret(e.METRICS_TOKEN),
+      openWithoutToken: e.NODE_ENV !== 'production',
+    },
     log: { level: e.LOG_LEVEL },
   });
 }

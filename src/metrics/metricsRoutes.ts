@@ -1,6 +1,6 @@
 import { Router } from 'express';
+import type { Config } from '../config/config.js';
 import { ForbiddenError, UnauthenticatedError } from '../errors/appError.js';
-import type { Secret } from '../shared/secret.js';
 import { digestOf, equalInConstantTime } from '../shared/tokens.js';
 import type { Metrics } from './metrics.js';
 
@@ -9,10 +9,7 @@ import type { Metrics } from './metrics.js';
  * `Authorization: Bearer <token>`. Without one: everyone when
  * `openWithoutToken` (development), no one otherwise (production).
  */
-export interface MetricsAccess {
-  token: Secret | undefined;
-  openWithoutToken: boolean;
-}
+export type MetricsAccess = Config['metrics'];
 
 export interface MetricsRoutesDeps {
   metrics: Metrics;

@@ -1,8 +1,9 @@
 import { Router } from 'express';
 import { z } from 'zod';
+import type { Config } from '../config/config.js';
 import { ForbiddenError } from '../errors/appError.js';
 import { isValidCsrf, requireSameOrigin } from './middleware/csrf.js';
-import { rateLimitByAddress, type RateLimit } from './middleware/rateLimit.js';
+import { rateLimitByAddress } from './middleware/rateLimit.js';
 import { parseInput } from './parse.js';
 import { formBody } from './requestBody.js';
 import { readLoginCookie, writeLoginCookie } from '../auth/loginCookie.js';
@@ -25,19 +26,16 @@ const callbackQuery = z.object({
 const logoutBody = z.strictObject({ _csrf: z.string().max(128) });
 
 export interface AuthRoutesDeps extends SignInDeps {
-  publicUrl: URL;
-  /** Per client address, for GET /login and the callback together (LOGIN_RATE_BURST, LOGIN_RATE_PER_MINUTE). */
-  loginRateLimit: RateLimit;
+  /** `login.rateLimit` is per client address, for GET /login and the callback together. */
+  settings: Pick<Config, 'http' | 'session' | 'login' | 'operators'>;
 }
-
-/** LOGIN_RATE_BURST and LOGIN_RATE_PER_MINUTE when not configured (config.ts has the same defaults). */
-export const DEFAULT_LOGIN_RATE_LIMIT: RateLimit = { burst: 60, perMinute: 60 };
 
 /** GET /login, GET /auth/callback, POST /logout. */
 export function authRoutes(deps: AuthRoutesDeps): Router {
   const router = Router();
+  const { publicUrl } = deps.settings.http;
   // Both ends of a sign-in are open to anyone: one bucket per address bounds what a caller can make us do.
-  const limited = rateLimitByAddress(deps.loginRateLimit, () => deps.clock.now().getTime());
+  const limited = rateLimitByAddress(deps.settings.login.rateLimit, () => deps.clock.now().getTime());
   const loginMaxAge = LOGIN_TTL_MS / 1000;
 
   router.get('/login', limited, async (req, res) => {
@@ -49,7 +47,7 @@ export function authRoutes(deps: AuthRoutesDeps): Router {
 
   router.get('/auth/callback', limited, async (req, res) => {
     parseInput(callbackQuery, req.query, 'query');
-    const currentUrl = new URL(req.originalUrl, deps.publicUrl);
+    const currentUrl = new URL(req.originalUrl, publicUrl);
     const cookies = { session: readSessionCookie(req), login: readLoginCookie(req) };
     const { newCookie, returnTo, loginCookie } = await completeSignIn(deps, cookies, currentUrl).catch(
       (err: unknown) => {
@@ -61,11 +59,11 @@ export function authRoutes(deps: AuthRoutesDeps): Router {
       },
     );
     writeLoginCookie(res, loginCookie, loginMaxAge);
-    writeSessionCookie(res, newCookie, deps.sessionTtlSeconds);
+    writeSessionCookie(res, newCookie, deps.settings.session.ttlSeconds);
     res.redirect(303, returnTo);
   });
 
-  router.post('/logout', requireSameOrigin(deps.publicUrl.origin), formBody({ limit: 2048 }), async (req, res) => {
+  router.post('/logout', requireSameOrigin(publicUrl.origin), formBody({ limit: 2048 }), async (req, res) => {
     const body = parseInput(logoutBody, req.body, 'form');
     const cookie = readSessionCookie(req);
     if (!isValidCsrf(cookie, body._csrf))

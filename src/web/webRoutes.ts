@@ -2,6 +2,7 @@ import { Router } from 'express';
 import { z } from 'zod';
 import { currentSession } from '../auth/signIn.js';
 import { readSessionCookie } from '../auth/sessionCookie.js';
+import type { Config } from '../config/config.js';
 import type { Pool } from '../db/pool.js';
 import type { Clock } from '../shared/clock.js';
 import { csrfTokenFor } from './middleware/csrf.js';
@@ -12,7 +13,7 @@ export interface WebRoutesDeps {
   pool: Pool;
   clock: Clock;
   render: Render;
-  mcpResourceUrl: string;
+  settings: Pick<Config, 'http'>;
 }
 
 /** GET / : who is signed in, with sign-in or sign-out. */
@@ -30,7 +31,7 @@ export function webRoutes(deps: WebRoutesDeps): Router {
         subject: session?.session.subject,
         operator: session?.session.operator ?? false,
         csrf: session ? csrfTokenFor(session.cookie) : undefined,
-        mcpResourceUrl: deps.mcpResourceUrl,
+        mcpResourceUrl: deps.settings.http.mcpResourceUrl,
       }),
     );
   });

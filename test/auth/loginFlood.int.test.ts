@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_LOGIN_RATE_LIMIT } from '../../src/web/authRoutes.js';
+import { loadConfig } from '../../src/config/config.js';
 import { DEV_PASSWORD } from '../../src/dev/devUsers.js';
 import { createTestBrowser } from '../support/testBrowser.js';
 import { useBrokerStack } from '../support/useBrokerStack.js';
@@ -12,7 +12,7 @@ describe('a flood of unauthenticated sign-in requests', () => {
   const startedAt = Date.now();
   let advancedMs = 0;
   const { stack } = useBrokerStack({
-    loginRateLimit: DEFAULT_LOGIN_RATE_LIMIT,
+    loginRateLimit: loadConfig({}).login.rateLimit,
     clock: { now: () => new Date(startedAt + advancedMs) },
   });
 

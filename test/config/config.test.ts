@@ -154,6 +154,12 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('opens GET /metrics without METRICS_TOKEN outside production only (main.ts passes the slice as it is)', () => {
+    expect(loadConfig({}).metrics.openWithoutToken).toBe(true);
+    expect(loadConfig({ NODE_ENV: 'test' }).metrics.openWithoutToken).toBe(true);
+    expect(loadConfig(production).metrics.openWithoutToken).toBe(false);
+  });
+
   it('reads who is an operator, the CLI operator token and the high-risk tools', () => {
     const defaults = loadConfig({});
     expect(defaults.operators).toEqual({ roleClaim: 'roles', role: 'operator' });

@@ -19,12 +19,13 @@ import { createLogger } from '../../src/shared/logger.js';
 import { Secret } from '../../src/shared/secret.js';
 import { loadOrCreateLocalTls, type TlsMaterial } from '../../src/tls/localCa.js';
 import { parseProviders } from '../../src/providers/providerConfig.js';
-import { ANONYMOUS_PRINCIPAL, createBrokerServer, type BrokerServer } from '../../src/server.js';
+import { createBrokerServer, type BrokerServer, type ServerSettings } from '../../src/server.js';
 import type { Tool } from '../../src/mcp/defineTool.js';
 import type { McpToolDeps } from '../../src/mcp/toolDeps.js';
 import type { RateLimit } from '../../src/web/middleware/rateLimit.js';
 import { createRender } from '../../src/web/render.js';
 import { createTestDb, type TestDb } from './testDb.js';
+import { atUrl, stackSettings } from './testSettings.js';
 
 export interface BrokerStack {
   /** e.g. https://127.0.0.1:40123 */
@@ -43,6 +44,8 @@ export interface BrokerStack {
   fetch: Fetch;
   /** The stack's folder: its CA is `${dataDir}/tls/ca.pem` (for the CLI's DATA_DIR). */
   dataDir: string;
+  /** The first instance's settings (the second differs in `http.publicUrl` only). */
+  settings: ServerSettings;
   /** The first instance's reconcile sweep (re-drives unknown outcomes). */
   reconcile(graceMs: number, batch: number): Promise<{ redriven: number; waiting: number }>;
   close(): Promise<void>;
@@ -50,7 +53,9 @@ export interface BrokerStack {
 
 /**
  * The broker as main.ts assembles it, on port 0, with the real development
- * identity provider and Report Service, and its own Postgres schema.
+ * identity provider and Report Service, and its own Postgres schema. Its
+ * settings are loadConfig's defaults but for these options and the few
+ * values testSettings.ts's stackSettings() names.
  */
 export interface BrokerStackOptions {
   clock?: Clock;
@@ -67,13 +72,13 @@ export interface BrokerStackOptions {
   metrics?: (pool: Pool) => Metrics;
   /** METRICS_TOKEN for both instances (default: /metrics closed). */
   metricsToken?: string;
-  /** LOGIN_RATE_BURST and LOGIN_RATE_PER_MINUTE (default: high, see below). */
+  /** LOGIN_RATE_BURST and LOGIN_RATE_PER_MINUTE (default: high, see testSettings.ts). */
   loginRateLimit?: RateLimit;
-  /** LEGACY_MAX_SESSIONS and friends, in milliseconds (default: DEFAULT_LEGACY_LIMITS). */
+  /** LEGACY_MAX_SESSIONS and friends, in milliseconds, over loadConfig's defaults. */
   legacyLimits?: Partial<LegacyLimits>;
   /** HIGH_RISK_TOOLS for both instances. */
   highRiskTools?: readonly string[];
-  /** QUOTA_* for both instances (default: DEFAULT_QUOTAS). */
+  /** QUOTA_* for both instances, over loadConfig's defaults. */
   quotas?: Partial<Quotas>;
   /** The issuer whose tokens /mcp accepts (default: the development identity provider). */
   mcpIssuer?: string;
@@ -122,8 +127,10 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
   const providers = parseProviders([...builtIn, ...extra], { allowLoopback: true });
   const servers: BrokerServer[] = [];
   const brokerFetch = options.brokerFetch ? options.brokerFetch(fetch) : fetch;
+  const settings = atUrl(stackSettings(options), publicUrl, mcpResourceUrl);
   const listenerFor = (pool: Pool, publicUrl: URL): RequestListener => {
     const server = createBrokerServer({
+      settings: atUrl(settings, publicUrl, mcpResourceUrl),
       pool,
       logger,
       clock: options.clock ?? systemClock,
@@ -136,35 +143,14 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
         allowLoopback: true,
       }),
       migrations,
-      publicUrl,
-      mcpResourceUrl,
-      sessionTtlSeconds: options.sessionTtlSeconds ?? 3600,
-      // Every simulated browser of a test signs in from 127.0.0.1, dozens within seconds; the
-      // production default is proven by test/auth/loginFlood.int.test.ts.
-      loginRateLimit: options.loginRateLimit ?? { burst: 100_000, perMinute: 100_000 },
       issuer: options.mcpIssuer ?? dev.idp.issuer,
       fetch: brokerFetch,
       secretKeys: secrets.secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) })),
-      mcpScope: 'mcp',
-      anonymousPrincipal: options.anonymous ? ANONYMOUS_PRINCIPAL : undefined,
       version: 'test',
       providers,
       allowLoopback: true,
-      navigationTtlSeconds: options.navigationTtlSeconds ?? 900,
-      retryWaitMs: options.retryWaitMs ?? 2_000,
-      legacy: {
-        urlElicitation: options.legacyUrlElicitation ?? 'nested',
-        waitMs: options.legacyWaitMs ?? 10_000,
-        retryWindowMs: 600_000,
-        ...(options.legacyLimits ? { limits: options.legacyLimits } : {}),
-      },
-      ...(options.highRiskTools ? { highRiskTools: options.highRiskTools } : {}),
       ...(options.extraTools ? { extraTools: options.extraTools } : {}),
-      ...(options.quotas ? { quotas: options.quotas } : {}),
       ...(options.metrics && servers.length === 0 ? { metrics: options.metrics(pool) } : {}),
-      ...(options.metricsToken
-        ? { metricsAccess: { token: new Secret(options.metricsToken), openWithoutToken: false } }
-        : {}),
     });
     servers.push(server);
     return server.listener;
@@ -189,6 +175,7 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
     logs,
     fetch,
     dataDir: dir,
+    settings,
     reconcile: (graceMs, batch) => servers[0]!.reconcile(graceMs, batch),
     async close() {
       await broker.close(0);

@@ -15,6 +15,7 @@ import { reportsAt } from './forgedTokens.js';
 import { exchange as rawExchange, type Exchange, type JsonRpc } from './legacyExchange.js';
 import { internalErrors } from './legacySdkClient.js';
 import { createTestBrowser, type TestBrowser } from './testBrowser.js';
+import { atUrl } from './testSettings.js';
 import { useBrokerStack } from './useBrokerStack.js';
 
 // The harness of test/mcp/legacy/legacyLineageFaults.int.test.ts: alice's legacy sessions driven
@@ -262,8 +263,8 @@ export function useFaultStack(options: BrokerStackOptions) {
 }
 
 /**
- * A third broker instance on the stack's database, keys and MCP audience,
- * configured LEGACY_URL_ELICITATION=error (brokerStack configures both of its
+ * A third broker instance on the stack's database, keys, MCP audience and
+ * settings, but LEGACY_URL_ELICITATION=error (brokerStack configures both of its
  * instances alike). Its own public URL: its connect links are not completed here.
  */
 export async function startErrorInstance(stack: BrokerStack): Promise<{ url: string; close(): Promise<void> }> {
@@ -277,7 +278,13 @@ export async function startErrorInstance(stack: BrokerStack): Promise<{ url: str
     'broker 3 (error lineage)',
   );
   const url = `https://127.0.0.1:${running.port}`;
+  const { settings } = stack;
   const server = createBrokerServer({
+    settings: atUrl(
+      { ...settings, legacy: { ...settings.legacy, urlElicitation: 'error', waitMs: WAIT_MS } },
+      new URL(url),
+      stack.mcpResourceUrl,
+    ),
     pool: stack.db.newPool(),
     logger: createLogger({ level: 'silent' }),
     clock: systemClock,
@@ -290,20 +297,12 @@ export async function startErrorInstance(stack: BrokerStack): Promise<{ url: str
       allowLoopback: true,
     }),
     migrations: await readMigrations(),
-    publicUrl: new URL(url),
-    mcpResourceUrl: stack.mcpResourceUrl,
-    sessionTtlSeconds: 3600,
     issuer: stack.dev.idp.issuer,
     fetch: stack.fetch,
     secretKeys: stack.secrets.secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) })),
-    mcpScope: 'mcp',
-    anonymousPrincipal: undefined,
     version: 'test',
     providers: parseProviders([reportServiceProvider(stack.dev, stack.secrets)], { allowLoopback: true }),
     allowLoopback: true,
-    navigationTtlSeconds: 900,
-    retryWaitMs: 2_000,
-    legacy: { urlElicitation: 'error', waitMs: WAIT_MS, retryWindowMs: 600_000 },
   });
   holder.server = server;
   return {

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Principal } from '../../auth/principal.js';
+import type { Config } from '../../config/config.js';
 import { findNavigationById } from '../../broker/navigationRepo.js';
 import { State } from '../../flow/navigationStates.js';
 import { invalidRequest, McpProtocolError, methodNotFound, tooManySessions, unknownSession } from '../toMcp.js';
@@ -8,22 +9,17 @@ import type { ToolContext } from '../defineTool.js';
 import type { ClientCapabilities, RequestId } from '../protocol.js';
 import { errorMessage, notificationMessage, resultMessage, sseMessage } from '../rpcMessages.js';
 import { legacyToolCall, type LegacyToolDeps } from './legacyTools.js';
-import {
-  createLegacySessions,
-  DEFAULT_LEGACY_LIMITS,
-  LEGACY_VERSION,
-  type LegacyLimits,
-  type LegacySession,
-} from './legacySessions.js';
+import { createLegacySessions, LEGACY_VERSION, type LegacySession } from './legacySessions.js';
 import { createRequestChannel } from './requestChannel.js';
 import { openSse } from './sseStream.js';
 import type { VerifiedBearer } from '../mcpAuth.js';
 
-export interface LegacyEndpointDeps extends LegacyToolDeps {
+/** The legacy slice of the configuration (LEGACY_*) as loadConfig parsed it. */
+type LegacySettings = Config['legacy'];
+
+export interface LegacyEndpointDeps extends LegacyToolDeps, LegacySettings {
   serverInfo: { name: string; version: string };
   logger: Logger;
-  /** Session caps, idle end, stream heartbeat and lifetime, watchers per session (defaults: DEFAULT_LEGACY_LIMITS). */
-  limits?: Partial<LegacyLimits>;
 }
 
 export interface LegacyEndpoint {
@@ -81,7 +77,7 @@ function refuse(
  * on a POST's SSE stream; it calls the same use cases.
  */
 export function createLegacyEndpoint(deps: LegacyEndpointDeps): LegacyEndpoint {
-  const limits: LegacyLimits = { ...DEFAULT_LEGACY_LIMITS, ...deps.limits };
+  const { limits } = deps;
   const sessions = createLegacySessions(limits);
 
   function sessionOf(

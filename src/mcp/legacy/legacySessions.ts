@@ -46,15 +46,6 @@ export interface LegacyLimits {
   watchersPerSession: number;
 }
 
-export const DEFAULT_LEGACY_LIMITS: LegacyLimits = {
-  maxSessions: 10_000,
-  maxSessionsPerPrincipal: 20,
-  idleMs: 30 * 60_000,
-  heartbeatMs: 15_000,
-  streamMaxMs: 10 * 60_000,
-  watchersPerSession: 10,
-};
-
 export type CreateResult = { session: LegacySession } | { refused: string };
 
 export interface LegacySessions {
