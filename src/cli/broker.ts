@@ -4,7 +4,9 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config/config.js';
 import { DEV_PASSWORD, findDevUser, devUsers } from '../dev/devUsers.js';
 import { createFetch } from '../shared/httpClient.js';
+import { DeploymentError } from './deployment.js';
 import { fetchDevToken } from './devToken.js';
+import { KeysCommandError, keysCommand } from './keysCommand.js';
 import { LedgerCommandError, ledgerCommand } from './ledgerCommand.js';
 import { ProvidersCommandError, providersCommand } from './providersCommand.js';
 import { ToolsCommandError, toolsCommand } from './toolsCommand.js';
@@ -19,6 +21,8 @@ Commands:
                             reconcile, gates, close, reissue, redrive, approvals, approve,
                             reject, pause-connections, resume-connections (an operator's
                             token in BROKER_OPERATOR_TOKEN; broker ledger help for the options).
+  keys status [--json]      Values at rest per key id of SECRET_KEYS and kind, the active key, and
+                            whether each older key can be retired (an operator's token, as ledger).
   providers list [--json]   The providers PROVIDERS_FILE configures: source, kind, the callback
                             URL to register at each, scopes (no network access).
   providers check [--json]  Loads every provider's endpoints (discovery where configured); exit 1
@@ -77,6 +81,8 @@ async function main(argv: string[]): Promise<number> {
         (line) => process.stdout.write(`${line}\n`),
         (line) => process.stderr.write(`${line}\n`),
       );
+    else if (command === 'keys')
+      return await keysCommand(rest, loadConfig(), (line) => process.stdout.write(`${line}\n`));
     else if (command === 'providers')
       return await providersCommand(
         rest,
@@ -105,11 +111,15 @@ async function main(argv: string[]): Promise<number> {
       err instanceof UsageError ||
       err instanceof ConfigError ||
       err instanceof LedgerCommandError ||
+      err instanceof KeysCommandError ||
+      err instanceof DeploymentError ||
       err instanceof ProvidersCommandError ||
       err instanceof ToolsCommandError
     ) {
       process.stderr.write(`broker: ${err.message}\n`);
       return err instanceof LedgerCommandError ||
+        err instanceof KeysCommandError ||
+        err instanceof DeploymentError ||
         err instanceof ProvidersCommandError ||
         err instanceof ToolsCommandError
         ? err.exitCode

@@ -10,8 +10,8 @@ import { AppError } from '../errors/appError.js';
 import { pauseConnections, resumeConnections } from '../ledger/killSwitch.js';
 import { systemClock } from '../shared/clock.js';
 import { createFetch } from '../shared/httpClient.js';
-import { Secret } from '../shared/secret.js';
 import type { Logger } from '../shared/logger.js';
+import { deploymentKeys } from './deployment.js';
 import { formatTable } from './table.js';
 
 export const actionCommands = [
@@ -136,21 +136,6 @@ export async function runAction(
   } finally {
     await signal.close();
   }
-}
-
-/** SECRET_KEYS, or in development the keys npm start generated under DATA_DIR. */
-async function deploymentKeys(config: Readonly<Config>): Promise<{ kid: string; key: Secret }[]> {
-  if (config.secretKeys) return config.secretKeys;
-  // Development material is loaded only in development.
-  const dev =
-    config.mode === 'development'
-      ? await (await import('../dev/devSecrets.js')).readDevSecrets(config.dataDir)
-      : undefined;
-  if (!dev)
-    throw new ActionError(
-      `No SECRET_KEYS: set it as the running broker has it${config.mode === 'development' ? `, or start the development server (npm start) so ${config.dataDir}/dev-secrets.json exists` : ''}.`,
-    );
-  return dev.secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) }));
 }
 
 async function waitForOutcome(pool: Pool, receiptId: string, seconds: number): Promise<string | undefined> {

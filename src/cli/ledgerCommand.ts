@@ -1,7 +1,5 @@
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Config } from '../config/config.js';
-import { runningEmbeddedPostgresUrl } from '../db/embeddedPostgres.js';
 import { createPool } from '../db/pool.js';
 import { AGE_HINT, parseAge } from '../ledger/flowAge.js';
 import { evaluateGates } from '../ledger/gates.js';
@@ -14,11 +12,11 @@ import {
 } from '../ledger/ledgerQueriesRepo.js';
 import { verifyChain } from '../ledger/ledgerRepo.js';
 import { lineages, navigationStates, State } from '../flow/navigationStates.js';
+import { databaseUrl } from './deployment.js';
 import { formatTable } from './table.js';
 import { actionCommands, ActionError, runAction, type ActionCommand } from './ledgerActions.js';
 import { authenticateOperator, OperatorAuthError } from './operatorAuth.js';
 import { createLogger } from '../shared/logger.js';
-import type { Secret } from '../shared/secret.js';
 
 export class LedgerCommandError extends Error {
   constructor(
@@ -59,17 +57,6 @@ the operator role (development: export BROKER_OPERATOR_TOKEN=$(npm run -s broker
   approve <approval id> --reason R / reject <approval id> --reason R
                                   Decide one; a rejection ends the flow.
 `;
-
-async function databaseUrl(config: Readonly<Config>): Promise<Secret> {
-  if (config.db.url) return config.db.url;
-  const embedded =
-    config.mode === 'production' ? undefined : await runningEmbeddedPostgresUrl(join(config.dataDir, 'postgres'));
-  if (!embedded)
-    throw new LedgerCommandError(
-      'No database: set DATABASE_URL, or start the development server (npm start) so its embedded Postgres is running.',
-    );
-  return embedded;
-}
 
 /** `broker ledger …`: returns the process exit code. */
 export async function ledgerCommand(
@@ -118,7 +105,7 @@ export async function ledgerCommand(
   const now = new Date();
   const print = (data: unknown, text: () => string) => out(values.json ? JSON.stringify(data) : text());
   try {
-    const { actor, subject } = await authenticateOperator(config, pool, sub).catch((err: unknown) => {
+    const { actor, subject } = await authenticateOperator(config, pool, `ledger ${sub}`).catch((err: unknown) => {
       if (err instanceof OperatorAuthError) throw new LedgerCommandError(err.message, err.exitCode);
       throw err;
     });

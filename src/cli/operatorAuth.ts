@@ -24,7 +24,8 @@ const HOW_TO =
   'Set BROKER_OPERATOR_TOKEN to an access token for the broker (audience: its /mcp resource URL) from your identity provider, for a user with the operator role. Development: export BROKER_OPERATOR_TOKEN=$(npm run -s broker -- dev-token --user ops)';
 
 /**
- * The operator behind a `broker ledger` command: the CLI
+ * The operator behind a `broker ledger` or `broker keys` command (`command`, as typed after
+ * `broker`, e.g. `ledger verify`): the CLI
  * holds database credentials, and on top of them every command needs an IdP
  * access token carrying the operator role, verified like an MCP bearer token
  * (JWKS, pinned algorithms, issuer, audience). A non-operator is refused and
@@ -60,7 +61,7 @@ export async function authenticateOperator(
     await recordOperatorAction(
       pool,
       'access_refused',
-      `not an operator: broker ledger ${command}`,
+      `not an operator: broker ${command}`,
       actor,
       { command },
       new Date(),
