@@ -15,6 +15,7 @@ import { systemClock } from '../../src/shared/clock.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { Secret } from '../../src/shared/secret.js';
 import { navigationFixture } from '../support/navigationFixture.js';
+import { keyIdsInUse, resealEntries } from '../support/sealedKeys.js';
 import { createTestDb, type TestDb } from '../support/testDb.js';
 
 const logger = createLogger({ level: 'silent' });
@@ -112,28 +113,6 @@ async function openAll(db: TestDb, box: SecretBox, seeded: Seeded, sub: string) 
   };
 }
 
-async function keyIdsInUse(db: TestDb): Promise<string[]> {
-  const { rows } = await db.pool.query<{ k: string }>(
-    `SELECT key_id AS k FROM secrets UNION SELECT key_id FROM oauth_transactions
-     UNION SELECT arguments_key_id FROM operation_receipts WHERE arguments_key_id IS NOT NULL
-     UNION SELECT handle_key_id FROM elicitation_navigations WHERE handle_key_id IS NOT NULL ORDER BY 1`,
-  );
-  return rows.map((r) => r.k);
-}
-
-async function resealEvents(db: TestDb) {
-  const { rows } = await db.pool.query<{
-    navigation_id: string;
-    from_status: string;
-    to_status: string;
-    actor: string;
-    evidence: { kind: string; keyId: string; from: Record<string, number> };
-  }>(
-    "SELECT navigation_id, from_status, to_status, actor, evidence FROM navigation_events WHERE event = 'values_resealed' ORDER BY chain_seq",
-  );
-  return rows;
-}
-
 describe('the re-seal job', () => {
   let db: TestDb;
   beforeEach(async () => {
@@ -146,7 +125,7 @@ describe('the re-seal job', () => {
   it('moves every kind of sealed value to the active key with its AAD, on two instances at once, each value once, with ledger entries counting them per key id', async () => {
     const subs = ['alice', 'bob', 'carol', 'dave'];
     const seeded = await Promise.all(subs.map((sub) => seedFlow(db, boxOf(k1), sub)));
-    expect(await keyIdsInUse(db)).toEqual(['k1']);
+    expect(await keyIdsInUse(db.pool)).toEqual(['k1']);
 
     // k2 is added first: two instances re-seal at once, in batches of 3, over two pools.
     const rotated = boxOf(k2, k1);
@@ -156,12 +135,12 @@ describe('the re-seal job', () => {
     // 5 values per flow (access and refresh token, verifier, arguments, handle).
     expect(passes.reduce((n, p) => n + p.resealed, 0)).toBe(subs.length * 5);
     expect(passes.every((p) => p.unopened === 0)).toBe(true);
-    expect(await keyIdsInUse(db)).toEqual(['k2']);
+    expect(await keyIdsInUse(db.pool)).toEqual(['k2']);
 
     // k1 retired: every value opens under k2 alone, the same plaintext, in its own row's AAD.
     for (const [i, s] of seeded.entries()) expect(await openAll(db, boxOf(k2), s, subs[i]!)).toEqual(s.plain);
 
-    const events = await resealEvents(db);
+    const events = await resealEntries(db.pool);
     for (const s of seeded) {
       const mine = events.filter((e) => e.navigation_id === s.navigationId);
       expect(mine.every((e) => e.actor === 'system:reseal' && e.evidence.keyId === 'k2')).toBe(true);
@@ -187,7 +166,7 @@ describe('the re-seal job', () => {
       resealed: 0,
       unopened: 0,
     });
-    expect(await resealEvents(db)).toHaveLength(events.length);
+    expect(await resealEntries(db.pool)).toHaveLength(events.length);
   });
 
   it('leaves a value that does not open under its configured key and moves the rest past it', async () => {
@@ -214,9 +193,9 @@ describe('the re-seal job', () => {
       resealPass({ pool: db.pool, box, clock: systemClock, logger }, inBudget);
     const sweep = (box: SecretBox) => sweepOnce({ pool: db.pool, clock: systemClock, logger, reseal: reseal(box) });
     expect((await sweep(boxOf(k1))).resealedValues).toBe(0);
-    expect(await keyIdsInUse(db)).toEqual(['k1']);
+    expect(await keyIdsInUse(db.pool)).toEqual(['k1']);
     expect((await sweep(boxOf(k2, k1))).resealedValues).toBe(5);
-    expect(await keyIdsInUse(db)).toEqual(['k2']);
+    expect(await keyIdsInUse(db.pool)).toEqual(['k2']);
     expect((await sweep(boxOf(k2, k1))).resealedValues).toBe(0);
   });
 });

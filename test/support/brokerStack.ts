@@ -24,6 +24,7 @@ import type { Tool } from '../../src/mcp/defineTool.js';
 import type { McpToolDeps } from '../../src/mcp/toolDeps.js';
 import type { RateLimit } from '../../src/web/middleware/rateLimit.js';
 import { createRender } from '../../src/web/render.js';
+import type { ResealProgress } from '../../src/jobs/reseal.js';
 import { createTestDb, type TestDb } from './testDb.js';
 import { atUrl, stackSettings } from './testSettings.js';
 
@@ -48,6 +49,15 @@ export interface BrokerStack {
   settings: ServerSettings;
   /** The first instance's reconcile sweep (re-drives unknown outcomes). */
   reconcile(graceMs: number, batch: number): Promise<{ redriven: number; waiting: number }>;
+  /** The first instance's re-seal pass (what the sweeper runs: values under an older key moved to the active one). */
+  reseal(inBudget: () => boolean): Promise<ResealProgress>;
+  /** The first instance's proactive refresh (renews access tokens about to expire). */
+  refreshExpiring: BrokerServer['refreshExpiring'];
+  /**
+   * Both instances rebuilt with these SECRET_KEYS (the first active), on the same database, ports
+   * and settings, as a rolling deploy of a key rotation does; `secrets.secretKeys` is left as it was.
+   */
+  restartWithKeys(keys: readonly { kid: string; key: string }[]): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -128,6 +138,7 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
   const servers: BrokerServer[] = [];
   const brokerFetch = options.brokerFetch ? options.brokerFetch(fetch) : fetch;
   const settings = atUrl(stackSettings(options), publicUrl, mcpResourceUrl);
+  let secretKeys: readonly { kid: string; key: string }[] = secrets.secretKeys;
   const listenerFor = (pool: Pool, publicUrl: URL): RequestListener => {
     const server = createBrokerServer({
       settings: atUrl(settings, publicUrl, mcpResourceUrl),
@@ -145,7 +156,7 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
       migrations,
       issuer: options.mcpIssuer ?? dev.idp.issuer,
       fetch: brokerFetch,
-      secretKeys: secrets.secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) })),
+      secretKeys: secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) })),
       version: 'test',
       providers,
       allowLoopback: true,
@@ -162,7 +173,8 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
   let secondHandler: RequestListener = (_req, res) => res.writeHead(503).end();
   const second = await listenHttps(tls, (req, res) => secondHandler(req, res), '127.0.0.1', 0, 'broker 2');
   const secondUrl = `https://127.0.0.1:${second.port}`;
-  secondHandler = listenerFor(db.newPool(), new URL(secondUrl));
+  const secondPool = db.newPool();
+  secondHandler = listenerFor(secondPool, new URL(secondUrl));
 
   return {
     brokerUrl,
@@ -177,6 +189,15 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
     dataDir: dir,
     settings,
     reconcile: (graceMs, batch) => servers[0]!.reconcile(graceMs, batch),
+    reseal: (inBudget) => servers[0]!.reseal(inBudget),
+    refreshExpiring: (options) => servers[0]!.refreshExpiring(options),
+    async restartWithKeys(keys) {
+      const old = servers.splice(0);
+      secretKeys = keys;
+      handler = listenerFor(db.pool, publicUrl);
+      secondHandler = listenerFor(secondPool, new URL(secondUrl));
+      await Promise.all(old.map((s) => s.close()));
+    },
     async close() {
       await broker.close(0);
       await second.close(0);

@@ -3,13 +3,17 @@ import type { BrokerStack } from './brokerStack.js';
 import { tokenFor } from './mcpWire.js';
 
 /**
- * Runs `broker ledger …` as a separate process against a stack's database,
- * as `login` (default: the demo operator `ops`), with an access token from the
- * stack's identity provider in BROKER_OPERATOR_TOKEN.
+ * Runs `broker ledger …` (or another operator command, `command`) as a separate process against a
+ * stack's database, as `login` (default: the demo operator `ops`), with an access token from the
+ * stack's identity provider in BROKER_OPERATOR_TOKEN, and `env` beside (e.g. SECRET_KEYS).
  */
 export async function operatorCli(
   stack: BrokerStack,
   login = 'ops',
+  {
+    command = 'ledger',
+    env: extra = {},
+  }: { command?: 'ledger' | 'keys' | 'sessions'; env?: Record<string, string> } = {},
 ): Promise<(...args: string[]) => Promise<{ code: number | null; output: string }>> {
   const url = new URL(stack.db.url.reveal());
   url.searchParams.set('options', `-c search_path=${stack.db.schema}`);
@@ -20,9 +24,10 @@ export async function operatorCli(
     OIDC_ISSUER: stack.dev.idp.issuer,
     PUBLIC_URL: stack.brokerUrl,
     BROKER_OPERATOR_TOKEN: await tokenFor(stack, login),
+    ...extra,
   };
   return async (...args) => {
-    const run = runTs('src/cli/broker.ts', ['ledger', ...args], env);
+    const run = runTs('src/cli/broker.ts', [command, ...args], env);
     return { code: (await run.exited).code, output: run.output() };
   };
 }
