@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/principal.js';
+import { MissingKeyError } from '../crypto/secretBox.js';
 import { withTransaction } from '../db/transaction.js';
 import type { Queryable } from '../db/pool.js';
 import { NotFoundError, RateLimitedError, UnavailableError } from '../errors/appError.js';
@@ -151,7 +152,15 @@ export async function findReusableNavigation(
   const open = await findOpenFlowFor(deps, request);
   const sealed = open ? await findSealedHandle(deps.pool, open.id) : undefined;
   if (!open || !sealed) return undefined;
-  return { navigation: open, connectUrl: connectLink(deps, deps.box.open(sealed, handleAad(open.id))) };
+  let handle: string;
+  try {
+    handle = deps.box.open(sealed, handleAad(open.id));
+  } catch (err) {
+    // Its link was sealed under a key SECRET_KEYS no longer holds: a new flow gets a link that opens.
+    if (err instanceof MissingKeyError) return undefined;
+    throw err;
+  }
+  return { navigation: open, connectUrl: connectLink(deps, handle) };
 }
 
 /** The open, unexpired flow of this operation (principal, client, tool, arguments, lineage), if there is one. */

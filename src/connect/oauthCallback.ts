@@ -1,5 +1,6 @@
 import type { Principal } from '../auth/principal.js';
 import { samePrincipal } from '../auth/principal.js';
+import { MissingKeyError } from '../crypto/secretBox.js';
 import { withTransaction } from '../db/transaction.js';
 import { AppError, ConflictError, ForbiddenError, InvalidInputError, NotFoundError } from '../errors/appError.js';
 import { consumePendingAuthorization, pkceAad, type PendingAuthorization } from '../oauth/pendingAuthRepo.js';
@@ -191,8 +192,21 @@ function accountMismatch(
 }
 
 function openVerifier(deps: BrokerDeps, pending: PendingAuthorization): string {
-  return deps.box.open(
-    { ciphertext: pending.codeVerifierSealed, keyId: pending.keyId },
-    pkceAad(pending.stateDigest, pending.navigationId),
-  );
+  try {
+    return deps.box.open(
+      { ciphertext: pending.codeVerifierSealed, keyId: pending.keyId },
+      pkceAad(pending.stateDigest, pending.navigationId),
+    );
+  } catch (err) {
+    // Sealed under a key retired while the user was at the provider: this sign-in cannot finish,
+    // but the flow's link still works, and a new consent seals under the active key.
+    if (!(err instanceof MissingKeyError)) throw err;
+    deps.logger.warn(
+      { navigationId: pending.navigationId, keyId: err.keyId },
+      'pending authorization sealed under a key SECRET_KEYS no longer holds',
+    );
+    throw new InvalidInputError(
+      'This sign-in can no longer be completed: the service changed its keys while you were away. Nothing was connected. Open the link from your app again to start over.',
+    );
+  }
 }

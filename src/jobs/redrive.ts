@@ -1,3 +1,4 @@
+import { MissingKeyError } from '../crypto/secretBox.js';
 import { withTransaction } from '../db/transaction.js';
 import { performOrForget, type StoredAccess } from '../broker/forgetConnection.js';
 import { accessTokenFor, type TokenVaultDeps } from '../secrets/tokenVault.js';
@@ -51,7 +52,14 @@ export async function redrive(
   const navigation = await findNavigationById(broker.pool, receipt.navigationId);
   const sealed = await findSealedArguments(broker.pool, receipt.id);
   if (!navigation || !sealed) return undefined;
-  const args: unknown = JSON.parse(broker.box.open(sealed, argumentsAad(receipt.operationKey)));
+  let args: unknown;
+  try {
+    args = JSON.parse(broker.box.open(sealed, argumentsAad(receipt.operationKey)));
+  } catch (err) {
+    if (!(err instanceof MissingKeyError)) throw err;
+    await withholdUnopenable(deps, navigation, receipt, err.keyId, actor);
+    return undefined;
+  }
   const operation = deps.operationFor(navigation.tool, args);
   // The kept arguments must be the ones the flow was started for.
   if (!operation || operation.requestDigest !== navigation.requestDigest) {
@@ -132,6 +140,38 @@ async function operatorAskedForIt(
 }
 
 const REDRIVE_DECISIONS = ['operator_redrive', 'redrive_attempted', 'redrive_withheld'];
+
+/**
+ * The kept arguments were sealed under a key SECRET_KEYS no longer holds, so nothing can perform the
+ * operation again: the receipt is held out of the automatic sweep and the ledger says it needs an
+ * operator (configure the key again and re-drive, or close the flow), once per decision.
+ */
+async function withholdUnopenable(
+  deps: RedriveDeps,
+  navigation: NavigationRecord,
+  receipt: OperationReceipt,
+  keyId: string,
+  actor: string,
+): Promise<void> {
+  const { broker } = deps;
+  broker.logger.warn(
+    { receiptId: receipt.id, keyId },
+    'kept arguments are sealed under a key SECRET_KEYS no longer holds; an operator decides',
+  );
+  await withTransaction(broker.pool, async (tx) => {
+    await holdRedrive(tx, receipt.id);
+    if ((await latestEventOf(tx, navigation.id, REDRIVE_DECISIONS)) === 'redrive_withheld') return;
+    await recordWithoutMoving(tx, navigation, 'redrive_withheld', {
+      actor,
+      now: broker.clock.now(),
+      evidence: {
+        receiptId: receipt.id,
+        keyId,
+        reason: `the kept arguments are sealed under key ${keyId}, which SECRET_KEYS no longer holds: an operator decides (configure the key again and re-drive, or close the flow)`,
+      },
+    });
+  });
+}
 
 /**
  * The reconcile sweep: re-drives, in a bounded batch, the pending receipts an

@@ -5,6 +5,7 @@ import { withTransaction } from '../db/transaction.js';
 import { AppError } from '../errors/appError.js';
 import type { ProviderClient, ProviderTokens } from '../oauth/providerClient.js';
 import type { Clock } from '../shared/clock.js';
+import { forgetUnopenable, keyMissing } from './missingKey.js';
 import { deleteSecrets, findSecrets, upsertSecret, type SecretKind, type StoredSecret } from './secretsRepo.js';
 
 export interface TokenVaultDeps {
@@ -63,9 +64,10 @@ export async function accessTokenFor(
   const stored = await findSecrets(deps.pool, subject, provider);
   if (stored.length === 0) return undefined; // never connected: nothing to lock or refresh
   const unlocked = stored.find((s) => s.kind === 'access_token');
-  if (fresh(unlocked)) return open(unlocked!);
+  if (fresh(unlocked) && !keyMissing(deps.box, unlocked!)) return open(unlocked!);
   return withTransaction(deps.pool, async (tx) => {
     const secrets = await findSecrets(tx, subject, provider, true);
+    if (await forgetUnopenable(tx, deps, secrets)) return undefined; // its key is gone: connect again
     const access = secrets.find((s) => s.kind === 'access_token');
     if (fresh(access)) return open(access!);
     const refresh = secrets.find((s) => s.kind === 'refresh_token');
