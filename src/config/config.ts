@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { DEFAULT_QUOTAS, type Quotas } from '../broker/quotas.js';
+import { signingKeyOf } from '../events/webhookSignature.js';
 import type { LegacyLimits } from '../mcp/legacy/legacySessions.js';
+import { checkUrl, UrlPolicyError } from '../security/urlPolicy.js';
 import { Secret } from '../shared/secret.js';
 import type { RateLimit } from '../web/middleware/rateLimit.js';
 
@@ -146,6 +148,17 @@ const envSchema = z
       .min(32, 'must be at least 32 characters')
       .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces')
       .optional(),
+    // Where the broker posts its events (src/events/), and the key that signs them (Standard Webhooks).
+    WEBHOOK_URL: optionalString, // through the URL policy below
+    WEBHOOK_SECRET: z
+      .string()
+      .trim()
+      .refine((v) => v.length >= 32, 'must be at least 32 characters')
+      .refine(
+        (v) => v.length < 32 || signingKeyOf(v) !== undefined,
+        'must be whsec_ and the base64 of 24 to 64 bytes, or not start with whsec_',
+      )
+      .optional(),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   })
   // Production never falls back to anything generated or embedded: every
@@ -163,6 +176,15 @@ const envSchema = z
           message: 'must be longer than twice LEGACY_WAIT_MS and longer than LEGACY_STREAM_MAX_SECONDS',
         });
       }
+      // A webhook is both its URL and its key, or neither; its URL passes the policy of every URL the
+      // broker calls, so loopback only outside production.
+      if ((env.WEBHOOK_URL === undefined) !== (env.WEBHOOK_SECRET === undefined)) {
+        const [missing, given] =
+          env.WEBHOOK_URL === undefined ? ['WEBHOOK_URL', 'WEBHOOK_SECRET'] : ['WEBHOOK_SECRET', 'WEBHOOK_URL'];
+        ctx.addIssue({ code: 'custom', path: [missing], message: `is required with ${given}` });
+      }
+      const webhookProblem = env.WEBHOOK_URL && urlPolicyProblem(env.WEBHOOK_URL, env.NODE_ENV !== 'production');
+      if (webhookProblem) ctx.addIssue({ code: 'custom', path: ['WEBHOOK_URL'], message: webhookProblem });
       // Anonymous MCP calls exist for the conformance suite only: development, loopback.
       if (env.MCP_ALLOW_ANONYMOUS === 'true' && (env.NODE_ENV === 'production' || !isLoopbackHost(env.HOST))) {
         ctx.addIssue({
@@ -247,6 +269,8 @@ export interface Config {
   quotas: Quotas;
   /** GET /metrics: its bearer token (METRICS_TOKEN); without one, open outside production and off (403) in it. */
   metrics: { token: Secret | undefined; openWithoutToken: boolean };
+  /** WEBHOOK_URL and WEBHOOK_SECRET: where events are posted and the key that signs them; unset, none is posted. */
+  webhook: { url: URL; secret: Secret } | undefined;
   log: { level: string };
 }
 
@@ -335,8 +359,22 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       token: e.METRICS_TOKEN === undefined ? undefined : new Secret(e.METRICS_TOKEN),
       openWithoutToken: e.NODE_ENV !== 'production',
     },
+    webhook:
+      e.WEBHOOK_URL === undefined || e.WEBHOOK_SECRET === undefined
+        ? undefined
+        : { url: new URL(e.WEBHOOK_URL), secret: new Secret(e.WEBHOOK_SECRET) },
     log: { level: e.LOG_LEVEL },
   });
+}
+
+function urlPolicyProblem(url: string, allowLoopback: boolean): string | undefined {
+  try {
+    checkUrl(url, { allowLoopback });
+    return undefined;
+  } catch (err) {
+    if (err instanceof UrlPolicyError) return err.message;
+    throw err;
+  }
 }
 
 function isLoopbackHost(host: string | undefined): boolean {

@@ -160,6 +160,47 @@ describe('loadConfig', () => {
     expect(loadConfig(production).metrics.openWithoutToken).toBe(false);
   });
 
+  it('takes a webhook as its https URL and its signing secret together, the URL through the URL policy', () => {
+    expect(loadConfig({}).webhook).toBeUndefined();
+    const secret = 'webhook-secret-canary-0123456789abcdef';
+    const config = loadConfig({
+      ...production,
+      WEBHOOK_URL: 'https://hooks.example.com/broker',
+      WEBHOOK_SECRET: secret,
+    });
+    expect(config.webhook?.url.href).toBe('https://hooks.example.com/broker');
+    expect(config.webhook?.secret.reveal()).toBe(secret);
+    expect(JSON.stringify(config)).not.toContain(secret);
+    // Loopback receivers outside production only (the tests' own).
+    expect(loadConfig({ WEBHOOK_URL: 'https://127.0.0.1:9443/hooks', WEBHOOK_SECRET: secret }).webhook).toBeDefined();
+    expect(problemsOf({ ...production, WEBHOOK_URL: 'https://127.0.0.1:9443/hooks', WEBHOOK_SECRET: secret })).toEqual([
+      expect.stringMatching(/^WEBHOOK_URL: URL points at a loopback host/),
+    ]);
+    expect(problemsOf({ WEBHOOK_URL: 'http://hooks.example.com/broker', WEBHOOK_SECRET: secret })).toEqual([
+      expect.stringMatching(/^WEBHOOK_URL: URL must use https/),
+    ]);
+    expect(problemsOf({ WEBHOOK_URL: 'https://hooks.example.com/?token=abc', WEBHOOK_SECRET: secret })).toEqual([
+      expect.stringMatching(/^WEBHOOK_URL: URL carries a credential in its query/),
+    ]);
+    expect(problemsOf({ WEBHOOK_URL: 'https://hooks.example.com/broker' })).toEqual([
+      'WEBHOOK_SECRET: is required with WEBHOOK_URL',
+    ]);
+    expect(problemsOf({ WEBHOOK_SECRET: secret })).toEqual(['WEBHOOK_URL: is required with WEBHOOK_SECRET']);
+  });
+
+  it('takes WEBHOOK_SECRET of 32 characters or more, or in the Standard Webhooks form whsec_<base64 of 24 to 64 bytes>', () => {
+    const url = { WEBHOOK_URL: 'https://hooks.example.com/broker' };
+    const whsec = `whsec_${Buffer.alloc(32, 1).toString('base64')}`;
+    expect(loadConfig({ ...url, WEBHOOK_SECRET: whsec }).webhook?.secret.reveal()).toBe(whsec);
+    expect(problemsOf({ ...url, WEBHOOK_SECRET: 'too-short' })).toEqual([
+      'WEBHOOK_SECRET: must be at least 32 characters',
+    ]);
+    for (const bad of [`whsec_${Buffer.alloc(16).toString('base64')}AAAAAAAA`, `whsec_${'*'.repeat(40)}`])
+      expect(problemsOf({ ...url, WEBHOOK_SECRET: bad })).toEqual([
+        expect.stringMatching(/^WEBHOOK_SECRET: must be whsec_ and the base64 of 24 to 64 bytes/),
+      ]);
+  });
+
   it('reads who is an operator, the CLI operator token and the high-risk tools', () => {
     const defaults = loadConfig({});
     expect(defaults.operators).toEqual({ roleClaim: 'roles', role: 'operator' });
