@@ -5,6 +5,8 @@ import { ConfigError, loadConfig, type Config } from './config/config.js';
 import { startEmbeddedPostgres } from './db/embeddedPostgres.js';
 import { migrate, readMigrations } from './db/migrate.js';
 import { startSweeper } from './jobs/sweeps.js';
+import { startPeriodic } from './jobs/periodic.js';
+import { PROACTIVE_REFRESH } from './jobs/proactiveRefresh.js';
 import { createPool } from './db/pool.js';
 import { createMetrics } from './metrics/metrics.js';
 import { createOidcClient } from './oauth/oauthClient.js';
@@ -162,6 +164,14 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     config.broker.sweepIntervalMs,
   );
   closers.push({ name: 'sweeper', close: sweeper.stop });
+  // Access tokens about to expire are renewed ahead of the calls that need them.
+  const refresher = startPeriodic(
+    () => broker.refreshExpiring(PROACTIVE_REFRESH),
+    PROACTIVE_REFRESH.intervalMs,
+    logger,
+    'proactive refresh',
+  );
+  closers.push({ name: 'proactive refresh', close: refresher.stop });
   const server = await listenHttps(tls, broker.listener, config.http.host, config.http.port, 'broker');
   closers.push({ name: 'broker HTTPS server', close: () => server.close(config.http.shutdownGraceMs) });
 

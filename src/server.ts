@@ -4,6 +4,7 @@ import type { Principal } from './auth/principal.js';
 import { createLoginCookies } from './auth/loginCookie.js';
 import { reconcileOutcomes, type RedriveDeps } from './jobs/redrive.js';
 import { resealPass, type ResealProgress } from './jobs/reseal.js';
+import { refreshExpiring, type ProactiveRefreshOptions, type ProactiveRefreshResult } from './jobs/proactiveRefresh.js';
 import { buildBrokerDeps } from './broker/buildBrokerDeps.js';
 import type { Config } from './config/config.js';
 import { createKeyring } from './crypto/keyring.js';
@@ -59,6 +60,8 @@ export interface BrokerServer {
   reconcile(graceMs: number, batch: number): Promise<{ redriven: number; waiting: number }>;
   /** The re-seal pass: values at rest under an older key of SECRET_KEYS moved to the active one while `inBudget` holds. */
   reseal(inBudget: () => boolean): Promise<ResealProgress>;
+  /** The proactive refresh: renews access tokens about to expire, so a tool call rarely waits for one. */
+  refreshExpiring(options: ProactiveRefreshOptions): Promise<ProactiveRefreshResult>;
   /** Stops what the server holds open (legacy sessions and their streams, the completion listener). */
   close(): Promise<void>;
 }
@@ -147,6 +150,7 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
       else app(req, res);
     },
     reconcile: (graceMs, batch) => reconcileOutcomes(redrive, graceMs, batch),
+    refreshExpiring: (options) => refreshExpiring(toolDeps.connection.vault, deps.logger, options),
     reseal: (inBudget) =>
       resealPass({ pool: deps.pool, box: broker.box, clock: deps.clock, logger: deps.logger }, inBudget),
     close: () => {

@@ -5,7 +5,7 @@ import { findNavigationById } from './navigationRepo.js';
 import { withTransaction } from '../db/transaction.js';
 import { UpstreamAuthError } from '../errors/appError.js';
 import { equalInConstantTime } from '../shared/tokens.js';
-import { findConnection, type ConnectionRecord } from '../secrets/connectionsRepo.js';
+import { findConnection, moveConnection, type ConnectionRecord } from '../secrets/connectionsRepo.js';
 import { deleteSecrets, findSecrets } from '../secrets/secretsRepo.js';
 import { openSecret, type TokenVaultDeps } from '../secrets/tokenVault.js';
 
@@ -50,8 +50,9 @@ export function reconnectReasonOf(outcome: {
  * Forgets (subject, provider)'s tokens after the provider refused `refusedToken`:
  * in one transaction, the rows are locked, deleted only if the stored access
  * token is still the refused one (a reconnect or refresh that stored a new one
- * meanwhile is kept), and `connection_forgotten` is recorded on the flow whose
- * callback stored them. Returns whether it forgot them.
+ * meanwhile is kept), the connection becomes `needs_reauth`, and
+ * `connection_forgotten` is recorded on the flow whose callback stored them.
+ * Returns whether it forgot them.
  */
 export async function forgetConnection(
   deps: Pick<TokenVaultDeps, 'pool' | 'box' | 'clock'>,
@@ -65,6 +66,8 @@ export async function forgetConnection(
     const access = secrets.find((s) => s.kind === 'access_token');
     if (!access || !equalInConstantTime(openSecret(deps.box, access), refusedToken)) return false;
     await deleteSecrets(tx, subject, provider);
+    const connection = await findConnection(tx, subject, provider);
+    if (connection) await moveConnection(tx, { id: connection.id, event: 'token_refused', now: deps.clock.now() });
     const navigation =
       access.navigationId === undefined ? undefined : await findNavigationById(tx, access.navigationId);
     if (navigation) {

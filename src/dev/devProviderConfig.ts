@@ -94,6 +94,9 @@ export function buildProviderConfig(options: DevProviderConfigOptions): Configur
     // with every code grant, offline_access or not (oidc-provider drops
     // offline_access unless prompt=consent), and it outlives the browser session.
     issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
+    // Every refresh rotates the refresh token (RFC 9700 §4.14.2): a spent one used again is refused and
+    // ends the grant, so a broker that ever refreshed twice with one token would be caught here.
+    rotateRefreshToken: true,
     expiresWithSession: async () => false,
     ttl: {
       AccessToken: (_ctx, token) => token.resourceServer?.accessTokenTTL ?? 10 * MINUTE,

@@ -108,6 +108,7 @@ declare module 'oidc-provider' {
     findAccount?: (ctx: KoaContextWithOIDC, sub: string) => Promise<Account | undefined>;
     issueRefreshToken?: (ctx: KoaContextWithOIDC, client: Client, code: unknown) => Promise<boolean>;
     expiresWithSession?: (ctx: KoaContextWithOIDC, code: unknown) => Promise<boolean>;
+    rotateRefreshToken?: boolean | ((ctx: KoaContextWithOIDC) => boolean | Promise<boolean>);
     extraTokenClaims?: (ctx: KoaContextWithOIDC, token: { accountId?: string }) => Promise<UnknownObject | undefined>;
     interactions?: { url?: (ctx: KoaContextWithOIDC, interaction: Interaction) => Promise<string> };
     renderError?: (ctx: KoaContextWithOIDC, out: ErrorOut, error: Error) => Promise<void>;

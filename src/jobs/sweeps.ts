@@ -4,6 +4,7 @@ import type { Clock } from '../shared/clock.js';
 import type { Logger } from '../shared/logger.js';
 import { advance } from '../broker/advance.js';
 import { lockOverdueNavigations } from '../broker/navigationRepo.js';
+import { startPeriodic } from './periodic.js';
 import { deleteExpiredBatch, sweptTables, type SweptRows } from './sweepRepo.js';
 
 const EXPIRE_PER_TRANSACTION = 10;
@@ -105,27 +106,5 @@ async function sweepWithin(deps: SweepDeps, { batch, budgetMs }: Required<SweepL
 
 /** Sweeps every `intervalMs` (with jitter, so instances spread out) until stopped. */
 export function startSweeper(deps: SweepDeps, intervalMs: number): { stop(): Promise<void> } {
-  let running: Promise<unknown> = Promise.resolve();
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  const schedule = () => {
-    if (stopped) return;
-    timer = setTimeout(
-      () => {
-        running = sweepOnce(deps)
-          .catch((err: unknown) => deps.logger.warn({ err }, 'sweep failed; the next one retries'))
-          .finally(schedule);
-      },
-      intervalMs * (0.75 + Math.random() * 0.5),
-    );
-    timer.unref();
-  };
-  schedule();
-  return {
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await running;
-    },
-  };
+  return startPeriodic(() => sweepOnce(deps), intervalMs, deps.logger, 'sweep');
 }

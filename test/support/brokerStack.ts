@@ -51,6 +51,8 @@ export interface BrokerStack {
   reconcile(graceMs: number, batch: number): Promise<{ redriven: number; waiting: number }>;
   /** The first instance's re-seal pass (what the sweeper runs: values under an older key moved to the active one). */
   reseal(inBudget: () => boolean): Promise<ResealProgress>;
+  /** The first instance's proactive refresh (renews access tokens about to expire). */
+  refreshExpiring: BrokerServer['refreshExpiring'];
   /**
    * Both instances rebuilt with these SECRET_KEYS (the first active), on the same database, ports
    * and settings, as a rolling deploy of a key rotation does; `secrets.secretKeys` is left as it was.
@@ -188,6 +190,7 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
     settings,
     reconcile: (graceMs, batch) => servers[0]!.reconcile(graceMs, batch),
     reseal: (inBudget) => servers[0]!.reseal(inBudget),
+    refreshExpiring: (options) => servers[0]!.refreshExpiring(options),
     async restartWithKeys(keys) {
       const old = servers.splice(0);
       secretKeys = keys;

@@ -97,6 +97,10 @@ async function perform(
     apiBase: undefined,
     navigationId: undefined,
     connectedAt: new Date(0),
+    state: 'active',
+    version: 1,
+    leaseUntil: undefined,
+    lastUsedAt: undefined,
   };
   const call = tool.connectionCall(args, deps);
   const outcome = await call.perform({ token: 'token-of-alice', connection }, 'receipt-1');

@@ -1,0 +1,157 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Principal } from '../auth/principal.js';
+import type { Queryable } from '../db/pool.js';
+import { withTransaction } from '../db/transaction.js';
+import { AppError, UnavailableError } from '../errors/appError.js';
+import { appendObservations } from '../ledger/ledgerRepo.js';
+import type { ProviderTokens } from '../oauth/providerClient.js';
+import { ledgerEventOf, usableStates, type ConnectionEvent } from './connectionStates.js';
+import { findConnection, moveConnection, type ConnectionRecord } from './connectionsRepo.js';
+import { forgetUnopenable, keyMissing } from './missingKey.js';
+import { deleteSecrets, findSecrets, type StoredSecret } from './secretsRepo.js';
+import { openSecret, storeTokens, type TokenVaultDeps } from './sealedTokens.js';
+
+/** How long one instance may hold a refresh: longer than the provider call's own timeout (shared/httpClient.ts). */
+export const REFRESH_LEASE_MS = 30_000;
+// How often a caller that lost the race looks for the winner's tokens.
+const WAIT_STEP_MS = 25;
+
+/** What one refresh attempt came to. */
+export type RefreshResult =
+  /** `renewed`: this call renewed it (else a fresh one was found, stored by whoever renewed it). */
+  | { kind: 'token'; token: string; renewed: boolean }
+  /** The user must connect again (the grant is gone, or there is nothing to refresh with). */
+  | { kind: 'reconnect' }
+  /** Another instance holds the lease: its tokens come when it finishes. */
+  | { kind: 'busy' };
+
+/**
+ * Renews (subject, provider)'s stale access token, once across all instances: a compare-and-set on
+ * the connection's version takes a lease (state `refreshing`), the provider is called with no
+ * transaction open and no row locked, and the new token set (a rotated refresh token with it) is
+ * stored in the same transaction that ends the lease, only while the lease is still this caller's.
+ * A caller that finds the lease taken waits for the winner and uses its tokens. A refused refresh
+ * (invalid_grant) forgets the tokens and makes the connection `needs_reauth`.
+ */
+export async function refreshAccessToken(
+  deps: TokenVaultDeps,
+  subject: Principal,
+  provider: string,
+  options: { freshFor: (s: StoredSecret | undefined) => boolean; wait: boolean },
+): Promise<RefreshResult> {
+  const waitUntil = deps.clock.now().getTime() + REFRESH_LEASE_MS;
+  for (;;) {
+    const attempt = await refreshOnce(deps, subject, provider, options.freshFor);
+    if (attempt.kind !== 'busy' || !options.wait) return attempt;
+    if (deps.clock.now().getTime() > waitUntil)
+      throw new UnavailableError('The connection is being renewed by another request; try again in a moment.', {
+        expose: true,
+      });
+    await sleep(WAIT_STEP_MS);
+  }
+}
+
+async function refreshOnce(
+  deps: TokenVaultDeps,
+  subject: Principal,
+  provider: string,
+  freshFor: (s: StoredSecret | undefined) => boolean,
+): Promise<RefreshResult> {
+  const [connection, secrets] = await Promise.all([
+    findConnection(deps.pool, subject, provider),
+    findSecrets(deps.pool, subject, provider),
+  ]);
+  const access = secrets.find((s) => s.kind === 'access_token');
+  const refresh = secrets.find((s) => s.kind === 'refresh_token');
+  if (!connection || !access || !usableStates.has(connection.state)) return { kind: 'reconnect' };
+  if (secrets.some((s) => keyMissing(deps.box, s))) {
+    await endConnection(deps, connection, 'key_missing', (tx) =>
+      forgetUnopenable(tx, deps, secrets).then(() => undefined),
+    );
+    return { kind: 'reconnect' };
+  }
+  // The winner of a race stored fresh tokens meanwhile.
+  if (freshFor(access)) return { kind: 'token', token: openSecret(deps.box, access), renewed: false };
+  const client = deps.providers.get(provider);
+  if (!refresh || !client) {
+    await endConnection(deps, connection, 'expired');
+    return { kind: 'reconnect' };
+  }
+  const now = deps.clock.now();
+  const leased = await moveConnection(deps.pool, {
+    id: connection.id,
+    event: 'refresh_started',
+    version: connection.version,
+    now,
+    leaseUntil: new Date(now.getTime() + REFRESH_LEASE_MS),
+  });
+  if (!leased) return { kind: 'busy' };
+
+  const spent = openSecret(deps.box, refresh);
+  let tokens: ProviderTokens;
+  try {
+    tokens = await client.refresh(spent);
+  } catch (err) {
+    // invalid_grant surfaces as invalid_input: the grant is gone, the user must connect again.
+    if (err instanceof AppError && err.code === 'invalid_input') {
+      await endConnection(deps, leased, 'refresh_refused');
+      return { kind: 'reconnect' };
+    }
+    await moveConnection(deps.pool, {
+      id: leased.id,
+      event: 'refresh_failed',
+      version: leased.version,
+      now: deps.clock.now(),
+    });
+    throw err;
+  }
+  const stored = await withTransaction(deps.pool, async (tx) => {
+    const done = await moveConnection(tx, {
+      id: leased.id,
+      event: 'refreshed',
+      version: leased.version,
+      now: deps.clock.now(),
+    });
+    // The lease ran out and another instance took it over: its tokens win; these are dropped.
+    if (!done) return false;
+    await storeTokens(tx, deps, subject, provider, tokens, undefined);
+    await record(tx, deps, leased, 'refreshed', { rotated: tokens.refreshToken !== spent });
+    return true;
+  });
+  return stored ? { kind: 'token', token: tokens.accessToken, renewed: true } : { kind: 'busy' };
+}
+
+/** Moves the connection to `needs_reauth` by `event`, forgets its tokens, and records why, in one transaction. */
+async function endConnection(
+  deps: TokenVaultDeps,
+  connection: ConnectionRecord,
+  event: Extract<ConnectionEvent, 'key_missing' | 'expired' | 'refresh_refused'>,
+  forget: (tx: Queryable) => Promise<void> = (tx) => deleteSecrets(tx, connection.subject, connection.provider),
+): Promise<void> {
+  await withTransaction(deps.pool, async (tx) => {
+    const moved = await moveConnection(tx, { id: connection.id, event, now: deps.clock.now() });
+    await forget(tx);
+    // forgetUnopenable records a missing key itself, naming the key.
+    if (moved && event !== 'key_missing') await record(tx, deps, connection, event, {});
+  });
+}
+
+/** A connection's move, on the ledger of the flow that made it (a connection made before flows were kept has none). */
+async function record(
+  tx: Queryable,
+  deps: Pick<TokenVaultDeps, 'clock'>,
+  connection: ConnectionRecord,
+  event: ConnectionEvent,
+  evidence: Record<string, unknown>,
+): Promise<void> {
+  if (connection.navigationId === undefined) return;
+  await appendObservations(tx, [
+    {
+      navigationId: connection.navigationId,
+      event: ledgerEventOf(event),
+      actor: 'system:vault',
+      evidence: { connectionId: connection.id, provider: connection.provider, ...evidence },
+      at: deps.clock.now(),
+    },
+  ]);
+}
