@@ -17,6 +17,8 @@ export interface LoginTransaction {
   nonce: string;
   returnTo: string;
   expiresAt: Date;
+  /** The `max_age` the authorization request sent (a sign-in again before an operator action). */
+  maxAgeSeconds?: number;
 }
 
 export interface LoginCookies {
@@ -49,7 +51,7 @@ export function createLoginCookies(box: SecretBox): LoginCookies {
     add(current, state, login, now) {
       const exp = Math.floor(login.expiresAt.getTime() / 1000);
       const sealed = box.seal(
-        JSON.stringify({ v: login.codeVerifier, n: login.nonce, r: login.returnTo }),
+        JSON.stringify({ v: login.codeVerifier, n: login.nonce, r: login.returnTo, m: login.maxAgeSeconds }),
         aad(state, exp),
       );
       const entries = [
@@ -72,13 +74,19 @@ export function createLoginCookies(box: SecretBox): LoginCookies {
           if (err instanceof SecretBoxError) continue; // another tab's sign-in, or not ours at all
           throw err;
         }
-        const { v, n, r } = JSON.parse(plain) as { v: string; n: string; r: string };
+        const { v, n, r, m } = JSON.parse(plain) as { v: string; n: string; r: string; m?: number };
         const rest = entries
           .filter((_, j) => j !== i)
           .map((e) => e.raw)
           .join('~');
         return {
-          login: { codeVerifier: v, nonce: n, returnTo: r, expiresAt: new Date(entry.exp * 1000) },
+          login: {
+            codeVerifier: v,
+            nonce: n,
+            returnTo: r,
+            expiresAt: new Date(entry.exp * 1000),
+            ...(m !== undefined && { maxAgeSeconds: m }),
+          },
           rest: rest || undefined,
         };
       }

@@ -6,8 +6,8 @@ import type { OidcClient } from '../oauth/oauthClient.js';
 import type { Clock } from '../shared/clock.js';
 import { digestOf, randomToken } from '../shared/tokens.js';
 import type { LoginCookies } from './loginCookie.js';
-import { hasOperatorRole } from './operatorRole.js';
-import { deleteSession, findActiveSession, insertSession, type WebSession } from './webSessionRepo.js';
+import { hasOperatorRole, OPERATOR_PROOF_MAX_AGE_SECONDS } from './operatorRole.js';
+import { deleteSession, findActiveSession, insertSession, touchSession, type WebSession } from './webSessionRepo.js';
 
 export interface SignInDeps {
   pool: Pool;
@@ -22,33 +22,46 @@ export interface SignInDeps {
 }
 
 export const LOGIN_TTL_MS = 10 * 60 * 1000;
+/** A session's last use is kept to this granularity: one write per session a minute, not one per request. */
+const LAST_SEEN_GRANULARITY_MS = 60 * 1000;
 
 export interface CurrentSession {
   cookie: string;
   session: WebSession;
 }
 
-/** The browser's session for this cookie, if it is live. */
+/** The browser's session for this cookie, if it is live (not expired, not revoked); notes its use. */
 export async function currentSession(
   deps: Pick<SignInDeps, 'pool' | 'clock'>,
   cookie: string | undefined,
 ): Promise<CurrentSession | undefined> {
   if (!cookie) return undefined;
-  const session = await findActiveSession(deps.pool, digestOf(cookie), deps.clock.now());
-  return session ? { cookie, session } : undefined;
+  const now = deps.clock.now();
+  const session = await findActiveSession(deps.pool, digestOf(cookie), now);
+  if (!session) return undefined;
+  if (now.getTime() - session.lastSeenAt.getTime() >= LAST_SEEN_GRANULARITY_MS)
+    await touchSession(deps.pool, session.idDigest, now);
+  return { cookie, session };
 }
 
 /**
  * Starts an OIDC sign-in. Writes nothing to the database: the transaction is
  * returned as the new value of the browser's sealed login cookie (see
- * loginCookie.ts), so only this browser can finish it.
+ * loginCookie.ts), so only this browser can finish it. `reauthenticate`: the
+ * user must authenticate again at the identity provider (before an operator
+ * action), and its callback must show it did, within the operators' bound.
  */
 export async function beginSignIn(
   deps: SignInDeps,
   loginCookie: string | undefined,
   returnTo: string,
+  { reauthenticate = false }: { reauthenticate?: boolean } = {},
 ): Promise<{ redirect: URL; loginCookie: string }> {
-  const login = await deps.oidc.beginLogin({ redirectUri: deps.callbackUrl, scope: 'openid profile' });
+  const login = await deps.oidc.beginLogin({
+    redirectUri: deps.callbackUrl,
+    scope: 'openid profile',
+    ...(reauthenticate && { reauthenticate: { maxAgeSeconds: OPERATOR_PROOF_MAX_AGE_SECONDS } }),
+  });
   const now = deps.clock.now();
   const expiresAt = new Date(now.getTime() + LOGIN_TTL_MS);
   return {
@@ -56,7 +69,13 @@ export async function beginSignIn(
     loginCookie: deps.logins.add(
       loginCookie,
       login.state,
-      { codeVerifier: login.codeVerifier, nonce: login.nonce, returnTo, expiresAt },
+      {
+        codeVerifier: login.codeVerifier,
+        nonce: login.nonce,
+        returnTo,
+        expiresAt,
+        ...(login.maxAgeSeconds !== undefined && { maxAgeSeconds: login.maxAgeSeconds }),
+      },
       now,
     ),
   };
@@ -88,6 +107,7 @@ export async function completeSignIn(
     state,
     nonce: login.nonce,
     codeVerifier: login.codeVerifier,
+    ...(login.maxAgeSeconds !== undefined && { maxAgeSeconds: login.maxAgeSeconds }),
   });
   const newCookie = randomToken();
   await withTransaction(deps.pool, async (tx) => {
@@ -99,6 +119,9 @@ export async function completeSignIn(
         subject: { iss: verified.issuer, sub: verified.subject },
         displayName: verified.displayName,
         operator: hasOperatorRole(verified.claims, deps.settings.operators),
+        // The age of the authentication on the issuer's clock, counted back from ours (no skew).
+        authenticatedAt:
+          verified.authAgeSeconds === undefined ? undefined : new Date(now.getTime() - verified.authAgeSeconds * 1000),
         expiresAt: new Date(now.getTime() + deps.settings.session.ttlSeconds * 1000),
       },
       now,

@@ -4,7 +4,7 @@ import type { Fetch } from '../shared/httpClient.js';
 import type { DevAuthKeys } from './devAuthKeys.js';
 import { createProviderPages } from './devProviderPages.js';
 import { clientPolicy, openRegistrationFeatures } from './devRegistration.js';
-import { devUsers } from './devUsers.js';
+import { type DevUser, devUsers, findDevUser } from './devUsers.js';
 
 /**
  * A client registered statically with a development authorization server:
@@ -21,6 +21,8 @@ interface DevClientBase {
   name?: string;
   /** Defaults to both. A client with `refresh_token` gets a refresh token with every code grant. */
   grantTypes?: ('authorization_code' | 'refresh_token')[];
+  /** Every ID Token says when the user authenticated (`auth_time`; OpenID Connect Registration `require_auth_time`). */
+  requireAuthTime?: boolean;
 }
 
 /** A protected resource (RFC 8707) that gets JWT access tokens from the server. */
@@ -38,6 +40,8 @@ export interface DevProviderConfigOptions {
   clients: DevClient[];
   resources: DevResource[];
   subjectOf: (login: string) => string;
+  /** Each user's `roles` claim (default: `devUsers`' roles). */
+  rolesOf?: (login: string) => readonly string[];
   render: Render;
   adapter?: AdapterFactory;
   /** Dynamic Client Registration and Client ID Metadata Documents (fetched with `fetch`), loopback clients only. */
@@ -53,6 +57,7 @@ export function buildProviderConfig(options: DevProviderConfigOptions): Configur
   const pages = createProviderPages({ render: options.render, brand: options.brand });
   const registration = options.openRegistration ? openRegistrationFeatures(options.openRegistration.fetch) : undefined;
   const staticClientIds = new Set(options.clients.map((c) => c.clientId));
+  const users = directory(options.subjectOf, options.rolesOf ?? ((login) => findDevUser(login)?.roles ?? []));
   return {
     ...(options.adapter ? { adapter: options.adapter } : {}),
     ...(registration ? { fetch: registration.fetch } : {}),
@@ -65,6 +70,7 @@ export function buildProviderConfig(options: DevProviderConfigOptions): Configur
       post_logout_redirect_uris: c.postLogoutRedirectUris ?? [],
       grant_types: c.grantTypes ?? ['authorization_code', 'refresh_token'],
       response_types: ['code'],
+      ...(c.requireAuthTime && { require_auth_time: true }),
     })),
     clientDefaults: { id_token_signed_response_alg: 'ES256', token_endpoint_auth_method: 'client_secret_basic' },
     clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
@@ -84,11 +90,11 @@ export function buildProviderConfig(options: DevProviderConfigOptions): Configur
     claims: { openid: ['sub'], profile: ['name', 'preferred_username', 'roles'], email: ['email'] },
     // JWT access tokens carry the roles too, so the operator CLI can present an IdP token.
     extraTokenClaims: async (_ctx, token) => {
-      const roles = token.accountId ? rolesOf(token.accountId, options.subjectOf) : [];
+      const roles = token.accountId ? [...(users.find(token.accountId)?.roles ?? [])] : [];
       return roles.length > 0 ? { roles } : undefined;
     },
     scopes: ['openid', 'offline_access', 'profile', 'email'],
-    findAccount: async (_ctx, sub) => findAccount(sub, options.subjectOf),
+    findAccount: async (_ctx, sub) => accountOf(sub, users),
     pkce: { required: () => true },
     // Policy: a client registered with the refresh_token grant gets a refresh token
     // with every code grant, offline_access or not (oidc-provider drops
@@ -140,17 +146,28 @@ export function buildProviderConfig(options: DevProviderConfigOptions): Configur
   };
 }
 
-function findAccount(sub: string, subjectOf: (login: string) => string): Account | undefined {
-  const user = devUsers.find((u) => subjectOf(u.login) === sub);
+interface Directory {
+  /** The demo user behind a subject, with the roles the provider gives them now. */
+  find(sub: string): (DevUser & { roles: readonly string[] }) | undefined;
+}
+
+function directory(subjectOf: (login: string) => string, rolesOf: (login: string) => readonly string[]): Directory {
+  return {
+    find(sub) {
+      const user = devUsers.find((u) => subjectOf(u.login) === sub);
+      return user ? { ...user, roles: rolesOf(user.login) } : undefined;
+    },
+  };
+}
+
+// Claims are read at each token's issue, so a changed role shows in the next sign-in's tokens.
+function accountOf(sub: string, users: Directory): Account | undefined {
+  const user = users.find(sub);
   if (!user) return undefined;
   return {
     accountId: sub,
     claims: () => ({ sub, name: user.name, preferred_username: user.login, email: user.email, roles: [...user.roles] }),
   };
-}
-
-function rolesOf(sub: string, subjectOf: (login: string) => string): readonly string[] {
-  return devUsers.find((u) => subjectOf(u.login) === sub)?.roles ?? [];
 }
 
 // An authorization request without `resource` that asks for a resource's scope

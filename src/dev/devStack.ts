@@ -12,6 +12,7 @@ import { createDevGithubServer } from './devGithubServer.js';
 import { openGithubStore } from './devGithubStore.js';
 import { openFileAdapter } from './devProviderAdapter.js';
 import type { DevSecrets } from './devSecrets.js';
+import { createDevRoles, type DevRoles } from './devUsers.js';
 import { createReportApi } from './reportApi.js';
 import { openReportStore } from './reportStore.js';
 
@@ -35,7 +36,8 @@ export interface DevStackOptions {
 }
 
 export interface DevStack {
-  idp: { issuer: string; brokerClientId: string };
+  /** `roles`: what the identity provider says each demo user's roles are from now on (`devUsers` at start). */
+  idp: { issuer: string; brokerClientId: string; roles: DevRoles };
   reports: { issuer: string; apiUrl: string; brokerClientId: string };
   /** Present when `githubPort` was given. `host` is what a GitHub Enterprise Server catalog entry takes. */
   github?: {
@@ -137,6 +139,7 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
     const reportsIssuer = `https://${publicHost}:${reportsServer.port}`;
     const apiUrl = `${reportsIssuer}/api`;
 
+    const idpRoles = createDevRoles();
     idpHandler = createDevAuthServer({
       issuer: idpIssuer,
       brand: 'Development identity provider',
@@ -149,6 +152,8 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
           name: 'Connect Broker',
           redirectUris: [new URL('/auth/callback', brokerPublicUrl).href],
           postLogoutRedirectUris: [new URL('/', brokerPublicUrl).href],
+          // Operator actions need a recent authentication, which the broker reads from auth_time.
+          requireAuthTime: true,
         },
         // Loopback on IPv4 and IPv6, any port (RFC 8252 §7.3), so hosts configured with this client id work too.
         {
@@ -161,6 +166,7 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
       ],
       resources: [{ identifier: options.mcpResourceUrl, scope: 'mcp', accessTokenTtlSeconds: 3600 }],
       subjectOf: (login) => login,
+      rolesOf: idpRoles.of,
       consent: 'implicit',
       // MCP hosts that do their own OAuth register (RFC 7591) or name their metadata document.
       openRegistration: { fetch: options.fetch },
@@ -207,7 +213,7 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
       options.githubPort === undefined ? undefined : await startGithub(options, options.githubPort, started);
 
     return {
-      idp: { issuer: idpIssuer, brokerClientId: BROKER_IDP_CLIENT_ID },
+      idp: { issuer: idpIssuer, brokerClientId: BROKER_IDP_CLIENT_ID, roles: idpRoles },
       reports: { issuer: reportsIssuer, apiUrl, brokerClientId: BROKER_REPORTS_CLIENT_ID },
       ...(github ? { github } : {}),
       close: async (graceMs) => {

@@ -22,6 +22,27 @@ export const devUsers: readonly DevUser[] = [
   { login: 'ops', name: 'Ops Example', email: 'ops@example.test', roles: ['operator'] },
 ];
 
+/**
+ * The roles the development identity provider puts in each user's tokens, changeable while it
+ * runs, as an administrator changes them at a real provider (tests demote an operator with it).
+ */
+export interface DevRoles {
+  of(login: string): readonly string[];
+  set(login: string, roles: readonly string[]): void;
+}
+
+/** Each demo user's roles, starting from `devUsers`. */
+export function createDevRoles(): DevRoles {
+  const roles = new Map(devUsers.map((u) => [u.login, u.roles]));
+  return {
+    of: (login) => roles.get(login) ?? [],
+    set(login, next) {
+      if (!roles.has(login)) throw new Error(`no demo user ${login}`);
+      roles.set(login, [...next]);
+    },
+  };
+}
+
 export function findDevUser(login: string): DevUser | undefined {
   return devUsers.find((u) => u.login === login);
 }

@@ -22,6 +22,8 @@ export interface AuthorizationChecks {
   state: string;
   nonce: string;
   codeVerifier: string;
+  /** The `max_age` the request sent (OpenID Connect Core §3.1.2.1): the ID Token must then carry an `auth_time` within it. */
+  maxAgeSeconds?: number;
 }
 
 /** RFC 6749 §2.3.1: the client secret in HTTP Basic, or in the form body. */
@@ -307,6 +309,7 @@ function serverOver(config: client.Configuration, { knownIssuer }: { knownIssuer
             ...(checks.codeVerifier !== '' && { pkceCodeVerifier: checks.codeVerifier }),
             expectedState: checks.state,
             ...(checks.nonce !== '' && { expectedNonce: checks.nonce }),
+            ...(checks.maxAgeSeconds !== undefined && { maxAge: checks.maxAgeSeconds }),
             idTokenExpected,
           },
           { ...extra, redirect_uri: redirectUri, ...(resource ? { resource } : {}) },
@@ -346,10 +349,23 @@ export interface VerifiedLogin {
   displayName: string;
   /** The ID Token's claims over the UserInfo claims (for roles such as OPERATOR_ROLE_CLAIM). */
   claims: Record<string, unknown>;
+  /**
+   * How long before the ID Token was issued the user authenticated (`iat` − `auth_time`, both on the
+   * issuer's clock, so no clock skew enters it); undefined when the ID Token has no `auth_time`.
+   */
+  authAgeSeconds: number | undefined;
 }
 
 export interface OidcClient {
-  beginLogin(params: { redirectUri: string; scope: string }): Promise<LoginRedirect>;
+  /**
+   * `reauthenticate`: the user must authenticate again, not ride on the issuer's session
+   * (`prompt=login`, and `max_age` so that the ID Token must say when: `auth_time`).
+   */
+  beginLogin(params: {
+    redirectUri: string;
+    scope: string;
+    reauthenticate?: { maxAgeSeconds: number };
+  }): Promise<LoginRedirect>;
   completeLogin(currentUrl: URL, redirectUri: string, checks: AuthorizationChecks): Promise<VerifiedLogin>;
   /** Resolves when the issuer's metadata could be loaded (for /readyz). */
   ready(): Promise<void>;
@@ -393,9 +409,11 @@ export function createOidcClient(options: OidcClientOptions): OidcClient {
     async ready() {
       await discover();
     },
-    async beginLogin({ redirectUri, scope }) {
+    async beginLogin({ redirectUri, scope, reauthenticate }) {
       policyChecked(redirectUri, { ...policy, allowIpLiteral: true }, 'the sign-in redirect URI');
-      return (await discover()).beginAuthorization({ redirectUri, scope });
+      const extra = reauthenticate ? { prompt: 'login', max_age: String(reauthenticate.maxAgeSeconds) } : {};
+      const login = await (await discover()).beginAuthorization({ redirectUri, scope, extra });
+      return reauthenticate ? { ...login, maxAgeSeconds: reauthenticate.maxAgeSeconds } : login;
     },
     async completeLogin(currentUrl, redirectUri, checks) {
       const server = await discover();
@@ -406,11 +424,15 @@ export function createOidcClient(options: OidcClientOptions): OidcClient {
       const claims = { ...(await server.userInfo(tokens.accessToken, tokens.idTokenSubject)), ...tokens.idTokenClaims };
       const name = typeof claims['name'] === 'string' ? claims['name'] : undefined;
       const username = typeof claims['preferred_username'] === 'string' ? claims['preferred_username'] : undefined;
+      // openid-client has checked both are numbers when present; `iat` always is.
+      const { auth_time: authTime, iat } = tokens.idTokenClaims ?? {};
       return {
         issuer: tokens.idTokenIssuer,
         subject: tokens.idTokenSubject,
         displayName: username ?? name ?? tokens.idTokenSubject,
         claims,
+        authAgeSeconds:
+          typeof authTime === 'number' && typeof iat === 'number' ? Math.max(0, iat - authTime) : undefined,
       };
     },
   };

@@ -16,7 +16,8 @@ const localPath = z
   .max(1024) // it travels in the sealed login cookie, which must stay under 4 KB
   .regex(/^\/(?![/\\])[\x21-\x7e]*$/, 'must be a path on this site');
 
-const loginQuery = z.strictObject({ return_to: localPath.optional() });
+// reauth=1: authenticate again at the identity provider, not on its session (before an operator action).
+const loginQuery = z.strictObject({ return_to: localPath.optional(), reauth: z.literal('1').optional() });
 // The callback may carry extra parameters (iss, session_state…); openid-client reads the URL itself.
 const callbackQuery = z.object({
   state: z.string().max(512).optional(),
@@ -39,8 +40,10 @@ export function authRoutes(deps: AuthRoutesDeps): Router {
   const loginMaxAge = LOGIN_TTL_MS / 1000;
 
   router.get('/login', limited, async (req, res) => {
-    const { return_to: returnTo = '/' } = parseInput(loginQuery, req.query, 'query');
-    const { redirect, loginCookie } = await beginSignIn(deps, readLoginCookie(req), returnTo);
+    const { return_to: returnTo = '/', reauth } = parseInput(loginQuery, req.query, 'query');
+    const { redirect, loginCookie } = await beginSignIn(deps, readLoginCookie(req), returnTo, {
+      reauthenticate: reauth === '1',
+    });
     writeLoginCookie(res, loginCookie, loginMaxAge);
     res.redirect(303, redirect.href);
   });

@@ -35,6 +35,13 @@ describe('login cookie', () => {
     expect(cookies.take(taken.rest, 'state-1', now).login).toBeUndefined();
   });
 
+  it('keeps the max_age of a sign-in that must authenticate again, and none otherwise', () => {
+    const value = cookies.add(undefined, 'state-1', { ...login(), maxAgeSeconds: 300 }, now);
+    expect(cookies.take(value, 'state-1', now).login?.maxAgeSeconds).toBe(300);
+    const plain = cookies.add(undefined, 'state-2', login(), now);
+    expect(cookies.take(plain, 'state-2', now).login).not.toHaveProperty('maxAgeSeconds');
+  });
+
   it('refuses an entry whose expiry or ciphertext was altered, and one that expired', () => {
     const value = cookies.add(undefined, 'state-1', login(), now);
     const [exp, kid, body] = value.split('.');

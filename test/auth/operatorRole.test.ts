@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { hasOperatorRole } from '../../src/auth/operatorRole.js';
+import { hasOperatorRole, OPERATOR_PROOF_MAX_AGE_SECONDS, operatorStanding } from '../../src/auth/operatorRole.js';
 
 describe('hasOperatorRole', () => {
   const policy = { roleClaim: 'roles', role: 'operator' };
@@ -33,5 +33,31 @@ describe('hasOperatorRole', () => {
     expect(hasOperatorRole({ realm_access: ['broker-operator'] }, keycloak)).toBe(false);
     expect(hasOperatorRole({ 'realm_access.roles': ['broker-operator'] }, keycloak)).toBe(false);
     expect(hasOperatorRole(Object.create({ roles: ['operator'] }) as Record<string, unknown>, policy)).toBe(false);
+  });
+});
+
+describe('operatorStanding', () => {
+  const signedIn = new Date('2030-01-01T12:00:00Z');
+  const at = (ms: number) => new Date(signedIn.getTime() + ms);
+  const bound = OPERATOR_PROOF_MAX_AGE_SECONDS * 1000;
+  const session = (operator: boolean, authenticatedAt?: Date | 'unknown') => ({
+    operator,
+    createdAt: signedIn,
+    authenticatedAt: authenticatedAt === 'unknown' ? undefined : (authenticatedAt ?? signedIn),
+  });
+
+  it('lets an operator act within five minutes of authenticating, and read within five of the sign-in', () => {
+    expect(OPERATOR_PROOF_MAX_AGE_SECONDS).toBe(300);
+    expect(operatorStanding(session(true), at(0))).toBe('act');
+    expect(operatorStanding(session(true), at(bound))).toBe('act');
+    expect(operatorStanding(session(true), at(bound + 1))).toBe('stale');
+    // Authenticated at the provider long before this sign-in: the pages, not the actions.
+    expect(operatorStanding(session(true, at(-bound - 1)), at(0))).toBe('read');
+    expect(operatorStanding(session(true, 'unknown'), at(0))).toBe('read');
+  });
+
+  it('gives a session without the role nothing, however fresh', () => {
+    expect(operatorStanding(session(false), at(0))).toBe('none');
+    expect(operatorStanding(session(false), at(bound + 1))).toBe('none');
   });
 });
