@@ -14,6 +14,20 @@ export interface WebSession {
   expiresAt: Date;
 }
 
+/** What operators see of a session (`broker sessions list`, /ops/sessions): no cookie, no digest. */
+export interface SessionListing {
+  /** `sess_<32 hex>`: unrelated to the cookie, so it can be shown and typed. */
+  id: string;
+  subject: string;
+  displayName: string | undefined;
+  operator: boolean;
+  createdAt: Date;
+  lastSeenAt: Date;
+  expiresAt: Date;
+}
+
+export const SESSION_ID_PATTERN = /^sess_[0-9a-f]{32}$/;
+
 interface Row {
   id_digest: Buffer;
   subject_iss: string | null;
@@ -83,4 +97,64 @@ export async function touchSession(db: Queryable, idDigest: Buffer, now: Date): 
 
 export async function deleteSession(db: Queryable, idDigest: Buffer): Promise<void> {
   await db.query('DELETE FROM web_sessions WHERE id_digest = $1', [idDigest]);
+}
+
+interface ListingRow {
+  public_id: string;
+  subject_sub: string;
+  display_name: string | null;
+  operator: boolean;
+  created_at: Date;
+  last_seen_at: Date;
+  expires_at: Date;
+}
+
+const listingOf = (row: ListingRow): SessionListing => ({
+  id: row.public_id,
+  subject: row.subject_sub,
+  displayName: row.display_name ?? undefined,
+  operator: row.operator,
+  createdAt: row.created_at,
+  lastSeenAt: row.last_seen_at,
+  expiresAt: row.expires_at,
+});
+
+const LISTING_COLUMNS = 'public_id, subject_sub, display_name, operator, created_at, last_seen_at, expires_at';
+
+/** Live sessions (signed in, unexpired, not revoked), the most recently used first; of one subject when given. */
+export async function findLiveSessions(
+  db: Queryable,
+  filter: { subject?: string; limit: number },
+  now: Date,
+): Promise<SessionListing[]> {
+  const { rows } = await db.query<ListingRow>(
+    `SELECT ${LISTING_COLUMNS}
+       FROM web_sessions
+      WHERE subject_sub IS NOT NULL AND expires_at > $1 AND revoked_at IS NULL
+        AND ($2::text IS NULL OR subject_sub = $2)
+      ORDER BY last_seen_at DESC, public_id
+      LIMIT $3`,
+    [now, filter.subject ?? null, filter.limit],
+  );
+  return rows.map(listingOf);
+}
+
+/**
+ * Marks live sessions revoked: the one with this public id, or every one of this subject (any
+ * issuer: the broker signs in with one). The next request with such a cookie finds no session
+ * (findActiveSession). Returns what was revoked.
+ */
+export async function revokeLiveSessions(
+  db: Queryable,
+  target: { sessionId: string } | { subject: string },
+  now: Date,
+): Promise<SessionListing[]> {
+  const [column, value] = 'sessionId' in target ? ['public_id', target.sessionId] : ['subject_sub', target.subject];
+  const { rows } = await db.query<ListingRow>(
+    `UPDATE web_sessions SET revoked_at = $1
+      WHERE ${column} = $2 AND subject_sub IS NOT NULL AND expires_at > $1 AND revoked_at IS NULL
+      RETURNING ${LISTING_COLUMNS}`,
+    [now, value],
+  );
+  return rows.map(listingOf).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }

@@ -9,6 +9,7 @@ import { fetchDevToken } from './devToken.js';
 import { KeysCommandError, keysCommand } from './keysCommand.js';
 import { LedgerCommandError, ledgerCommand } from './ledgerCommand.js';
 import { ProvidersCommandError, providersCommand } from './providersCommand.js';
+import { SessionsCommandError, sessionsCommand } from './sessionsCommand.js';
 import { ToolsCommandError, toolsCommand } from './toolsCommand.js';
 import { toolsImport } from './toolsImport.js';
 
@@ -23,6 +24,11 @@ Commands:
                             token in BROKER_OPERATOR_TOKEN; broker ledger help for the options).
   keys status [--json]      Values at rest per key id of SECRET_KEYS and kind, the active key, and
                             whether each older key can be retired (an operator's token, as ledger).
+  sessions list [--subject SUB] [--json]
+                            Live browser sessions: id, subject, signed in, last seen, expires.
+  sessions revoke <subject|session-id> --reason R
+                            Ends one browser session, or every one of a subject, at its next
+                            request; recorded (an operator's token, as ledger).
   providers list [--json]   The providers PROVIDERS_FILE configures: source, kind, the callback
                             URL to register at each, scopes (no network access).
   providers check [--json]  Loads every provider's endpoints (discovery where configured); exit 1
@@ -83,6 +89,8 @@ async function main(argv: string[]): Promise<number> {
       );
     else if (command === 'keys')
       return await keysCommand(rest, loadConfig(), (line) => process.stdout.write(`${line}\n`));
+    else if (command === 'sessions')
+      return await sessionsCommand(rest, loadConfig(), (line) => process.stdout.write(`${line}\n`));
     else if (command === 'providers')
       return await providersCommand(
         rest,
@@ -112,6 +120,7 @@ async function main(argv: string[]): Promise<number> {
       err instanceof ConfigError ||
       err instanceof LedgerCommandError ||
       err instanceof KeysCommandError ||
+      err instanceof SessionsCommandError ||
       err instanceof DeploymentError ||
       err instanceof ProvidersCommandError ||
       err instanceof ToolsCommandError
@@ -119,6 +128,7 @@ async function main(argv: string[]): Promise<number> {
       process.stderr.write(`broker: ${err.message}\n`);
       return err instanceof LedgerCommandError ||
         err instanceof KeysCommandError ||
+        err instanceof SessionsCommandError ||
         err instanceof DeploymentError ||
         err instanceof ProvidersCommandError ||
         err instanceof ToolsCommandError

@@ -84,6 +84,7 @@ function signInAgain(returnTo: string, reauthenticate: boolean): string {
 const FORM_PAGES: readonly [RegExp, (m: RegExpExecArray) => string][] = [
   [/^\/ops\/flows\/([0-9a-f-]{36})\/[a-z]+$/, (m) => `/ops/flows/${m[1]}`],
   [/^\/ops\/approvals\//, () => '/ops/approvals'],
+  [/^\/ops\/sessions\//, () => '/ops/sessions'],
 ];
 
 function formPageOf(req: Pick<Request, 'baseUrl' | 'path'>): string {

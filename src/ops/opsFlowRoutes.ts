@@ -17,11 +17,8 @@ import {
 import { parseInput } from '../web/parse.js';
 import { findReissuedFrom } from './dashboardRepo.js';
 import { flowActions, NOTICES, notices } from './flowActions.js';
-import { IdParams, pageModel } from './opsForms.js';
+import { IdParams, optional, pageModel } from './opsForms.js';
 import type { OpsRoutesDeps } from './opsDeps.js';
-
-// A blank form field means "no filter".
-const optional = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (v === '' ? undefined : v), schema.optional());
 
 const FlowsQuery = z.strictObject({
   state: optional(z.enum(navigationStates)),

@@ -13,6 +13,10 @@ import { operatorOf } from './operatorGuard.js';
 
 export const IdParams = z.strictObject({ id: z.uuid() });
 
+/** A query field a blank form field leaves empty: "no filter". */
+export const optional = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((v) => (v === '' ? undefined : v), schema.optional());
+
 const ActionBody = z.strictObject({
   _csrf: z.string().max(128),
   reason: z

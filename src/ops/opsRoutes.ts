@@ -5,6 +5,7 @@ import { opsApprovalRoutes } from './opsApprovalRoutes.js';
 import { opsDashboardRoutes } from './opsDashboardRoutes.js';
 import type { OpsRoutesDeps } from './opsDeps.js';
 import { opsFlowRoutes } from './opsFlowRoutes.js';
+import { opsSessionRoutes } from './opsSessionRoutes.js';
 
 /**
  * /ops/…: operator pages, every one behind requireOperator.
@@ -16,6 +17,8 @@ import { opsFlowRoutes } from './opsFlowRoutes.js';
  *   POST /ops/flows/:id/{close,reissue,redrive}   recovery actions, with a reason
  *   GET  /ops/approvals                     the approval queue
  *   POST /ops/approvals/:id/{approve,reject}      a decision, with a reason
+ *   GET  /ops/sessions                      live browser sessions, of one subject with ?subject=
+ *   POST /ops/sessions/:target/revoke       end one session (sess_…) or a subject's every one, with a reason
  */
 export function opsRoutes(deps: OpsRoutesDeps): Router {
   const router = Router();
@@ -24,5 +27,6 @@ export function opsRoutes(deps: OpsRoutesDeps): Router {
   router.use(opsFlowRoutes(deps));
   router.use(opsActionRoutes(deps));
   router.use(opsApprovalRoutes(deps));
+  router.use(opsSessionRoutes(deps));
   return router;
 }
