@@ -7,6 +7,7 @@ import { migrate, readMigrations } from './db/migrate.js';
 import { startSweeper } from './jobs/sweeps.js';
 import { startPeriodic } from './jobs/periodic.js';
 import { PROACTIVE_REFRESH } from './jobs/proactiveRefresh.js';
+import { startWebhookDelivery } from './events/webhookDelivery.js';
 import { createPool } from './db/pool.js';
 import { createMetrics } from './metrics/metrics.js';
 import { createOidcClient } from './oauth/oauthClient.js';
@@ -172,6 +173,11 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     'proactive refresh',
   );
   closers.push({ name: 'proactive refresh', close: refresher.stop });
+  // The outbox's events go out from every instance, each event claimed by one at a time.
+  if (config.webhook) {
+    const delivery = startWebhookDelivery({ pool, fetch, clock: systemClock, logger, webhook: config.webhook });
+    closers.push({ name: 'webhook delivery', close: delivery.stop });
+  }
   const server = await listenHttps(tls, broker.listener, config.http.host, config.http.port, 'broker');
   closers.push({ name: 'broker HTTPS server', close: () => server.close(config.http.shutdownGraceMs) });
 

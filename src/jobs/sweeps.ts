@@ -82,7 +82,7 @@ async function sweepWithin(deps: SweepDeps, { batch, budgetMs }: Required<SweepL
     expiredNavigations += expired;
     if (expired < EXPIRE_PER_TRANSACTION) break;
   } while (inBudget());
-  const rows: SweptRows = { oauthTransactions: 0, nonces: 0, sessions: 0 };
+  const rows: SweptRows = { oauthTransactions: 0, nonces: 0, sessions: 0, webhookEvents: 0 };
   for (const kind of Object.keys(sweptTables) as (keyof SweptRows)[]) {
     // At least one batch per table, so a slow first step cannot starve the tables after it.
     for (;;) {
