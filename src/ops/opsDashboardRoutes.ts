@@ -2,6 +2,7 @@ import { Router } from 'express';
 import { z } from 'zod';
 import { findApprovals } from '../broker/approvalRepo.js';
 import { navigationStates, openStates, verifiedStates, type NavigationState } from '../flow/navigationStates.js';
+import { countEventsByState } from '../events/webhookOutboxRepo.js';
 import { evaluateGates } from '../ledger/gates.js';
 import { pauseConnections, resumeConnections } from '../ledger/killSwitch.js';
 import { findStuckFlows } from '../ledger/ledgerQueriesRepo.js';
@@ -32,7 +33,7 @@ export function toneOf(state: NavigationState): string {
   return verifiedStates.has(state) ? 'verified' : 'ended';
 }
 
-/** GET /ops: release gates, flows by state, completion latency, flows per day, the kill switch. */
+/** GET /ops: release gates, flows by state, completion latency, flows per day, webhook events, the kill switch. */
 export function opsDashboardRoutes(deps: OpsRoutesDeps): Router {
   const router = Router();
   const { pool, clock } = deps;
@@ -40,7 +41,7 @@ export function opsDashboardRoutes(deps: OpsRoutesDeps): Router {
   router.get('/', async (req, res) => {
     parseInput(z.strictObject({}), req.query, 'query');
     const now = clock.now();
-    const [gates, byState, perDay, latency, paused, stuck, pending] = await Promise.all([
+    const [gates, byState, perDay, latency, paused, stuck, pending, webhookEvents] = await Promise.all([
       deps.ops.gateFigures(),
       countFlowsByState(pool),
       countFlowsPerDay(pool, seriesStart(now, DAYS)),
@@ -48,6 +49,7 @@ export function opsDashboardRoutes(deps: OpsRoutesDeps): Router {
       findSwitch(pool, URL_ELICITATION_PAUSED),
       findStuckFlows(pool, now, COUNT_CAP),
       findApprovals(pool, 'pending', COUNT_CAP),
+      countEventsByState(pool),
     ]);
     const states = navigationStates.map((s) => ({ label: s, value: byState.get(s) ?? 0, tone: toneOf(s) }));
     const latencyCounts = fillBuckets(latency.buckets, LATENCY_BOUNDS_SECONDS.length + 1);
@@ -62,6 +64,8 @@ export function opsDashboardRoutes(deps: OpsRoutesDeps): Router {
         totalFlows: states.reduce((sum, s) => sum + s.value, 0),
         stuck: capped(stuck.length),
         pendingApprovals: capped(pending.length),
+        // WEBHOOK_URL's events: those given up after every attempt, and those still to be sent.
+        webhookEvents: { dead: webhookEvents.dead, pending: webhookEvents.pending },
         byState: rowChart(states),
         latency: columnChart(
           latencyLabels(LATENCY_BOUNDS_SECONDS).map((label, i) => ({ label, value: latencyCounts[i] ?? 0 })),

@@ -44,6 +44,7 @@ describe('operator views', () => {
       totalFlows: 3,
       stuck: '0',
       pendingApprovals: '100+',
+      webhookEvents: { dead: 2, pending: 5 },
       byState: rowChart(navigationStates.map((s, i) => ({ label: s, value: i, tone: 'open' }))),
       latency: columnChart([{ label: '≤1 s', value: 2 }]),
       latencySample: 2,
@@ -57,6 +58,7 @@ describe('operator views', () => {
     expect(html).toContain('&lt;script&gt;');
     expect(html).toContain('<span class="verdict miss">MISS</span>');
     expect(html).toContain('action="/ops/connections/resume"');
+    expect(html).toContain('<strong>2</strong> webhook events given up, <strong>5</strong> waiting to be sent');
     expect(html).toContain('Signed in as <strong>Ops &lt;Example&gt;</strong>');
   });
 
