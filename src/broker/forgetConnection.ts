@@ -4,6 +4,8 @@ import { recordWithoutMoving } from './advance.js';
 import { findNavigationById } from './navigationRepo.js';
 import { withTransaction } from '../db/transaction.js';
 import { UpstreamAuthError } from '../errors/appError.js';
+import { needsReauthEvent } from '../events/webhookEvent.js';
+import { enqueueEvent } from '../events/webhookOutboxRepo.js';
 import { equalInConstantTime } from '../shared/tokens.js';
 import { findConnection, moveConnection, type ConnectionRecord } from '../secrets/connectionsRepo.js';
 import { deleteSecrets, findSecrets } from '../secrets/secretsRepo.js';
@@ -68,6 +70,10 @@ export async function forgetConnection(
     await deleteSecrets(tx, subject, provider);
     const connection = await findConnection(tx, subject, provider);
     if (connection) await moveConnection(tx, { id: connection.id, event: 'token_refused', now: deps.clock.now() });
+    await enqueueEvent(
+      tx,
+      needsReauthEvent({ id: connection?.id, provider, subject }, 'token_refused', deps.clock.now()),
+    );
     const navigation =
       access.navigationId === undefined ? undefined : await findNavigationById(tx, access.navigationId);
     if (navigation) {

@@ -3,6 +3,8 @@ import { samePrincipal } from '../auth/principal.js';
 import { MissingKeyError } from '../crypto/secretBox.js';
 import { withTransaction } from '../db/transaction.js';
 import { AppError, ConflictError, ForbiddenError, InvalidInputError, NotFoundError } from '../errors/appError.js';
+import type { WebhookEvent } from '../events/webhookEvent.js';
+import { enqueueEvent } from '../events/webhookOutboxRepo.js';
 import { consumePendingAuthorization, pkceAad, type PendingAuthorization } from '../oauth/pendingAuthRepo.js';
 import { scopesToRequest } from '../providers/scopes.js';
 import { findConnection, upsertConnection, type ConnectionRecord } from '../secrets/connectionsRepo.js';
@@ -161,12 +163,13 @@ export async function completeCallback(
     // The whole token set is replaced: a refresh token of the previous grant never outlives it.
     await deleteSecrets(tx, locked.subject, locked.provider);
     await storeTokens(tx, deps, locked.subject, locked.provider, grant.tokens, locked.id);
-    await upsertConnection(
+    const record = await upsertConnection(
       tx,
       { subject: locked.subject, provider: locked.provider, ...connection, navigationId: locked.id },
       now,
     );
     locked = await advance(tx, locked, ['callback_received', 'callback_verified'], by);
+    await enqueueEvent(tx, connectionCreated(record, locked.id, now));
     await deps.signal.notify(tx, locked.id);
     await settleSiblingFlows(tx, deps, locked, by);
     return { verified: locked };
@@ -177,6 +180,28 @@ export async function completeCallback(
     connectedAs: stored.mismatch.upstreamSubject,
     signedInAs: grant.connection.upstreamSubject,
   });
+}
+
+/** The webhook event of a stored connection: its ids and the account's, never a token. */
+function connectionCreated(
+  record: ConnectionRecord,
+  navigationId: string,
+  occurredAt: Date,
+): WebhookEvent & { occurredAt: Date } {
+  const { upstreamSubject, upstreamName } = record;
+  return {
+    type: 'connection.created',
+    data: {
+      connectionId: record.id,
+      provider: record.provider,
+      subject: { iss: record.subject.iss, sub: record.subject.sub },
+      navigationId,
+      ...(upstreamSubject !== undefined && {
+        account: { id: upstreamSubject, ...(upstreamName !== undefined && { name: upstreamName }) },
+      }),
+    },
+    occurredAt,
+  };
 }
 
 function accountMismatch(

@@ -36,7 +36,7 @@ export type WebhookEvent =
     }
   | {
       type: 'connection.needs_reauth';
-      /** `reason`: a code name, e.g. token_refused (the provider answered 401), refresh_refused, key_missing. */
+      /** `reason`: a code name (needsReauthEvent). */
       data: Omit<ConnectionRef, 'connectionId'> & { connectionId?: string; reason: string };
     }
   | { type: 'connection.revoked'; data: ConnectionRef }
@@ -45,6 +45,25 @@ export type WebhookEvent =
       /** `reason`: a code name, e.g. not_replayable (the provider cannot dedupe a re-drive), key_missing. */
       data: { receiptId: string; navigationId: string; tool: string; provider: string; reason: string };
     };
+
+/**
+ * The event of a connection whose user must connect again; `reason` names the move that ended it, as
+ * secrets/connectionStates.ts does (token_refused, refresh_refused, expired, key_missing).
+ */
+export const needsReauthEvent = (
+  connection: { id: string | undefined; provider: string; subject: SubjectRef },
+  reason: string,
+  occurredAt: Date,
+): WebhookEvent & { occurredAt: Date } => ({
+  type: 'connection.needs_reauth',
+  data: {
+    ...(connection.id !== undefined && { connectionId: connection.id }),
+    provider: connection.provider,
+    subject: { iss: connection.subject.iss, sub: connection.subject.sub },
+    reason,
+  },
+  occurredAt,
+});
 
 /** An event as the outbox holds it and the receiver gets it (the POST body is exactly this, as JSON). */
 export interface WebhookMessage {

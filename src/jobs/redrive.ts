@@ -1,5 +1,7 @@
 import { MissingKeyError } from '../crypto/secretBox.js';
 import { withTransaction } from '../db/transaction.js';
+import type { WebhookEvent } from '../events/webhookEvent.js';
+import { enqueueEvent } from '../events/webhookOutboxRepo.js';
 import { performOrForget, type StoredAccess } from '../broker/forgetConnection.js';
 import { accessTokenFor, type TokenVaultDeps } from '../secrets/tokenVault.js';
 import {
@@ -134,12 +136,31 @@ async function operatorAskedForIt(
         now: broker.clock.now(),
         evidence,
       });
+      if (!asked) await enqueueEvent(tx, needsOperator(navigation, receipt, 'not_replayable', broker.clock.now()));
     }
     return asked;
   });
 }
 
 const REDRIVE_DECISIONS = ['operator_redrive', 'redrive_attempted', 'redrive_withheld'];
+
+/** The webhook event of a withheld re-drive (`reason`: why only an operator can settle it). */
+const needsOperator = (
+  navigation: NavigationRecord,
+  receipt: OperationReceipt,
+  reason: string,
+  occurredAt: Date,
+): WebhookEvent & { occurredAt: Date } => ({
+  type: 'operation.needs_operator',
+  data: {
+    receiptId: receipt.id,
+    navigationId: navigation.id,
+    tool: navigation.tool,
+    provider: navigation.provider,
+    reason,
+  },
+  occurredAt,
+});
 
 /**
  * The kept arguments were sealed under a key SECRET_KEYS no longer holds, so nothing can perform the
@@ -170,6 +191,7 @@ async function withholdUnopenable(
         reason: `the kept arguments are sealed under key ${keyId}, which SECRET_KEYS no longer holds: an operator decides (configure the key again and re-drive, or close the flow)`,
       },
     });
+    await enqueueEvent(tx, needsOperator(navigation, receipt, 'key_missing', broker.clock.now()));
   });
 }
 

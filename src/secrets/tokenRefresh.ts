@@ -3,6 +3,8 @@ import type { Principal } from '../auth/principal.js';
 import type { Queryable } from '../db/pool.js';
 import { withTransaction } from '../db/transaction.js';
 import { AppError, UnavailableError } from '../errors/appError.js';
+import { needsReauthEvent } from '../events/webhookEvent.js';
+import { enqueueEvent } from '../events/webhookOutboxRepo.js';
 import { appendObservations } from '../ledger/ledgerRepo.js';
 import type { ProviderTokens } from '../oauth/providerClient.js';
 import { ledgerEventOf, usableStates, type ConnectionEvent } from './connectionStates.js';
@@ -133,6 +135,7 @@ async function endConnection(
     await forget(tx);
     // forgetUnopenable records a missing key itself, naming the key.
     if (moved && event !== 'key_missing') await record(tx, deps, connection, event, {});
+    if (moved) await enqueueEvent(tx, needsReauthEvent(moved, event, deps.clock.now()));
   });
 }
 
