@@ -1,0 +1,96 @@
+import { INVISIBLE } from './displayText.js';
+
+// A form field's name, title or description brought to one spelling, so that
+// "API_KEY", "apiKey", "api-key", "ＡＰＩ Ｋｅｙ" and "A.P.I. key" read alike
+// (formAuditVocabulary.ts's terms go through the same function).
+
+export interface NormalisedText {
+  /** The words, lower case and folded, each set between single spaces: " api key ". */
+  spaced: string;
+  /** The same letters and digits with no separator at all: "apikey". */
+  compact: string;
+  /** `compact` with look-alike digits and signs read as letters ("pa55w0rd" → "password"). */
+  leet: string;
+  /** A word mixes letters of two alphabets whose letters pass for one another ("раssword" with a Cyrillic р). */
+  mixedScript: boolean;
+}
+
+const INVISIBLE_RUN = new RegExp(INVISIBLE.source, 'gu');
+// Case boundaries inside an identifier: apiKey → api Key, APIKey → API Key; and letters from digits: cvv2 → cvv 2.
+const CAMEL = /(?<=[\p{Ll}\p{N}])(?=\p{Lu})|(?<=\p{Lu})(?=\p{Lu}\p{Ll})|(?<=\p{L})(?=\p{N})|(?<=\p{N})(?=\p{L})/gu;
+// Accents of the alphabets that write them as marks: contraseña → contrasena, Schlüssel → Schlussel, ключ stays.
+const ACCENT = /(?<=[\p{Script=Latin}\p{Script=Cyrillic}\p{Script=Greek}])\p{M}+/gu;
+const SEPARATORS = /[^\p{L}\p{N}\p{M}]+/u;
+const LEET: Readonly<Record<string, string>> = {
+  '0': 'o',
+  '1': 'i',
+  '3': 'e',
+  '4': 'a',
+  '5': 's',
+  '7': 't',
+  '@': 'a',
+  $: 's',
+};
+const LEET_CHARS = /[013457@$]/g;
+// The alphabets whose letters stand in for Latin ones (Unicode's confusables.txt is mostly these); UTS #39's
+// moderately restrictive profile, which browsers apply to hosts, already refuses Latin beside Cyrillic or Greek.
+const LOOKALIKE_SCRIPTS = [
+  /\p{Script=Latin}/u,
+  /\p{Script=Cyrillic}/u,
+  /\p{Script=Greek}/u,
+  /\p{Script=Armenian}/u,
+  /\p{Script=Cherokee}/u,
+];
+
+export function normaliseText(text: string): NormalisedText {
+  // NFKC first: full-width forms, ligatures, circled and mathematical letters become plain ones.
+  const plain = text.normalize('NFKC').replace(INVISIBLE_RUN, '').replace(CAMEL, ' ');
+  const folded = fold(plain);
+  const words = joinSpelledOut(folded.split(SEPARATORS).filter((w) => w !== ''));
+  const leetWords = joinSpelledOut(
+    fold(plain.replace(LEET_CHARS, (c) => LEET[c] ?? c))
+      .split(SEPARATORS)
+      .filter((w) => w !== ''),
+  );
+  return {
+    spaced: ` ${words.join(' ')} `,
+    compact: words.join(''),
+    leet: leetWords.join(''),
+    mixedScript: words.some(mixesScripts),
+  };
+}
+
+function fold(text: string): string {
+  return text
+    .toLowerCase()
+    .replace(/ß/g, 'ss')
+    .replace(/ı/g, 'i')
+    .replace(/ς/g, 'σ')
+    .normalize('NFD')
+    .replace(ACCENT, '')
+    .normalize('NFC');
+}
+
+/** Letters written one by one ("p a s s w o r d", "P.I.N") are read as the word they spell. */
+function joinSpelledOut(words: string[]): string[] {
+  const out: string[] = [];
+  let run: string[] = [];
+  const flush = () => {
+    if (run.length > 1) out.push(run.join(''));
+    else out.push(...run);
+    run = [];
+  };
+  for (const word of words) {
+    if ([...word].length === 1 && /\p{L}/u.test(word)) run.push(word);
+    else {
+      flush();
+      out.push(word);
+    }
+  }
+  flush();
+  return out;
+}
+
+function mixesScripts(word: string): boolean {
+  return LOOKALIKE_SCRIPTS.filter((script) => script.test(word)).length > 1;
+}
