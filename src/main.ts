@@ -179,7 +179,14 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     closers.push({ name: 'webhook delivery', close: delivery.stop });
   }
   const server = await listenHttps(tls, broker.listener, config.http.host, config.http.port, 'broker');
-  closers.push({ name: 'broker HTTPS server', close: () => server.close(config.http.shutdownGraceMs) });
+  closers.push({
+    name: 'broker HTTPS server',
+    close: () => {
+      // Calls waiting in legacy sessions answer now, within the grace period, rather than be cut off.
+      broker.endSessions();
+      return server.close(config.http.shutdownGraceMs);
+    },
+  });
 
   logger.info({ port: server.port, mode: config.mode }, 'broker listening');
   if (config.mcp.allowAnonymous) {

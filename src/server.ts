@@ -62,6 +62,11 @@ export interface BrokerServer {
   reseal(inBudget: () => boolean): Promise<ResealProgress>;
   /** The proactive refresh: renews access tokens about to expire, so a tool call rarely waits for one. */
   refreshExpiring(options: ProactiveRefreshOptions): Promise<ProactiveRefreshResult>;
+  /**
+   * Ends the 2025-11-25 sessions, their streams and the waits of their calls, which then answer at
+   * once (a nested call may wait LEGACY_WAIT_MS, longer than any grace period): a stop begins with it.
+   */
+  endSessions(): void;
   /** Stops what the server holds open (legacy sessions and their streams, the completion listener). */
   close(): Promise<void>;
 }
@@ -69,6 +74,7 @@ export interface BrokerServer {
 /** Who an MCP call without a bearer token is when MCP_ALLOW_ANONYMOUS=true (config allows it on loopback only). */
 const ANONYMOUS_PRINCIPAL: Principal = { iss: 'urn:connect-broker:anonymous', sub: 'anonymous' };
 const REQUEST_STATE_TTL_SECONDS = 5 * 60;
+const LEGACY_DRAIN_MS = 5_000;
 
 /**
  * The broker, assembled: POST /mcp goes to the MCP endpoint on plain
@@ -153,9 +159,13 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
     refreshExpiring: (options) => refreshExpiring(toolDeps.connection.vault, deps.logger, options),
     reseal: (inBudget) =>
       resealPass({ pool: deps.pool, box: broker.box, clock: deps.clock, logger: deps.logger }, inBudget),
-    close: () => {
+    endSessions: () => legacy.close(),
+    close: async () => {
       legacy.close();
-      return signal.close();
+      // Their sessions ended, the calls still running return soon; they may still write (the ledger)
+      // and must find the pool and the completion listener open.
+      await legacy.idle(LEGACY_DRAIN_MS);
+      await signal.close();
     },
   };
 }

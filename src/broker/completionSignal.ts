@@ -85,6 +85,8 @@ export function createCompletionSignal(pool: Pool, logger: Logger): CompletionSi
       await tx.query('SELECT pg_notify($1, $2)', [CHANNEL, navigationId]);
     },
     async waitFor(navigationId, timeoutMs, isDone, abort) {
+      // Ended before it began (the session closed meanwhile): nothing to listen for, nothing to ask.
+      if (abort?.aborted) return false;
       await connect();
       // One registration for the whole wait: the waiter stays in the set from here to `finally`, and
       // a signal that lands while it is checking is kept in `woken` for the next round.

@@ -1,3 +1,5 @@
+import { Writable } from 'node:stream';
+import { createPool } from '../../src/db/pool.js';
 import { afterEach, expect } from 'vitest';
 import { readMigrations } from '../../src/db/migrate.js';
 import { reportServiceProvider } from '../../src/dev/devStack.js';
@@ -262,31 +264,57 @@ export function useFaultStack(options: BrokerStackOptions) {
   return { stack, db, aliceSession, nestedCall, errorCall };
 }
 
+/** Another broker instance on the stack's database, keys and MCP audience, with its own pool and logs. */
+export interface ExtraInstance {
+  url: string;
+  port: number;
+  /** What it logged (info level and up). */
+  logs: string[];
+  /** Stops it as main.ts stops a broker: legacy sessions ended, the listener after a grace period, the server, its pool. */
+  close(): Promise<void>;
+}
+
 /**
- * A third broker instance on the stack's database, keys, MCP audience and
- * settings, but LEGACY_URL_ELICITATION=error (brokerStack configures both of its
- * instances alike). Its own public URL: its connect links are not completed here.
+ * A third broker instance with the stack's settings but `legacy` overridden, on its own URL (on `port`
+ * when given: a restart of an instance that was there before, whose connect links open on it again).
  */
-export async function startErrorInstance(stack: BrokerStack): Promise<{ url: string; close(): Promise<void> }> {
+export async function startExtraInstance(
+  stack: BrokerStack,
+  options: { legacy: Partial<BrokerStack['settings']['legacy']>; port?: number; name?: string },
+): Promise<ExtraInstance> {
   // The listener needs the server, the server needs the port: the server is set once the port is known.
   const holder: { server?: BrokerServer } = {};
   const running = await listenHttps(
     stack.tls,
     (req, res) => (holder.server ? holder.server.listener(req, res) : res.writeHead(503).end()),
     '127.0.0.1',
-    0,
-    'broker 3 (error lineage)',
+    options.port ?? 0,
+    options.name ?? 'broker 3',
   );
   const url = `https://127.0.0.1:${running.port}`;
   const { settings } = stack;
+  const logs: string[] = [];
+  // Its own pool, outside the test database's (which ends its pools when dropped): ended by close().
+  const pool = createPool(
+    { url: stack.db.url, poolMax: 5, schema: stack.db.schema },
+    createLogger({ level: 'silent' }),
+  );
   const server = createBrokerServer({
     settings: atUrl(
-      { ...settings, legacy: { ...settings.legacy, urlElicitation: 'error', waitMs: WAIT_MS } },
+      { ...settings, legacy: { ...settings.legacy, ...options.legacy } },
       new URL(url),
       stack.mcpResourceUrl,
     ),
-    pool: stack.db.newPool(),
-    logger: createLogger({ level: 'silent' }),
+    pool,
+    logger: createLogger(
+      { level: 'info' },
+      new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          logs.push(chunk.toString('utf8'));
+          done();
+        },
+      }),
+    ),
     clock: systemClock,
     render: createRender({ cache: false }),
     oidc: createOidcClient({
@@ -307,9 +335,25 @@ export async function startErrorInstance(stack: BrokerStack): Promise<{ url: str
   holder.server = server;
   return {
     url,
+    port: running.port,
+    logs,
     async close() {
-      await running.close(0);
+      server.endSessions();
+      await running.close(2_000);
       await server.close();
+      await pool.end();
     },
   };
+}
+
+/**
+ * A third broker instance on the stack's database, keys, MCP audience and
+ * settings, but LEGACY_URL_ELICITATION=error (brokerStack configures both of its
+ * instances alike). Its own public URL: its connect links are not completed here.
+ */
+export async function startErrorInstance(stack: BrokerStack): Promise<{ url: string; close(): Promise<void> }> {
+  return startExtraInstance(stack, {
+    legacy: { urlElicitation: 'error', waitMs: WAIT_MS },
+    name: 'broker 3 (error lineage)',
+  });
 }

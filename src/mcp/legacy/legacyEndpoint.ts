@@ -34,6 +34,8 @@ export interface LegacyEndpoint {
   delete(req: IncomingMessage, res: ServerResponse, caller: VerifiedBearer): void;
   /** Ends every session (their streams and pending calls) and stops the idle sweep. */
   close(): void;
+  /** Settles when the tool calls still running have finished, or after `timeoutMs`. */
+  idle(timeoutMs: number): Promise<void>;
 }
 
 /** Is this a 2025-11-25 message? `initialize` without a modern envelope, a session's traffic, or a client's response. */
@@ -104,6 +106,8 @@ export function createLegacyEndpoint(deps: LegacyEndpointDeps): LegacyEndpoint {
     return session;
   }
 
+  // Tool calls still running: a stop lets them finish (their sessions ended, they return soon) before the pool closes.
+  const calls = new Set<Promise<unknown>>();
   return {
     async post(req, res, message, { principal, clientId }, requestId) {
       const raw = message['id'];
@@ -157,7 +161,9 @@ export function createLegacyEndpoint(deps: LegacyEndpointDeps): LegacyEndpoint {
           requestId,
           logger: deps.logger,
         };
-        const result = await legacyToolCall(deps, session, id, params, ctx, channel);
+        const running = legacyToolCall(deps, session, id, params, ctx, channel);
+        calls.add(running);
+        const result = await running.finally(() => calls.delete(running));
         return channel.finish(resultMessage(id, JSON.stringify(result)));
       } catch (err) {
         if (!(err instanceof McpProtocolError)) throw err;
@@ -196,6 +202,12 @@ export function createLegacyEndpoint(deps: LegacyEndpointDeps): LegacyEndpoint {
     },
 
     close: () => sessions.close(),
+    async idle(timeoutMs) {
+      let timer: NodeJS.Timeout | undefined;
+      const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
+      await Promise.race([Promise.allSettled([...calls]), bound]);
+      clearTimeout(timer);
+    },
   };
 }
 

@@ -124,7 +124,7 @@ async function connectionCall(
   const receipt = found && (await findReceiptByNavigation(broker.pool, found.id));
   const refused = receipt && reconnectReasonOf({ status: receipt.outcomeStatus, outcome: receipt.outcome });
   const same = refused ? undefined : found;
-  const joined = same ? await joinSameOperation(deps, call, ctx, same, jsonrpcId) : undefined;
+  const joined = same ? await joinSameOperation(deps, call, ctx, same, jsonrpcId, session.closing) : undefined;
   if (joined) return joined;
   let access = await connectionAccessFor(connection.vault, ctx.principal, call.provider, call.scopes);
   if (access.kind === 'connected') {
@@ -132,7 +132,7 @@ async function connectionCall(
     // flow), so that flow's requirement is met; settle it and accept the operation through it, once.
     if (same && openStates.has(same.status)) {
       const settled = await settleConnectedFlow(broker, same.id, ctx.principal);
-      const through = settled && (await joinSameOperation(deps, call, ctx, settled, jsonrpcId));
+      const through = settled && (await joinSameOperation(deps, call, ctx, settled, jsonrpcId, session.closing));
       if (through) return through;
     }
     if (needsApproval(broker, call.tool, call.provider)) {
@@ -185,8 +185,14 @@ async function connectionCall(
     return errorResult(`You declined to connect; ${call.purpose} was not done.`);
   }
   await advanceIfAllowed(broker, navigation.id, 'host_accept', actor);
+  // The session's end (the client's DELETE, the idle sweep, the broker stopping) ends the wait too.
   const verified = await broker.waits.run(ctx.principal, () =>
-    broker.signal.waitFor(navigation.id, deps.waitMs, async () => isVerifiedNow(broker, navigation.id)),
+    broker.signal.waitFor(
+      navigation.id,
+      deps.waitMs,
+      async () => isVerifiedNow(broker, navigation.id),
+      session.closing,
+    ),
   );
   if (session.ended) {
     return errorResult(`The session ended; ${call.purpose} was not done.`);
@@ -217,6 +223,7 @@ async function joinSameOperation(
   ctx: ToolContext,
   navigation: NavigationRecord,
   jsonrpcId: string | number,
+  closing: AbortSignal,
 ): Promise<ToolCallResult | undefined> {
   const { broker } = deps.toolDeps.connection;
   const isVerified = async () => isVerifiedNow(broker, navigation.id);
@@ -237,7 +244,7 @@ async function joinSameOperation(
     const receipt = await findReceiptByNavigation(broker.pool, navigation.id);
     return receipt !== undefined && receipt.outcomeStatus !== 'pending';
   };
-  await broker.waits.run(ctx.principal, () => broker.signal.waitFor(navigation.id, deps.waitMs, recorded));
+  await waitForOriginal(broker, navigation.id, deps.waitMs, ctx, recorded, closing);
   if (!(await recorded()) && !(await isVerified())) {
     return errorResult(
       `This operation is waiting for you to finish connecting (${call.purpose}); it will be done once. Call again after connecting.`,
@@ -276,6 +283,42 @@ async function acceptAndRun(
 }
 
 // Verified, or already accepted by another call for the same operation (which then holds the receipt).
+/**
+ * A live original call accepts within moments of its flow's verification (it waits on the completion
+ * signal); a flow verified longer ago than this with no outcome recorded lost its caller (a crash, a
+ * restart, a client that went away), so an identical call takes the operation over at once rather
+ * than waiting out LEGACY_WAIT_MS. Acceptance and the perform lease keep it done once either way.
+ */
+const ORIGINAL_CALLER_GRACE_MS = 3_000;
+
+/** Waits (bounded by `waitMs`) until the original call recorded its outcome, or was shown to be gone. */
+async function waitForOriginal(
+  broker: LegacyToolDeps['toolDeps']['connection']['broker'],
+  navigationId: string,
+  waitMs: number,
+  ctx: ToolContext,
+  recorded: () => Promise<boolean>,
+  closing: AbortSignal,
+): Promise<void> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    if (await recorded()) return;
+    const current = await findNavigationById(broker.pool, navigationId);
+    const verifiedFor =
+      current && verifiedStates.has(current.status)
+        ? broker.clock.now().getTime() - current.updatedAt.getTime()
+        : undefined;
+    if (verifiedFor !== undefined && verifiedFor >= ORIGINAL_CALLER_GRACE_MS) return;
+    const remaining = deadline - Date.now();
+    if (remaining <= 0 || closing.aborted) return;
+    // Unverified: until the user finishes (the signal) or the bound; verified: until the grace is over.
+    const bound = verifiedFor === undefined ? remaining : Math.min(remaining, ORIGINAL_CALLER_GRACE_MS - verifiedFor);
+    const settled = async () =>
+      (await recorded()) || (verifiedFor === undefined && (await isVerifiedNow(broker, navigationId)));
+    await broker.waits.run(ctx.principal, () => broker.signal.waitFor(navigationId, bound, settled, closing));
+  }
+}
+
 async function isVerifiedNow(broker: { pool: Pool }, navigationId: string): Promise<boolean> {
   const status = (await findNavigationById(broker.pool, navigationId))?.status;
   return status !== undefined && verifiedStates.has(status);
