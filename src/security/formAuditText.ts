@@ -9,15 +9,27 @@ export interface NormalisedText {
   spaced: string;
   /** The same letters and digits with no separator at all: "apikey". */
   compact: string;
-  /** `compact` with look-alike digits and signs read as letters ("pa55w0rd" → "password"). */
-  leet: string;
+  /** `spaced` and `compact` with look-alike digits and signs read as letters ("pa55w0rd" → "password"). */
+  leetSpaced: string;
+  leetCompact: string;
   /** A word mixes letters of two alphabets whose letters pass for one another ("раssword" with a Cyrillic р). */
   mixedScript: boolean;
 }
 
 const INVISIBLE_RUN = new RegExp(INVISIBLE.source, 'gu');
-// Case boundaries inside an identifier: apiKey → api Key, APIKey → API Key; and letters from digits: cvv2 → cvv 2.
-const CAMEL = /(?<=[\p{Ll}\p{N}])(?=\p{Lu})|(?<=\p{Lu})(?=\p{Lu}\p{Ll})|(?<=\p{L})(?=\p{N})|(?<=\p{N})(?=\p{L})/gu;
+// Case boundaries inside an identifier: apiKey → api Key, APIKey → API Key; letters from digits: cvv2 → cvv 2;
+// and a script written without spaces from one written with them: CVV码 → CVV 码.
+const CAMEL = new RegExp(
+  [
+    '(?<=[\\p{Ll}\\p{N}])(?=\\p{Lu})',
+    '(?<=\\p{Lu})(?=\\p{Lu}\\p{Ll})',
+    '(?<=\\p{L})(?=\\p{N})',
+    '(?<=\\p{N})(?=\\p{L})',
+    '(?<=[\\p{sc=Han}\\p{sc=Hira}\\p{sc=Kana}])(?=[\\p{sc=Latn}\\p{sc=Cyrl}\\p{sc=Grek}])',
+    '(?<=[\\p{sc=Latn}\\p{sc=Cyrl}\\p{sc=Grek}])(?=[\\p{sc=Han}\\p{sc=Hira}\\p{sc=Kana}])',
+  ].join('|'),
+  'gu',
+);
 // Accents of the alphabets that write them as marks: contraseña → contrasena, Schlüssel → Schlussel, ключ stays.
 const ACCENT = /(?<=[\p{Script=Latin}\p{Script=Cyrillic}\p{Script=Greek}])\p{M}+/gu;
 const SEPARATORS = /[^\p{L}\p{N}\p{M}]+/u;
@@ -44,20 +56,24 @@ const LOOKALIKE_SCRIPTS = [
 
 export function normaliseText(text: string): NormalisedText {
   // NFKC first: full-width forms, ligatures, circled and mathematical letters become plain ones.
-  const plain = text.normalize('NFKC').replace(INVISIBLE_RUN, '').replace(CAMEL, ' ');
-  const folded = fold(plain);
-  const words = joinSpelledOut(folded.split(SEPARATORS).filter((w) => w !== ''));
-  const leetWords = joinSpelledOut(
-    fold(plain.replace(LEET_CHARS, (c) => LEET[c] ?? c))
-      .split(SEPARATORS)
-      .filter((w) => w !== ''),
-  );
+  const visible = text.normalize('NFKC').replace(INVISIBLE_RUN, '');
+  const words = wordsOf(visible);
+  const leetWords = wordsOf(visible.replace(LEET_CHARS, (c) => LEET[c] ?? c));
   return {
     spaced: ` ${words.join(' ')} `,
     compact: words.join(''),
-    leet: leetWords.join(''),
+    leetSpaced: ` ${leetWords.join(' ')} `,
+    leetCompact: leetWords.join(''),
     mixedScript: words.some(mixesScripts),
   };
+}
+
+function wordsOf(text: string): string[] {
+  return joinSpelledOut(
+    fold(text.replace(CAMEL, ' '))
+      .split(SEPARATORS)
+      .filter((w) => w !== ''),
+  );
 }
 
 function fold(text: string): string {

@@ -2,12 +2,14 @@ import { SECRET_TERMS, type SecretConcept, type TermLanguage } from './formAudit
 import { normaliseText, type NormalisedText } from './formAuditText.js';
 
 // formAuditTerms.ts's table compiled once into regular expressions over the
-// three readings of a normalised text (spaced words, compact letters, leet).
+// readings of a normalised text (spaced words and compact letters, each also in leet).
 
-type Reading = 'spaced' | 'compact' | 'leet';
+type Reading = 'spaced' | 'compact' | 'leetSpaced' | 'leetCompact';
 
 interface Matcher {
   readings: readonly Reading[];
+  /** Letters every match contains: a text without them is passed over without running the pattern. */
+  anchor: string;
   pattern: RegExp;
 }
 
@@ -32,16 +34,16 @@ function compile(raw: string): Matcher {
   const body = raw.replace(/^[#=]/, '');
   if (raw.startsWith('#') || UNSPACED.test(body)) {
     const letters = normaliseText(body).compact;
-    return { readings: ['compact', 'leet'], pattern: new RegExp(escape(letters), 'gu') };
+    return { readings: ['compact', 'leetCompact'], anchor: letters, pattern: new RegExp(escape(letters), 'gu') };
   }
-  const words = body.split(' ').map((word) => {
+  const spelled = body.split(' ').map((word) => {
     const prefix = word.endsWith('*');
-    const spelled = normaliseText(prefix ? word.slice(0, -1) : word).spaced.trim();
-    return escape(spelled) + (prefix ? '[\\p{L}\\p{N}\\p{M}]*' : '');
+    return { text: normaliseText(prefix ? word.slice(0, -1) : word).spaced.trim(), prefix };
   });
-  const source = words.join(' ');
+  const source = spelled.map((w) => escape(w.text) + (w.prefix ? '[\\p{L}\\p{N}\\p{M}]*' : '')).join(' ');
   return {
-    readings: ['spaced'],
+    readings: ['spaced', 'leetSpaced'],
+    anchor: spelled.reduce((a, w) => (w.text.length > a.length ? w.text : a), ''),
     pattern: new RegExp(whole ? `^ ${source} $` : `(?<= )${source}(?= )`, 'gu'),
   };
 }
@@ -71,7 +73,7 @@ export function findSecretTerm(text: NormalisedText): SecretTermHit | undefined 
   for (const { terms, except } of COMPILED) {
     for (const term of terms) {
       for (const reading of term.readings) {
-        const length = longestUnexcused(text[reading], term.pattern, reading, except);
+        const length = longestUnexcused(text[reading], term, reading, except);
         if (length > (best?.length ?? 0))
           best = { hit: { concept: term.concept, language: term.language, term: term.term }, length };
       }
@@ -81,9 +83,10 @@ export function findSecretTerm(text: NormalisedText): SecretTermHit | undefined 
 }
 
 /** The length of the longest match of `pattern` in `text` that no exception's match covers (0: none). */
-function longestUnexcused(text: string, pattern: RegExp, reading: Reading, except: readonly Matcher[]): number {
+function longestUnexcused(text: string, term: Matcher, reading: Reading, except: readonly Matcher[]): number {
+  if (!text.includes(term.anchor)) return 0;
   let longest = 0;
-  for (const match of text.matchAll(pattern)) {
+  for (const match of text.matchAll(term.pattern)) {
     const start = match.index;
     const end = start + match[0].length;
     const excused = except.some(

@@ -18,6 +18,12 @@ describe('form field text, normalised', () => {
     expect(spaced(text)).toBe(words);
   });
 
+  it('splits letters from a script written without spaces', () => {
+    expect(spaced('CVV码')).toBe('cvv 码');
+    expect(spaced('PINコード')).toBe('pin コード');
+    expect(normaliseText('API密钥').compact).toBe('api密钥');
+  });
+
   it('splits letters from digits, so cvv2 reads as cvv and 2FA as one spelling', () => {
     expect(spaced('cvv2')).toBe('cvv 2');
     expect(spaced('2FA code')).toBe('2 fa code');
@@ -65,8 +71,9 @@ describe('form field text, normalised', () => {
   it('has a compact reading without separators and a leet reading with look-alike digits as letters', () => {
     expect(normaliseText('pass_word').compact).toBe('password');
     expect(normaliseText('pa55w0rd').compact).toBe('pa55w0rd');
-    expect(normaliseText('pa55w0rd').leet).toBe('password');
-    expect(normaliseText('p@$$word').leet).toBe('password');
+    expect(normaliseText('pa55w0rd').leetCompact).toBe('password');
+    expect(normaliseText('p@$$word').leetCompact).toBe('password');
+    expect(normaliseText('70k3n').leetSpaced).toBe(' token ');
   });
 
   it('tells a word mixing look-alike alphabets from words in one alphabet each', () => {
