@@ -1,10 +1,12 @@
-import { isIP } from 'node:net';
 import { INVISIBLE } from './displayText.js';
+import { shippedProtectedDomains, type ProtectedDomains } from './protectedDomains.js';
+import { classifyUrl } from './urlClassifier.js';
+import { findCredential } from './urlCredentials.js';
+import type { UrlRule } from './urlVerdict.js';
 
-// One policy for every URL the broker emits or trusts:
-// https (http only for loopback in development), no userinfo, an ASCII host
-// that is not punycode, no IP literal for a third party, the exact host that
-// was configured, nothing secret in the query, no invisible or bidi characters.
+// The URL policy for every URL the broker emits or trusts: the classifier's
+// judgement (src/security/urlClassifier.ts), with no fragment, as a thrown
+// error naming the first rule broken.
 
 export interface UrlPolicy {
   /** Development: http:// and IP literals are allowed for loopback hosts only. */
@@ -13,52 +15,44 @@ export interface UrlPolicy {
   expectedHost?: string;
   /** Whether an IP-literal host is acceptable (our own origin may be one; third parties may not). */
   allowIpLiteral?: boolean;
+  /** The domains lookalikes are judged against; the shipped list when not given. */
+  protectedDomains?: ProtectedDomains;
 }
 
 export class UrlPolicyError extends Error {
   override name = 'UrlPolicyError';
+  constructor(
+    message: string,
+    readonly rule: UrlRule,
+  ) {
+    super(message);
+  }
 }
-
-// Query parameter names that would put a credential in a URL (logs, history, Referer).
-const SECRET_PARAMS =
-  /^(access_?token|refresh_?token|id_?token|token|client_?secret|secret|password|passwd|api_?key|apikey|key|code_verifier|assertion|session|sig|signature)$/i;
-const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
 
 /** Returns the parsed URL if it passes the policy; throws UrlPolicyError naming the first rule it breaks. */
 export function checkUrl(raw: string, policy: UrlPolicy, what = 'URL'): URL {
-  const fail = (why: string): never => {
-    throw new UrlPolicyError(`${what} ${why}: ${printable(raw)}`);
-  };
-  if (raw.length > 2048) fail('is longer than 2048 characters');
-  // Zero-width and bidirectional controls let a URL read differently from what it is.
-  if (INVISIBLE.test(raw)) fail('contains invisible or bidirectional characters');
-  const authority = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/i.exec(raw)?.[1];
-  if (authority === undefined) fail('is not an absolute URL');
-  // Checked on the raw text: the URL parser would silently turn a Unicode host into punycode.
-  if ([...(authority ?? '')].some((ch) => ch.charCodeAt(0) > 0x7e)) fail('has a non-ASCII host');
-  if (!URL.canParse(raw)) fail('is not a valid URL');
-  const url = new URL(raw);
-  const loopback = LOOPBACK_HOSTS.has(url.hostname) || url.hostname.startsWith('127.');
-  if (url.username || url.password) fail('carries user information');
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback && policy.allowLoopback))
-    fail('must use https');
-  if (loopback && !policy.allowLoopback) fail('points at a loopback host');
-  if (url.hostname.split('.').some((label) => label.toLowerCase().startsWith('xn--')))
-    fail('has a punycode (IDN) host');
-  const ipLiteral = isIP(url.hostname.replace(/^\[|\]$/g, '')) !== 0;
-  if (ipLiteral && !policy.allowIpLiteral && !(loopback && policy.allowLoopback)) fail('has an IP-address host');
-  if (policy.expectedHost !== undefined && url.host !== policy.expectedHost)
-    fail(`is not on the configured host ${policy.expectedHost}`);
-  for (const name of url.searchParams.keys()) {
-    if (SECRET_PARAMS.test(name)) fail(`carries a credential in its query (${name})`);
-  }
-  if (url.hash) fail('has a fragment');
-  return url;
+  const verdict = classifyUrl(raw, {
+    allowLoopback: policy.allowLoopback,
+    ...(policy.allowIpLiteral !== undefined && { allowIpLiteral: policy.allowIpLiteral }),
+    ...(policy.expectedHost !== undefined && { expectedHost: policy.expectedHost }),
+    allowFragment: false,
+    protectedDomains: policy.protectedDomains ?? shippedProtectedDomains(),
+  });
+  if (verdict.verdict === 'allow') return verdict.url;
+  throw new UrlPolicyError(`${what} ${verdict.reason}: ${printableUrl(raw)}`, verdict.rule);
 }
 
-function printable(raw: string): string {
-  const shown = [...raw]
-    .map((ch) => (INVISIBLE.test(ch) || ch.charCodeAt(0) < 0x20 ? `\\u{${ch.codePointAt(0)!.toString(16)}}` : ch))
+/**
+ * A URL as it may be shown in a message or a log line: invisible and control
+ * characters escaped, the query and fragment left out when either carries a
+ * credential (or the URL does not parse), and at most 200 characters.
+ */
+export function printableUrl(raw: string): string {
+  // A URL that does not parse cannot be searched for credentials: its query and fragment are left out.
+  const secret = URL.canParse(raw) ? findCredential(new URL(raw)) !== undefined : /[?#]/.test(raw);
+  const text = secret ? `${raw.replace(/[?#].*$/s, '')}?…` : raw;
+  const shown = [...text]
+    .map((ch) => (INVISIBLE.test(ch) || /[\p{Cc}]/u.test(ch) ? `\\u{${ch.codePointAt(0)!.toString(16)}}` : ch))
     .join('');
   return shown.length > 200 ? `${shown.slice(0, 200)}…` : shown;
 }

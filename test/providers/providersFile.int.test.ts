@@ -27,7 +27,7 @@ describe('start-up with a PROVIDERS_FILE of catalog and custom entries', () => {
     expect(output).toContain('Invalid provider configuration');
     expect(output).toContain('[0] (gh) catalog: "gitbub" is not in the catalog');
     expect(output).toContain('[1] (tenanted) params.tenant: is required');
-    expect(output).toMatch(/\[2\] \(ghes\) authorizationEndpoint: .*punycode/);
+    expect(output).toMatch(/\[2\] \(ghes\) authorizationEndpoint: .*looks like github\.com/);
     expect(output).toContain('[3] (github) clientSecret: the environment variable GITHUB_CLIENT_SECRET is not set');
     // Nothing was started: no database, no TLS material.
     expect(existsSync(join(dir, 'data', 'postgres'))).toBe(false);

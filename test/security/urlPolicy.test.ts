@@ -11,6 +11,12 @@ describe('checkUrl', () => {
     );
   });
 
+  it('accepts an internationalised domain that imitates nothing, in Unicode or punycode', () => {
+    expect(checkUrl('https://bücher.de/katalog', prod).hostname).toBe('xn--bcher-kva.de');
+    expect(checkUrl('https://xn--bcher-kva.de/katalog', prod).hostname).toBe('xn--bcher-kva.de');
+    expect(checkUrl('https://яндекс.рф/', prod).hostname).toBe('xn--d1acpjx3f.xn--p1ai');
+  });
+
   it('accepts loopback http and IP literals only in development', () => {
     expect(checkUrl('https://127.0.0.1:8445/auth', dev).port).toBe('8445');
     expect(checkUrl('http://localhost:3000/cb', dev).protocol).toBe('http:');
@@ -19,8 +25,12 @@ describe('checkUrl', () => {
 
   it.each([
     ['plain http', 'http://reports.example.com/', /must use https/],
-    ['a lookalike Unicode host (Cyrillic а)', 'https://rep\u043erts.example.com/', /non-ASCII host/],
-    ['a punycode host', 'https://xn--rports-9we.example.com/', /punycode/],
+    ['a lookalike Unicode host (Cyrillic о)', 'https://rep\u043erts.example.com/', /mixes scripts \(Cyrillic, Latin\)/],
+    [
+      'a punycode host that decodes to mixed scripts',
+      'https://xn--rports-9we.example.com/',
+      /mixes scripts \(Greek, Latin\)/,
+    ],
     ['user information', 'https://user:pw@reports.example.com/', /user information/],
     [
       'a token in the query',

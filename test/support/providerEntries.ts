@@ -1,7 +1,7 @@
 /**
  * A PROVIDERS_FILE with one problem of each kind start-up must list together:
  * an unknown catalog id, a template parameter without a value, a host the URL
- * policy refuses (punycode), and a client secret named from an environment
+ * policy refuses (punycode for gíthub.com, a lookalike of github.com), and a client secret named from an environment
  * variable that is not set (GITHUB_CLIENT_SECRET).
  */
 export const badProvidersFile: readonly Record<string, unknown>[] = [
@@ -21,6 +21,6 @@ export const badProvidersFile: readonly Record<string, unknown>[] = [
     clientId: 'b',
     clientSecret: 's',
   },
-  { id: 'ghes', catalog: 'github', clientId: 'c', clientSecret: 's', params: { host: 'xn--gthub-2ra.example.com' } },
+  { id: 'ghes', catalog: 'github', clientId: 'c', clientSecret: 's', params: { host: 'xn--gthub-zsa.com' } },
   { id: 'github', catalog: 'github', clientId: 'd', clientSecret: { env: 'GITHUB_CLIENT_SECRET' }, scopes: ['repo'] },
 ];
