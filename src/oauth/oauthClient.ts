@@ -4,7 +4,7 @@ import { checkUrl, UrlPolicyError, type UrlPolicy } from '../security/urlPolicy.
 import { strictFetch, type Fetch } from '../shared/httpClient.js';
 import type { Secret } from '../shared/secret.js';
 import type { Conformer, TokenExtras } from '../providers/conformers/conformer.js';
-import { oauthErrorHandler } from './oauthErrors.js';
+import { failureReason, oauthErrorHandler } from './oauthErrors.js';
 import { singleFlight } from '../shared/singleFlight.js';
 
 // The only importer of openid-client besides oauthErrors.ts (a lint rule). The rest of the app sees
@@ -70,6 +70,8 @@ export interface ServerMetadata {
   tokenEndpoint: string | undefined;
   jwksUri: string | undefined;
   userinfoEndpoint: string | undefined;
+  /** RFC 7009 §2: where tokens are revoked, if the server has such an endpoint. */
+  revocationEndpoint: string | undefined;
 }
 
 /** The most the broker reads of any authorization server's answer (metadata, key sets, token responses). */
@@ -90,6 +92,7 @@ function metadataOf(config: client.Configuration): ServerMetadata {
     tokenEndpoint: m.token_endpoint,
     jwksUri: m.jwks_uri,
     userinfoEndpoint: m.userinfo_endpoint,
+    revocationEndpoint: m.revocation_endpoint,
   };
 }
 
@@ -127,6 +130,15 @@ export interface OAuthServer {
   refresh(refreshToken: string, options?: Omit<TokenRequestOptions, 'idTokenExpected'>): Promise<ServerTokens>;
   /** The UserInfo claims for an access token, checked to belong to `subject`; undefined when the server has no UserInfo endpoint. */
   userInfo(accessToken: string, subject: string): Promise<Record<string, unknown> | undefined>;
+  /**
+   * RFC 7009 revocation of `token` at the metadata's revocation endpoint (client authenticated as
+   * at the token endpoint): true once the server answered 200, else why not (oauthErrors.ts
+   * failureReason: an error code or a status, never the server's words). Never throws.
+   */
+  revoke(
+    token: string,
+    hint: 'access_token' | 'refresh_token',
+  ): Promise<{ revoked: true } | { revoked: false; reason: string }>;
 }
 
 export async function discoverServer(options: ServerOptions): Promise<OAuthServer> {
@@ -164,6 +176,8 @@ export interface ProviderServerOptions {
   conformer: Conformer;
   /** Member paths of the token answer to keep as extras beside the conformer's own. */
   keepExtras?: readonly string[];
+  /** The RFC 7009 endpoint the provider's entry names, where discovery names none (or nothing is discovered). */
+  revocationEndpoint?: string;
 }
 
 export async function connectProviderServer(options: ProviderServerOptions): Promise<OAuthServer> {
@@ -185,12 +199,21 @@ export async function connectProviderServer(options: ProviderServerOptions): Pro
         [client.customFetch]: customFetch,
         algorithm: server.algorithm,
       });
+      const { supportsPKCE: _helper, ...discovered } = config.serverMetadata();
+      if (options.revocationEndpoint !== undefined && discovered.revocation_endpoint === undefined)
+        config = new client.Configuration(
+          { ...discovered, revocation_endpoint: options.revocationEndpoint },
+          options.clientId,
+          undefined,
+          auth,
+        );
     } else {
       // openid-client needs an issuer identifier; without one (GitHub publishes none) a name that no `iss` can equal.
       const metadata: client.ServerMetadata = {
         issuer: server.issuer ?? `urn:connect-broker:no-issuer:${options.clientId}`,
         authorization_endpoint: server.authorizationEndpoint,
         token_endpoint: server.tokenEndpoint,
+        ...(options.revocationEndpoint !== undefined && { revocation_endpoint: options.revocationEndpoint }),
         // A declared issuer identifier is required back in every authorization response (RFC 9207 §2.4).
         ...(server.issuer !== undefined && { authorization_response_iss_parameter_supported: true }),
       };
@@ -325,6 +348,14 @@ function serverOver(config: client.Configuration, { knownIssuer }: { knownIssuer
         return { ...(await client.fetchUserInfo(config, accessToken, subject)) };
       } catch (err) {
         return oauthErrorHandler(err);
+      }
+    },
+    async revoke(token, hint) {
+      try {
+        await client.tokenRevocation(config, token, { token_type_hint: hint });
+        return { revoked: true };
+      } catch (err) {
+        return { revoked: false, reason: failureReason(err) };
       }
     },
     async refresh(refreshToken, { resource, extra = {} } = {}) {

@@ -47,3 +47,18 @@ function isNetworkFailure(err: unknown): boolean {
 function safeCode(code: string): string {
   return /^[a-z_]{1,40}$/.test(code) ? code : 'error';
 }
+
+/**
+ * Why a request to a provider failed, in a few fixed words for a record (the ledger, an operator's
+ * answer): an OAuth error code or an HTTP status, never the server's description nor anything it
+ * echoed (a token can be among that).
+ */
+export function failureReason(err: unknown): string {
+  if (err instanceof client.ResponseBodyError) return `refused (${safeCode(err.error)}, HTTP ${err.status})`;
+  if (err instanceof client.WWWAuthenticateChallengeError) return `refused (HTTP ${err.status})`;
+  if (err instanceof client.ClientError && err.cause instanceof Response) return `answered HTTP ${err.cause.status}`;
+  if (isNetworkFailure(err) || (err instanceof client.ClientError && isNetworkFailure(err.cause)))
+    return 'could not be reached';
+  if (err instanceof UnavailableError) return 'could not be reached';
+  return 'answered unexpectedly';
+}

@@ -13,6 +13,7 @@ import {
   type OAuthServer,
   type ServerTokens,
 } from './oauthClient.js';
+import { revokeAtProvider, type HeldTokens, type Revocation } from './tokenRevocation.js';
 import { tokenAnswerPaths, upstreamConnectionOf, type UpstreamConnection } from './upstreamAccount.js';
 
 export interface ProviderAuthorization extends AuthorizationChecks {
@@ -48,6 +49,8 @@ export interface ProviderClient {
     asked?: readonly string[],
   ): Promise<ProviderGrant>;
   refresh(refreshToken: string): Promise<ProviderTokens>;
+  /** Asks the provider to revoke the grant behind these tokens (tokenRevocation.ts); never throws. */
+  revoke(tokens: HeldTokens): Promise<Revocation>;
 }
 
 /**
@@ -87,6 +90,7 @@ export function createProviderClient(
       fetch: options.fetch,
       conformer: conformerFor(provider.conformer),
       keepExtras: tokenAnswerPaths(provider),
+      ...(provider.revocationEndpoint !== undefined && { revocationEndpoint: provider.revocationEndpoint }),
     });
     const metadata = oauth.metadata();
     checkUrl(metadata.authorizationEndpoint ?? '', authorizePolicy, `${provider.id} authorization_endpoint`);
@@ -166,5 +170,11 @@ export function createProviderClient(
       const tokens = await oauth.refresh(refreshToken, tokenOptions);
       return toProviderTokens({ ...tokens, refreshToken: tokens.refreshToken ?? refreshToken }, jwks);
     },
+    revoke: (tokens) =>
+      revokeAtProvider(provider, tokens, {
+        fetch: options.fetch,
+        allowLoopback: options.allowLoopback,
+        server: async () => (await ready()).oauth,
+      }),
   };
 }

@@ -3,7 +3,7 @@ import type { ConformerName } from './conformers/registry.js';
 import { checkUrl, UrlPolicyError } from '../security/urlPolicy.js';
 import { Secret } from '../shared/secret.js';
 import { catalog } from './catalog/catalog.js';
-import { type CatalogEntry, CatalogEntrySchema } from './catalog/catalogEntry.js';
+import { type CatalogEntry, CatalogEntrySchema, CLIENT_ID_PLACEHOLDER } from './catalog/catalogEntry.js';
 import { CatalogExpansionError, expandEntry, type ExpandedEntry } from './catalog/expandEntry.js';
 
 /** One third-party OAuth provider the broker connects users to. */
@@ -50,6 +50,8 @@ export interface Provider {
   connectionApiBase: CatalogEntry['connectionApiBase'];
   /** RFC 7009 revocation endpoint, where the provider has one. */
   revocationEndpoint: string | undefined;
+  /** The provider's own revocation call where it has no RFC 7009 endpoint (GitHub), its URL naming this deployment's client id. */
+  revocationCall: CatalogEntry['revocationCall'];
   /** An answer besides HTTP 401 that means the token is dead (Slack's `invalid_auth` in HTTP 200). */
   deadTokenAnswer: CatalogEntry['deadTokenAnswer'];
 }
@@ -191,6 +193,7 @@ function fromIssuer(entry: unknown, options: { allowLoopback: boolean; env: Env 
       metadataCall: undefined,
       connectionApiBase: undefined,
       revocationEndpoint: undefined,
+      revocationCall: undefined,
       deadTokenAnswer: undefined,
     },
   };
@@ -299,6 +302,11 @@ function toProvider(entry: ExpandedEntry, d: Deployment): Provider {
     metadataCall: entry.metadataCall,
     connectionApiBase: entry.connectionApiBase,
     revocationEndpoint: entry.revocationEndpoint,
+    revocationCall: entry.revocationCall && {
+      ...entry.revocationCall,
+      // One path segment: a client id cannot reach another path or host.
+      url: entry.revocationCall.url.replace(CLIENT_ID_PLACEHOLDER, encodeURIComponent(d.clientId)),
+    },
     deadTokenAnswer: entry.deadTokenAnswer,
   };
 }

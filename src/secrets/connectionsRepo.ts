@@ -170,3 +170,9 @@ export async function findExpiringConnections(
   );
   return rows.map((r) => ({ subject: { iss: r.subject_iss, sub: r.subject_sub }, provider: r.provider }));
 }
+
+/** One connection by its id, whoever it belongs to (callers acting for a user check the subject). */
+export async function findConnectionById(db: Queryable, id: string): Promise<ConnectionRecord | undefined> {
+  const { rows } = await db.query<Row>('SELECT * FROM connections WHERE id = $1', [id]);
+  return rows[0] && fromRow(rows[0]);
+}

@@ -3,7 +3,12 @@ import { basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { catalog, catalogEntries } from '../../src/providers/catalog/catalog.js';
-import { type CatalogEntry, CatalogEntrySchema, urlTemplates } from '../../src/providers/catalog/catalogEntry.js';
+import {
+  type CatalogEntry,
+  CatalogEntrySchema,
+  CLIENT_ID_PLACEHOLDER,
+  urlTemplates,
+} from '../../src/providers/catalog/catalogEntry.js';
 import { CatalogExpansionError, type ExpandedEntry, expandEntry } from '../../src/providers/catalog/expandEntry.js';
 import { github as githubAsWritten } from '../../src/providers/catalog/github.js';
 import { microsoft as microsoftAsWritten } from '../../src/providers/catalog/microsoft.js';
@@ -49,6 +54,8 @@ function expandedUrls(expanded: ExpandedEntry): string[] {
     expanded.authorizationEndpoint,
     expanded.tokenEndpoint,
     expanded.revocationEndpoint,
+    // The deployment's client id is filled in later (providerConfig.ts).
+    expanded.revocationCall?.url.replace(CLIENT_ID_PLACEHOLDER, 'client-id'),
     expanded.identity.from === 'call' ? expanded.identity.url : undefined,
     expanded.metadataCall?.url,
     expanded.apiBase,
@@ -115,7 +122,7 @@ describe('expandEntry', () => {
       'https://127.0.0.1:8446/api/v3',
     );
     const problems = problemsOf(github, { host: '127.0.0.1:8446' });
-    expect(problems).toHaveLength(4);
+    expect(problems).toHaveLength(5);
     for (const p of problems) expect(p).toContain('points at a loopback host');
   });
 
@@ -231,6 +238,26 @@ describe('CatalogEntrySchema', () => {
         },
       }),
     ).toEqual(['derived.apiRoot.cases.0.when.hostname: is not a declared parameter']);
+  });
+
+  it("keeps GitHub's revocation call on its API root, the client id left for the deployment", () => {
+    expect(expandEntry(github, {}, thirdParty).revocationCall).toEqual({
+      method: 'DELETE',
+      url: 'https://api.github.com/applications/{clientId}/token',
+      tokenMember: 'access_token',
+    });
+    expect(expandEntry(github, { host: 'github.example.com' }, thirdParty).revocationCall?.url).toBe(
+      'https://github.example.com/api/v3/applications/{clientId}/token',
+    );
+  });
+
+  it('refuses {clientId} anywhere but the revocation call, and a revocation call beside an RFC 7009 endpoint', () => {
+    expect(schemaIssues({ ...githubAsWritten, apiBase: 'https://{host}/apps/{clientId}' })).toEqual([
+      'apiBase: uses undeclared {clientId}',
+    ]);
+    expect(schemaIssues({ ...githubAsWritten, revocationEndpoint: 'https://{host}/revoke' })).toEqual([
+      'revocationCall: is for providers without an RFC 7009 revocationEndpoint',
+    ]);
   });
 
   it('refuses unknown fields, a conformer it does not know and a docs link that is not https', () => {

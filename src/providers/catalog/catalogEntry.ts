@@ -92,6 +92,19 @@ const DeadTokenAnswerSchema = z.strictObject({
     .max(20),
 });
 
+/** The one deployment value a catalog URL may name: the operator's client id (filled in by providerConfig.ts). */
+export const CLIENT_ID_PLACEHOLDER = '{clientId}';
+
+// A provider's own revocation call where it has no RFC 7009 endpoint (GitHub's "Delete an app
+// token", DELETE /applications/{client_id}/token): the client authenticates with HTTP Basic (its
+// id and secret), and the access token travels as one member of a JSON body. The URL may name
+// `{clientId}`.
+const RevocationCallSchema = z.strictObject({
+  method: z.enum(['DELETE', 'POST']),
+  url: urlTemplate,
+  tokenMember: z.string().regex(/^[a-z_]{1,40}$/, 'must be a plain member name'),
+});
+
 export const CatalogEntrySchema = z
   .strictObject({
     id: z.string().regex(/^[a-z][a-z0-9_-]{0,31}$/, 'must be a short lower-case identifier'),
@@ -117,6 +130,8 @@ export const CatalogEntrySchema = z
     metadataDiscovery: z.boolean().default(false),
     /** An RFC 7009 endpoint (form-encoded `token`, client authenticated); absent where the provider has none. */
     revocationEndpoint: urlTemplate.optional(),
+    /** The provider's own revocation call, where it has no RFC 7009 endpoint. */
+    revocationCall: RevocationCallSchema.optional(),
     identity: IdentitySchema,
     clientAuth: z.enum(['client_secret_basic', 'client_secret_post']),
     pkce: z.boolean(),
@@ -175,8 +190,11 @@ export const CatalogEntrySchema = z
     }
     for (const [field, template] of urlTemplates(entry)) {
       for (const ref of placeholders(template))
-        if (!(ref in entry.params) && !(ref in derived)) problem(field.split('.'), `uses undeclared {${ref}}`);
+        if (!(ref in entry.params) && !(ref in derived) && !clientIdAllowed(field, ref))
+          problem(field.split('.'), `uses undeclared {${ref}}`);
     }
+    if (entry.revocationEndpoint !== undefined && entry.revocationCall !== undefined)
+      problem(['revocationCall'], 'is for providers without an RFC 7009 revocationEndpoint');
     if (entry.kind === 'oidc' && entry.issuer === undefined) problem(['issuer'], 'is required for an oidc entry');
     if (entry.metadataDiscovery && (entry.kind !== 'oauth2' || entry.issuer === undefined))
       problem(['metadataDiscovery'], 'needs an oauth2 entry with an issuer');
@@ -196,12 +214,17 @@ export function urlTemplates(entry: CatalogEntry): [string, string][] {
     ['authorizationEndpoint', entry.authorizationEndpoint],
     ['tokenEndpoint', entry.tokenEndpoint],
     ['revocationEndpoint', entry.revocationEndpoint],
+    ['revocationCall.url', entry.revocationCall?.url],
     ['identity.url', entry.identity.from === 'call' ? entry.identity.url : undefined],
     ['metadataCall.url', entry.metadataCall?.url],
     ['apiBase', entry.apiBase],
   ];
   return fields.filter((f): f is [string, string] => f[1] !== undefined);
 }
+
+// Only the revocation call is made with the client's credentials, so only it may name the client id.
+const clientIdAllowed = (field: string, ref: string): boolean =>
+  field === 'revocationCall.url' && `{${ref}}` === CLIENT_ID_PLACEHOLDER;
 
 export function placeholders(template: string): string[] {
   return [...template.matchAll(PLACEHOLDER)].map((m) => m[1]!);

@@ -1,5 +1,12 @@
 import { checkUrl, type UrlPolicy, UrlPolicyError } from '../../security/urlPolicy.js';
-import { anchored, type CatalogEntry, PLACEHOLDER, placeholders, urlTemplates } from './catalogEntry.js';
+import {
+  anchored,
+  type CatalogEntry,
+  CLIENT_ID_PLACEHOLDER,
+  PLACEHOLDER,
+  placeholders,
+  urlTemplates,
+} from './catalogEntry.js';
 
 /** A catalog entry with every template filled: the endpoints one deployment talks to. */
 export type ExpandedEntry = Omit<CatalogEntry, 'params' | 'derived'> & {
@@ -50,11 +57,17 @@ export function expandEntry(
     if (filled !== undefined) values[name] = filled;
   }
   const urls = new Map<string, string>();
+  // The client id is the deployment's, filled in by providerConfig.ts; a stand-in is what the policy checks here.
+  const withClientId = { ...values, clientId: CLIENT_ID_PLACEHOLDER };
   for (const [field, template] of urlTemplates(entry)) {
-    const url = fill(template, values);
+    const url = fill(template, withClientId);
     if (url === undefined) continue; // a parameter it needs is already reported above
     try {
-      checkUrl(url, { allowLoopback: policy.allowLoopback }, `${entry.id}.${field}`);
+      checkUrl(
+        url.replace(CLIENT_ID_PLACEHOLDER, 'client-id'),
+        { allowLoopback: policy.allowLoopback },
+        `${entry.id}.${field}`,
+      );
       urls.set(field, url);
     } catch (err) {
       if (!(err instanceof UrlPolicyError)) throw err;
@@ -63,7 +76,16 @@ export function expandEntry(
   }
   if (problems.length > 0) throw new CatalogExpansionError(entry.id, problems);
 
-  const { params: _params, derived: _derived, issuer, revocationEndpoint, identity, metadataCall, ...rest } = entry;
+  const {
+    params: _params,
+    derived: _derived,
+    issuer,
+    revocationEndpoint,
+    revocationCall,
+    identity,
+    metadataCall,
+    ...rest
+  } = entry;
   const at = (field: string): string => urls.get(field)!;
   return {
     ...rest,
@@ -72,6 +94,7 @@ export function expandEntry(
     authorizationEndpoint: at('authorizationEndpoint'),
     tokenEndpoint: at('tokenEndpoint'),
     ...(revocationEndpoint !== undefined && { revocationEndpoint: at('revocationEndpoint') }),
+    ...(revocationCall !== undefined && { revocationCall: { ...revocationCall, url: at('revocationCall.url') } }),
     identity: identity.from === 'call' ? { ...identity, url: at('identity.url') } : identity,
     ...(metadataCall !== undefined && { metadataCall: { ...metadataCall, url: at('metadataCall.url') } }),
     apiBase: at('apiBase'),

@@ -14,8 +14,11 @@ import { type CatalogEntryInput, HOST_PATTERN } from './catalogEntry.js';
 //   API version 2022-11-28 is served by both (the versioned REST docs).
 // - OAuth App tokens do not expire and come without a refresh token; the
 //   token endpoint answers a bad code with an error body in place of a token
-//   (the `github` conformer). Revocation is `DELETE /applications/{client_id}/token`,
-//   not RFC 7009, so no revocationEndpoint.
+//   (the `github` conformer).
+// - Revocation is not RFC 7009 but "Delete an app token",
+//   `DELETE /applications/{client_id}/token` on the REST API, HTTP Basic with
+//   the client id and secret, the token in a JSON body `{access_token}`,
+//   answered 204: https://docs.github.com/en/rest/apps/oauth-applications#delete-an-app-token
 // - A parent scope includes its children (`repo` → `public_repo`…), and the
 //   token answer names only what was granted, comma-separated:
 //   https://docs.github.com/en/apps/oauth-apps/building-oauth-apps/scopes-for-oauth-apps
@@ -45,6 +48,7 @@ export const github: CatalogEntryInput = {
   pkce: true,
   conformer: 'github',
   apiBase: '{apiRoot}',
+  revocationCall: { method: 'DELETE', url: '{apiRoot}/applications/{clientId}/token', tokenMember: 'access_token' },
   impliedScopes: {
     repo: ['repo:status', 'repo_deployment', 'public_repo', 'repo:invite', 'security_events'],
     'admin:repo_hook': ['write:repo_hook', 'read:repo_hook'],

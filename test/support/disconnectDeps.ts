@@ -1,0 +1,62 @@
+import { Writable } from 'node:stream';
+import type { DisconnectDeps } from '../../src/broker/disconnectConnection.js';
+import { reportServiceProvider } from '../../src/dev/devStack.js';
+import { createProviderClient, type ProviderClient } from '../../src/oauth/providerClient.js';
+import { parseProviders } from '../../src/providers/providerConfig.js';
+import { systemClock } from '../../src/shared/clock.js';
+import type { Fetch } from '../../src/shared/httpClient.js';
+import { createLogger } from '../../src/shared/logger.js';
+import type { BrokerStack } from './brokerStack.js';
+import { secretsBox } from './deadToken.js';
+
+/** One request a provider was sent, as the broker sent it. */
+export interface SentRequest {
+  method: string;
+  url: string;
+  headers: Headers;
+  body: string;
+}
+
+/** A fetch that notes every request before passing it on (the body as text; the broker sends strings). */
+export function recordingFetch(fetch: Fetch, sent: SentRequest[]): Fetch {
+  return ((input: Parameters<Fetch>[0], init?: Parameters<Fetch>[1]) => {
+    sent.push({
+      method: init?.method ?? 'GET',
+      url: input instanceof Request ? input.url : String(input),
+      headers: new Headers(init?.headers),
+      body:
+        typeof init?.body === 'string' ? init.body : init?.body instanceof URLSearchParams ? init.body.toString() : '',
+    });
+    return fetch(input, init);
+  }) as Fetch;
+}
+
+/**
+ * What disconnectConnection needs, over a stack's database and keys, with provider clients of
+ * `entries` (default: the stack's Report Service) on `fetch`, and `logs` collecting the log lines.
+ */
+export function disconnectDeps(
+  stack: BrokerStack,
+  fetch: Fetch,
+  logs: string[],
+  entries: unknown[] = [reportServiceProvider(stack.dev, stack.secrets)],
+): DisconnectDeps {
+  const providers = parseProviders(entries, { allowLoopback: true });
+  return {
+    pool: stack.db.pool,
+    box: secretsBox(stack),
+    clock: systemClock,
+    providers: new Map<string, ProviderClient>(
+      providers.map((p) => [p.id, createProviderClient(p, { fetch, allowLoopback: true, now: () => new Date() })]),
+    ),
+    logger: createLogger(
+      { level: 'debug' },
+      new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          logs.push(chunk.toString('utf8'));
+          done();
+        },
+      }),
+    ),
+  };
+}
