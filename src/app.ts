@@ -4,6 +4,7 @@ import { authRoutes } from './web/authRoutes.js';
 import type { BrokerDeps } from './broker/brokerDeps.js';
 import type { Config } from './config/config.js';
 import { connectRoutes } from './connect/connectRoutes.js';
+import { connectionsRoutes } from './web/connectionsRoutes.js';
 import type { MigrationFile } from './db/migrate.js';
 import type { Pool } from './db/pool.js';
 import { NotFoundError } from './errors/appError.js';
@@ -67,6 +68,7 @@ export function createApp(deps: AppDeps): Express {
   app.use('/static', express.static(publicDir, { index: false, fallthrough: false, maxAge: '1h' }));
   app.use(authRoutes({ ...deps, callbackUrl: new URL('/auth/callback', http.publicUrl).href }));
   app.use(connectRoutes({ broker: deps.broker, render: deps.render, sessionTtlSeconds: session.ttlSeconds }));
+  app.use(connectionsRoutes({ broker: deps.broker, render: deps.render }));
   app.use('/ops', opsRoutes(deps));
   app.use(webRoutes(deps));
 

@@ -7,7 +7,7 @@ import { UpstreamAuthError } from '../errors/appError.js';
 import { needsReauthEvent } from '../events/webhookEvent.js';
 import { enqueueEvent } from '../events/webhookOutboxRepo.js';
 import { equalInConstantTime } from '../shared/tokens.js';
-import { findConnection, moveConnection, type ConnectionRecord } from '../secrets/connectionsRepo.js';
+import { findConnection, moveConnection, touchConnection, type ConnectionRecord } from '../secrets/connectionsRepo.js';
 import { deleteSecrets, findSecrets } from '../secrets/secretsRepo.js';
 import { openSecret, type TokenVaultDeps } from '../secrets/tokenVault.js';
 
@@ -106,7 +106,10 @@ export async function performOrForget(
   perform: (access: StoredAccess) => Promise<BusinessOutcome>,
 ): Promise<BusinessOutcome> {
   try {
-    return await perform({ token, connection: await findConnection(deps.pool, subject, provider) });
+    const connection = await findConnection(deps.pool, subject, provider);
+    // Every call through a stored token passes here: what the connections page shows as last used.
+    if (connection) await touchConnection(deps.pool, connection.id, deps.clock.now());
+    return await perform({ token, connection });
   } catch (err) {
     if (!(err instanceof UpstreamUnauthorizedError)) throw err;
     await forgetConnection(deps, subject, provider, token);

@@ -18,7 +18,7 @@ import {
   insertNavigation,
   lockPrincipalQuota,
 } from './navigationRepo.js';
-import { openStates, State, type Lineage } from '../flow/navigationStates.js';
+import { openStates, State, type FlowLineage } from '../flow/navigationStates.js';
 
 export interface NavigationRequest {
   principal: Principal;
@@ -27,7 +27,8 @@ export interface NavigationRequest {
   requestDigest: string;
   provider: string;
   purpose: string;
-  lineage: Lineage;
+  /** A tool's flow, on the lineage of the host's call; or a reconnect, which has no tool (broker/startReconnect.ts). */
+  lineage: FlowLineage;
   /**
    * The principal is already connected to the provider: the record is born
    * verified (no link is presented), for an operation that must still pass an

@@ -13,7 +13,7 @@ import type { BrokerDeps } from '../broker/brokerDeps.js';
 import { recordConsent } from './consentRepo.js';
 import type { NavigationRecord } from '../flow/navigationRecord.js';
 import { findNavigationByHandle, lockNavigation } from '../broker/navigationRepo.js';
-import { consentableStates, declinedStates, State, verifiedStates } from '../flow/navigationStates.js';
+import { consentableStates, declinedStates, RECONNECT, State, verifiedStates } from '../flow/navigationStates.js';
 
 const PENDING_TTL_MS = 10 * 60 * 1000;
 
@@ -28,6 +28,8 @@ export type ConnectView =
       destination: string;
       /** A second consent: the account already connected, and the scopes this one adds to its grant. */
       grows: { account: string | undefined; addedScopes: string[] } | undefined;
+      /** A reconnect the user asked for on the connections page, and the account it reconnects. */
+      reconnect: { account: string | undefined } | undefined;
     };
 
 async function byHandle(deps: BrokerDeps, handle: string): Promise<NavigationRecord> {
@@ -94,15 +96,15 @@ export async function viewConnect(
   if (!client) throw new NotFoundError(`Provider ${navigation.provider} is no longer configured.`);
   const existing = await findConnection(deps.pool, navigation.subject, navigation.provider);
   const addedScopes = existing ? missingScopes(client.provider, existing.grantedScopes, client.provider.scopes) : [];
+  const account = existing && (existing.upstreamName ?? existing.upstreamSubject);
+  const reconnect = navigation.lineage === RECONNECT;
   return {
     kind: 'review',
     navigation,
     providerName: client.provider.displayName,
     destination: `${navigation.targetScheme}://${navigation.targetHost}`,
-    grows:
-      existing && addedScopes.length > 0
-        ? { account: existing.upstreamName ?? existing.upstreamSubject, addedScopes }
-        : undefined,
+    grows: existing && addedScopes.length > 0 && !reconnect ? { account, addedScopes } : undefined,
+    reconnect: reconnect ? { account } : undefined,
   };
 }
 

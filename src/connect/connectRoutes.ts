@@ -1,17 +1,16 @@
 import { Router, type Request } from 'express';
 import { z } from 'zod';
-import type { Principal } from '../auth/principal.js';
-import { readSessionCookie } from '../auth/sessionCookie.js';
-import { currentSession } from '../auth/signIn.js';
 import { ForbiddenError, NotFoundError } from '../errors/appError.js';
 import { displayParts } from '../security/displayText.js';
 import { csrfTokenFor, isValidCsrf, requireSameOrigin } from '../web/middleware/csrf.js';
 import { parseInput } from '../web/parse.js';
 import type { Render } from '../web/render.js';
 import { formBody } from '../web/requestBody.js';
+import { signedInUser } from '../web/signedInUser.js';
 import { CALLBACK_ROUTE, DONE_PATH, type BrokerDeps } from '../broker/brokerDeps.js';
 import { consentToConnect, viewConnect } from './connectFlow.js';
 import { findNavigationById } from '../broker/navigationRepo.js';
+import { RECONNECT } from '../flow/navigationStates.js';
 import { completeCallback } from './oauthCallback.js';
 
 const HandleParams = z.strictObject({ handle: z.string().regex(/^[A-Za-z0-9_-]{43}$/, 'is not a connect link') });
@@ -30,15 +29,7 @@ export interface ConnectRoutesDeps {
 export function connectRoutes(deps: ConnectRoutesDeps): Router {
   const { broker, render } = deps;
   const router = Router();
-  const browserOf = async (
-    req: Request,
-  ): Promise<{ principal: Principal; name: string; cookie: string } | undefined> => {
-    const current = await currentSession(broker, readSessionCookie(req));
-    const subject = current?.session.subject;
-    return current && subject
-      ? { principal: subject, name: current.session.displayName ?? subject.sub, cookie: current.cookie }
-      : undefined;
-  };
+  const browserOf = (req: Request) => signedInUser(broker, req);
 
   // Before /connect/:handle, which would otherwise take 'done' for a handle.
   router.get(DONE_PATH, async (req, res) => {
@@ -59,6 +50,7 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
         title: `${providerName} connected`,
         signedInAs: browser.name,
         providerName,
+        reconnect: navigation.lineage === RECONNECT,
         purposeParts: displayParts(navigation.purpose),
       }),
     );
@@ -87,10 +79,11 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
     res.type('html').send(
       render('connect/review', {
         ...page,
-        title: `Connect ${view.providerName}`,
+        title: `${view.reconnect ? 'Reconnect' : 'Connect'} ${view.providerName}`,
         providerName: view.providerName,
         destination: view.destination,
         grows: view.grows,
+        reconnect: view.reconnect,
         purposeParts: displayParts(view.navigation.purpose),
         expiresAt: view.navigation.expiresAt.toISOString(),
         csrf: csrfTokenFor(browser!.cookie),

@@ -15,7 +15,7 @@ import { advance, recordRefusal, type REFUSAL_EVENTS } from '../broker/advance.j
 import type { BrokerDeps } from '../broker/brokerDeps.js';
 import type { NavigationRecord } from '../flow/navigationRecord.js';
 import { findNavigationById, lockNavigation, lockOpenNavigationsFor } from '../broker/navigationRepo.js';
-import { State } from '../flow/navigationStates.js';
+import { RECONNECT, State } from '../flow/navigationStates.js';
 import { settleSiblingFlows } from '../broker/settleOpenFlows.js';
 
 /**
@@ -144,10 +144,16 @@ export async function completeCallback(
       throw new ConflictError('This connection was completed meanwhile. Return to your app.');
     const { connection } = grant;
     // A live connection keeps its account: another account at the provider is refused (below), never
-    // swapped in under the same connection. One whose tokens are gone may be made again as another.
+    // swapped in under the same connection. One whose tokens are gone may be made again as another,
+    // except by a reconnect flow (broker/startReconnect.ts): the user asked to reconnect that account.
     const existing = await findConnection(tx, locked.subject, locked.provider);
     const live = existing && (await findSecrets(tx, locked.subject, locked.provider, true)).length > 0;
-    if (live && existing.upstreamSubject !== undefined && existing.upstreamSubject !== connection.upstreamSubject)
+    const keepsAccount = live || (existing && locked.lineage === RECONNECT);
+    if (
+      keepsAccount &&
+      existing.upstreamSubject !== undefined &&
+      existing.upstreamSubject !== connection.upstreamSubject
+    )
       return { mismatch: existing };
     const by = {
       actor: `provider:${locked.provider}`,
@@ -175,7 +181,9 @@ export async function completeCallback(
     return { verified: locked };
   });
   if ('verified' in stored) return stored.verified;
-  return refuse('account_mismatch', accountMismatch(client.provider.displayName, stored.mismatch, grant), {
+  const again =
+    navigation.lineage === RECONNECT ? 'reconnect from your connections page' : 'open the link from your app again';
+  return refuse('account_mismatch', accountMismatch(client.provider.displayName, stored.mismatch, grant, again), {
     connectionId: stored.mismatch.id,
     connectedAs: stored.mismatch.upstreamSubject,
     signedInAs: grant.connection.upstreamSubject,
@@ -208,11 +216,12 @@ function accountMismatch(
   providerName: string,
   held: ConnectionRecord,
   grant: { connection: { upstreamName?: string | undefined; upstreamSubject: string } },
+  again: string,
 ): ForbiddenError {
   const connected = held.upstreamName ?? held.upstreamSubject ?? 'another account';
   const signedIn = grant.connection.upstreamName ?? grant.connection.upstreamSubject;
   return new ForbiddenError(
-    `You signed in to ${providerName} as ${signedIn}, but your ${providerName} connection is ${connected}. Nothing was changed: open the link from your app again and sign in to ${providerName} as ${connected}.`,
+    `You signed in to ${providerName} as ${signedIn}, but your ${providerName} connection is ${connected}. Nothing was changed: ${again} and sign in to ${providerName} as ${connected}.`,
   );
 }
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
-import type { Lineage, NavigationState } from './navigationStates.js';
+import type { FlowLineage, NavigationState } from './navigationStates.js';
 
 /** Where the browser may be sent and come back (kept with the record, checked at every hop). */
 export const RedirectPolicySchema = z.strictObject({
@@ -28,7 +28,8 @@ export interface NavigationRecord {
   handleDigest: Buffer;
   stateNonceDigest: Buffer | undefined;
   sessionGeneration: number;
-  lineage: Lineage;
+  /** A reconnect flow's `tool` is '' and its `requestDigest` names the connection it reconnects. */
+  lineage: FlowLineage;
   retryGeneration: number;
   status: NavigationState;
   rowVersion: number;
@@ -80,7 +81,7 @@ export function fromRow(row: NavigationRow): NavigationRecord {
     handleDigest: row.handle_digest,
     stateNonceDigest: row.state_nonce_digest ?? undefined,
     sessionGeneration: row.session_generation,
-    lineage: row.lineage as Lineage, // CHECK constraint in the schema
+    lineage: row.lineage as FlowLineage, // CHECK constraint in the schema
     retryGeneration: row.retry_generation,
     status: row.status as NavigationState, // CHECK constraint in the schema
     rowVersion: row.row_version,

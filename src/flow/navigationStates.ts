@@ -4,6 +4,16 @@ import { InvalidTransitionError } from '../errors/appError.js';
 export const lineages = ['mrtr', 'nested', 'error_retry'] as const;
 export type Lineage = (typeof lineages)[number];
 
+/**
+ * A flow the user starts on the connections page to reconnect a provider (broker/startReconnect.ts).
+ * It has no tool operation and no accepted state: no acceptance names it (acceptOriginalOperation
+ * takes a Lineage), and the schema ties every receipt's lineage to its flow's (migrations/*_reconnect_flows.sql).
+ */
+export const RECONNECT = 'reconnect';
+/** What a flow was created for: a host's call on one of its lineages, or a reconnect. */
+export type FlowLineage = Lineage | typeof RECONNECT;
+export const flowLineages: readonly FlowLineage[] = [...lineages, RECONNECT];
+
 // The navigation state machine (docs/architecture.md) as data, with the
 // migrations' CHECK on elicitation_navigations.status holding the same states.
 // This is the only module that names states or decides transitions;

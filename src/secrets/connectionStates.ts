@@ -44,5 +44,8 @@ export const toStateOf = (event: ConnectionEvent): ConnectionState => moves[even
 /** The states whose stored tokens may be used for a call (after a refresh where stale). */
 export const usableStates: ReadonlySet<ConnectionState> = new Set(live);
 
+/** The states only the user can end, by connecting again: the connections page offers a reconnect. */
+export const reconnectableStates: ReadonlySet<ConnectionState> = new Set(['needs_reauth']);
+
 /** The ledger event a connection's move is recorded under, on the flow that made it. */
 export const ledgerEventOf = (event: ConnectionEvent): string => `connection_${event}`;

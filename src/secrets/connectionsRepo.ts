@@ -112,6 +112,15 @@ export async function findConnection(
   return rows[0] && fromRow(rows[0]);
 }
 
+/** Every connection of `subject`, whatever its state, by provider: what the user's connections page lists. */
+export async function findConnectionsOf(db: Queryable, subject: Principal): Promise<ConnectionRecord[]> {
+  const { rows } = await db.query<Row>(
+    'SELECT * FROM connections WHERE subject_iss = $1 AND subject_sub = $2 ORDER BY provider',
+    [subject.iss, subject.sub],
+  );
+  return rows.map(fromRow);
+}
+
 /**
  * Applies `event` to a connection if the table allows it from the state it is in now (and, given
  * `version`, only if nobody changed it since): one compare-and-set statement, no lock held after it.
@@ -140,7 +149,7 @@ export async function moveConnection(
 export async function touchConnection(db: Queryable, id: string, now: Date): Promise<void> {
   await db.query(
     `UPDATE connections SET last_used_at = $2
-      WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2 - interval '1 minute')`,
+      WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2::timestamptz - interval '1 minute')`,
     [id, now],
   );
 }

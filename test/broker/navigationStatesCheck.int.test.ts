@@ -1,5 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { completableStates, completionEvents, navigationStates, openStates } from '../../src/flow/navigationStates.js';
+import {
+  completableStates,
+  completionEvents,
+  flowLineages,
+  lineages,
+  navigationStates,
+  openStates,
+} from '../../src/flow/navigationStates.js';
 import { createTestDb, type TestDb } from '../support/testDb.js';
 
 // The states live twice: in the transition table and in the migrations' CHECK
@@ -83,6 +90,13 @@ describe('the database knows the same navigation states as the transition table'
       completableStates,
       'navigation_events_unexpected_completion_idx',
     );
+  });
+
+  it('allows a flow every lineage and a receipt only the lineages of a host call, the lists navigationStates.ts names', async () => {
+    const [flow] = await checksOn('elicitation_navigations', 'lineage');
+    expect(listed(flow!.def, 'lineage').sort()).toEqual([...flowLineages].sort());
+    const [receipt] = await checksOn('operation_receipts', 'lineage');
+    expect(listed(receipt!.def, 'lineage').sort()).toEqual([...lineages].sort());
   });
 
   it("names only states of the table in the ledger's single-state indexes", async () => {

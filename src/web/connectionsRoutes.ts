@@ -1,0 +1,100 @@
+import { Router, type Request } from 'express';
+import { z } from 'zod';
+import type { BrokerDeps } from '../broker/brokerDeps.js';
+import { startReconnect } from '../broker/startReconnect.js';
+import { ForbiddenError } from '../errors/appError.js';
+import { reconnectableStates, type ConnectionState } from '../secrets/connectionStates.js';
+import { findConnectionsOf, type ConnectionRecord } from '../secrets/connectionsRepo.js';
+import { csrfTokenFor, isValidCsrf, requireSameOrigin } from './middleware/csrf.js';
+import { parseInput } from './parse.js';
+import type { Render } from './render.js';
+import { formBody } from './requestBody.js';
+import { signedInUser, type SignedInUser } from './signedInUser.js';
+
+const ConnectionParams = z.strictObject({ id: z.uuid() });
+const ActionBody = z.strictObject({ _csrf: z.string().max(128) });
+export const CONNECTIONS_PATH = '/connections';
+
+export interface ConnectionsRoutesDeps {
+  broker: BrokerDeps;
+  render: Render;
+}
+
+/** How each state reads to the user; a reconnectable one also says what it means for their apps. */
+const STATE_LABELS: Readonly<Record<ConnectionState, string>> = {
+  active: 'Connected',
+  refreshing: 'Connected',
+  needs_reauth: 'Needs reconnecting',
+  revoked: 'Disconnected',
+};
+
+/** A connection as the page shows it: never a token, nor the facts (metadata, API base) only tools need. */
+function rowOf(deps: ConnectionsRoutesDeps, c: ConnectionRecord) {
+  const configured = deps.broker.providers.get(c.provider);
+  return {
+    id: c.id,
+    providerName: configured?.provider.displayName ?? c.provider,
+    account: c.upstreamName ?? c.upstreamSubject,
+    scopes: c.grantedScopes,
+    state: c.state,
+    stateLabel: STATE_LABELS[c.state],
+    connectedAt: when(c.connectedAt),
+    lastUsedAt: c.lastUsedAt && when(c.lastUsedAt),
+    // A provider taken out of the configuration cannot be signed in to again.
+    canReconnect: reconnectableStates.has(c.state) && configured !== undefined,
+  };
+}
+
+const when = (at: Date) => ({ iso: at.toISOString(), text: `${at.toISOString().slice(0, 16).replace('T', ' ')} UTC` });
+
+/**
+ * GET /connections, the signed-in user's own connections, and its actions
+ * (POST, same origin and CSRF): reconnect sends the user through a reconnect
+ * flow's connect link (broker/startReconnect.ts).
+ */
+export function connectionsRoutes(deps: ConnectionsRoutesDeps): Router {
+  const { broker, render } = deps;
+  const router = Router();
+
+  router.get(CONNECTIONS_PATH, async (req, res) => {
+    parseInput(z.strictObject({}), req.query, 'query');
+    const user = await signedInUser(broker, req);
+    if (!user)
+      return void res
+        .type('html')
+        .send(render('connections/signIn', { title: 'Sign in to see your connections', returnTo: CONNECTIONS_PATH }));
+    const connections = await findConnectionsOf(broker.pool, user.principal);
+    res.type('html').send(
+      render('connections/list', {
+        title: 'Your connections',
+        signedInAs: user.name,
+        connections: connections.map((c) => rowOf(deps, c)),
+        csrf: csrfTokenFor(user.cookie),
+      }),
+    );
+  });
+
+  /** The signed-in user posting an action for one of their connections, with a valid CSRF token; else undefined (sent back to the page). */
+  const actor = async (req: Request): Promise<{ user: SignedInUser; connectionId: string } | undefined> => {
+    const { id } = parseInput(ConnectionParams, req.params, 'connection');
+    const body = parseInput(ActionBody, req.body, 'form');
+    const user = await signedInUser(broker, req);
+    if (!user) return undefined;
+    if (!isValidCsrf(user.cookie, body._csrf))
+      throw new ForbiddenError('This form has expired. Reload the page and try again.');
+    return { user, connectionId: id };
+  };
+  const form = [requireSameOrigin(broker.publicUrl.origin), formBody({ limit: 2048 })];
+
+  router.post(`${CONNECTIONS_PATH}/:id/reconnect`, ...form, async (req, res) => {
+    const acting = await actor(req);
+    if (!acting) return void res.redirect(303, CONNECTIONS_PATH);
+    const { connectUrl } = await startReconnect(broker, {
+      principal: acting.user.principal,
+      connectionId: acting.connectionId,
+    });
+    res.redirect(303, connectUrl);
+  });
+
+  return router;
+}

@@ -1,0 +1,291 @@
+import { randomUUID } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { SESSION_COOKIE } from '../../src/auth/sessionCookie.js';
+import { acceptOriginalOperation } from '../../src/broker/acceptOriginalOperation.js';
+import type { BrokerDeps } from '../../src/broker/brokerDeps.js';
+import { DEV_PASSWORD } from '../../src/dev/devUsers.js';
+import { ConflictError } from '../../src/errors/appError.js';
+import { lineages } from '../../src/flow/navigationStates.js';
+import { systemClock } from '../../src/shared/clock.js';
+import { csrfTokenFor } from '../../src/web/middleware/csrf.js';
+import type { BrokerStack } from '../support/brokerStack.js';
+import {
+  consentAndAuthorize,
+  elicitConnection,
+  openConnectLink,
+  retryConnection,
+  URL_CAPS,
+} from '../support/connectFlow.js';
+import { killStoredToken, secretsBox } from '../support/deadToken.js';
+import { internalErrors } from '../support/legacySdkClient.js';
+import { callTool } from '../support/mcpWire.js';
+import { createTestBrowser, type BrowserResponse, type TestBrowser } from '../support/testBrowser.js';
+import { useBrokerStack } from '../support/useBrokerStack.js';
+
+// "Your connections" over HTTP, as a browser without script uses it: the signed-in user's own
+// connections and nothing else; a connection the provider stopped accepting is shown as needing a
+// reconnect, and reconnecting goes through the same consent page, callback and vault as a tool's flow.
+
+/** A new browser signed in to the broker as `login`, landed on its connections page. */
+async function signedIn(stack: BrokerStack, login: string): Promise<{ browser: TestBrowser; page: BrowserResponse }> {
+  const browser = createTestBrowser({ fetch: stack.fetch });
+  const form = await browser.get(`${stack.brokerUrl}/login?return_to=/connections`);
+  const page = await browser.submitForm(form, { login, password: DEV_PASSWORD });
+  expect(page.url).toBe(`${stack.brokerUrl}/connections`);
+  return { browser, page };
+}
+
+const csrfOf = (stack: BrokerStack, browser: TestBrowser) =>
+  csrfTokenFor(browser.cookiesFor(`${stack.brokerUrl}/`).find((c) => c.name === SESSION_COOKIE)!.value);
+
+describe('GET /connections and its reconnect', () => {
+  const { stack, tokens } = useBrokerStack({}, { users: ['alice', 'bob'] });
+  const query = async (sql: string, params: unknown[] = []) => (await stack.db.pool.query(sql, params)).rows;
+  const connectionOf = async (login: string) =>
+    (
+      await query(
+        "SELECT id, state, upstream_subject, granted_scopes, connected_at FROM connections WHERE subject_sub = $1 AND provider = 'reports'",
+        [login],
+      )
+    )[0] as { id: string; state: string; upstream_subject: string; granted_scopes: string[]; connected_at: Date };
+  const connect = async (login: 'alice' | 'bob') => {
+    const args = { title: `Setup ${login}`, body: 'connect once' };
+    const elicited = await elicitConnection(stack, tokens[login], 'reports_create', args);
+    await consentAndAuthorize(stack, await openConnectLink(stack, elicited.url, login), login);
+    const done = await retryConnection(stack, tokens[login], 'reports_create', args, elicited.requestState, 'accept');
+    expect(done.json.result).toMatchObject({ resultType: 'complete', structuredContent: { status: 'created' } });
+  };
+  const storedTokens = async (login: string) => {
+    const rows = await query('SELECT subject_iss, kind, ciphertext, key_id FROM secrets WHERE subject_sub = $1', [
+      login,
+    ]);
+    const box = secretsBox(stack);
+    return rows.map((r) =>
+      box.open({ ciphertext: r.ciphertext, keyId: r.key_id }, `${r.subject_iss}\n${login}\nreports\n${r.kind}`),
+    );
+  };
+  const flows = () =>
+    query('SELECT id, lineage, tool, client_id, status FROM elicitation_navigations ORDER BY created_at');
+  // What the tool call made the connection need: alice's flow waiting for her, and its requestState.
+  let waiting: { requestState: string; args: { title: string; body: string } };
+
+  it('sends a browser that is not signed in to sign in, showing nothing', async () => {
+    await connect('alice');
+    await connect('bob');
+    const page = await createTestBrowser({ fetch: stack.fetch }).get(`${stack.brokerUrl}/connections`);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('Sign in to see your connections');
+    expect(page.text).toContain('href="/login?return_to=%2Fconnections"');
+    expect(page.text).not.toContain((await connectionOf('alice')).id);
+  });
+
+  it("lists only the signed-in user's own connections: provider, account, scopes, state, dates; no token", async () => {
+    const alice = await connectionOf('alice');
+    const bob = await connectionOf('bob');
+    const { page } = await signedIn(stack, 'alice');
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('<h1>Your connections</h1>');
+    expect(page.text).toContain(`id="connection-${alice.id}"`);
+    expect(page.text).not.toContain(bob.id);
+    expect(page.text).not.toContain(bob.upstream_subject);
+    expect(page.text).toContain('<h2>Report Service</h2>');
+    expect(page.text).toContain(`<dt>Account</dt><dd>${alice.upstream_subject}</dd>`);
+    for (const scope of alice.granted_scopes) expect(page.text).toContain(`<code>${scope}</code>`);
+    expect(page.text).toContain('<dd class="connection-state">Connected</dd>');
+    expect(page.text).toContain(`<time datetime="${alice.connected_at.toISOString()}">`);
+    // The setup call used it.
+    expect(page.text).not.toMatch(/<dt>Last used<\/dt><dd>never/);
+    expect(page.text).not.toContain('/reconnect');
+    for (const token of await storedTokens('alice'))
+      expect(page.text.includes(token), 'a token on the page').toBe(false);
+    expect(page.text).not.toMatch(/eyJ[\w-]+\.eyJ/);
+
+    const home = await signedIn(stack, 'bob').then(({ browser }) => browser.get(`${stack.brokerUrl}/`));
+    expect(home.text).toContain('<a href="/connections">Your connections</a>');
+  });
+
+  it('shows a connection the provider stopped accepting as needing a reconnect, with its reconnect action', async () => {
+    await killStoredToken(stack, 'alice');
+    waiting = { args: { title: 'After the reconnect', body: 'done once' }, requestState: '' };
+    const asked = await callTool(stack, tokens.alice, 'reports_create', waiting.args, {}, URL_CAPS);
+    expect(asked.json.result).toMatchObject({ resultType: 'input_required' });
+    waiting.requestState = (asked.json.result as { requestState: string }).requestState;
+    expect((await connectionOf('alice')).state).toBe('needs_reauth');
+
+    const { browser, page } = await signedIn(stack, 'alice');
+    const alice = await connectionOf('alice');
+    expect(page.text).toContain('class="connection state-needs_reauth"');
+    expect(page.text).toContain('<dd class="connection-state">Needs reconnecting</dd>');
+    expect(page.text).toContain('<strong>Needs reconnecting.</strong> Report Service no longer accepts');
+    const forms = browser.forms(page);
+    expect(forms.map((f) => [f.method, f.action])).toEqual([
+      ['POST', `${stack.brokerUrl}/connections/${alice.id}/reconnect`],
+    ]);
+    expect(forms[0]!.buttons.map((b) => b.text)).toEqual(['Reconnect Report Service']);
+    // bob's works: nothing to reconnect.
+    expect((await signedIn(stack, 'bob')).page.text).not.toContain('/reconnect');
+  });
+
+  it('refuses a reconnect without the CSRF token, from another origin, or for another user’s connection, and starts no flow', async () => {
+    const alice = await connectionOf('alice');
+    const bob = await connectionOf('bob');
+    const before = await flows();
+    const { browser } = await signedIn(stack, 'alice');
+    const url = `${stack.brokerUrl}/connections/${alice.id}/reconnect`;
+    const origin = stack.brokerUrl;
+    const csrf = csrfOf(stack, browser);
+
+    expect((await browser.post(url, {}, { origin })).status).toBe(400);
+    const forged = await browser.post(url, { _csrf: csrfTokenFor('another-session-cookie-value') }, { origin });
+    expect(forged.status).toBe(403);
+    expect(forged.text).toContain('This form has expired');
+    const crossSite = await browser.post(url, { _csrf: csrf }, { origin: 'https://evil.example' });
+    expect(crossSite.status).toBe(403);
+    // bob's connection, from alice's session with her valid token, is as unknown as none.
+    const notHers = await browser.post(
+      `${stack.brokerUrl}/connections/${bob.id}/reconnect`,
+      { _csrf: csrf },
+      { origin },
+    );
+    expect(notHers.status).toBe(404);
+    const unknown = await browser.post(
+      `${stack.brokerUrl}/connections/${randomUUID()}/reconnect`,
+      { _csrf: csrf },
+      {
+        origin,
+      },
+    );
+    expect(unknown.status).toBe(404);
+    // Signed out: back to the page (which asks to sign in), nothing done.
+    const anonymous = await createTestBrowser({ fetch: stack.fetch }).post(
+      url,
+      { _csrf: csrf },
+      {
+        origin,
+        followRedirects: false,
+      },
+    );
+    expect([anonymous.status, anonymous.location]).toEqual([303, `${stack.brokerUrl}/connections`]);
+    // bob's own connection works: nothing to reconnect (409).
+    const bobs = await signedIn(stack, 'bob');
+    const working = await bobs.browser.post(
+      `${stack.brokerUrl}/connections/${bob.id}/reconnect`,
+      { _csrf: csrfOf(stack, bobs.browser) },
+      { origin },
+    );
+    expect(working.status).toBe(409);
+    expect(working.text).toContain('there is nothing to reconnect');
+
+    expect(await flows()).toEqual(before);
+    expect((await connectionOf('alice')).state).toBe('needs_reauth');
+  });
+
+  it('refuses another account at the provider: the reconnect is for the account the connection holds, and nothing changes', async () => {
+    const before = await connectionOf('alice');
+    const { browser, page } = await signedIn(stack, 'alice');
+    const review = await browser.submitForm(page, {}, { form: '/reconnect' });
+    expect(review.url).toMatch(new RegExp(`^${stack.brokerUrl}/connect/[A-Za-z0-9_-]{43}$`));
+    expect(review.text).toContain('<h1>Reconnect Report Service?</h1>');
+    expect(review.text).toContain(
+      `You asked to reconnect your Report Service account <strong>${before.upstream_subject}</strong>`,
+    );
+    expect(review.text).not.toContain('An app you use asked');
+
+    const refused = await consentAndAuthorize(stack, { browser, review }, 'bob');
+    expect(refused.status).toBe(403);
+    expect(refused.text).toContain(`but your Report Service connection is ${before.upstream_subject}`);
+    expect(refused.text).toContain('reconnect from your connections page and sign in');
+    expect(await connectionOf('alice')).toEqual(before);
+    expect(await query("SELECT kind FROM secrets WHERE subject_sub = 'alice'")).toEqual([]);
+    const reconnect = (await flows()).filter((f) => f.lineage === 'reconnect');
+    expect(reconnect).toEqual([
+      { id: expect.any(String), lineage: 'reconnect', tool: '', client_id: null, status: 'OUT_OF_BAND_PENDING' },
+    ]);
+    expect(
+      await query("SELECT evidence FROM navigation_events WHERE navigation_id = $1 AND event = 'account_mismatch'", [
+        reconnect[0]!.id,
+      ]),
+    ).toEqual([
+      { evidence: { connectionId: before.id, connectedAs: before.upstream_subject, signedInAs: 'rs-user-bob' } },
+    ]);
+  });
+
+  it('reconnects as the same account through the same flow: the connection keeps its id, and the waiting call is done once', async () => {
+    const before = await connectionOf('alice');
+    const { browser, page } = await signedIn(stack, 'alice');
+    const [reconnectFlow] = (await flows()).filter((f) => f.lineage === 'reconnect');
+    // The reconnect flow still open from the refused attempt: the same link again, no second flow.
+    const review = await browser.submitForm(page, {}, { form: '/reconnect' });
+    expect(review.text).toContain('<h1>Reconnect Report Service?</h1>');
+    expect((await flows()).filter((f) => f.lineage === 'reconnect')).toHaveLength(1);
+
+    const done = await consentAndAuthorize(stack, { browser, review }, 'alice');
+    expect(done.url).toBe(`${stack.brokerUrl}/connect/done?n=${reconnectFlow!.id}`);
+    expect(done.text).toContain('<h1>Report Service is connected again</h1>');
+    expect(done.text).toContain('<a href="/connections">Back to your connections</a>');
+    const after = await connectionOf('alice');
+    expect(after).toMatchObject({ id: before.id, state: 'active', upstream_subject: before.upstream_subject });
+    expect(await query("SELECT kind FROM secrets WHERE subject_sub = 'alice' ORDER BY kind")).not.toEqual([]);
+
+    const listed = await browser.get(`${stack.brokerUrl}/connections`);
+    expect(listed.text).toContain('<dd class="connection-state">Connected</dd>');
+    expect(listed.text).not.toContain('/reconnect');
+
+    // The reconnect verified its own flow and settled the tool's: that one is accepted once, through its lineage.
+    const receipts = await query(
+      'SELECT n.lineage, r.outcome_status FROM operation_receipts r JOIN elicitation_navigations n ON n.id = r.navigation_id',
+    );
+    const created = await retryConnection(
+      stack,
+      tokens.alice,
+      'reports_create',
+      waiting.args,
+      waiting.requestState,
+      'accept',
+    );
+    expect(created.json.result).toMatchObject({ resultType: 'complete', structuredContent: { status: 'created' } });
+    const receiptsAfter = await query(
+      'SELECT n.lineage, r.outcome_status FROM operation_receipts r JOIN elicitation_navigations n ON n.id = r.navigation_id',
+    );
+    expect(receiptsAfter).toEqual([...receipts, { lineage: 'mrtr', outcome_status: 'succeeded' }]);
+    expect(receiptsAfter.some((r) => r.lineage === 'reconnect')).toBe(false);
+    expect((await flows()).find((f) => f.id === reconnectFlow!.id)?.status).toBe('REQUIREMENT_VERIFIED');
+    expect(internalErrors(stack)).toEqual([]);
+  });
+
+  it('never accepts a tool operation on a reconnect flow: not through acceptOriginalOperation, not in SQL', async () => {
+    const [reconnectFlow] = (await flows()).filter((f) => f.lineage === 'reconnect');
+    const [flow] = await query('SELECT subject_iss, request_digest FROM elicitation_navigations WHERE id = $1', [
+      reconnectFlow!.id,
+    ]);
+    // acceptOriginalOperation reads only these before it decides; the cast leaves out what it never reaches.
+    const deps = { pool: stack.db.pool, clock: systemClock, box: secretsBox(stack), highRiskTools: new Set() };
+    for (const lineage of lineages) {
+      const accepting = acceptOriginalOperation(deps as unknown as BrokerDeps, {
+        navigationId: reconnectFlow!.id,
+        principal: { iss: flow!.subject_iss, sub: 'alice' },
+        tool: '',
+        requestDigest: flow!.request_digest,
+        lineage,
+        arguments: {},
+        clientId: undefined,
+      });
+      await expect(accepting).rejects.toBeInstanceOf(ConflictError);
+      await expect(accepting).rejects.toThrow(`belongs to the reconnect lineage, not ${lineage}`);
+    }
+    expect(await query('SELECT id FROM operation_receipts WHERE navigation_id = $1', [reconnectFlow!.id])).toEqual([]);
+    // Written by hand, a receipt naming the reconnect flow is refused by the schema itself.
+    await expect(
+      stack.db.pool.query(
+        `INSERT INTO operation_receipts (id, operation_key, navigation_id, lineage, requirement_receipt, outcome_status, created_at)
+         VALUES ($1, $2, $3, 'mrtr', 'r', 'pending', now())`,
+        [randomUUID(), `key-${randomUUID()}`, reconnectFlow!.id],
+      ),
+    ).rejects.toMatchObject({ code: '23503', constraint: 'operation_receipts_flow_lineage_fkey' });
+    await expect(
+      stack.db.pool.query("UPDATE elicitation_navigations SET tool = 'reports_create' WHERE id = $1", [
+        reconnectFlow!.id,
+      ]),
+    ).rejects.toMatchObject({ code: '23514', constraint: 'elicitation_navigations_reconnect_no_operation' });
+  });
+});
