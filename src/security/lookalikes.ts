@@ -55,7 +55,7 @@ function embeddedDomain(host: string, suffix: string | undefined, list: Protecte
   for (let i = 0; i < host.length; i++) {
     if (host[i] === '.') {
       starts.push(i + 1);
-      if (i < suffixStart - 1) ends.push(i);
+      if (i < suffixStart) ends.push(i);
     } else if (host[i] === '-') ends.push(i);
   }
   for (const start of starts) {
