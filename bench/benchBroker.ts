@@ -1,0 +1,64 @@
+import type { MigrationFile } from '../src/db/migrate.js';
+import type { Pool } from '../src/db/pool.js';
+import type { DevSecrets } from '../src/dev/devSecrets.js';
+import type { DevStack } from '../src/dev/devStack.js';
+import { createOidcClient } from '../src/oauth/oauthClient.js';
+import { parseProviders } from '../src/providers/providerConfig.js';
+import { createBrokerServer, type BrokerServer, type ServerDeps } from '../src/server.js';
+import { systemClock } from '../src/shared/clock.js';
+import type { Fetch } from '../src/shared/httpClient.js';
+import type { Logger } from '../src/shared/logger.js';
+import { Secret } from '../src/shared/secret.js';
+import type { Render } from '../src/web/render.js';
+
+export type ExtraTools = NonNullable<ServerDeps['extraTools']>;
+
+/** What every broker instance of a bench stack shares: the process's resources and the development servers. */
+export interface BenchBrokerBase {
+  logger: Logger;
+  render: Render;
+  /** Trusts the bench's CA; the broker calls the identity provider and the providers with it. */
+  fetch: Fetch;
+  dev: DevStack;
+  secrets: DevSecrets;
+  migrations: MigrationFile[];
+}
+
+/**
+ * One broker instance as main.ts assembles it (the wiring of test/support/brokerStack.ts, which
+ * needs vitest), signing users in at the development identity provider and accepting its MCP tokens.
+ */
+export function createBenchBroker(
+  base: BenchBrokerBase,
+  instance: {
+    settings: ServerDeps['settings'];
+    pool: Pool;
+    /** PROVIDERS_FILE entries, validated by parseProviders as a deployment's are. */
+    providers: readonly Record<string, unknown>[];
+    extraTools?: ExtraTools;
+  },
+): BrokerServer {
+  const { dev, secrets, fetch } = base;
+  return createBrokerServer({
+    settings: instance.settings,
+    pool: instance.pool,
+    logger: base.logger,
+    clock: systemClock,
+    render: base.render,
+    oidc: createOidcClient({
+      issuer: dev.idp.issuer,
+      clientId: dev.idp.brokerClientId,
+      clientSecret: new Secret(secrets.brokerIdpClientSecret),
+      fetch,
+      allowLoopback: true,
+    }),
+    migrations: base.migrations,
+    issuer: dev.idp.issuer,
+    fetch,
+    secretKeys: secrets.secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) })),
+    version: 'bench',
+    providers: parseProviders(instance.providers, { allowLoopback: true }),
+    allowLoopback: true,
+    extraTools: instance.extraTools ?? [],
+  });
+}
