@@ -1,6 +1,7 @@
 import { Router, type Request } from 'express';
 import { z } from 'zod';
 import type { BrokerDeps } from '../broker/brokerDeps.js';
+import { disconnectConnection } from '../broker/disconnectConnection.js';
 import { startReconnect } from '../broker/startReconnect.js';
 import { ForbiddenError } from '../errors/appError.js';
 import { reconnectableStates, type ConnectionState } from '../secrets/connectionStates.js';
@@ -42,6 +43,7 @@ function rowOf(deps: ConnectionsRoutesDeps, c: ConnectionRecord) {
     lastUsedAt: c.lastUsedAt && when(c.lastUsedAt),
     // A provider taken out of the configuration cannot be signed in to again.
     canReconnect: reconnectableStates.has(c.state) && configured !== undefined,
+    canDisconnect: c.state !== 'revoked',
   };
 }
 
@@ -50,7 +52,9 @@ const when = (at: Date) => ({ iso: at.toISOString(), text: `${at.toISOString().s
 /**
  * GET /connections, the signed-in user's own connections, and its actions
  * (POST, same origin and CSRF): reconnect sends the user through a reconnect
- * flow's connect link (broker/startReconnect.ts).
+ * flow's connect link (broker/startReconnect.ts); disconnect revokes at the
+ * provider where it can, deletes the tokens, and says which happened
+ * (broker/disconnectConnection.ts).
  */
 export function connectionsRoutes(deps: ConnectionsRoutesDeps): Router {
   const { broker, render } = deps;
@@ -94,6 +98,30 @@ export function connectionsRoutes(deps: ConnectionsRoutesDeps): Router {
       connectionId: acting.connectionId,
     });
     res.redirect(303, connectUrl);
+  });
+
+  // Answered with its own page rather than a redirect: what the provider did is this request's outcome, not a
+  // message a link could carry. A second submit finds the connection disconnected (409) and changes nothing.
+  router.post(`${CONNECTIONS_PATH}/:id/disconnect`, ...form, async (req, res) => {
+    const acting = await actor(req);
+    if (!acting) return void res.redirect(303, CONNECTIONS_PATH);
+    const { principal, name } = acting.user;
+    const result = await disconnectConnection(broker, {
+      connectionId: acting.connectionId,
+      subject: principal,
+      actor: `browser:${principal.sub}`,
+      reason: 'disconnected by the user on the connections page',
+    });
+    const providerName = broker.providers.get(result.provider)?.provider.displayName ?? result.provider;
+    res.type('html').send(
+      render('connections/disconnected', {
+        title: `${providerName} disconnected`,
+        signedInAs: name,
+        providerName,
+        atProvider: result.atProvider,
+        detail: result.detail,
+      }),
+    );
   });
 
   return router;

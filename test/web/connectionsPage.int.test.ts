@@ -19,6 +19,7 @@ import {
 import { killStoredToken, secretsBox } from '../support/deadToken.js';
 import { internalErrors } from '../support/legacySdkClient.js';
 import { callTool } from '../support/mcpWire.js';
+import type { Fetch } from '../../src/shared/httpClient.js';
 import { createTestBrowser, type BrowserResponse, type TestBrowser } from '../support/testBrowser.js';
 import { useBrokerStack } from '../support/useBrokerStack.js';
 
@@ -38,8 +39,23 @@ async function signedIn(stack: BrokerStack, login: string): Promise<{ browser: T
 const csrfOf = (stack: BrokerStack, browser: TestBrowser) =>
   csrfTokenFor(browser.cookiesFor(`${stack.brokerUrl}/`).find((c) => c.name === SESSION_COOKIE)!.value);
 
-describe('GET /connections and its reconnect', () => {
-  const { stack, tokens } = useBrokerStack({}, { users: ['alice', 'bob'] });
+/** The broker's calls to the Report Service's revocation endpoint, noted; `down` makes them fail as an unreachable provider does. */
+function revocationTap() {
+  const tap = { sent: [] as string[], down: false, wrap: (fetch: Fetch): Fetch => fetch };
+  tap.wrap = (fetch) => async (input, init) => {
+    const url = input instanceof Request ? input.url : String(input);
+    if (url.endsWith('/token/revocation')) {
+      tap.sent.push(new URLSearchParams(String(init?.body ?? '')).get('token_type_hint') ?? '');
+      if (tap.down) throw new TypeError('fetch failed');
+    }
+    return fetch(input, init);
+  };
+  return tap;
+}
+
+describe('GET /connections, its reconnect and its disconnect', () => {
+  const revocations = revocationTap();
+  const { stack, tokens } = useBrokerStack({ brokerFetch: revocations.wrap }, { users: ['alice', 'bob'] });
   const query = async (sql: string, params: unknown[] = []) => (await stack.db.pool.query(sql, params)).rows;
   const connectionOf = async (login: string) =>
     (
@@ -118,12 +134,15 @@ describe('GET /connections and its reconnect', () => {
     expect(page.text).toContain('<dd class="connection-state">Needs reconnecting</dd>');
     expect(page.text).toContain('<strong>Needs reconnecting.</strong> Report Service no longer accepts');
     const forms = browser.forms(page);
-    expect(forms.map((f) => [f.method, f.action])).toEqual([
-      ['POST', `${stack.brokerUrl}/connections/${alice.id}/reconnect`],
+    expect(forms.map((f) => [f.method, f.action, f.buttons.map((b) => b.text)])).toEqual([
+      ['POST', `${stack.brokerUrl}/connections/${alice.id}/reconnect`, ['Reconnect Report Service']],
+      ['POST', `${stack.brokerUrl}/connections/${alice.id}/disconnect`, ['Disconnect Report Service']],
     ]);
-    expect(forms[0]!.buttons.map((b) => b.text)).toEqual(['Reconnect Report Service']);
-    // bob's works: nothing to reconnect.
-    expect((await signedIn(stack, 'bob')).page.text).not.toContain('/reconnect');
+    // bob's works: nothing to reconnect, only to disconnect.
+    const bobs = await signedIn(stack, 'bob');
+    expect(bobs.browser.forms(bobs.page).map((f) => f.action)).toEqual([
+      `${stack.brokerUrl}/connections/${(await connectionOf('bob')).id}/disconnect`,
+    ]);
   });
 
   it('refuses a reconnect without the CSRF token, from another origin, or for another user’s connection, and starts no flow', async () => {
@@ -287,5 +306,115 @@ describe('GET /connections and its reconnect', () => {
         reconnectFlow!.id,
       ]),
     ).rejects.toMatchObject({ code: '23514', constraint: 'elicitation_navigations_reconnect_no_operation' });
+  });
+
+  it('refuses a disconnect without the CSRF token, from another origin, or for another user’s connection, and changes nothing', async () => {
+    const alice = await connectionOf('alice');
+    const bob = await connectionOf('bob');
+    const held = await query('SELECT subject_sub, kind FROM secrets ORDER BY subject_sub, kind');
+    const { browser } = await signedIn(stack, 'alice');
+    const url = `${stack.brokerUrl}/connections/${alice.id}/disconnect`;
+    const origin = stack.brokerUrl;
+    const csrf = csrfOf(stack, browser);
+
+    expect((await browser.post(url, {}, { origin })).status).toBe(400);
+    expect((await browser.post(url, { _csrf: csrfTokenFor('another-session-cookie-value') }, { origin })).status).toBe(
+      403,
+    );
+    expect((await browser.post(url, { _csrf: csrf }, { origin: 'https://evil.example' })).status).toBe(403);
+    const notHers = await browser.post(
+      `${stack.brokerUrl}/connections/${bob.id}/disconnect`,
+      { _csrf: csrf },
+      { origin },
+    );
+    expect(notHers.status).toBe(404);
+    const anonymous = await createTestBrowser({ fetch: stack.fetch }).post(
+      url,
+      { _csrf: csrf },
+      {
+        origin,
+        followRedirects: false,
+      },
+    );
+    expect([anonymous.status, anonymous.location]).toEqual([303, `${stack.brokerUrl}/connections`]);
+
+    expect(revocations.sent).toEqual([]);
+    expect(await query('SELECT subject_sub, kind FROM secrets ORDER BY subject_sub, kind')).toEqual(held);
+    expect([(await connectionOf('alice')).state, (await connectionOf('bob')).state]).toEqual(['active', 'active']);
+  });
+
+  it('disconnects: revoked at the provider, tokens deleted, recorded, and the page says the provider revoked it', async () => {
+    const alice = await connectionOf('alice');
+    const held = await storedTokens('alice');
+    const { browser, page } = await signedIn(stack, 'alice');
+    const done = await browser.submitForm(page, {}, { form: '/disconnect' });
+    expect(done.status).toBe(200);
+    expect(done.text).toContain('<h1>Report Service is disconnected</h1>');
+    expect(done.text).toContain('and Report Service revoked it too');
+    for (const token of held) expect(done.text.includes(token), 'a token on the page').toBe(false);
+    // The refresh token, which ends the whole grant (RFC 7009 §2.1), once.
+    expect(revocations.sent).toEqual(['refresh_token']);
+    expect((await connectionOf('alice')).state).toBe('revoked');
+    expect(await query("SELECT kind FROM secrets WHERE subject_sub = 'alice'")).toEqual([]);
+    expect(
+      await query(
+        "SELECT e.actor, e.evidence FROM navigation_events e JOIN connections c ON c.navigation_id = e.navigation_id WHERE c.id = $1 AND e.event = 'connection_revoked'",
+        [alice.id],
+      ),
+    ).toEqual([
+      {
+        actor: 'browser:alice',
+        evidence: {
+          connectionId: alice.id,
+          provider: 'reports',
+          reason: 'disconnected by the user on the connections page',
+          atProvider: 'revoked',
+          token: 'refresh_token',
+        },
+      },
+    ]);
+
+    const listed = await browser.get(`${stack.brokerUrl}/connections`);
+    expect(listed.text).toContain('class="connection state-revoked"');
+    expect(listed.text).toContain('<dd class="connection-state">Disconnected</dd>');
+    expect(browser.forms(listed)).toEqual([]);
+    // A second submit of the same form: already disconnected, nothing sent again.
+    const again = await browser.post(
+      `${stack.brokerUrl}/connections/${alice.id}/disconnect`,
+      {
+        _csrf: csrfOf(stack, browser),
+      },
+      { origin: stack.brokerUrl },
+    );
+    expect(again.status).toBe(409);
+    expect(revocations.sent).toEqual(['refresh_token']);
+    const asked = await callTool(stack, tokens.alice, 'reports_list', {}, {}, URL_CAPS);
+    expect(asked.json.result).toMatchObject({ resultType: 'input_required' });
+  });
+
+  it('disconnects with the provider unreachable: the tokens are deleted all the same and the page says it was not revoked there', async () => {
+    revocations.down = true;
+    try {
+      const bob = await connectionOf('bob');
+      const { browser, page } = await signedIn(stack, 'bob');
+      const done = await browser.submitForm(page, {}, { form: '/disconnect' });
+      expect(done.status).toBe(200);
+      expect(done.text).toContain('<strong>not revoked at the provider (could not be reached)</strong>');
+      expect(done.text).toContain("remove the broker's access in your Report Service account settings");
+      expect(revocations.sent).toEqual(['refresh_token', 'refresh_token']);
+      expect((await connectionOf('bob')).state).toBe('revoked');
+      expect(await query("SELECT kind FROM secrets WHERE subject_sub = 'bob'")).toEqual([]);
+      expect(
+        (
+          await query(
+            "SELECT e.evidence FROM navigation_events e JOIN connections c ON c.navigation_id = e.navigation_id WHERE c.id = $1 AND e.event = 'connection_revoked'",
+            [bob.id],
+          )
+        ).map((r) => r.evidence.atProvider),
+      ).toEqual(['failed']);
+    } finally {
+      revocations.down = false;
+    }
+    expect(internalErrors(stack)).toEqual([]);
   });
 });
