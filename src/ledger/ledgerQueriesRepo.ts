@@ -1,4 +1,11 @@
-import { completableStates, completionEvents, openStates, State, verifiedStates } from '../flow/navigationStates.js';
+import {
+  completableStates,
+  completionEvents,
+  openStates,
+  RECONNECT,
+  State,
+  verifiedStates,
+} from '../flow/navigationStates.js';
 import type { Queryable } from '../db/pool.js';
 
 // Read-only questions operators ask of the ledger. SELECT only.
@@ -177,7 +184,8 @@ export interface ReconcileFinding {
 
 /**
  * What does not add up: accepted operations without an outcome
- * (older than `graceSeconds`), verified flows never accepted, secrets with no
+ * (older than `graceSeconds`), verified tool flows never accepted (a reconnect
+ * flow has no operation), secrets with no
  * verified flow behind them, flows past consent without a consent receipt.
  */
 export async function findReconcileFindings(
@@ -191,9 +199,11 @@ export async function findReconcileFindings(
       `SELECT id, navigation_id FROM operation_receipts WHERE outcome_status = 'pending' AND created_at <= $1 ORDER BY created_at`,
       [cutoff],
     ),
+    // A reconnect flow has no operation: verified is where it ends.
     db.query<{ id: string; subject_sub: string }>(
-      `SELECT id, subject_sub FROM elicitation_navigations WHERE status = $2 AND updated_at <= $1 ORDER BY updated_at`,
-      [cutoff, State.REQUIREMENT_VERIFIED],
+      `SELECT id, subject_sub FROM elicitation_navigations
+        WHERE status = $2 AND updated_at <= $1 AND lineage <> $3 ORDER BY updated_at`,
+      [cutoff, State.REQUIREMENT_VERIFIED, RECONNECT],
     ),
     db.query<{ id: string; provider: string; subject_sub: string }>(
       `SELECT s.id, s.provider, s.subject_sub FROM secrets s

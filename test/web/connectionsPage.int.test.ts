@@ -6,6 +6,7 @@ import type { BrokerDeps } from '../../src/broker/brokerDeps.js';
 import { DEV_PASSWORD } from '../../src/dev/devUsers.js';
 import { ConflictError } from '../../src/errors/appError.js';
 import { lineages } from '../../src/flow/navigationStates.js';
+import { findReconcileFindings } from '../../src/ledger/ledgerQueriesRepo.js';
 import { systemClock } from '../../src/shared/clock.js';
 import { csrfTokenFor } from '../../src/web/middleware/csrf.js';
 import type { BrokerStack } from '../support/brokerStack.js';
@@ -269,6 +270,9 @@ describe('GET /connections, its reconnect and its disconnect', () => {
     expect(receiptsAfter).toEqual([...receipts, { lineage: 'mrtr', outcome_status: 'succeeded' }]);
     expect(receiptsAfter.some((r) => r.lineage === 'reconnect')).toBe(false);
     expect((await flows()).find((f) => f.id === reconnectFlow!.id)?.status).toBe('REQUIREMENT_VERIFIED');
+    // Where a reconnect flow ends: the operators' reconcile finds nothing there to accept.
+    const findings = await findReconcileFindings(stack.db.pool, new Date(Date.now() + 60_000), 0);
+    expect(findings.filter((f) => f.id === reconnectFlow!.id)).toEqual([]);
     expect(internalErrors(stack)).toEqual([]);
   });
 
