@@ -18,6 +18,7 @@ import { createMcpEndpoint } from './mcp/mcpEndpoint.js';
 import { createModernServer } from './mcp/mcpServer.js';
 import { resourceMetadataUrl } from './mcp/protectedResourceRoutes.js';
 import { createRequestStateCodec } from './mcp/requestState.js';
+import { createFormGuard } from './mcp/formGuard.js';
 import type { Tool } from './mcp/defineTool.js';
 import { builtInToolsFor, connectionCallFor } from './mcp/tools/registry.js';
 import type { McpToolDeps } from './mcp/toolDeps.js';
@@ -94,6 +95,7 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
     pool: deps.pool,
     requestState,
     fetch: deps.fetch,
+    forms: createFormGuard({ pool: deps.pool, clock: deps.clock, refused: metrics.formRefused }),
     connection: {
       broker,
       requestState,
@@ -115,7 +117,12 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
     ...deps,
     logins: createLoginCookies(createSecretBox(createKeyring(deps.secretKeys, 'browser-login'))),
     broker,
-    formActionOrigins: deps.providers.map((p) => new URL(p.authorizationEndpoint ?? p.issuer ?? '').origin),
+    // Read as each page is served: an upstream MCP server's authorization server is known once discovered.
+    formActionOrigins: () =>
+      [...broker.providers.values()].flatMap(({ provider: p }) => {
+        const at = p.authorizationEndpoint ?? p.issuer;
+        return at === undefined ? [] : [new URL(at).origin];
+      }),
     ops: { broker, redrive, gateFigures: metrics.gateFigures },
     metrics,
   });

@@ -64,7 +64,8 @@ export interface FormTool extends Tool<McpToolDeps> {
  * (the first call answers input_required with the form and a sealed
  * requestState; the retry carries the answer); the 2025-11-25 adapter asks the
  * same question as an elicitation/create request on the call's stream and
- * hands the answer to the same `answer`.
+ * hands the answer to the same `answer`. On both, every form passes the form
+ * audit first (deps.forms): a refused one is never sent, the call ends in its error.
  */
 export function defineFormTool<S extends z.ZodObject>(spec: FormToolSpec<S>): FormTool {
   const {
@@ -76,6 +77,20 @@ export function defineFormTool<S extends z.ZodObject>(spec: FormToolSpec<S>): Fo
     answer: _answer,
     ...described
   } = spec;
+  const admitted = async (form: ElicitFormRequest, ctx: ToolContext, deps: McpToolDeps) => {
+    await deps.forms.admit(form, {
+      tool: spec.name,
+      origin: 'broker',
+      actor: `mcp:${ctx.principal.sub}`,
+      requestId: ctx.requestId,
+      logger: ctx.logger,
+    });
+    return form;
+  };
+  const ask = async (input: z.output<S>, ctx: ToolContext, deps: McpToolDeps): Promise<FormQuestion> => {
+    const question = await spec.ask(input, ctx, deps);
+    return { ...question, form: await admitted(question.form, ctx, deps) };
+  };
   const tool = defineTool({
     ...described,
     requires: { elicitation: { form: {} } },
@@ -89,7 +104,7 @@ export function defineFormTool<S extends z.ZodObject>(spec: FormToolSpec<S>): Fo
         phase: spec.phase,
       };
       if (ctx.requestState === undefined) {
-        const { form, offered } = await spec.ask(input, ctx, deps);
+        const { form, offered } = await ask(input, ctx, deps);
         const { token } = await deps.requestState.seal(binding, { candidates: offered });
         return { resultType: 'input_required', inputRequests: { [inputKey]: form }, requestState: token };
       }
@@ -97,7 +112,7 @@ export function defineFormTool<S extends z.ZodObject>(spec: FormToolSpec<S>): Fo
       const raw = ctx.inputResponses?.[inputKey];
       if (raw === undefined) {
         // No answer yet: ask again with the same, still valid, state (a retry without inputResponses is not an answer; the state stays valid until it expires).
-        const form = await spec.askAgain(input, state.candidates, state.principal, deps);
+        const form = await admitted(await spec.askAgain(input, state.candidates, state.principal, deps), ctx, deps);
         return { resultType: 'input_required', inputRequests: { [inputKey]: form }, requestState: ctx.requestState };
       }
       const reply = ElicitResultSchema.safeParse(raw);
@@ -125,7 +140,7 @@ export function defineFormTool<S extends z.ZodObject>(spec: FormToolSpec<S>): Fo
     ...tool,
     form: {
       parse: (rawArgs) => parseArguments(spec.name, spec.inputSchema, rawArgs) as Record<string, unknown>,
-      ask: (input, ctx, deps) => spec.ask(own(input), ctx, deps),
+      ask: (input, ctx, deps) => ask(own(input), ctx, deps),
       answer: (input, reply, claim, deps) => spec.answer(own(input), reply, claim, deps),
     },
   };

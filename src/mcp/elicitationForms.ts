@@ -3,7 +3,8 @@ import type { ElicitFormRequest, FormSchema } from './protocol.js';
 
 // Every form-mode elicitation the broker can emit is built here, so one unit
 // test can prove none of them asks for a secret (MCP 2026-07-28, Elicitation,
-// form mode: MUST NOT request passwords, API keys, tokens or payment credentials).
+// form mode: MUST NOT request passwords, API keys, tokens or payment credentials);
+// defineFormTool.ts audits each again before it is sent (src/security/formAudit.ts).
 
 export interface DeleteCandidate {
   id: string;

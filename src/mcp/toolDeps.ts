@@ -1,6 +1,7 @@
 import type { Pool } from '../db/pool.js';
 import type { Fetch } from '../shared/httpClient.js';
 import type { ConnectionToolDeps } from './connectionTool.js';
+import type { FormGuard } from './formGuard.js';
 import type { RequestStateCodec } from './requestState.js';
 
 /** What tool handlers get: plain values and functions, no singletons. */
@@ -10,4 +11,6 @@ export interface McpToolDeps {
   connection: ConnectionToolDeps;
   /** For third-party APIs (verifies TLS; nock-visible in tests). */
   fetch: Fetch;
+  /** The form audit every form elicitation passes before it is sent. */
+  forms: FormGuard;
 }

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
 import type { Queryable } from '../db/pool.js';
+import type { FormAuditRule, FormOrigin } from '../security/formAudit.js';
 import type { Logger } from '../shared/logger.js';
 import { cachedGateFigures, registerGateMetrics, type GateFiguresReader } from './gateMetrics.js';
 import { registerLedgerMetrics } from './ledgerMetrics.js';
@@ -30,6 +31,8 @@ export interface Metrics {
   /** One sweep's results (src/jobs/sweeps.ts). */
   sweepSucceeded(rows: object): void;
   sweepFailed(): void;
+  /** One form elicitation the audit refused (src/mcp/formGuard.ts), by its first rule and who wrote it. */
+  formRefused(rule: FormAuditRule, origin: FormOrigin): void;
   /** The release gates' figures, read at most once per gateCacheMs for every caller (gauges, dashboard). */
   gateFigures: GateFiguresReader;
 }
@@ -63,6 +66,12 @@ export function createMetrics(deps: MetricsDeps): Metrics {
     name: 'broker_sweeps_total',
     help: 'Background sweeps run by this instance, by outcome.',
     labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  const formRefusals = new Counter({
+    name: 'broker_form_refusals_total',
+    help: 'Form elicitations refused by the form-schema audit on this instance, never sent, by first rule and origin (broker or upstream).',
+    labelNames: ['rule', 'origin'] as const,
     registers: [registry],
   });
   const collectErrors = new Counter({
@@ -101,6 +110,9 @@ export function createMetrics(deps: MetricsDeps): Metrics {
     },
     sweepFailed() {
       sweeps.inc({ outcome: 'failed' });
+    },
+    formRefused(rule, origin) {
+      formRefusals.inc({ rule, origin });
     },
   };
 }

@@ -11,6 +11,9 @@ import { findSecretTerm } from './formAuditVocabulary.js';
 
 export type FormAuditRule = ShapeFinding['rule'] | 'secret_term' | 'mixed_script';
 
+/** Who wrote a form: the broker (its own tools) or an upstream MCP server whose elicitation it relays. */
+export type FormOrigin = 'broker' | 'upstream';
+
 /** The rules, for metrics labels and tests: a closed set. */
 export const formAuditRules: readonly FormAuditRule[] = [
   'not_object',

@@ -1,5 +1,4 @@
 import { mkdtemp, rm } from 'node:fs/promises';
-import { Writable } from 'node:stream';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RequestListener } from 'node:http';
@@ -15,7 +14,6 @@ import { createOidcClient } from '../../src/oauth/oauthClient.js';
 import { listenHttps } from '../../src/runtime/httpsServer.js';
 import { systemClock, type Clock } from '../../src/shared/clock.js';
 import { createFetch, type Fetch } from '../../src/shared/httpClient.js';
-import { createLogger } from '../../src/shared/logger.js';
 import { Secret } from '../../src/shared/secret.js';
 import { loadOrCreateLocalTls, type TlsMaterial } from '../../src/tls/localCa.js';
 import { parseProviders } from '../../src/providers/providerConfig.js';
@@ -25,7 +23,8 @@ import type { McpToolDeps } from '../../src/mcp/toolDeps.js';
 import type { RateLimit } from '../../src/web/middleware/rateLimit.js';
 import { createRender } from '../../src/web/render.js';
 import type { ResealProgress } from '../../src/jobs/reseal.js';
-import { createTestDb, type TestDb } from './testDb.js';
+import { capturedLogger } from './capturedLogger.js';
+import { createTestDb, type TestDb, type TestDbOptions } from './testDb.js';
 import { atUrl, stackSettings } from './testSettings.js';
 
 export interface BrokerStack {
@@ -100,6 +99,8 @@ export interface BrokerStackOptions {
   brokerFetch?: (stackFetch: Fetch) => Fetch;
   /** More PROVIDERS_FILE entries beside the Report Service (a test's own OAuth servers, on the stack's TLS), once the broker's URL is known. */
   extraProviders?: (context: { brokerUrl: string; tls: TlsMaterial }) => Promise<unknown[]>;
+  /** The Postgres server, and the instances' way to it (test/support/testDb.ts): default the run's, directly. */
+  database?: Pick<TestDbOptions, 'url' | 'poolUrl'>;
 }
 
 export async function startBrokerStack(options: BrokerStackOptions = {}): Promise<BrokerStack> {
@@ -108,17 +109,8 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
   const secrets = await loadOrCreateDevSecrets(dir);
   const fetch = createFetch({ extraCaPems: [tls.caPem] });
   const render = createRender({ cache: false });
-  const logs: string[] = [];
-  const logger = createLogger(
-    { level: 'debug' },
-    new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        logs.push(chunk.toString('utf8'));
-        done();
-      },
-    }),
-  );
-  const db = await createTestDb();
+  const { logger, logs } = capturedLogger();
+  const db = await createTestDb(options.database);
 
   let handler: RequestListener = (_req, res) => res.writeHead(503).end();
   const broker = await listenHttps(tls, (req, res) => handler(req, res), '127.0.0.1', 0, 'broker');
