@@ -117,12 +117,7 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
     ...deps,
     logins: createLoginCookies(createSecretBox(createKeyring(deps.secretKeys, 'browser-login'))),
     broker,
-    // Read as each page is served: an upstream MCP server's authorization server is known once discovered.
-    formActionOrigins: () =>
-      [...broker.providers.values()].flatMap(({ provider: p }) => {
-        const at = p.authorizationEndpoint ?? p.issuer;
-        return at === undefined ? [] : [new URL(at).origin];
-      }),
+    formActionOrigins: deps.providers.map((p) => new URL(p.authorizationEndpoint ?? p.issuer ?? '').origin),
     ops: { broker, redrive, gateFigures: metrics.gateFigures },
     metrics,
   });
