@@ -1,5 +1,6 @@
 import { domainToASCII } from 'node:url';
 import { skeleton } from './confusables.js';
+import { tldSuitsLabel } from './countryScript.js';
 import { wholeScriptOf } from './mixedScript.js';
 import type { ProtectedDomains } from './protectedDomains.js';
 import type { DomainParts } from './registrableDomain.js';
@@ -16,35 +17,47 @@ const READS_LATIN = /^[a-z0-9-]+$/;
 /**
  * Whether a host imitates a domain: its registrable domain, or its first
  * label under any suffix, has the skeleton of a protected one without being
- * it (UTS #39 §4); its first label is one script other than Latin whose every
- * letter has a Latin lookalike (a whole-script confusable, UTS #39 §4: аррӏе
- * in Cyrillic) under a suffix not written in that script (сахар.рф is
- * Russian, аррӏе.com is not); or a protected domain is written inside it
- * before its public suffix begins (github.com.evil.example) or before a
+ * it (UTS #39 §4); a label is one script other than Latin whose every letter
+ * has a Latin lookalike (a whole-script confusable, UTS #39 §4: аррӏе in
+ * Cyrillic) under a top-level domain not at home with that script
+ * (countryScript.ts: сахар.рф and αθήνα.gr are national names, сахар.com
+ * reads caxap.com); or a protected domain is written inside
+ * it before its public suffix begins (github.com.evil.example) or before a
  * hyphen (github.com-login.example). A host under a protected domain is its own.
  */
 export function lookalikeOf(host: string, parts: DomainParts, list: ProtectedDomains): Lookalike | undefined {
   const { domain, label, suffix } = parts;
   if (domain !== undefined && list.has(domain)) return undefined;
-  if (domain !== undefined && label !== undefined && suffix !== undefined) {
-    const labelSkeleton = skeleton(label);
-    const byLabel = list.byLabelSkeleton(labelSkeleton);
+  if (domain !== undefined && label !== undefined) {
+    const byLabel = list.byLabelSkeleton(skeleton(label));
     const of = list.bySkeleton(skeleton(domain)) ?? (byLabel && byLabel.label !== label ? byLabel.domain : undefined);
-    const script = wholeScriptOf(label);
-    if (script !== undefined && (of !== undefined || READS_LATIN.test(labelSkeleton))) {
-      const tldScript = wholeScriptOf(suffix.slice(suffix.lastIndexOf('.') + 1));
-      if (of !== undefined)
-        return { rule: 'whole-script-confusable', reason: `written in ${script} that looks like ${of}` };
-      if (tldScript !== script)
-        return {
-          rule: 'whole-script-confusable',
-          reason: `label written in ${script} whose every letter looks Latin (${domainToASCII(label)})`,
-        };
+    if (of !== undefined) {
+      const script = wholeScriptOf(label);
+      return script === undefined
+        ? { rule: 'confusable', reason: `that looks like ${of}` }
+        : { rule: 'whole-script-confusable', reason: `written in ${script} that looks like ${of}` };
     }
-    if (of !== undefined) return { rule: 'confusable', reason: `that looks like ${of}` };
   }
+  const latinLookalike = latinLookalikeLabel(host, suffix);
+  if (latinLookalike !== undefined) return latinLookalike;
   const of = embeddedDomain(host, suffix, list);
   return of === undefined ? undefined : { rule: 'embedded-domain', reason: `with ${of} written inside another domain` };
+}
+
+/** A label (the registrable one or a subdomain's) in one non-Latin script, every letter of which reads as Latin. */
+function latinLookalikeLabel(host: string, suffix: string | undefined): Lookalike | undefined {
+  const labels = host.split('.');
+  const own = suffix === undefined ? labels : labels.slice(0, labels.length - suffix.split('.').length);
+  const tld = labels[labels.length - 1] ?? '';
+  for (const label of own) {
+    const script = wholeScriptOf(label);
+    if (script === undefined || !READS_LATIN.test(skeleton(label)) || tldSuitsLabel(tld, label)) continue;
+    return {
+      rule: 'whole-script-confusable',
+      reason: `label written in ${script} whose every letter looks Latin (${domainToASCII(label)})`,
+    };
+  }
+  return undefined;
 }
 
 function embeddedDomain(host: string, suffix: string | undefined, list: ProtectedDomains): string | undefined {

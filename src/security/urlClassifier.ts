@@ -6,7 +6,7 @@ import { mixedScripts } from './mixedScript.js';
 import type { ProtectedDomains } from './protectedDomains.js';
 import { NO_DOMAIN, registrableDomainOf } from './registrableDomain.js';
 import { findCredential } from './urlCredentials.js';
-import { hasInvisible, lookalikeSeparatorIn, writtenHostOf } from './urlText.js';
+import { hasInvisible, lookalikeSeparatorIn, writtenAuthorityOf } from './urlText.js';
 import type { UrlRule, UrlVerdict } from './urlVerdict.js';
 
 // One judgement for every URL the broker emits, trusts or relays. The rules
@@ -40,14 +40,14 @@ export function classifyUrl(raw: string, options: UrlClassifierOptions): UrlVerd
   if (raw.length > MAX_LENGTH) return block('too-long', `is longer than ${MAX_LENGTH} characters`);
   // Zero-width and bidirectional controls let a URL read differently from what it is.
   if (hasInvisible(raw)) return block('invisible-character', 'contains invisible or bidirectional characters');
-  const writtenHost = writtenHostOf(raw);
-  if (writtenHost === undefined) return block('not-absolute', 'is not an absolute URL');
-  const separator = lookalikeSeparatorIn(writtenHost);
+  const written = writtenAuthorityOf(raw);
+  if (written === undefined) return block('not-absolute', 'is not an absolute URL');
+  const separator = lookalikeSeparatorIn(written.host);
   if (separator !== undefined) {
     const code = `U+${separator.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
     return block('label-separator', `has a host with ${code}, which reads as a separator but is not one`);
   }
-  if (writtenHost.includes('%')) return block('encoded-host', 'has a percent-encoded host');
+  if (written.host.includes('%')) return block('encoded-host', 'has a percent-encoded host');
   if (!URL.canParse(raw)) return block('invalid-url', 'is not a valid URL');
   const url = new URL(raw);
   const asciiHost = url.hostname.replace(/\.$/, '');
@@ -57,7 +57,9 @@ export function classifyUrl(raw: string, options: UrlClassifierOptions): UrlVerd
   const parts = ip || loopback ? NO_DOMAIN : registrableDomainOf(asciiHost);
   shown = parts.domain ?? unicodeHost;
 
-  if (url.username || url.password) return block('userinfo', 'carries user information');
+  // An empty one too (https://@host): the parser drops it, but a link with one was written to mislead.
+  if (url.username || url.password || written.authority.includes('@'))
+    return block('userinfo', 'carries user information');
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback && options.allowLoopback))
     return block('not-https', 'must use https');
   if (loopback && !options.allowLoopback) return block('loopback', 'points at a loopback host');

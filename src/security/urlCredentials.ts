@@ -4,7 +4,7 @@
 // even under another name or inside an encoded URL passed along.
 
 const NAMES =
-  'access_?token|refresh_?token|id_?token|auth_?token|token|client_?secret|secret|password|passwd|pwd|api_?key|apikey|key|private_?key|code_verifier|assertion|session|sig|signature|jwt|bearer';
+  'access_?token|refresh_?token|id_?token|auth_?token|token|client_?secret|secret|password|passwd|api_?key|apikey|key|private_?key|code_verifier|assertion|session|sig|signature|jwt|bearer';
 const SECRET_NAMES = new RegExp(`^(${NAMES})$`, 'i');
 
 // Token formats their issuers publish, so that scanners can find them: JWTs

@@ -11,14 +11,21 @@ const CONTROL = /[\p{Cc}\s]/u;
 const OTHER_DOTS = /[\u3002\uff0e\uff61]/u;
 const DELIMITERS = new Set(['.', '/', '\\', '?', '#', '@', ':']);
 
-/** The scheme-relative authority's host as written (userinfo and port removed), or undefined if not absolute. */
-export function writtenHostOf(raw: string): string | undefined {
+export interface WrittenAuthority {
+  /** userinfo@host:port as written. */
+  authority: string;
+  /** The host alone (userinfo and port removed). */
+  host: string;
+}
+
+/** The authority of an absolute URL as written, or undefined if the text is not one (scheme://…). */
+export function writtenAuthorityOf(raw: string): WrittenAuthority | undefined {
   const authority = /^[a-z][a-z0-9+.-]*:\/\/([^/?#\\]*)/i.exec(raw)?.[1];
   if (authority === undefined) return undefined;
   const hostPort = authority.slice(authority.lastIndexOf('@') + 1);
-  if (hostPort.startsWith('[')) return hostPort.slice(0, hostPort.indexOf(']') + 1) || hostPort;
+  if (hostPort.startsWith('[')) return { authority, host: hostPort.slice(0, hostPort.indexOf(']') + 1) || hostPort };
   const colon = hostPort.lastIndexOf(':');
-  return colon === -1 ? hostPort : hostPort.slice(0, colon);
+  return { authority, host: colon === -1 ? hostPort : hostPort.slice(0, colon) };
 }
 
 /** Whether the text, or any percent-encoded run in it, has a bidi, zero-width, control or space character. */

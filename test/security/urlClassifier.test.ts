@@ -97,6 +97,7 @@ describe('classifyUrl', () => {
       'https://user:pw@example.com/',
       'https://github.com@evil.example/',
       'https://github.com:443@evil.example/',
+      'https://@evil.example/', // an empty one the parser drops
     ]);
   });
 
@@ -197,7 +198,12 @@ describe('classifyUrl', () => {
       'https://xn--80ak6aa92e.com/',
       'https://сахар.com/', // a Russian word, every letter of which reads as Latin (caxap)
     ]);
-    expectAllowed([['https://сахар.рф/', 'сахар.рф']]);
+    expectBlocked('whole-script-confusable', ['https://аррӏе.com.evil.example/']); // in a subdomain too
+    // At home under a suffix in that script, or a country code whose country writes it.
+    expectAllowed([
+      ['https://сахар.рф/', 'сахар.рф'],
+      ['https://αθήνα.gr/', 'αθήνα.gr'],
+    ]);
   });
 
   it('refuses labels outside the Moderately Restrictive profile, and allows the mixes it permits', () => {
