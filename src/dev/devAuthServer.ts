@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
 import type { JWK } from 'jose';
-import { Provider } from 'oidc-provider';
+import { type KoaContextWithOIDC, Provider } from 'oidc-provider';
 import { InvalidInputError } from '../errors/appError.js';
 import { toHttp } from '../errors/toHttp.js';
 import type { Logger } from '../shared/logger.js';
@@ -46,6 +46,7 @@ export function createDevAuthServer(options: DevAuthServerOptions): DevAuthServe
   const provider = new Provider(options.issuer, buildProviderConfig(options));
   provider.use(providerHeaders(formActionOrigins));
   provider.on('server_error', (_ctx, err) => options.logger.error({ err }, 'oidc-provider server error'));
+  provider.use(recordRevocations(options.logger));
 
   const app = express();
   app.disable('x-powered-by');
@@ -69,6 +70,19 @@ export function createDevAuthServer(options: DevAuthServerOptions): DevAuthServe
     handler: (req, res) => app(req, res),
     provider,
     publicJwks: () => toPublicJwks(options.keys),
+  };
+}
+
+// Each RFC 7009 request in the log (never the token): which client, what it named, the answer's status.
+function recordRevocations(logger: Logger) {
+  return async (ctx: KoaContextWithOIDC, next: () => Promise<void>) => {
+    await next();
+    if (ctx.oidc?.route !== 'revocation') return;
+    const token = ctx.oidc.entities['RefreshToken'] ?? ctx.oidc.entities['AccessToken'];
+    logger.info(
+      { clientId: ctx.oidc.client?.clientId, tokenKind: token?.kind ?? 'unknown', status: ctx.status },
+      'token revocation',
+    );
   };
 }
 

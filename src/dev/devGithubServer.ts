@@ -10,7 +10,7 @@ import { createGithubApi } from './devGithubApi.js';
 import { createGithubAuthState, type GithubOAuthApp } from './devGithubAuthState.js';
 import { createGithubAuthorizeRouter, GITHUB_BRAND } from './devGithubOAuth.js';
 import type { GithubStore } from './devGithubStore.js';
-import { createGithubTokenRouter } from './devGithubToken.js';
+import { createGithubAppTokenRouter, createGithubTokenRouter } from './devGithubToken.js';
 
 export type { GithubOAuthApp } from './devGithubAuthState.js';
 
@@ -37,7 +37,7 @@ const publicDir = fileURLToPath(new URL('../../public/', import.meta.url));
  * OAuth 2.0 with no discovery document, no ID token, opaque tokens and no
  * refresh token; `/login/oauth/authorize` and `/login/oauth/access_token` as
  * on github.com and GitHub Enterprise Server, our own sign-in and consent
- * pages, and a small REST API. Development only.
+ * pages, and a small REST API, with "Delete an app token" for a disconnect. Development only.
  */
 export function createDevGithubServer(options: DevGithubServerOptions): DevGithubServer {
   const { origin, apps, store } = options;
@@ -51,9 +51,10 @@ export function createDevGithubServer(options: DevGithubServerOptions): DevGithu
   app.use(createGithubTokenRouter({ apps, state, store }));
   app.use(createGithubAuthorizeRouter({ origin, apps, state, store, render: options.render }));
   const api = createGithubApi({ origin, apiUrl, store, logger: options.logger });
-  app.use('/api/v3', api);
+  const appTokens = createGithubAppTokenRouter({ apps, store, logger: options.logger });
+  app.use('/api/v3', appTokens, api);
   // The sign-in pages' errors are drawn as the other development servers draw theirs.
   app.use(pageErrors({ logger: options.logger, render: options.render, brand: GITHUB_BRAND }));
-  app.use(api);
+  app.use(appTokens, api);
   return { handler: (req, res) => app(req, res), apiUrl };
 }

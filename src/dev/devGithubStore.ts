@@ -74,6 +74,8 @@ export type CreateIssueOutcome =
 export interface GithubStore {
   issueToken(token: GithubToken): Promise<string>;
   findToken(token: string): GithubToken | undefined;
+  /** Deletes `token` if `clientId` issued it ("Delete an app token"); returns what it was. */
+  deleteToken(token: string, clientId: string): Promise<GithubToken | undefined>;
   /** The scopes `login` already granted `clientId`, if any (GitHub skips the consent page for them). */
   grantedScopes(login: string, clientId: string): string[] | undefined;
   saveGrant(login: string, clientId: string, scopes: string[]): Promise<void>;
@@ -114,6 +116,14 @@ export async function openGithubStore(options: { filePath?: string; now?: () => 
     findToken(token) {
       const record = state.tokens.find((t) => t.hash === hashOf(token));
       return record && { login: record.login, clientId: record.clientId, scopes: record.scopes };
+    },
+
+    async deleteToken(token, clientId) {
+      const record = state.tokens.find((t) => t.hash === hashOf(token) && t.clientId === clientId);
+      if (!record) return undefined;
+      state.tokens = state.tokens.filter((t) => t !== record);
+      await save();
+      return { login: record.login, clientId: record.clientId, scopes: record.scopes };
     },
 
     grantedScopes: (login, clientId) => state.grants.find((g) => g.login === login && g.clientId === clientId)?.scopes,

@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
 import { type GithubAuthState, type GithubOAuthApp, takeUnexpired } from './devGithubAuthState.js';
+import type { Logger } from '../shared/logger.js';
 import type { GithubStore } from './devGithubStore.js';
 
 export interface GithubTokenDeps {
@@ -50,6 +51,41 @@ export function createGithubTokenRouter(deps: GithubTokenDeps): Router {
     }
     const outcome = await exchange(deps, parsed.data, basicCredentials(req.get('authorization')));
     answer(req, res, typeof outcome === 'string' ? errorBody(outcome) : outcome);
+  });
+  return router;
+}
+
+const DELETE_DOCS = 'https://docs.github.com/rest/apps/oauth-applications#delete-an-app-token';
+const DeleteTokenSchema = z.object({ access_token: z.string().min(1).max(255) });
+
+/**
+ * DELETE /applications/{client_id}/token, "Delete an app token": the app, authenticated with HTTP
+ * Basic (its client id and secret), revokes one of its tokens (JSON body `{access_token}`), 204.
+ * A token the app did not issue, or an app whose credentials do not match, is answered as GitHub
+ * answers what it does not find, 404; a body without the token 422. Each call is logged (never the
+ * token): the record a test or a developer reads.
+ */
+export function createGithubAppTokenRouter(deps: Pick<GithubTokenDeps, 'apps' | 'store'> & { logger: Logger }): Router {
+  const router = Router();
+  router.delete('/applications/:clientId/token', express.json({ limit: '8kb' }), async (req, res) => {
+    const clientId = String(req.params['clientId']);
+    const basic = basicCredentials(req.get('authorization'));
+    const app = deps.apps.find((a) => a.clientId === clientId);
+    const answer = (status: number, login?: string) => {
+      deps.logger.info({ clientId, status, ...(login !== undefined && { login }) }, 'delete an app token');
+      if (status === 204) res.status(204).end();
+      else
+        res.status(status).json({
+          message: status === 422 ? 'Validation Failed' : 'Not Found',
+          documentation_url: DELETE_DOCS,
+          status: String(status),
+        });
+    };
+    if (!app || !basic || basic.id !== clientId || !sameSecret(basic.secret, app.clientSecret)) return answer(404);
+    const body = DeleteTokenSchema.safeParse(req.body ?? {});
+    if (!body.success) return answer(422);
+    const deleted = await deps.store.deleteToken(body.data.access_token, app.clientId);
+    return deleted ? answer(204, deleted.login) : answer(404);
   });
   return router;
 }

@@ -117,7 +117,8 @@ export function buildProviderConfig(options: DevProviderConfigOptions): Configur
     features: {
       ...registration?.features,
       devInteractions: { enabled: false },
-      revocation: { enabled: true },
+      // RFC 7009 §2.1: a client may revoke only the tokens issued to it.
+      revocation: { enabled: true, allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId },
       userinfo: { enabled: true },
       rpInitiatedLogout: {
         enabled: true,

@@ -18,6 +18,8 @@ declare module 'oidc-provider' {
       client?: Client;
       /** The matched route's name, e.g. 'registration'. */
       route?: string;
+      /** What the request loaded, by model name (AccessToken, RefreshToken, Client…). */
+      entities: Partial<Record<string, TokenLike>>;
       urlFor(name: string, options?: UnknownObject): string;
     };
   }
@@ -63,6 +65,9 @@ declare module 'oidc-provider' {
 
   export interface TokenLike {
     resourceServer?: { accessTokenTTL?: number };
+    /** The model's name: AccessToken, RefreshToken, ClientCredentials… */
+    kind?: string;
+    clientId?: string;
   }
 
   export type TtlFunction = (ctx: KoaContextWithOIDC, token: TokenLike, client: Client) => number;
@@ -130,7 +135,10 @@ declare module 'oidc-provider' {
         allowClient?: (ctx: KoaContextWithOIDC | undefined, client: Client) => Promise<boolean>;
       };
       devInteractions?: { enabled: boolean };
-      revocation?: { enabled: boolean };
+      revocation?: {
+        enabled: boolean;
+        allowedPolicy?: (ctx: KoaContextWithOIDC, client: Client, token: TokenLike) => Promise<boolean>;
+      };
       userinfo?: { enabled: boolean };
       rpInitiatedLogout?: {
         enabled: boolean;

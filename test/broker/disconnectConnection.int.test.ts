@@ -2,7 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { disconnectConnection } from '../../src/broker/disconnectConnection.js';
 import { ConflictError, InvalidInputError, NotFoundError } from '../../src/errors/appError.js';
 import type { Fetch } from '../../src/shared/httpClient.js';
-import { elicitConnection } from '../support/connectFlow.js';
+import { githubDevProvider } from '../../src/dev/devStack.js';
+import { consentAndAuthorize, elicitConnection, GITHUB_FORMS, openConnectLink } from '../support/connectFlow.js';
 import { connectThroughList, secretsBox } from '../support/deadToken.js';
 import { disconnectDeps, recordingFetch, type SentRequest } from '../support/disconnectDeps.js';
 import { internalErrors } from '../support/legacySdkClient.js';
@@ -14,12 +15,18 @@ import { useBrokerStack } from '../support/useBrokerStack.js';
 // tokens are deleted all the same and the answer says the provider did not revoke them.
 describe('disconnectConnection', () => {
   const { stack, tokens } = useBrokerStack({}, { users: ['alice', 'bob'] });
-  const logs: string[] = [];
+  const logs: string[][] = [];
+  /** disconnectConnection's dependencies on `fetch`; what they log is checked for tokens after each test. */
+  const depsFor = (fetch: Fetch, entries?: unknown[]) => {
+    const deps = disconnectDeps(stack, fetch, entries);
+    logs.push(deps.logs);
+    return deps;
+  };
   const held: string[] = [];
 
   afterEach(() => {
     expect(internalErrors(stack), 'the broker logged no internal error').toEqual([]);
-    for (const line of [...logs, ...stack.logs])
+    for (const line of [...logs.flat(), ...stack.logs])
       for (const token of held) expect(line.includes(token), 'a token in a log line').toBe(false);
   });
 
@@ -48,6 +55,9 @@ describe('disconnectConnection', () => {
     held.push(opened.access_token, opened.refresh_token);
     return opened;
   };
+  /** The development servers' log lines with message `msg`, parsed. */
+  const logged = (msg: string) =>
+    stack.logs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line['msg'] === msg);
   const revokedEntries = async (navigationId: string) =>
     await query(
       "SELECT actor, evidence FROM navigation_events WHERE navigation_id = $1 AND event = 'connection_revoked'",
@@ -72,7 +82,7 @@ describe('disconnectConnection', () => {
     const before = await connectionOf('alice');
     const sent: SentRequest[] = [];
 
-    const result = await disconnectConnection(disconnectDeps(stack, recordingFetch(stack.fetch, sent), logs), {
+    const result = await disconnectConnection(depsFor(recordingFetch(stack.fetch, sent)), {
       connectionId: before.id,
       subject: { iss: stack.dev.idp.issuer, sub: 'alice' },
       actor: 'browser:alice',
@@ -86,8 +96,16 @@ describe('disconnectConnection', () => {
     const form = new URLSearchParams(revocations[0]!.body);
     expect(form.get('token')).toBe(stored.refresh_token);
     expect(form.get('token_type_hint')).toBe('refresh_token');
-    // The grant is gone at the provider: its refresh token no longer works.
+    // The grant is gone at the provider: its refresh token no longer works; the Report Service logged the call.
     expect(await refreshAtProvider(stored.refresh_token)).toEqual({ status: 400, error: 'invalid_grant' });
+    expect(logged('token revocation')).toContainEqual(
+      expect.objectContaining({
+        server: 'reports',
+        clientId: 'connect-broker',
+        tokenKind: 'RefreshToken',
+        status: 200,
+      }),
+    );
 
     expect(await secretsOf('alice')).toBe(0);
     expect((await connectionOf('alice')).state).toBe('revoked');
@@ -125,7 +143,7 @@ describe('disconnectConnection', () => {
       throw new TypeError('fetch failed');
     }) as Fetch;
 
-    const result = await disconnectConnection(disconnectDeps(stack, down, logs), {
+    const result = await disconnectConnection(depsFor(down), {
       connectionId: id,
       actor: 'operator:ops',
       reason: 'laptop stolen',
@@ -147,12 +165,52 @@ describe('disconnectConnection', () => {
     expect((await refreshAtProvider(stored.refresh_token)).status).toBe(200);
   });
 
+  it('deletes the GitHub token with "Delete an app token", once, and GitHub refuses it afterwards', async () => {
+    const github = stack.dev.github!;
+    const elicited = await elicitConnection(stack, tokens.bob, 'github_list_issues', { filter: 'created' });
+    await consentAndAuthorize(stack, await openConnectLink(stack, elicited.url, 'bob'), 'bob', 'Allow', GITHUB_FORMS);
+    const [row] = await query(
+      "SELECT c.id, s.subject_iss, s.ciphertext, s.key_id FROM connections c JOIN secrets s USING (subject_iss, subject_sub, provider) WHERE c.subject_sub = 'bob' AND c.provider = 'github'",
+    );
+    const token = secretsBox(stack).open(
+      { ciphertext: row.ciphertext, keyId: row.key_id },
+      `${row.subject_iss}\nbob\ngithub\naccess_token`,
+    );
+    held.push(token);
+    const sent: SentRequest[] = [];
+    const deps = depsFor(recordingFetch(stack.fetch, sent), [githubDevProvider(github)]);
+
+    const result = await disconnectConnection(deps, {
+      connectionId: row.id,
+      actor: 'cli:ops',
+      reason: 'left the team',
+    });
+
+    expect(result).toEqual({ connectionId: row.id, provider: 'github', atProvider: 'revoked' });
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toMatchObject({
+      method: 'DELETE',
+      url: `${github.apiUrl}/applications/${github.brokerClientId}/token`,
+    });
+    expect(sent[0]!.headers.get('authorization')).toBe(
+      `Basic ${Buffer.from(`${github.brokerClientId}:${github.clientSecret}`).toString('base64')}`,
+    );
+    expect(JSON.parse(sent[0]!.body)).toEqual({ access_token: token });
+    const user = await stack.fetch(`${github.apiUrl}/user`, { headers: { authorization: `Bearer ${token}` } });
+    expect(user.status).toBe(401);
+    expect(logged('delete an app token')).toContainEqual(
+      expect.objectContaining({ server: 'github', clientId: github.brokerClientId, status: 204, login: 'bob' }),
+    );
+    expect(await query('SELECT state FROM connections WHERE id = $1', [row.id])).toEqual([{ state: 'revoked' }]);
+    expect(await query("SELECT kind FROM secrets WHERE subject_sub = 'bob' AND provider = 'github'")).toEqual([]);
+  });
+
   it("refuses another subject's connection as unknown, and changes nothing", async () => {
     await connectThroughList(stack, tokens.alice, 'alice');
     await storedTokens('alice');
     const { id } = await connectionOf('alice');
     const sent: SentRequest[] = [];
-    const deps = disconnectDeps(stack, recordingFetch(stack.fetch, sent), logs);
+    const deps = depsFor(recordingFetch(stack.fetch, sent));
 
     await expect(
       disconnectConnection(deps, {
@@ -177,7 +235,7 @@ describe('disconnectConnection', () => {
     await connectThroughList(stack, tokens.alice, 'alice');
     await storedTokens('alice');
     const { id } = await connectionOf('alice');
-    const deps = disconnectDeps(stack, stack.fetch, logs);
+    const deps = depsFor(stack.fetch);
     await disconnectConnection(deps, { connectionId: id, actor: 'cli:ops', reason: 'first' });
     await expect(
       disconnectConnection(deps, { connectionId: id, actor: 'cli:ops', reason: 'second' }),

@@ -8,9 +8,9 @@ import { loadOrCreateDevSecrets } from '../../src/dev/devSecrets.js';
 import { startLocalDevStack } from '../../src/dev/devStack.js';
 import { DEV_PASSWORD } from '../../src/dev/devUsers.js';
 import { createFetch, type Fetch } from '../../src/shared/httpClient.js';
-import { createLogger } from '../../src/shared/logger.js';
 import { loadOrCreateLocalTls, type TlsMaterial } from '../../src/tls/localCa.js';
 import { createRender } from '../../src/web/render.js';
+import { capturedLogger } from '../support/capturedLogger.js';
 import { createPkce, type Pkce } from '../support/devOAuth.js';
 import { type HttpsTestServer, listenHttps } from '../support/httpsTestServer.js';
 import { type BrowserResponse, createTestBrowser, type TestBrowser } from '../support/testBrowser.js';
@@ -24,7 +24,8 @@ const app: GithubOAuthApp = {
   callbackUrl: CALLBACK,
 };
 const render = createRender({ cache: false });
-const logger = createLogger({ level: 'error' });
+// What the server logs, kept rather than printed (the app-token deletions are read from it).
+const { logger, logs: logged } = capturedLogger();
 
 let dir: string;
 let tls: TlsMaterial;
@@ -494,6 +495,42 @@ describe('the REST API', () => {
     const otherUser = await create('Exactly once', bob);
     expect(otherUser.status).toBe(201);
     expect(((await otherUser.json()) as { id: number }).id).not.toBe(a?.id);
+  });
+});
+
+describe('Delete an app token (DELETE /applications/{client_id}/token)', () => {
+  const basic = (id: string, secret: string) => `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`;
+  const deleteToken = (body: unknown, authorization = basic(app.clientId, app.clientSecret), clientId = app.clientId) =>
+    fetch(`${origin}/api/v3/applications/${clientId}/token`, {
+      method: 'DELETE',
+      headers: { authorization, 'content-type': 'application/json', accept: 'application/vnd.github+json' },
+      body: JSON.stringify(body),
+    });
+  const deletions = () =>
+    logged
+      .filter((line) => line.includes('"delete an app token"'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+
+  it('revokes the token for the app that issued it (204): the API refuses it afterwards; the call is logged without it', async () => {
+    const token = await tokenFor('bob');
+    expect((await api('/user', token)).status).toBe(200);
+    const before = deletions().length;
+    const response = await deleteToken({ access_token: token });
+    expect(response.status).toBe(204);
+    expect((await api('/user', token)).status).toBe(401);
+    expect(deletions().slice(before)).toEqual([
+      expect.objectContaining({ clientId: app.clientId, status: 204, login: 'bob' }),
+    ]);
+    expect(logged.join('')).not.toContain(token);
+  });
+
+  it('answers 404 for a wrong client secret, another app or a token it never issued, and 422 without the token; the token still works', async () => {
+    const token = await tokenFor('alice');
+    expect((await deleteToken({ access_token: token }, basic(app.clientId, 'wrong-secret'))).status).toBe(404);
+    expect((await deleteToken({ access_token: token }, undefined, 'Iv1.other')).status).toBe(404);
+    expect((await deleteToken({ access_token: 'gho_000000000000000000000000000000000000' })).status).toBe(404);
+    expect((await deleteToken({})).status).toBe(422);
+    expect((await api('/user', token)).status).toBe(200);
   });
 });
 

@@ -22,7 +22,9 @@ import {
 } from '../support/emulators/googleMicrosoftShared.js';
 import { mapHosts } from '../support/hostMap.js';
 import { internalErrors } from '../support/legacySdkClient.js';
-import { callTool, type WireResponse } from '../support/mcpWire.js';
+import { callTool, tokenFor, type WireResponse } from '../support/mcpWire.js';
+import { disconnectConnection } from '../../src/broker/disconnectConnection.js';
+import { disconnectDeps } from '../support/disconnectDeps.js';
 import { createTestBrowser } from '../support/testBrowser.js';
 
 // Google through the real broker stack, against an emulator of Google's
@@ -412,6 +414,39 @@ describe('Google (catalog google, oidc) through its emulator', () => {
       )[0]?.evidence,
     ).toEqual({ error: 'access_denied' });
     expect(await query("SELECT kind FROM secrets WHERE subject_sub = 'alice'")).toEqual([]);
+  });
+
+  it('disconnects: the refresh token revoked at oauth2.googleapis.com once, the tokens and the grant gone, the connection revoked; the next call asks to connect again', async () => {
+    await connectAndRetry('bob');
+    const [refreshToken] = google.grants.valuesOf(ACCOUNTS.bob.email, 'refresh_token').slice(-1);
+    const [{ id }] = await query("SELECT id FROM connections WHERE subject_sub = 'bob' AND provider = 'google'");
+    const before = google.revocations.length;
+    const deps = disconnectDeps(stack, mapHosts(stack.fetch, hostMapOf(google)), [
+      { id: 'google', catalog: 'google', clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, scopes: ['openid'] },
+    ]);
+
+    const result = await disconnectConnection(deps, { connectionId: id, actor: 'operator:ops', reason: 'offboarding' });
+
+    expect(result).toEqual({ connectionId: id, provider: 'google', atProvider: 'revoked' });
+    expect(google.revocations.slice(before)).toEqual([
+      { kind: 'refresh_token', user: ACCOUNTS.bob.email, status: 200 },
+    ]);
+    const [request] = google.seen.filter((s) => s.host === 'oauth2.googleapis.com' && s.path === '/revoke').slice(-1);
+    expect(request!.form.get('token')).toBe(refreshToken);
+    // Google ended the grant: the refresh token is refused, and so is the last access token.
+    expect(google.grants.live('refresh_token', refreshToken)).toBeUndefined();
+    expect(
+      google.grants.live('access_token', google.grants.valuesOf(ACCOUNTS.bob.email, 'access_token').at(-1)),
+    ).toBeUndefined();
+    expect(await query("SELECT kind FROM secrets WHERE subject_sub = 'bob' AND provider = 'google'")).toEqual([]);
+    expect(await query('SELECT state FROM connections WHERE id = $1', [id])).toEqual([{ state: 'revoked' }]);
+    expectNoSecretIn(stack, google.secrets(), deps.logs);
+
+    const asked = kept(await callTool(stack, await tokenFor(stack, 'bob'), 'google_calendars', {}, {}, URL_CAPS));
+    expect(asked.json.result).toMatchObject({
+      resultType: 'input_required',
+      inputRequests: { connect: { params: { mode: 'url' } } },
+    });
   });
 
   it("the emulator: ID tokens verify against Google's published keys, and a second consent without prompt=consent brings no refresh token", async () => {

@@ -1,12 +1,11 @@
-import { Writable } from 'node:stream';
 import type { DisconnectDeps } from '../../src/broker/disconnectConnection.js';
 import { reportServiceProvider } from '../../src/dev/devStack.js';
 import { createProviderClient, type ProviderClient } from '../../src/oauth/providerClient.js';
 import { parseProviders } from '../../src/providers/providerConfig.js';
 import { systemClock } from '../../src/shared/clock.js';
 import type { Fetch } from '../../src/shared/httpClient.js';
-import { createLogger } from '../../src/shared/logger.js';
 import type { BrokerStack } from './brokerStack.js';
+import { capturedLogger } from './capturedLogger.js';
 import { secretsBox } from './deadToken.js';
 
 /** One request a provider was sent, as the broker sent it. */
@@ -33,30 +32,23 @@ export function recordingFetch(fetch: Fetch, sent: SentRequest[]): Fetch {
 
 /**
  * What disconnectConnection needs, over a stack's database and keys, with provider clients of
- * `entries` (default: the stack's Report Service) on `fetch`, and `logs` collecting the log lines.
+ * `entries` (default: the stack's Report Service) on `fetch`; `logs` holds what it logged.
  */
 export function disconnectDeps(
   stack: BrokerStack,
   fetch: Fetch,
-  logs: string[],
   entries: unknown[] = [reportServiceProvider(stack.dev, stack.secrets)],
-): DisconnectDeps {
+): DisconnectDeps & { logs: string[] } {
   const providers = parseProviders(entries, { allowLoopback: true });
+  const { logger, logs } = capturedLogger();
   return {
+    logs,
     pool: stack.db.pool,
     box: secretsBox(stack),
     clock: systemClock,
     providers: new Map<string, ProviderClient>(
       providers.map((p) => [p.id, createProviderClient(p, { fetch, allowLoopback: true, now: () => new Date() })]),
     ),
-    logger: createLogger(
-      { level: 'debug' },
-      new Writable({
-        write(chunk: Buffer, _encoding, done) {
-          logs.push(chunk.toString('utf8'));
-          done();
-        },
-      }),
-    ),
+    logger,
   };
 }

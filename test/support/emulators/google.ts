@@ -43,6 +43,10 @@ import {
 // - The token answer's `scope` names `email` and `profile` by their URLs
 //   (https://www.googleapis.com/auth/userinfo.email, …userinfo.profile),
 //   https://developers.google.com/identity/protocols/oauth2/scopes.
+// - Revocation, https://developers.google.com/identity/protocols/oauth2/web-server#tokenrevoke:
+//   POST oauth2.googleapis.com/revoke with `token` form-encoded (or in the query),
+//   an access or a refresh token; revoking either ends the whole grant (a refresh
+//   token and its access tokens); 200 when done, else 400 `invalid_token`.
 // - API errors, https://cloud.google.com/apis/design/errors: `{error: {code,
 //   message, status}}`, 401 UNAUTHENTICATED (with RFC 6750 §3.1's challenge).
 // - https://developers.google.com/calendar/api/v3/reference/calendarList/list.
@@ -80,6 +84,8 @@ export interface GoogleEmulator extends Emulator {
   client: GoogleClient;
   /** What each token answer held, in order. */
   tokenAnswers: { grantType: string; user: string; refreshToken: boolean; scope: string }[];
+  /** Each revocation request, in order: which kind of token it named (if one Google issued), for whom, the status answered. */
+  revocations: { kind: Issued['kind'] | undefined; user: string | undefined; status: number }[];
 }
 
 export async function startGoogleEmulator(options: {
@@ -93,6 +99,7 @@ export async function startGoogleEmulator(options: {
   // What each user granted each client, by `${email}\n${clientId}`.
   const consented = new Map<string, string[]>();
   const tokenAnswers: GoogleEmulator['tokenAnswers'] = [];
+  const revocations: GoogleEmulator['revocations'] = [];
   const userBy = (email: string | null) => options.users.find((u) => u.email === email);
 
   const routes: Record<string, (seen: Seen, res: ServerResponse) => void | Promise<void>> = {
@@ -100,6 +107,7 @@ export async function startGoogleEmulator(options: {
     'GET accounts.google.com /o/oauth2/v2/auth': authorize,
     'POST accounts.google.com /o/oauth2/v2/approve': approve,
     'POST oauth2.googleapis.com /token': token,
+    'POST oauth2.googleapis.com /revoke': revoke,
     'GET www.googleapis.com /oauth2/v3/certs': (_seen, res) => json(res, 200, signer.jwks),
     'GET www.googleapis.com /oauth2/v3/userinfo': userinfo,
     'GET openidconnect.googleapis.com /v1/userinfo': userinfo,
@@ -219,6 +227,33 @@ export async function startGoogleEmulator(options: {
     if (grantType === 'authorization_code') return exchangeCode(seen, res);
     if (grantType === 'refresh_token') return refresh(seen, res);
     return tokenError(res, 400, 'unsupported_grant_type', 'Invalid grant_type: ' + (grantType ?? ''));
+  }
+
+  function revoke(seen: Seen, res: ServerResponse): void {
+    // The page's examples send no client credentials; credentials that are sent must be the client's.
+    const credentials = clientCredentials(seen);
+    if (
+      credentials.method === 'both' ||
+      (credentials.method !== 'none' &&
+        (credentials.id !== client.clientId || credentials.secret !== client.clientSecret))
+    )
+      return tokenError(res, 401, 'invalid_client', 'Unauthorized');
+    const value = seen.form.get('token') ?? seen.query.get('token') ?? undefined;
+    const held = grants.issued.find(
+      (t) =>
+        t.value === value &&
+        t.clientId === client.clientId &&
+        (t.kind === 'access_token' || t.kind === 'refresh_token'),
+    );
+    if (!held || held.revoked || held.expiresAt <= Date.now()) {
+      revocations.push({ kind: held?.kind, user: held?.user, status: 400 });
+      return tokenError(res, 400, 'invalid_token', 'Token expired or revoked');
+    }
+    // The grant ends: every token of that user for this client, and the consent (the next one is a first consent).
+    for (const t of grants.issued) if (t.user === held.user && t.clientId === client.clientId) t.revoked = true;
+    consented.delete(`${held.user}\n${client.clientId}`);
+    revocations.push({ kind: held.kind, user: held.user, status: 200 });
+    json(res, 200, {});
   }
 
   async function exchangeCode(seen: Seen, res: ServerResponse): Promise<void> {
@@ -363,7 +398,7 @@ export async function startGoogleEmulator(options: {
     });
   }
 
-  return { ...base, client, tokenAnswers };
+  return { ...base, client, tokenAnswers, revocations };
 }
 
 function discoveryDocument() {
