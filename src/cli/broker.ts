@@ -12,6 +12,7 @@ import { ProvidersCommandError, providersCommand } from './providersCommand.js';
 import { SessionsCommandError, sessionsCommand } from './sessionsCommand.js';
 import { ToolsCommandError, toolsCommand } from './toolsCommand.js';
 import { toolsImport } from './toolsImport.js';
+import { UrlCheckError, urlCheck } from './urlCheck.js';
 
 const usage = `Usage: broker <command> [options]
 
@@ -40,6 +41,9 @@ Commands:
   tools import <openapi file> --provider <id> --operation <operationId>… | --tag <tag>…
                             TOOLS_FILE entries (YAML) for the chosen operations of an OpenAPI 3.0
                             or 3.1 description; without a choice, lists its operations.
+  url-check [--json] [--file F] [--protect D]… [URL…]
+                            The broker's judgement of each link (arguments, a file, or stdin): allow
+                            or block, the rule, the registrable domain; exit 1 if any is blocked.
   help                      Show this help.
 `;
 
@@ -76,6 +80,14 @@ async function devToken(args: string[]): Promise<void> {
 
 class UsageError extends Error {}
 
+/** Standard input to its end; nothing when it is a terminal (no URL piped in). */
+async function readStdin(): Promise<string> {
+  if (process.stdin.isTTY) return '';
+  let text = '';
+  for await (const chunk of process.stdin) text += (chunk as Buffer).toString('utf8');
+  return text;
+}
+
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   try {
@@ -111,6 +123,8 @@ async function main(argv: string[]): Promise<number> {
         (line) => process.stdout.write(`${line}\n`),
         (line) => process.stderr.write(`${line}\n`),
       );
+    else if (command === 'url-check')
+      return await urlCheck(rest, loadConfig(), (line) => process.stdout.write(`${line}\n`), readStdin);
     else if (command === undefined || command === 'help' || command === '--help') process.stdout.write(usage);
     else throw new UsageError(`Unknown command: ${command}\n\n${usage}`);
     return 0;
@@ -123,7 +137,8 @@ async function main(argv: string[]): Promise<number> {
       err instanceof SessionsCommandError ||
       err instanceof DeploymentError ||
       err instanceof ProvidersCommandError ||
-      err instanceof ToolsCommandError
+      err instanceof ToolsCommandError ||
+      err instanceof UrlCheckError
     ) {
       process.stderr.write(`broker: ${err.message}\n`);
       return err instanceof LedgerCommandError ||
@@ -131,7 +146,8 @@ async function main(argv: string[]): Promise<number> {
         err instanceof SessionsCommandError ||
         err instanceof DeploymentError ||
         err instanceof ProvidersCommandError ||
-        err instanceof ToolsCommandError
+        err instanceof ToolsCommandError ||
+        err instanceof UrlCheckError
         ? err.exitCode
         : 2;
     }
