@@ -1,3 +1,4 @@
+import { skeleton } from './confusables.js';
 import { INVISIBLE } from './displayText.js';
 
 // A form field's name, title or description brought to one spelling, so that
@@ -12,6 +13,13 @@ export interface NormalisedText {
   /** `spaced` and `compact` with look-alike digits and signs read as letters ("pa55w0rd" → "password"). */
   leetSpaced: string;
   leetCompact: string;
+  /**
+   * `spaced` and `compact` with each word written wholly in a look-alike alphabet replaced by its
+   * UTS #39 skeleton when that is plain Latin ("ΡΙΝ" in Greek capitals → "pln", the skeleton of "PIN");
+   * the terms are matched here by their own skeletons (formAuditVocabulary.ts).
+   */
+  lookalikeSpaced: string;
+  lookalikeCompact: string;
   /** A word mixes letters of two alphabets whose letters pass for one another ("раssword" with a Cyrillic р). */
   mixedScript: boolean;
 }
@@ -57,23 +65,42 @@ const LOOKALIKE_SCRIPTS = [
 export function normaliseText(text: string): NormalisedText {
   // NFKC first: full-width forms, ligatures, circled and mathematical letters become plain ones.
   const visible = text.normalize('NFKC').replace(INVISIBLE_RUN, '');
-  const words = wordsOf(visible);
-  const leetWords = wordsOf(visible.replace(LEET_CHARS, (c) => LEET[c] ?? c));
+  const words = wordsOf(visible, fold);
+  const leetWords = wordsOf(
+    visible.replace(LEET_CHARS, (c) => LEET[c] ?? c),
+    fold,
+  );
+  const lookalikeWords = words.some(isLookalike) ? wordsOf(visible, lookalikeOrFolded) : words;
   return {
     spaced: ` ${words.join(' ')} `,
     compact: words.join(''),
     leetSpaced: ` ${leetWords.join(' ')} `,
     leetCompact: leetWords.join(''),
+    lookalikeSpaced: ` ${lookalikeWords.join(' ')} `,
+    lookalikeCompact: lookalikeWords.join(''),
     mixedScript: words.some(mixesScripts),
   };
 }
 
-function wordsOf(text: string): string[] {
+function wordsOf(text: string, spell: (word: string) => string): string[] {
   return joinSpelledOut(
-    fold(text.replace(CAMEL, ' '))
+    text
+      .replace(CAMEL, ' ')
       .split(SEPARATORS)
-      .filter((w) => w !== ''),
+      .filter((w) => w !== '')
+      .map(spell),
   );
+}
+
+// A word of a look-alike alphabet with no Latin letter: Latin beside them is mixedScript's case.
+const isLookalike = (word: string) =>
+  !LOOKALIKE_SCRIPTS[0]!.test(word) && LOOKALIKE_SCRIPTS.slice(1).some((script) => script.test(word));
+
+/** Such a word's skeleton, taken in the case it was written (Greek Ν is N, ν is v), when that is plain Latin. */
+function lookalikeOrFolded(word: string): string {
+  if (!isLookalike(word)) return fold(word);
+  const latin = skeleton(word);
+  return /^[a-z0-9]+$/.test(latin) ? latin : fold(word);
 }
 
 function fold(text: string): string {

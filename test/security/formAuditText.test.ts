@@ -76,6 +76,14 @@ describe('form field text, normalised', () => {
     expect(normaliseText('70k3n').leetSpaced).toBe(' token ');
   });
 
+  it('reads a word written wholly in a look-alike alphabet as its skeleton, in the case it was written', () => {
+    expect(normaliseText('\u03a1\u0399\u039d code').lookalikeSpaced).toBe(' pln code '); // Greek capitals ΡΙΝ
+    expect(normaliseText('\u03a4\u039f\u039a\u0395\u039d').lookalikeCompact).toBe('token'); // ΤΟΚΕΝ
+    // A word of that alphabet whose skeleton is not plain Latin stays itself, as do words with no such letter.
+    expect(normaliseText('Полное имя').lookalikeSpaced).toBe(' полное имя ');
+    expect(normaliseText('Full name').lookalikeSpaced).toBe(' full name ');
+  });
+
   it('tells a word mixing look-alike alphabets from words in one alphabet each', () => {
     expect(normaliseText('\u0440assword').mixedScript).toBe(true); // Cyrillic р
     expect(normaliseText('t\u03bfken').mixedScript).toBe(true); // Greek ο

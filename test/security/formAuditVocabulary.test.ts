@@ -236,6 +236,15 @@ describe('the secret vocabulary', () => {
     expect(concept('Palabra clave o clave')).toBe('password');
   });
 
+  it('finds a Latin term spelled wholly in Greek or Cyrillic look-alikes, and leaves real words of those alphabets alone', () => {
+    expect(concept('\u03a1\u0399\u039d')).toBe('pin'); // ΡΙΝ
+    expect(concept('\u03a4\u039f\u039a\u0395\u039d')).toBe('token'); // ΤΟΚΕΝ
+    expect(concept('\u0399\u0392\u0391\u039d number')).toBe('iban'); // ΙΒΑΝ
+    expect(concept('\u0421\u0412\u0412')).toBeUndefined(); // Cyrillic СВВ reads "CBB", not CVV
+    for (const ordinary of ['Полное имя', 'Секретарь', 'Ключевые слова', 'Όνομα', 'Διεύθυνση'])
+      expect(concept(ordinary), ordinary).toBeUndefined();
+  });
+
   it('matches a whole-text term only as the whole text', () => {
     expect(concept('RIB')).toBe('iban');
     expect(concept('Prime rib or fish')).toBeUndefined();
