@@ -125,7 +125,8 @@ describe('refresh that survives rotation and races', () => {
         const started = Date.now();
         const answer = await callTool(stack, tokens.bob, 'reports_list', {}, {}, {}, { baseUrl });
         expect(answer.json.result).toMatchObject({ resultType: 'complete' });
-        expect(Date.now() - started).toBeLessThan(2_000);
+        // Bounded well below the hold (released only after these): a call queued behind the refresh never answers in time.
+        expect(Date.now() - started).toBeLessThan(8_000);
       }
       const held = await query(
         "SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE a.state = 'idle in transaction'",
