@@ -23,13 +23,24 @@ function scriptPattern(code: string): RegExp | null {
   return pattern;
 }
 
+const countryScripts = new Map<string, string | undefined>();
+
+/** The script a country writes in (ISO 15924), by CLDR's likely subtags; looked up once per country code. */
+function countryScriptOf(cc: string): string | undefined {
+  if (!countryScripts.has(cc)) {
+    let code: string | undefined;
+    try {
+      code = new Intl.Locale(`und-${cc.toUpperCase()}`).maximize().script;
+    } catch {
+      code = undefined;
+    }
+    countryScripts.set(cc, code);
+  }
+  return countryScripts.get(cc);
+}
+
 export function tldSuitsLabel(tld: string, label: string): boolean {
   if (!/^[a-z]{2}$/.test(tld)) return tld !== '' && wholeScriptOf(tld) === wholeScriptOf(label);
-  let code: string | undefined;
-  try {
-    code = new Intl.Locale(`und-${tld.toUpperCase()}`).maximize().script;
-  } catch {
-    return false;
-  }
+  const code = countryScriptOf(tld);
   return code !== undefined && scriptPattern(code)?.test(label) === true;
 }

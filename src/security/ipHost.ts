@@ -8,6 +8,8 @@ import { isIP } from 'node:net';
 
 /** Whether a parsed URL's hostname is an IP address literal (IPv4, or IPv6 in brackets). */
 export function isIpLiteral(hostname: string): boolean {
+  // An IPv4 literal ends in a digit and an IPv6 one is bracketed: other names need no further look.
+  if (!hostname.startsWith('[') && !/[0-9]$/.test(hostname)) return false;
   return isIP(unbracketed(hostname)) !== 0;
 }
 

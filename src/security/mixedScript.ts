@@ -1,5 +1,5 @@
 import { isAscii } from './confusables.js';
-import { scriptExtensionsOf } from './unicodeScripts.js';
+import { scriptsOf, type CodePointScripts } from './unicodeScripts.js';
 
 // UTS #39 §5.2 restriction levels, per label, as browsers apply them to
 // internationalised domain names (Chromium's IDN display policy uses the
@@ -7,51 +7,42 @@ import { scriptExtensionsOf } from './unicodeScripts.js';
 // Highly Restrictive CJK mixes, or Latin plus one other Recommended script
 // (UAX #31) that is neither Cyrillic nor Greek.
 
-// Common and Inherited characters (digits, the hyphen, combining marks) go with any script.
-const SHARED = new Set(['Common', 'Inherited']);
-// UTS #39 §5.1: Han, Kana and Hangul count as the writing systems they are part of.
-const AUGMENTED: Readonly<Record<string, readonly string[]>> = {
-  Han: ['Han', 'Jpan', 'Kore', 'Hanb'],
-  Hiragana: ['Hiragana', 'Jpan'],
-  Katakana: ['Katakana', 'Jpan'],
-  Hangul: ['Hangul', 'Kore'],
-  Bopomofo: ['Bopomofo', 'Hanb'],
-};
 const HIGHLY_RESTRICTIVE: readonly ReadonlySet<string>[] = [
   new Set(['Latin', 'Han', 'Hiragana', 'Katakana']),
   new Set(['Latin', 'Han', 'Bopomofo']),
   new Set(['Latin', 'Han', 'Hangul']),
 ];
 // UAX #31's Recommended Scripts, less Latin (the partner) and Cyrillic and Greek (excluded by the level).
-const MODERATE_PARTNERS = (
-  'Arabic Armenian Bengali Bopomofo Devanagari Ethiopic Georgian Gujarati Gurmukhi Han Hangul Hebrew Hiragana ' +
-  'Kannada Katakana Khmer Lao Malayalam Myanmar Oriya Sinhala Tamil Telugu Thaana Thai Tibetan'
-)
-  .split(' ')
-  .map((partner) => new Set(['Latin', partner]));
+const MODERATE_PARTNERS = new Set(
+  (
+    'Arabic Armenian Bengali Bopomofo Devanagari Ethiopic Georgian Gujarati Gurmukhi Han Hangul Hebrew Hiragana ' +
+    'Kannada Katakana Khmer Lao Malayalam Myanmar Oriya Sinhala Tamil Telugu Thaana Thai Tibetan'
+  ).split(' '),
+);
 
-/** The scripts of a label's own characters (Common and Inherited left out). */
-function scriptSets(label: string): ReadonlySet<string>[] {
-  const sets: ReadonlySet<string>[] = [];
+/** The label's characters that belong to particular scripts (Common and Inherited left out). */
+function ownCharacters(label: string): CodePointScripts[] {
+  const own: CodePointScripts[] = [];
   for (const ch of label) {
-    const scx = scriptExtensionsOf(ch.codePointAt(0)!);
-    if (![...scx].some((s) => SHARED.has(s))) sets.push(scx);
+    const info = scriptsOf(ch.codePointAt(0)!);
+    if (!info.shared) own.push(info);
   }
-  return sets;
+  return own;
 }
 
-/** UTS #39 §5.1 resolved script set: the scripts every character of the label can be written in. */
-function resolvedScripts(sets: readonly ReadonlySet<string>[]): Set<string> | undefined {
-  let resolved: Set<string> | undefined;
-  for (const set of sets) {
-    const augmented = new Set([...set].flatMap((s) => AUGMENTED[s] ?? [s]));
-    resolved = resolved ? new Set([...resolved].filter((s) => augmented.has(s))) : augmented;
-  }
+/** UTS #39 §5.1 resolved script set: the scripts every character can be written in; undefined when none has one. */
+function resolvedScripts(own: readonly CodePointScripts[]): string[] | undefined {
+  let resolved: string[] | undefined;
+  for (const { augmented } of own) resolved = resolved ? resolved.filter((s) => augmented.has(s)) : [...augmented];
   return resolved;
 }
 
-const coveredBy = (sets: readonly ReadonlySet<string>[], allowed: ReadonlySet<string>) =>
-  sets.every((set) => [...set].some((s) => allowed.has(s)));
+function coveredBy(own: readonly CodePointScripts[], allowed: (script: string) => boolean): boolean {
+  return own.every(({ scripts }) => {
+    for (const s of scripts) if (allowed(s)) return true;
+    return false;
+  });
+}
 
 /**
  * The scripts a label mixes when it is outside the Moderately Restrictive
@@ -59,18 +50,22 @@ const coveredBy = (sets: readonly ReadonlySet<string>[], allowed: ReadonlySet<st
  */
 export function mixedScripts(label: string): string[] | undefined {
   if (isAscii(label)) return undefined;
-  const sets = scriptSets(label);
-  const resolved = resolvedScripts(sets);
-  if (resolved === undefined || resolved.size > 0) return undefined;
-  if (HIGHLY_RESTRICTIVE.some((allowed) => coveredBy(sets, allowed))) return undefined;
-  if (MODERATE_PARTNERS.some((allowed) => coveredBy(sets, allowed))) return undefined;
-  return [...new Set(sets.map((set) => [...set][0]!))].sort();
+  const own = ownCharacters(label);
+  const resolved = resolvedScripts(own);
+  if (resolved === undefined || resolved.length > 0) return undefined;
+  if (HIGHLY_RESTRICTIVE.some((allowed) => coveredBy(own, (s) => allowed.has(s)))) return undefined;
+  // Latin and one partner: the partner is a script of the first character Latin does not cover.
+  const first = own.find(({ scripts }) => !scripts.has('Latin'));
+  for (const partner of first?.scripts ?? []) {
+    if (MODERATE_PARTNERS.has(partner) && coveredBy(own, (s) => s === 'Latin' || s === partner)) return undefined;
+  }
+  return [...new Set(own.map(({ scripts }) => [...scripts][0]!))].sort();
 }
 
 /** The script of a label written wholly in one script other than Latin (whole-script confusables), else undefined. */
 export function wholeScriptOf(label: string): string | undefined {
   if (isAscii(label)) return undefined;
-  const resolved = resolvedScripts(scriptSets(label));
-  if (resolved === undefined || resolved.size === 0 || resolved.has('Latin')) return undefined;
-  return [...resolved].sort()[0];
+  const resolved = resolvedScripts(ownCharacters(label));
+  if (resolved === undefined || resolved.length === 0 || resolved.includes('Latin')) return undefined;
+  return resolved.sort()[0];
 }

@@ -23,13 +23,17 @@ export interface DomainParts {
 
 export const NO_DOMAIN: DomainParts = { domain: undefined, label: undefined, suffix: undefined };
 
-/** The registrable domain of an ASCII (punycode) hostname without a trailing dot, in Unicode. */
-export function registrableDomainOf(asciiHost: string): DomainParts {
+/**
+ * The registrable domain of a hostname without a trailing dot, given in both
+ * forms (ASCII for the list, Unicode for what is shown), in Unicode.
+ */
+export function registrableDomainOf(asciiHost: string, unicodeHost = domainToUnicode(asciiHost)): DomainParts {
   const parts = parse(asciiHost, OPTIONS);
   if (parts.domain === null || parts.domainWithoutSuffix === null || parts.publicSuffix === null) return NO_DOMAIN;
-  return {
-    domain: domainToUnicode(parts.domain),
-    label: domainToUnicode(parts.domainWithoutSuffix),
-    suffix: domainToUnicode(parts.publicSuffix),
-  };
+  // The same labels in Unicode: IDNA maps label to label, so the counts carry over.
+  const labels = unicodeHost.split('.');
+  const last = (ascii: string) => labels.slice(labels.length - ascii.split('.').length).join('.');
+  const suffix = last(parts.publicSuffix);
+  const domain = last(parts.domain);
+  return { domain, label: domain.slice(0, domain.length - suffix.length - 1), suffix };
 }

@@ -48,13 +48,13 @@ export function classifyUrl(raw: string, options: UrlClassifierOptions): UrlVerd
     return block('label-separator', `has a host with ${code}, which reads as a separator but is not one`);
   }
   if (written.host.includes('%')) return block('encoded-host', 'has a percent-encoded host');
-  if (!URL.canParse(raw)) return block('invalid-url', 'is not a valid URL');
-  const url = new URL(raw);
+  const url = parsed(raw);
+  if (url === undefined) return block('invalid-url', 'is not a valid URL');
   const asciiHost = url.hostname.replace(/\.$/, '');
   const ip = isIpLiteral(asciiHost);
   const loopback = isLoopbackHost(asciiHost);
   const unicodeHost = isAscii(asciiHost) && !asciiHost.includes('xn--') ? asciiHost : domainToUnicode(asciiHost);
-  const parts = ip || loopback ? NO_DOMAIN : registrableDomainOf(asciiHost);
+  const parts = ip || loopback ? NO_DOMAIN : registrableDomainOf(asciiHost, unicodeHost);
   shown = parts.domain ?? unicodeHost;
 
   // An empty one too (https://@host): the parser drops it, but a link with one was written to mislead.
@@ -64,7 +64,7 @@ export function classifyUrl(raw: string, options: UrlClassifierOptions): UrlVerd
     return block('not-https', 'must use https');
   if (loopback && !options.allowLoopback) return block('loopback', 'points at a loopback host');
   if (ip && !options.allowIpLiteral && !loopback) return block('ip-literal', 'has an IP-address host');
-  const badLabel = ip ? undefined : invalidLabelIn(asciiHost);
+  const badLabel = ip ? undefined : invalidLabelIn(asciiHost, unicodeHost);
   if (badLabel !== undefined) return block('invalid-host', `has an invalid host (${badLabel})`);
   if (options.expectedHost !== undefined && url.host !== options.expectedHost)
     return block('unexpected-host', `is not on the configured host ${options.expectedHost}`);
@@ -83,6 +83,14 @@ export function classifyUrl(raw: string, options: UrlClassifierOptions): UrlVerd
   return allow(url, shown);
 }
 
+function parsed(raw: string): URL | undefined {
+  try {
+    return new URL(raw);
+  } catch {
+    return undefined;
+  }
+}
+
 const allow = (url: URL, registrableDomain: string): UrlVerdict => ({
   verdict: 'allow',
   rule: null,
@@ -90,14 +98,17 @@ const allow = (url: URL, registrableDomain: string): UrlVerdict => ({
   url,
 });
 
-/** An empty label, or a punycode label that is not the encoding of a Unicode one (xn--github- decodes to github). */
-function invalidLabelIn(asciiHost: string): string | undefined {
-  for (const label of asciiHost.split('.')) {
-    if (label === '') return 'an empty label';
+/** An empty label, or a punycode label that is not the encoding of a Unicode label (xn--github- decodes to github). */
+function invalidLabelIn(asciiHost: string, unicodeHost: string): string | undefined {
+  const ascii = asciiHost.split('.');
+  const unicode = unicodeHost.split('.');
+  if (ascii.includes('')) return 'an empty label';
+  if (!asciiHost.includes('xn--')) return undefined;
+  const roundTrip = domainToASCII(unicodeHost) === asciiHost;
+  for (const [i, label] of ascii.entries()) {
     if (!label.startsWith('xn--')) continue;
-    const decoded = domainToUnicode(label);
-    if (decoded === '' || isAscii(decoded) || domainToASCII(decoded) !== label)
-      return `${label} is not the punycode of a Unicode label`;
+    const decoded = unicode[i] ?? '';
+    if (!roundTrip || decoded === '' || isAscii(decoded)) return `${label} is not the punycode of a Unicode label`;
   }
   return undefined;
 }
