@@ -61,6 +61,13 @@ describe('checkUrl', () => {
     );
   });
 
+  it('leaves the query and fragment out of its message when they carry a credential', () => {
+    expect(() => checkUrl('https://reports.example.com/cb?access_token=canary-51c2&x=1', prod)).toThrow(
+      'URL carries a credential in its query (access_token): https://reports.example.com/cb?…',
+    );
+    expect(() => checkUrl('https://reports.example.com/cb#id_token=canary-51c2', prod)).not.toThrow(/canary/);
+  });
+
   it('shows invisible characters escaped in its message, never raw', () => {
     try {
       checkUrl('https://a.example\u202e.com', prod);
