@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config/config.js';
 import { DEV_PASSWORD, findDevUser, devUsers } from '../dev/devUsers.js';
 import { createFetch } from '../shared/httpClient.js';
+import { ConnectionsCommandError, connectionsCommand } from './connectionsCommand.js';
 import { DeploymentError } from './deployment.js';
 import { fetchDevToken } from './devToken.js';
 import { KeysCommandError, keysCommand } from './keysCommand.js';
@@ -30,6 +31,12 @@ Commands:
   sessions revoke <subject|session-id> --reason R
                             Ends one browser session, or every one of a subject, at its next
                             request; recorded (an operator's token, as ledger).
+  connections list [--subject SUB] [--provider ID] [--state STATE] [--json]
+                            Connections: id, subject, provider, account, state, granted scopes,
+                            connected, last used (never a token).
+  connections revoke <id> --reason R
+                            Disconnects one: revoked at the provider where it can be, its tokens
+                            deleted whatever the provider answers; recorded (an operator's token).
   providers list [--json]   The providers PROVIDERS_FILE configures: source, kind, the callback
                             URL to register at each, scopes (no network access).
   providers check [--json]  Loads every provider's endpoints (discovery where configured); exit 1
@@ -103,6 +110,8 @@ async function main(argv: string[]): Promise<number> {
       return await keysCommand(rest, loadConfig(), (line) => process.stdout.write(`${line}\n`));
     else if (command === 'sessions')
       return await sessionsCommand(rest, loadConfig(), (line) => process.stdout.write(`${line}\n`));
+    else if (command === 'connections')
+      return await connectionsCommand(rest, loadConfig(), (line) => process.stdout.write(`${line}\n`));
     else if (command === 'providers')
       return await providersCommand(
         rest,
@@ -135,6 +144,7 @@ async function main(argv: string[]): Promise<number> {
       err instanceof LedgerCommandError ||
       err instanceof KeysCommandError ||
       err instanceof SessionsCommandError ||
+      err instanceof ConnectionsCommandError ||
       err instanceof DeploymentError ||
       err instanceof ProvidersCommandError ||
       err instanceof ToolsCommandError ||
@@ -144,6 +154,7 @@ async function main(argv: string[]): Promise<number> {
       return err instanceof LedgerCommandError ||
         err instanceof KeysCommandError ||
         err instanceof SessionsCommandError ||
+        err instanceof ConnectionsCommandError ||
         err instanceof DeploymentError ||
         err instanceof ProvidersCommandError ||
         err instanceof ToolsCommandError ||

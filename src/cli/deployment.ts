@@ -1,6 +1,10 @@
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Config } from '../config/config.js';
 import { runningEmbeddedPostgresUrl } from '../db/embeddedPostgres.js';
+import { parseProviders, ProviderConfigError, type Provider } from '../providers/providerConfig.js';
+import { readProvidersFile } from '../providers/providersFile.js';
+import { createFetch, type Fetch } from '../shared/httpClient.js';
 import { Secret } from '../shared/secret.js';
 
 /** The CLI cannot find what the running broker uses (exit 2). */
@@ -33,4 +37,44 @@ export async function deploymentKeys(config: Readonly<Config>): Promise<{ kid: s
       `No SECRET_KEYS: set it as the running broker has it${config.mode === 'development' ? `, or start the development server (npm start) so ${config.dataDir}/dev-secrets.json exists` : ''}.`,
     );
   return dev.secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) }));
+}
+
+/**
+ * The providers the running broker has, as start-up builds them (src/main.ts): PROVIDERS_FILE, and
+ * outside production the development ones npm start adds (an operator's own `github` entry takes
+ * the development one's place), with the ports and secrets the running stack uses.
+ */
+export async function deploymentProviders(config: Readonly<Config>): Promise<Provider[]> {
+  const dev = config.mode !== 'production';
+  try {
+    const entries = config.broker.providersFile ? await readProvidersFile(config.broker.providersFile) : [];
+    const own = new Set(entries.map((entry) => (entry as { id?: unknown } | null)?.id));
+    const development = dev ? await developmentEntries(config) : [];
+    return parseProviders([...development.filter((entry) => !own.has(entry['id'])), ...entries], {
+      allowLoopback: dev,
+      readEnv: config.broker.providerSecret,
+    });
+  } catch (err) {
+    if (err instanceof ProviderConfigError) throw new DeploymentError(err.message);
+    throw err;
+  }
+}
+
+// Development material is loaded only outside production.
+async function developmentEntries(config: Readonly<Config>): Promise<Record<string, unknown>[]> {
+  const secrets = await (await import('../dev/devSecrets.js')).readDevSecrets(config.dataDir);
+  if (!secrets) return [];
+  const { devProviderEntries } = await import('../dev/devStack.js');
+  return devProviderEntries(
+    { publicUrl: config.http.publicUrl, reportsPort: config.dev.reportsPort, githubPort: config.dev.githubPort },
+    secrets,
+  );
+}
+
+/** The fetch the running broker calls providers with: the system's CAs, and the development CA or TLS_CA_FILE. */
+export async function deploymentFetch(config: Readonly<Config>): Promise<Fetch> {
+  const caFile =
+    config.tls.caFile ?? (config.mode === 'production' ? undefined : join(config.dataDir, 'tls', 'ca.pem'));
+  const caPem = caFile ? await readFile(caFile, 'utf8').catch(() => undefined) : undefined;
+  return createFetch({ extraCaPems: caPem ? [caPem] : [] });
 }

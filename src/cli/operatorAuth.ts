@@ -1,5 +1,3 @@
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { hasOperatorRole } from '../auth/operatorRole.js';
 import type { Principal } from '../auth/principal.js';
 import type { Config } from '../config/config.js';
@@ -8,7 +6,7 @@ import { AppError } from '../errors/appError.js';
 import { recordOperatorAction } from '../ledger/operatorRepo.js';
 import { createClaimsVerifier } from '../mcp/mcpAuth.js';
 import { systemClock } from '../shared/clock.js';
-import { createFetch } from '../shared/httpClient.js';
+import { deploymentFetch } from './deployment.js';
 
 export class OperatorAuthError extends Error {
   constructor(
@@ -44,7 +42,7 @@ export async function authenticateOperator(
     issuer,
     audience: config.http.mcpResourceUrl,
     requiredScope: undefined,
-    fetch: await cliFetch(config),
+    fetch: await deploymentFetch(config),
     clock: systemClock,
     allowLoopback: config.mode !== 'production',
   });
@@ -72,12 +70,4 @@ export async function authenticateOperator(
     );
   }
   return { actor, subject: verified.principal };
-}
-
-// Development trusts the local CA in DATA_DIR; otherwise TLS_CA_FILE, if set, beside the system's.
-async function cliFetch(config: Readonly<Config>) {
-  const caFile =
-    config.tls.caFile ?? (config.mode === 'production' ? undefined : join(config.dataDir, 'tls', 'ca.pem'));
-  const caPem = caFile ? await readFile(caFile, 'utf8').catch(() => undefined) : undefined;
-  return createFetch({ extraCaPems: caPem ? [caPem] : [] });
 }

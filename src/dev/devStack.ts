@@ -71,7 +71,7 @@ export function startLocalDevStack(
 }
 
 /** The Report Service as an entry of the broker's provider list (validated by parseProviders like any other). */
-export function reportServiceProvider(stack: DevStack, secrets: DevSecrets): Record<string, unknown> {
+export function reportServiceProvider(stack: Pick<DevStack, 'reports'>, secrets: DevSecrets): Record<string, unknown> {
   return {
     id: 'reports',
     displayName: 'Report Service',
@@ -98,6 +98,45 @@ export function githubDevProvider(github: NonNullable<DevStack['github']>): Reco
     clientSecret: github.clientSecret,
     scopes: [...DEV_PROVIDER_SCOPES.github],
     params: { host: github.host },
+  };
+}
+
+/**
+ * The development providers as npm start adds them to the provider list, from the configured ports
+ * alone and with nothing started: for the CLI, which calls them on a running stack (a disconnect).
+ * A port of 0 is chosen at start and cannot be known here, so that provider is left out.
+ */
+export function devProviderEntries(
+  at: { publicUrl: URL; reportsPort: number; githubPort: number },
+  secrets: DevSecrets,
+): Record<string, unknown>[] {
+  return [
+    ...(at.reportsPort === 0
+      ? []
+      : [reportServiceProvider({ reports: reportsAt(at.publicUrl, at.reportsPort) }, secrets)]),
+    ...(at.githubPort === 0 ? [] : [githubDevProvider(githubAt(at.publicUrl, at.githubPort, secrets))]),
+  ];
+}
+
+// Issuers are named by the host the broker is reached on, not the listen address (0.0.0.0 in a container).
+function reportsAt(publicUrl: URL, port: number): DevStack['reports'] {
+  const issuer = `https://${publicUrl.hostname}:${port}`;
+  return { issuer, apiUrl: `${issuer}/api`, brokerClientId: BROKER_REPORTS_CLIENT_ID };
+}
+
+function githubAt(publicUrl: URL, port: number, secrets: DevSecrets): NonNullable<DevStack['github']> {
+  const host = `${publicUrl.hostname}:${port}`;
+  const origin = `https://${host}`;
+  return {
+    origin,
+    host,
+    apiUrl: `${origin}/api/v3`,
+    brokerClientId: BROKER_GITHUB_CLIENT_ID,
+    // Derived from the development keys rather than kept in dev-secrets.json, so that file's shape stays as it is.
+    clientSecret: createHmac('sha256', secrets.secretKeys[0]?.key ?? '')
+      .update('dev-github-client-secret')
+      .digest('base64url'),
+    callbackUrl: new URL('/oauth/callback/github', publicUrl).href,
   };
 }
 
@@ -134,10 +173,9 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
     started.push(reportsServer);
 
     // Issuers are named by the host the broker is reached on, not the listen address (0.0.0.0 in a container).
-    const publicHost = brokerPublicUrl.hostname;
-    const idpIssuer = `https://${publicHost}:${idpServer.port}`;
-    const reportsIssuer = `https://${publicHost}:${reportsServer.port}`;
-    const apiUrl = `${reportsIssuer}/api`;
+    const idpIssuer = `https://${brokerPublicUrl.hostname}:${idpServer.port}`;
+    const reports = reportsAt(brokerPublicUrl, reportsServer.port);
+    const { issuer: reportsIssuer, apiUrl } = reports;
 
     const idpRoles = createDevRoles();
     idpHandler = createDevAuthServer({
@@ -214,7 +252,7 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
 
     return {
       idp: { issuer: idpIssuer, brokerClientId: BROKER_IDP_CLIENT_ID, roles: idpRoles },
-      reports: { issuer: reportsIssuer, apiUrl, brokerClientId: BROKER_REPORTS_CLIENT_ID },
+      reports,
       ...(github ? { github } : {}),
       close: async (graceMs) => {
         await Promise.all(started.map((s) => s.close(graceMs)));
@@ -240,13 +278,8 @@ async function startGithub(
     'GitHub-like development provider',
   );
   started.push(server);
-  const host = `${options.brokerPublicUrl.hostname}:${server.port}`;
-  const origin = `https://${host}`;
-  // Derived from the development keys rather than kept in dev-secrets.json, so that file's shape stays as it is.
-  const clientSecret = createHmac('sha256', options.secrets.secretKeys[0]?.key ?? '')
-    .update('dev-github-client-secret')
-    .digest('base64url');
-  const callbackUrl = new URL('/oauth/callback/github', options.brokerPublicUrl).href;
+  const facts = githubAt(options.brokerPublicUrl, server.port, options.secrets);
+  const { origin, clientSecret, callbackUrl } = facts;
   const store = await openGithubStore(options.dataDir ? { filePath: join(options.dataDir, 'dev-github.json') } : {});
   const github = createDevGithubServer({
     origin,
@@ -256,7 +289,7 @@ async function startGithub(
     logger: options.logger.child({ server: 'github' }),
   });
   handler = github.handler;
-  return { origin, host, apiUrl: github.apiUrl, brokerClientId: BROKER_GITHUB_CLIENT_ID, clientSecret, callbackUrl };
+  return facts;
 }
 
 function onBothLoopbacks(uri: string): string[] {

@@ -185,3 +185,24 @@ export async function findConnectionById(db: Queryable, id: string): Promise<Con
   const { rows } = await db.query<Row>('SELECT * FROM connections WHERE id = $1', [id]);
   return rows[0] && fromRow(rows[0]);
 }
+
+/** Which connections an operator lists: by the user's `sub` (any issuer), provider and state, each optional. */
+export interface ConnectionFilter {
+  subject?: string | undefined;
+  provider?: string | undefined;
+  state?: ConnectionState | undefined;
+  limit: number;
+}
+
+/** Connections matching `filter`, the most recently connected first, at most `limit`: never a token. */
+export async function listConnections(db: Queryable, filter: ConnectionFilter): Promise<ConnectionRecord[]> {
+  const { rows } = await db.query<Row>(
+    `SELECT * FROM connections
+      WHERE ($1::text IS NULL OR subject_sub = $1) AND ($2::text IS NULL OR provider = $2)
+        AND ($3::text IS NULL OR state = $3)
+      ORDER BY connected_at DESC, id
+      LIMIT $4`,
+    [filter.subject ?? null, filter.provider ?? null, filter.state ?? null, filter.limit],
+  );
+  return rows.map(fromRow);
+}
