@@ -22,6 +22,7 @@ import { errorHandler, requestId } from './web/middleware/requestContext.js';
 import { securityHeaders } from './web/middleware/security.js';
 import type { Render } from './web/render.js';
 import { webRoutes } from './web/webRoutes.js';
+import { clientMetadataRoutes } from './upstream/clientMetadataRoutes.js';
 
 /**
  * The configuration's slices the web app reads, as loadConfig parsed them (`http` carries this
@@ -42,8 +43,8 @@ export interface AppDeps {
   /** Seals sign-in transactions into the browser (nothing is stored before the user comes back). */
   logins: LoginCookies;
   broker: BrokerDeps;
-  /** Origins our forms may redirect to: the providers' authorization servers (CSP form-action). */
-  formActionOrigins: readonly string[];
+  /** Origins our forms may redirect to: the providers' authorization servers (CSP form-action), as of each response. */
+  formActionOrigins: () => readonly string[];
   ops: OpsDeps;
   metrics: Metrics;
 }
@@ -66,6 +67,7 @@ export function createApp(deps: AppDeps): Express {
     protectedResourceRoutes({ mcpResourceUrl: http.mcpResourceUrl, issuer: deps.issuer, scope: mcp.requiredScope }),
   );
   app.use('/static', express.static(publicDir, { index: false, fallthrough: false, maxAge: '1h' }));
+  app.use(clientMetadataRoutes({ providers: deps.broker.providers, publicUrl: http.publicUrl }));
   app.use(authRoutes({ ...deps, callbackUrl: new URL('/auth/callback', http.publicUrl).href }));
   app.use(connectRoutes({ broker: deps.broker, render: deps.render, sessionTtlSeconds: session.ttlSeconds }));
   app.use(connectionsRoutes({ broker: deps.broker, render: deps.render }));

@@ -117,7 +117,12 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
     ...deps,
     logins: createLoginCookies(createSecretBox(createKeyring(deps.secretKeys, 'browser-login'))),
     broker,
-    formActionOrigins: deps.providers.map((p) => new URL(p.authorizationEndpoint ?? p.issuer ?? '').origin),
+    // Read as each page is served: an upstream MCP server's authorization server is known once discovered.
+    formActionOrigins: () =>
+      [...broker.providers.values()].flatMap(({ provider: p }) => {
+        const at = p.authorizationEndpoint ?? p.issuer;
+        return at === undefined ? [] : [new URL(at).origin];
+      }),
     ops: { broker, redrive, gateFigures: metrics.gateFigures },
     metrics,
   });

@@ -8,6 +8,7 @@ import type { Clock } from '../shared/clock.js';
 import type { Fetch } from '../shared/httpClient.js';
 import type { Logger } from '../shared/logger.js';
 import type { Secret } from '../shared/secret.js';
+import { createUpstreamClient } from '../upstream/upstreamClient.js';
 import type { BrokerDeps } from './brokerDeps.js';
 import { createCompletionSignal } from './completionSignal.js';
 import { createWaitGate } from './quotas.js';
@@ -36,6 +37,8 @@ export interface BrokerBuild {
 export function buildBrokerDeps(build: BrokerBuild): BrokerDeps {
   const { http, quotas, highRiskTools } = build.settings;
   const { providersFile: _file, providerSecret: _secret, sweepIntervalMs: _sweep, ...settings } = build.settings.broker;
+  const box = createSecretBox(createKeyring(build.secretKeys, 'secrets'));
+  const clientDeps = { fetch: build.fetch, allowLoopback: build.allowLoopback, now: () => build.clock.now() };
   return {
     ...settings,
     pool: build.pool,
@@ -44,14 +47,16 @@ export function buildBrokerDeps(build: BrokerBuild): BrokerDeps {
     providers: new Map<string, ProviderClient>(
       build.providers.map((p) => [
         p.id,
-        createProviderClient(p, {
-          fetch: build.fetch,
-          allowLoopback: build.allowLoopback,
-          now: () => build.clock.now(),
-        }),
+        // An upstream MCP server's client learns its endpoints and its client on first use.
+        p.upstream
+          ? createUpstreamClient(
+              { ...p, upstream: p.upstream },
+              { ...clientDeps, pool: build.pool, box, publicUrl: http.publicUrl },
+            )
+          : createProviderClient(p, clientDeps),
       ]),
     ),
-    box: createSecretBox(createKeyring(build.secretKeys, 'secrets')),
+    box,
     signal: createCompletionSignal(build.pool, build.logger),
     publicUrl: http.publicUrl,
     allowLoopback: build.allowLoopback,

@@ -30,6 +30,7 @@ const KIND_LABELS: Record<SealedKind, string> = {
   pendingAuthorizations: 'pending authorizations',
   toolArguments: 'kept tool arguments',
   connectLinks: 'connect links',
+  upstreamRegistrations: 'upstream client registrations',
 };
 
 // Sealed with the same keys but never stored, so no count can show them (src/mcp/requestState.ts,

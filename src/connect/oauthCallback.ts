@@ -146,6 +146,8 @@ export async function completeCallback(
     // A live connection keeps its account: another account at the provider is refused (below), never
     // swapped in under the same connection. One whose tokens are gone may be made again as another,
     // except by a reconnect flow (broker/startReconnect.ts): the user asked to reconnect that account.
+    // A provider whose accounts cannot be known (an upstream MCP server, identity `none`) records
+    // none, so nothing is compared: its connection holds whichever account the user authorized last.
     const existing = await findConnection(tx, locked.subject, locked.provider);
     const live = existing && (await findSecrets(tx, locked.subject, locked.provider, true)).length > 0;
     const keepsAccount = live || (existing && locked.lineage === RECONNECT);
@@ -215,11 +217,11 @@ function connectionCreated(
 function accountMismatch(
   providerName: string,
   held: ConnectionRecord,
-  grant: { connection: { upstreamName?: string | undefined; upstreamSubject: string } },
+  grant: { connection: { upstreamName?: string | undefined; upstreamSubject: string | undefined } },
   again: string,
 ): ForbiddenError {
   const connected = held.upstreamName ?? held.upstreamSubject ?? 'another account';
-  const signedIn = grant.connection.upstreamName ?? grant.connection.upstreamSubject;
+  const signedIn = grant.connection.upstreamName ?? grant.connection.upstreamSubject ?? 'another account';
   return new ForbiddenError(
     `You signed in to ${providerName} as ${signedIn}, but your ${providerName} connection is ${connected}. Nothing was changed: ${again} and sign in to ${providerName} as ${connected}.`,
   );

@@ -9,6 +9,7 @@ import type { SecretKind } from '../secrets/secretsRepo.js';
 import { aadOf as tokenAad } from '../secrets/tokenVault.js';
 import type { Clock } from '../shared/clock.js';
 import type { Logger } from '../shared/logger.js';
+import { registrationAad } from '../upstream/registrationsRepo.js';
 import { lockSealedUnder, sealedKinds, writeResealed, type SealedKind } from './resealRepo.js';
 
 export interface ResealDeps {
@@ -26,6 +27,7 @@ const aadOf: Record<SealedKind, (parts: readonly string[]) => string> = {
   pendingAuthorizations: ([digest = '', navigationId = '']) => pkceAad(Buffer.from(digest, 'hex'), navigationId),
   toolArguments: ([operationKey = '']) => argumentsAad(operationKey),
   connectLinks: ([navigationId = '']) => handleAad(navigationId),
+  upstreamRegistrations: ([id = '']) => registrationAad(id),
 };
 
 // Each batch writes a ledger entry per flow it touched, and every ledger write holds the chain's

@@ -41,6 +41,16 @@ export const sealedColumns = {
     flow: 'id',
     aadParts: ['id::text'],
   },
+  upstreamRegistrations: {
+    table: 'upstream_registrations',
+    key: 'id',
+    keyType: 'uuid',
+    sealed: 'client_secret_sealed',
+    keyId: 'key_id',
+    // A client registration belongs to no flow: its re-seal is counted, never entered in a flow's ledger.
+    flow: 'NULL::uuid',
+    aadParts: ['id::text'],
+  },
 } as const;
 
 export type SealedKind = keyof typeof sealedColumns;

@@ -26,8 +26,8 @@ export interface AuthorizationChecks {
   maxAgeSeconds?: number;
 }
 
-/** RFC 6749 §2.3.1: the client secret in HTTP Basic, or in the form body. */
-export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post';
+/** RFC 6749 §2.3.1: the client secret in HTTP Basic, or in the form body; `none`: a public client (§2.1), PKCE its only proof. */
+export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none';
 
 /** How an authorization request departs from the OpenID Connect defaults (scope, PKCE and a nonce). */
 export interface AuthorizationParams {
@@ -167,7 +167,9 @@ export async function discoverServer(options: ServerOptions): Promise<OAuthServe
 export interface ProviderServerOptions {
   server:
     | { discover: string; algorithm: 'oidc' | 'oauth2' }
-    | { issuer: string | undefined; authorizationEndpoint: string; tokenEndpoint: string };
+    | { issuer: string | undefined; authorizationEndpoint: string; tokenEndpoint: string }
+    /** A metadata document the caller discovered and checked itself (src/upstream/discovery.ts), used as it is. */
+    | { metadata: Readonly<Record<string, unknown>> & { issuer: string } };
   clientId: string;
   clientSecret: Secret;
   clientAuth: ClientAuthMethod;
@@ -183,7 +185,11 @@ export interface ProviderServerOptions {
 export async function connectProviderServer(options: ProviderServerOptions): Promise<OAuthServer> {
   const secret = options.clientSecret.reveal();
   const auth =
-    options.clientAuth === 'client_secret_basic' ? client.ClientSecretBasic(secret) : client.ClientSecretPost(secret);
+    options.clientAuth === 'none'
+      ? client.None()
+      : options.clientAuth === 'client_secret_basic'
+        ? client.ClientSecretBasic(secret)
+        : client.ClientSecretPost(secret);
   const bounded = authServerFetch(options.fetch);
   let config: client.Configuration | undefined;
   const customFetch = conformingFetch(
@@ -207,6 +213,10 @@ export async function connectProviderServer(options: ProviderServerOptions): Pro
           undefined,
           auth,
         );
+    } else if ('metadata' in server) {
+      // JSON members the caller read from a document and checked: openid-client's own metadata type.
+      const metadata = { ...server.metadata } as client.ServerMetadata;
+      config = new client.Configuration(metadata, options.clientId, undefined, auth);
     } else {
       // openid-client needs an issuer identifier; without one (GitHub publishes none) a name that no `iss` can equal.
       const metadata: client.ServerMetadata = {
@@ -223,7 +233,7 @@ export async function connectProviderServer(options: ProviderServerOptions): Pro
   } catch (err) {
     return oauthErrorHandler(err);
   }
-  return serverOver(config, { knownIssuer: 'discover' in server || server.issuer !== undefined });
+  return serverOver(config, { knownIssuer: !('issuer' in server) || server.issuer !== undefined });
 }
 
 /**

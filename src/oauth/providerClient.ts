@@ -65,7 +65,13 @@ export interface ProviderClient {
  */
 export function createProviderClient(
   provider: Provider,
-  options: { fetch: Fetch; allowLoopback: boolean; now: () => Date },
+  options: {
+    fetch: Fetch;
+    allowLoopback: boolean;
+    now: () => Date;
+    /** The authorization server's metadata, already discovered and checked (src/upstream/): nothing is fetched. */
+    serverMetadata?: Readonly<Record<string, unknown>> & { issuer: string };
+  },
 ): ProviderClient {
   const hostOf = (configured: string | undefined) => new URL(configured ?? provider.issuer ?? '').host;
   const policyFor = (configured: string | undefined) => ({
@@ -76,8 +82,9 @@ export function createProviderClient(
   // Metadata loaded once, lazily; a failure is tried again on the next call.
   const connect = async (): Promise<{ oauth: OAuthServer; jwks: JWTVerifyGetKey | undefined }> => {
     const oauth = await connectProviderServer({
-      server:
-        provider.kind === 'oidc' || provider.metadataDiscovery
+      server: options.serverMetadata
+        ? { metadata: options.serverMetadata }
+        : provider.kind === 'oidc' || provider.metadataDiscovery
           ? { discover: provider.issuer ?? '', algorithm: provider.kind }
           : {
               issuer: provider.issuer,

@@ -7,8 +7,8 @@ import type { ServerTokens } from './oauthClient.js';
 
 /** What the broker learns about a connection when it is made (kept in `connections`, never a token). */
 export interface UpstreamConnection {
-  /** Who the user is at the provider. */
-  upstreamSubject: string;
+  /** Who the user is at the provider; undefined where the broker cannot learn it (`identity: none`). */
+  upstreamSubject: string | undefined;
   upstreamName: string | undefined;
   grantedScopes: string[];
   /** Connection facts: the conformer's extras and the metadata call's fields. */
@@ -39,7 +39,8 @@ export function tokenAnswerPaths(provider: Provider): string[] {
  * new token; the granted scopes; the conformer's extras and the declared
  * metadata call's fields; the per-connection API base after the URL policy
  * and its allowed host suffixes. Any failure is UpstreamAuthError: a
- * connection whose account is unknown is not stored.
+ * connection whose account is unknown is not stored, unless the provider
+ * declares none can be known (`identity: none`).
  */
 export async function upstreamConnectionOf(
   provider: Provider,
@@ -85,7 +86,9 @@ export async function upstreamConnectionOf(
   let subject: string | undefined;
   let name: string | undefined;
   const identity = provider.identity;
-  if (identity.from === 'idToken') {
+  if (identity.from === 'none') {
+    // An upstream MCP server: MCP defines no identity call, so the connection records no account.
+  } else if (identity.from === 'idToken') {
     subject = tokens.idTokenSubject;
     const claims = tokens.idTokenClaims ?? {};
     name = scalar(claims['preferred_username']) ?? scalar(claims['email']) ?? scalar(claims['name']);
@@ -98,7 +101,7 @@ export async function upstreamConnectionOf(
     name =
       identity.namePath !== undefined && isObject(answer) ? scalar(memberAt(answer, identity.namePath)) : undefined;
   }
-  if (subject === undefined) return refuse('it did not say who you are there');
+  if (subject === undefined && identity.from !== 'none') return refuse('it did not say who you are there');
 
   const metadata: Record<string, string> = { ...tokens.extras };
   if (provider.metadataCall) {

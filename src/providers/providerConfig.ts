@@ -1,10 +1,12 @@
 import { z } from 'zod';
 import type { ConformerName } from './conformers/registry.js';
 import { checkUrl, UrlPolicyError } from '../security/urlPolicy.js';
-import { Secret } from '../shared/secret.js';
+import type { Secret } from '../shared/secret.js';
+import { upstreamProvider, type UpstreamEntry } from '../upstream/upstreamEntry.js';
 import { catalog } from './catalog/catalog.js';
 import { type CatalogEntry, CatalogEntrySchema, CLIENT_ID_PLACEHOLDER } from './catalog/catalogEntry.js';
 import { CatalogExpansionError, expandEntry, type ExpandedEntry } from './catalog/expandEntry.js';
+import { providerId, scopeToken, SecretSchema, secretOf, type Env } from './entryFields.js';
 
 /** One third-party OAuth provider the broker connects users to. */
 export interface Provider {
@@ -21,7 +23,8 @@ export interface Provider {
   tokenEndpoint: string | undefined;
   clientId: string;
   clientSecret: Secret;
-  clientAuth: 'client_secret_basic' | 'client_secret_post';
+  /** `none`: a public client (RFC 6749 §2.1), an upstream MCP server's Client ID Metadata Document or registration. */
+  clientAuth: 'client_secret_basic' | 'client_secret_post' | 'none';
   pkce: boolean;
   scopes: string[];
   /** A granted scope → the scopes it includes (providers/scopes.ts). */
@@ -42,8 +45,8 @@ export interface Provider {
   highRisk: boolean;
   /** The catalog entry it was built from, if any. */
   catalog: string | undefined;
-  /** How the broker learns who the user is at the provider, after the code exchange. */
-  identity: CatalogEntry['identity'];
+  /** How the broker learns who the user is at the provider, after the code exchange; `none`: it cannot (an upstream MCP server). */
+  identity: CatalogEntry['identity'] | { from: 'none' };
   /** Connection facts asked for once after the code exchange (Atlassian's cloud id). */
   metadataCall: CatalogEntry['metadataCall'];
   /** A per-connection API base from the token response (Salesforce `instance_url`). */
@@ -54,15 +57,9 @@ export interface Provider {
   revocationCall: CatalogEntry['revocationCall'];
   /** An answer besides HTTP 401 that means the token is dead (Slack's `invalid_auth` in HTTP 200). */
   deadTokenAnswer: CatalogEntry['deadTokenAnswer'];
+  /** A remote MCP server behind the broker (src/upstream/): its endpoints and client are learnt on first use. */
+  upstream?: UpstreamEntry;
 }
-
-const providerId = z.string().regex(/^[a-z][a-z0-9_-]{0,31}$/, 'must be a short lower-case identifier');
-const scopeToken = z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, 'must be an RFC 6749 scope token');
-// A secret in the file, or the name of an environment variable holding it (so the file can be committed).
-const SecretSchema = z.union([
-  z.string().min(1).max(500),
-  z.strictObject({ env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'must be an environment variable name') }),
-]);
 
 /** What the deployment owns, beside the provider's own facts. */
 const deploymentFields = {
@@ -91,8 +88,6 @@ const CatalogRefSchema = z.strictObject({
   params: z.record(z.string(), z.string().max(200)).default({}),
 });
 
-type Env = (name: string) => string | undefined;
-
 export class ProviderConfigError extends Error {
   override name = 'ProviderConfigError';
 }
@@ -112,6 +107,7 @@ export function parseProviders(entries: unknown, options: { allowLoopback: boole
   const problems: string[] = [];
   const providers: Provider[] = [];
   const ids = new Set<string>();
+  const prefixes = new Set<string>();
   for (const [index, entry] of entries.entries()) {
     const report = (list: readonly string[]) =>
       problems.push(
@@ -127,6 +123,9 @@ export function parseProviders(entries: unknown, options: { allowLoopback: boole
     }
     if (ids.has(result.provider.id)) report([`id: ${result.provider.id} is listed twice`]);
     ids.add(result.provider.id);
+    const prefix = result.provider.upstream?.prefix;
+    if (prefix !== undefined && prefixes.has(prefix)) report([`prefix: ${prefix} is another upstream's`]);
+    if (prefix !== undefined) prefixes.add(prefix);
     providers.push(result.provider);
   }
   if (problems.length > 0)
@@ -143,6 +142,7 @@ function issuesOf(error: z.ZodError): string[] {
 function parseEntry(entry: unknown, options: { allowLoopback: boolean; env: Env }): Parsed {
   const shape = typeof entry === 'object' && entry !== null ? entry : {};
   if ('catalog' in shape) return fromCatalog(entry, options);
+  if ('kind' in shape && shape.kind === 'mcp') return upstreamProvider(entry, options);
   if ('kind' in shape) return fromCustom(entry, options);
   return fromIssuer(entry, options);
 }
@@ -248,16 +248,6 @@ function expandCollecting(expand: () => ExpandedEntry, problems: string[]): Expa
     problems.push(...err.problems);
     return undefined;
   }
-}
-
-function secretOf(value: z.infer<typeof SecretSchema>, env: Env, problems: string[]): Secret | undefined {
-  if (typeof value === 'string') return new Secret(value);
-  const fromEnv = env(value.env);
-  if (fromEnv === undefined || fromEnv === '') {
-    problems.push(`clientSecret: the environment variable ${value.env} is not set`);
-    return undefined;
-  }
-  return new Secret(fromEnv);
 }
 
 interface Deployment {

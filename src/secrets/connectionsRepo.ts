@@ -8,7 +8,7 @@ export interface ConnectionRecord {
   id: string;
   subject: Principal;
   provider: string;
-  /** Who the user is at the provider (ID token `sub`, or the provider's identity call); undefined only for connections made before it was recorded. */
+  /** Who the user is at the provider (ID token `sub`, or the provider's identity call); undefined for connections made before it was recorded, and where it cannot be known (an upstream MCP server). */
   upstreamSubject: string | undefined;
   /** The provider's name for that account (GitHub `login`), where its identity answer has one. */
   upstreamName: string | undefined;

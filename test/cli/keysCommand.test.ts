@@ -17,6 +17,7 @@ describe('broker keys status figures', () => {
       { kind: 'pendingAuthorizations', byKey: { k2: 0, k1: 0, k0: 0, gone: 0 } },
       { kind: 'toolArguments', byKey: { k2: 0, k1: 0, k0: 0, gone: 1 } },
       { kind: 'connectLinks', byKey: { k2: 7, k1: 0, k0: 0, gone: 0 } },
+      { kind: 'upstreamRegistrations', byKey: { k2: 0, k1: 0, k0: 0, gone: 0 } },
     ]);
     expect(status.keys).toEqual([
       { keyId: 'k2', state: 'active', values: 11, retirable: false },

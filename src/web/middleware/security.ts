@@ -2,8 +2,11 @@ import type { RequestHandler } from 'express';
 import helmet from 'helmet';
 
 export interface SecurityOptions {
-  /** Origins a form on our pages may post or redirect to, besides our own. */
-  formActionOrigins?: readonly string[];
+  /**
+   * Origins a form on our pages may post or redirect to, besides our own; a function is asked on
+   * each response (an upstream MCP server's authorization server is known only once discovered).
+   */
+  formActionOrigins?: readonly string[] | (() => readonly string[]);
 }
 
 /**
@@ -19,7 +22,7 @@ export function securityHeaders(options: SecurityOptions = {}): RequestHandler[]
         directives: {
           defaultSrc: ["'none'"],
           baseUri: ["'none'"],
-          formAction: ["'self'", ...(options.formActionOrigins ?? [])],
+          formAction: ["'self'", ...formActionSources(options.formActionOrigins)],
           frameAncestors: ["'none'"],
           imgSrc: ["'self'"],
           styleSrc: ["'self'"],
@@ -38,4 +41,9 @@ export function securityHeaders(options: SecurityOptions = {}): RequestHandler[]
       next();
     },
   ];
+}
+
+function formActionSources(origins: SecurityOptions['formActionOrigins']): (string | (() => string))[] {
+  if (typeof origins !== 'function') return [...(origins ?? [])];
+  return [() => origins().join(' ')];
 }

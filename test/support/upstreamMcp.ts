@@ -1,0 +1,256 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import express from 'express';
+import { createLocalJWKSet, errors as joseErrors, jwtVerify } from 'jose';
+import { type KoaContextWithOIDC, Provider } from 'oidc-provider';
+import { z } from 'zod';
+import { toNodeHandler, type NodeIncomingMessageLike } from '@modelcontextprotocol/node';
+import {
+  bearerAuthChallengeResponse,
+  createMcpHandler,
+  McpServer,
+  OAuthError,
+  OAuthErrorCode,
+  verifyBearerToken,
+  type AuthInfo,
+} from '@modelcontextprotocol/server';
+import { pageErrors } from '../../src/dev/devAuthServer.js';
+import { generateDevAuthKeys, toPublicJwks } from '../../src/dev/devAuthKeys.js';
+import { createInteractionRouter } from '../../src/dev/devInteractions.js';
+import { buildProviderConfig } from '../../src/dev/devProviderConfig.js';
+import { providerHeaders } from '../../src/dev/devProviderPages.js';
+import type { Fetch } from '../../src/shared/httpClient.js';
+import { createLogger } from '../../src/shared/logger.js';
+import type { TlsMaterial } from '../../src/tls/localCa.js';
+import { createRender } from '../../src/web/render.js';
+import { listenHttps } from './httpsTestServer.js';
+
+/**
+ * How the upstream's authorization server lets a client in: Client ID Metadata Documents (and DCR
+ * beside them, so the broker's preference shows), Dynamic Client Registration only, or only the one
+ * pre-registered client.
+ */
+export type UpstreamRegistration = 'cimd' | 'dcr' | 'static';
+
+/** Where its Protected Resource Metadata is: named in the 401's challenge, path-inserted, or at the root only. */
+export type MetadataPlacement = 'challenge' | 'path' | 'root';
+
+export const UPSTREAM_SCOPE = 'notes:read';
+
+export interface UpstreamMcp {
+  /** The MCP endpoint, and its resource identifier: https://127.0.0.1:<port>/mcp. */
+  url: string;
+  issuer: string;
+  /** The pre-registered client (`static`): its redirect URI is the one the server was started with. */
+  staticClient: { id: string; secret: string };
+  provider: Provider;
+  /** The parameters of each authorization request the authorization server received. */
+  authorizations: Record<string, unknown>[];
+  /** Each token request: its grant, its `resource`, the client, and whether it authenticated with HTTP Basic. */
+  tokenRequests: { grantType: unknown; resource: unknown; clientId: string | undefined; basic: boolean }[];
+  /** The client ids it registered (RFC 7591). */
+  registrations: string[];
+  /** The Client ID Metadata Documents it fetched, by URL. */
+  documentFetches: string[];
+  /** Requests to the MCP server's origin, by path, in order (discovery's probes). */
+  requests: string[];
+  /** The tokens the MCP server accepted: whose, for which audience, from which client. */
+  accepted: { sub: string; aud: unknown; clientId: string }[];
+  close(): Promise<void>;
+}
+
+/**
+ * An upstream MCP server as the MCP authorization spec describes one: the official SDK's stateless
+ * handler behind bearer auth (JWT access tokens from its own authorization server, audience its own
+ * URL), answering 401 with a `WWW-Authenticate` Bearer challenge and serving RFC 9728 metadata; and
+ * that authorization server, oidc-provider with our sign-in and consent pages, the resource
+ * (RFC 8707) its only one, the registration features `registration` selects, and sign-in subjects
+ * `up-<login>`. `fetch` is what it fetches Client ID Metadata Documents with (it must trust the test
+ * CA; it replaces the dispatcher oidc-provider passes, whose SSRF guard refuses loopback).
+ */
+export async function startUpstreamMcp(options: {
+  tls: TlsMaterial;
+  registration: UpstreamRegistration;
+  metadata: MetadataPlacement;
+  fetch: Fetch;
+  /** The pre-registered client's redirect URI (the broker's callback for this upstream). */
+  staticRedirectUri?: string;
+  /** A path for the authorization server's issuer (`/tenant`): discovery must then try the path forms. */
+  issuerPath?: string;
+}): Promise<UpstreamMcp> {
+  const mcpServer = await listenHttps(options.tls);
+  const authServer = await listenHttps(options.tls);
+  const url = `${mcpServer.origin}/mcp`;
+  const issuer = `${authServer.origin}${options.issuerPath ?? ''}`;
+  const staticClient = { id: 'upstream-static-client', secret: 'upstream-static-secret-canary' };
+  const keys = await generateDevAuthKeys();
+  const logger = createLogger({ level: 'silent' });
+  const render = createRender({ cache: false });
+  const seen = {
+    authorizations: [] as UpstreamMcp['authorizations'],
+    tokenRequests: [] as UpstreamMcp['tokenRequests'],
+    registrations: [] as string[],
+    documentFetches: [] as string[],
+    requests: [] as string[],
+    accepted: [] as UpstreamMcp['accepted'],
+  };
+
+  const base = buildProviderConfig({
+    brand: 'Upstream Notes',
+    cookiePrefix: 'upstream',
+    keys,
+    clients:
+      options.registration === 'static' && options.staticRedirectUri
+        ? [
+            {
+              clientId: staticClient.id,
+              clientSecret: staticClient.secret,
+              name: 'Connect Broker',
+              redirectUris: [options.staticRedirectUri],
+            },
+          ]
+        : [],
+    resources: [{ identifier: url, scope: UPSTREAM_SCOPE, accessTokenTtlSeconds: 600 }],
+    subjectOf: (login) => `up-${login}`,
+    render,
+  });
+  const provider = new Provider(issuer, {
+    ...base,
+    ...(options.registration === 'cimd' && {
+      fetch: (target: string | URL, init: RequestInit) => {
+        seen.documentFetches.push(String(target));
+        return options.fetch(target, init);
+      },
+    }),
+    features: {
+      ...base.features,
+      ...(options.registration !== 'static' && {
+        registration: { enabled: true, initialAccessToken: false, issueRegistrationAccessToken: false },
+      }),
+      ...(options.registration === 'cimd' && { clientIdMetadataDocument: { enabled: true, ack: 'draft-02' } }),
+    },
+  });
+  provider.use(providerHeaders([]));
+  provider.use(async (ctx: KoaContextWithOIDC, next: () => Promise<void>) => {
+    await next();
+    const params = ctx.oidc?.params;
+    if (ctx.oidc?.route === 'authorization' && params) seen.authorizations.push({ ...params });
+    if (ctx.oidc?.route === 'token' && params)
+      seen.tokenRequests.push({
+        grantType: params['grant_type'],
+        resource: params['resource'],
+        clientId: ctx.oidc.client?.clientId,
+        basic: /^Basic /i.test(
+          (ctx as unknown as { headers: Record<string, string | undefined> }).headers['authorization'] ?? '',
+        ),
+      });
+  });
+  provider.on('registration_create.success', (_ctx, client) =>
+    seen.registrations.push((client as { clientId: string }).clientId),
+  );
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.use(
+    '/interaction',
+    createInteractionRouter({
+      provider,
+      render,
+      brand: 'Upstream Notes',
+      origin: authServer.origin,
+      consent: 'prompt',
+      staticClientIds: new Set([staticClient.id]),
+      subjectOf: (login) => `up-${login}`,
+    }),
+  );
+  app.use(options.issuerPath ?? '/', provider.callback());
+  app.use(pageErrors({ logger, render, brand: 'Upstream Notes' }));
+  authServer.setHandler((req, res) => app(req, res));
+
+  mcpServer.setHandler(mcpListener({ url, issuer, jwks: toPublicJwks(keys), metadata: options.metadata, seen }));
+  return {
+    url,
+    issuer,
+    staticClient,
+    provider,
+    ...seen,
+    close: async () => {
+      await Promise.all([mcpServer.close(), authServer.close()]);
+    },
+  };
+}
+
+function mcpListener(options: {
+  url: string;
+  issuer: string;
+  jwks: ReturnType<typeof toPublicJwks>;
+  metadata: MetadataPlacement;
+  seen: { requests: string[]; accepted: UpstreamMcp['accepted'] };
+}): (req: IncomingMessage, res: ServerResponse) => void {
+  const origin = new URL(options.url).origin;
+  const pathInserted = '/.well-known/oauth-protected-resource/mcp';
+  const metadataPath = options.metadata === 'root' ? '/.well-known/oauth-protected-resource' : pathInserted;
+  const document = {
+    resource: options.url,
+    authorization_servers: [options.issuer],
+    scopes_supported: [UPSTREAM_SCOPE],
+  };
+  const keys = createLocalJWKSet(options.jwks);
+  const bearer = {
+    requiredScopes: [UPSTREAM_SCOPE],
+    ...(options.metadata === 'challenge' && { resourceMetadataUrl: `${origin}${metadataPath}` }),
+    expectedResource: new URL(options.url),
+    verifier: {
+      async verifyAccessToken(token: string): Promise<AuthInfo> {
+        try {
+          const { payload } = await jwtVerify(token, keys, {
+            issuer: options.issuer,
+            audience: options.url,
+            requiredClaims: ['sub', 'exp'],
+          });
+          options.seen.accepted.push({ sub: payload.sub!, aud: payload.aud, clientId: String(payload['client_id']) });
+          return {
+            token,
+            clientId: String(payload['client_id']),
+            scopes: typeof payload['scope'] === 'string' ? payload['scope'].split(' ') : [],
+            expiresAt: payload.exp!,
+            resource: new URL(options.url),
+          };
+        } catch (err) {
+          if (err instanceof joseErrors.JOSEError)
+            throw new OAuthError(OAuthErrorCode.InvalidToken, 'The access token is not valid for this server.');
+          throw err;
+        }
+      },
+    },
+  };
+  const handler = createMcpHandler(
+    (ctx) => {
+      const server = new McpServer({ name: 'upstream-notes', version: 'test' }, { capabilities: { tools: {} } });
+      const client = ctx.authInfo?.clientId ?? 'unknown';
+      server.registerTool(
+        'whoami',
+        { description: 'The client the token was issued to.', inputSchema: z.strictObject({}) },
+        () => ({
+          content: [{ type: 'text', text: client }],
+        }),
+      );
+      return server;
+    },
+    { legacy: 'reject' },
+  );
+  const serve = toNodeHandler(handler);
+  return (req, res) => {
+    const path = req.url?.split('?')[0] ?? '';
+    options.seen.requests.push(`${req.method} ${path}`);
+    if (req.method === 'GET' && path === metadataPath)
+      return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(document));
+    if (path !== '/mcp') return void res.writeHead(404).end();
+    verifyBearerToken(req.headers.authorization, bearer).then(
+      (auth) => serve(Object.assign(req, { auth }) as NodeIncomingMessageLike, res),
+      async (err: unknown) => {
+        const answer = bearerAuthChallengeResponse(err, bearer);
+        res.writeHead(answer.status, Object.fromEntries(answer.headers)).end(await answer.text());
+      },
+    );
+  };
+}
