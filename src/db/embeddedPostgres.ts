@@ -50,8 +50,15 @@ export interface EmbeddedPostgres {
 const DATABASE = 'broker';
 const USER = 'broker';
 
-/** Starts (initialising once) a Postgres cluster under `dir`, on a free loopback port. */
-export async function startEmbeddedPostgres(requestedDir: string, logger: Logger): Promise<EmbeddedPostgres> {
+/**
+ * Starts (initialising once) a Postgres cluster under `dir`, on a free loopback port, or on `port`
+ * (the same URL again after a stop, as a restarted server keeps its address).
+ */
+export async function startEmbeddedPostgres(
+  requestedDir: string,
+  logger: Logger,
+  options: { port?: number } = {},
+): Promise<EmbeddedPostgres> {
   const owner = runAsOwner();
   const bin = owner ? await executableBinaries(await loadBinaries(), owner, logger) : await loadBinaries();
   // Absolute, as Postgres records it in postmaster.pid and ps shows it (stopLeftoverPostmaster).
@@ -66,7 +73,7 @@ export async function startEmbeddedPostgres(requestedDir: string, logger: Logger
   }
   const password = (await readFile(passwordFile, 'utf8')).trim();
   await stopLeftoverPostmaster(pgData, logger);
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   // Its own process group: Ctrl-C signals the terminal's whole foreground group, and Postgres
   // must outlive the broker's drain of in-flight requests; the broker stops it last.
   const child = spawn(

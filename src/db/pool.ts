@@ -13,9 +13,14 @@ export interface PoolConfig {
   /** Sets search_path for every connection (tests: one schema per file). */
   schema?: string;
   statementTimeoutMs?: number;
+  /** How long a request waits for a connection, new or from the pool, before it is answered 503. */
+  connectTimeoutMs?: number;
 }
 
-/** The one pool factory: bounded statements and a recognisable application_name. */
+/**
+ * The one pool factory: bounded statements and waits, a recognisable application_name, and
+ * connection failures that end the connection, never the process.
+ */
 export function createPool(config: PoolConfig, logger: Logger): pg.Pool {
   if (config.schema !== undefined && !/^[a-z_][a-z0-9_]*$/.test(config.schema)) throw new Error('invalid schema name');
   const pool = new pg.Pool({
@@ -25,13 +30,24 @@ export function createPool(config: PoolConfig, logger: Logger): pg.Pool {
     statement_timeout: config.statementTimeoutMs ?? 15_000,
     // Only tests set a schema; otherwise `options` in DATABASE_URL (e.g. a search_path) is kept.
     ...(config.schema ? { options: `-c search_path=${config.schema}` } : {}),
-    connectionTimeoutMillis: 10_000,
+    // Bounds both a new connection to a server that does not answer and the wait for a pooled
+    // one, so that during an outage a request is answered 503 within seconds, not left hanging.
+    connectionTimeoutMillis: config.connectTimeoutMs ?? 5_000,
     idleTimeoutMillis: 30_000,
+    // A peer gone silent (a partition, not a refusal) is found by TCP keepalive; without it an
+    // idle connection such as the completion listener's would wait on a dead socket for good.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
   });
-  // An idle client losing its connection must not crash the process.
   // pg attaches the whole Client (its buffers, settings and state) to the error: log what it says, not that.
-  pool.on('error', (err) =>
-    logger.warn({ error: err.message, sqlState: (err as { code?: unknown }).code }, 'idle database connection failed'),
-  );
+  const describe = (err: Error) => ({ error: err.message, sqlState: (err as { code?: unknown }).code });
+  // An idle client losing its connection must not crash the process.
+  pool.on('error', (err) => logger.warn(describe(err), 'idle database connection failed'));
+  // Nor may a checked-out one: pg-pool listens only while a client is idle, and a connection lost
+  // under a transaction (a restart sends 57P01 to every backend) is an 'error' event nobody
+  // handles. The query in flight fails with the same error, and release() drops the connection.
+  const onLost = (err: Error) => logger.warn(describe(err), 'database connection lost');
+  pool.on('acquire', (client) => client.on('error', onLost));
+  pool.on('release', (_err, client) => client.off('error', onLost));
   return pool;
 }

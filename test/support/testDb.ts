@@ -15,15 +15,25 @@ export interface TestDb {
   drop(): Promise<void>;
 }
 
+export interface TestDbOptions {
+  /** Apply the real migrations (default true). */
+  migrate?: boolean;
+  /** The server (default the run's Postgres): the schema is made and dropped there. */
+  url?: string;
+  /** The pools' way to that server, when not direct (e.g. through test/support/tcpProxy.ts). */
+  poolUrl?: string;
+}
+
 /** A fresh schema in the run's Postgres; `migrate` applies the real migrations unless told not to. */
-export async function createTestDb(options: { migrate?: boolean } = {}): Promise<TestDb> {
-  const url = new Secret(inject('databaseUrl'));
+export async function createTestDb(options: TestDbOptions = {}): Promise<TestDb> {
+  const url = new Secret(options.url ?? inject('databaseUrl'));
+  const poolUrl = options.poolUrl === undefined ? url : new Secret(options.poolUrl);
   const schema = `test_${randomBytes(6).toString('hex')}`;
   await admin(url, `CREATE SCHEMA ${schema}`);
   const logger = createLogger({ level: 'silent' });
   const pools: Pool[] = [];
   const newPool = () => {
-    const p = createPool({ url, poolMax: 5, schema }, logger);
+    const p = createPool({ url: poolUrl, poolMax: 5, schema }, logger);
     pools.push(p);
     return p;
   };
