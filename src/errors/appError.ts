@@ -1,3 +1,5 @@
+import { isConnectionLoss } from '../db/connectionLoss.js';
+
 export const appErrorCodes = [
   'invalid_input',
   'unauthenticated',
@@ -19,6 +21,8 @@ export interface AppErrorOptions {
   details?: Record<string, unknown>;
   /** Overrides the default exposure of the code (see isExposedByDefault). */
   expose?: boolean;
+  /** When the same request may succeed: sent as Retry-After (RFC 9110 §10.2.3). */
+  retryAfterSeconds?: number;
 }
 
 // Client-side problems are safe to describe; server-side ones never leave the process.
@@ -31,6 +35,7 @@ export class AppError extends Error {
   readonly code: AppErrorCode;
   readonly expose: boolean;
   readonly details: Record<string, unknown> | undefined;
+  readonly retryAfterSeconds: number | undefined;
 
   constructor(code: AppErrorCode, message: string, options: AppErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -38,6 +43,8 @@ export class AppError extends Error {
     this.code = code;
     this.expose = options.expose ?? isExposedByDefault(code);
     this.details = options.details;
+    this.retryAfterSeconds =
+      options.retryAfterSeconds === undefined ? undefined : Math.max(1, Math.ceil(options.retryAfterSeconds));
   }
 }
 
@@ -73,11 +80,10 @@ export class ConflictError extends AppError {
 
 /** Too many requests from one caller; `retryAfterSeconds` becomes the Retry-After header (RFC 9110 §10.2.3). */
 export class RateLimitedError extends AppError {
-  readonly retryAfterSeconds: number;
+  declare readonly retryAfterSeconds: number;
 
   constructor(message: string, retryAfterSeconds: number, options?: AppErrorOptions) {
-    super('rate_limited', message, options);
-    this.retryAfterSeconds = Math.max(1, Math.ceil(retryAfterSeconds));
+    super('rate_limited', message, { ...options, retryAfterSeconds });
   }
 }
 
@@ -99,8 +105,36 @@ export class UnavailableError extends AppError {
   }
 }
 
-/** Anything that is not an AppError becomes an unexposed internal one, keeping the cause. */
+/** A short outage is a restart or a fail-over: seconds. */
+export const DATABASE_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * The database cannot be reached (db/connectionLoss.ts): nothing about the request is wrong, and
+ * the same request may succeed once it is back. The text is ours and fixed, so it is shown; the
+ * driver's message (addresses, SQLSTATEs) stays in the cause, for the log.
+ */
+export class DatabaseUnavailableError extends UnavailableError {
+  declare readonly retryAfterSeconds: number;
+
+  constructor(options: Pick<AppErrorOptions, 'cause'> = {}) {
+    super('The service cannot reach its database at the moment. Try again in a few seconds.', {
+      ...options,
+      expose: true,
+      retryAfterSeconds: DATABASE_RETRY_AFTER_SECONDS,
+    });
+  }
+}
+
+/**
+ * Anything that is not an AppError becomes an unexposed internal one, keeping the cause; a lost
+ * database connection, thrown as it is or kept as the cause of an internal error, becomes a
+ * DatabaseUnavailableError.
+ */
 export function toAppError(err: unknown): AppError {
-  if (err instanceof AppError) return err;
+  if (err instanceof AppError) {
+    if (err.code === 'internal' && isConnectionLoss(err.cause)) return new DatabaseUnavailableError({ cause: err });
+    return err;
+  }
+  if (isConnectionLoss(err)) return new DatabaseUnavailableError({ cause: err });
   return new AppError('internal', 'Internal error.', { cause: err });
 }

@@ -1,5 +1,5 @@
 import { STATUS_CODES } from 'node:http';
-import { AppError, RateLimitedError, toAppError, type AppErrorCode } from './appError.js';
+import { AppError, toAppError, type AppErrorCode } from './appError.js';
 
 // The ONLY mapping from errors to HTTP: one table of AppError codes to statuses.
 const statusByCode: Record<AppErrorCode, number> = {
@@ -38,7 +38,7 @@ export interface HttpError {
   body: { error: AppErrorCode; message: string; requestId: string; details?: Record<string, unknown> };
   /** True when the error must be logged with its cause (it is not the caller's fault). */
   log: boolean;
-  /** Response headers the status needs (Retry-After on a 429). */
+  /** Response headers the status needs (Retry-After on a 429, or on a 503 that knows when to come back). */
   headers?: Record<string, string>;
 }
 
@@ -54,11 +54,14 @@ export function toHttp(err: unknown, requestId: string): HttpError {
   }
   const appError = toAppError(err);
   const status = statusByCode[appError.code];
+  const retryAfter =
+    appError.retryAfterSeconds === undefined ? {} : { headers: { 'Retry-After': String(appError.retryAfterSeconds) } };
   if (!appError.expose) {
     return {
       status,
       body: { error: appError.code, message: genericMessage(status), requestId },
       log: true,
+      ...retryAfter,
     };
   }
   return {
@@ -70,7 +73,7 @@ export function toHttp(err: unknown, requestId: string): HttpError {
       ...(appError.details ? { details: appError.details } : {}),
     },
     log: status >= 500,
-    ...(appError instanceof RateLimitedError ? { headers: { 'Retry-After': String(appError.retryAfterSeconds) } } : {}),
+    ...retryAfter,
   };
 }
 

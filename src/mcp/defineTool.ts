@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { InvalidInputError } from '../errors/appError.js';
-import { McpProtocolError, toToolError } from './toMcp.js';
+import { McpProtocolError, outageOf, toToolError } from './toMcp.js';
 import type { Logger } from '../shared/logger.js';
 import type { CallToolResult, ClientCapabilities, ToolCallResult } from './protocol.js';
 
@@ -45,7 +45,8 @@ export interface Tool<D> {
 /**
  * The one try/catch around tools: arguments are parsed before
  * the handler runs; AppErrors become `isError` results through mcp/toMcp.ts;
- * protocol errors (a bad requestState) pass through as JSON-RPC errors.
+ * protocol errors (a bad requestState) and the broker's own outage pass
+ * through as JSON-RPC errors.
  */
 export function defineTool<S extends z.ZodObject, D>(spec: ToolSpec<S, D>): Tool<D> {
   // The input side: a field with a default is one the host may leave out, so it is not listed as required.
@@ -67,6 +68,8 @@ export function defineTool<S extends z.ZodObject, D>(spec: ToolSpec<S, D>): Tool
         return await spec.handler(parseArguments(spec.name, spec.inputSchema, rawArgs), ctx, deps);
       } catch (err) {
         if (err instanceof McpProtocolError) throw err;
+        const outage = outageOf(err);
+        if (outage) throw outage;
         const { text, structured, log, code } = toToolError(err);
         if (log) ctx.logger.error({ err, requestId: ctx.requestId, tool: spec.name }, 'tool failed');
         // The code only: the message is for the model and names what it asked for (note titles, workspace URIs).

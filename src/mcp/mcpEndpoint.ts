@@ -8,6 +8,7 @@ import {
   invalidRequest,
   McpProtocolError,
   notAcceptable,
+  outageOf,
   parseError,
   payloadTooLarge,
   unavailable,
@@ -53,7 +54,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps): (req: IncomingMessage,
     res.setHeader('X-Content-Type-Options', 'nosniff');
     handle(deps, req, res, requestId).catch((err: unknown) => {
       deps.logger.error({ err, requestId }, 'MCP endpoint failed');
-      if (!res.headersSent) sendError(res, null, endpointFailed('Internal error'));
+      if (!res.headersSent) sendError(res, null, outageOf(err) ?? endpointFailed('Internal error'));
       else res.destroy();
     });
   };
@@ -84,11 +85,12 @@ async function handle(
     // The issuer's keys cannot be had: no token can be checked, which is not the caller's fault.
     if (err instanceof AppError && err.code === 'unavailable') {
       deps.logger.error({ err, requestId }, 'MCP bearer tokens cannot be verified');
-      res.setHeader('Retry-After', '30');
       return sendError(
         res,
         null,
-        unavailable('The authorization server cannot be reached to verify the access token. Try again later.'),
+        unavailable('The authorization server cannot be reached to verify the access token. Try again later.', {
+          retryAfterSeconds: 30,
+        }),
       );
     }
     throw err;
@@ -159,8 +161,9 @@ function challenge(deps: McpEndpointDeps, res: ServerResponse, err: AppError): v
   return sendRaw(res, 401, JSON.stringify({ error: 'invalid_token', error_description: err.message }));
 }
 
-// The status is the error's own (mcp/toMcp.ts).
+// The status is the error's own (mcp/toMcp.ts), and so is Retry-After when it knows one.
 function sendError(res: ServerResponse, id: RequestId | null, err: McpProtocolError): void {
+  if (err.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(err.retryAfterSeconds));
   sendRaw(res, err.httpStatus, errorMessage(id, err));
 }
 

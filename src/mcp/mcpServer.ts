@@ -112,6 +112,11 @@ export function createModernServer<D>(deps: ModernServerDeps<D>): ModernServer {
         const mapped = toJsonRpcError(err);
         if (mapped.kind === 'internalError')
           deps.logger.error({ err, requestId, method: request.method }, 'MCP request failed');
+        else if (mapped.kind === 'unavailable')
+          deps.logger.warn(
+            { err, requestId, method: request.method },
+            'MCP request answered 503: database unreachable',
+          );
         throw mapped;
       }
     },

@@ -1,5 +1,5 @@
 import { SUPPORTED_VERSIONS, type ClientCapabilities } from './protocol.js';
-import { toAppError, type AppErrorCode } from '../errors/appError.js';
+import { DatabaseUnavailableError, toAppError, type AppErrorCode } from '../errors/appError.js';
 
 // The ONLY mapping from errors to MCP, as one table: each
 // protocol error the broker sends, its JSON-RPC code and the HTTP status it
@@ -42,6 +42,8 @@ export type RpcErrorKind = keyof typeof rpcErrors;
 interface RpcErrorOptions {
   data?: unknown;
   cause?: unknown;
+  /** Sent as Retry-After when the error is the whole answer (RFC 9110 §10.2.3). */
+  retryAfterSeconds?: number;
 }
 
 /** A JSON-RPC error the endpoint answers with; build it with the constructors below. */
@@ -51,6 +53,7 @@ export class McpProtocolError extends Error {
   readonly code: number;
   readonly httpStatus: number;
   readonly data: unknown;
+  readonly retryAfterSeconds: number | undefined;
 
   constructor(kind: RpcErrorKind, message: string, options: RpcErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -58,6 +61,7 @@ export class McpProtocolError extends Error {
     this.code = rpcErrors[kind].code;
     this.httpStatus = rpcErrors[kind].httpStatus;
     this.data = options.data;
+    this.retryAfterSeconds = options.retryAfterSeconds;
   }
 }
 
@@ -132,8 +136,25 @@ export function toToolError(err: unknown): {
   return { text, structured: { error: appError.code, message: text }, log: !appError.expose, code: appError.code };
 }
 
-/** Outside a tool: protocol errors pass as they are; everything else is -32603, never -32700/-32602. */
+/**
+ * The broker's own outage (its database cannot be reached) is no tool's failure and no fault of the
+ * request: the whole POST is answered 503 with Retry-After and -32603 naming it, so the host backs
+ * off and sends the same request again, rather than the model reading a tool error. Undefined for
+ * every other error.
+ */
+export function outageOf(err: unknown): McpProtocolError | undefined {
+  const appError = toAppError(err);
+  if (!(appError instanceof DatabaseUnavailableError)) return undefined;
+  const { retryAfterSeconds } = appError;
+  return unavailable(appError.message, {
+    cause: err,
+    retryAfterSeconds,
+    data: { retryAfterSeconds },
+  });
+}
+
+/** Outside a tool: protocol errors pass as they are; an outage is 503; everything else is -32603, never -32700/-32602. */
 export function toJsonRpcError(err: unknown): McpProtocolError {
   if (err instanceof McpProtocolError) return err;
-  return internalError('Internal error', { cause: err });
+  return outageOf(err) ?? internalError('Internal error', { cause: err });
 }

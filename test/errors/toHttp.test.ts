@@ -1,9 +1,13 @@
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import {
   AppError,
   ConflictError,
+  DatabaseUnavailableError,
   InvalidInputError,
   NotFoundError,
+  RateLimitedError,
+  toAppError,
   UpstreamAuthError,
 } from '../../src/errors/appError.js';
 import { toHttp } from '../../src/errors/toHttp.js';
@@ -37,6 +41,60 @@ describe('toHttp', () => {
     const mapped = toHttp(new UpstreamAuthError(canary, { cause: new Error(canary) }), 'req-2');
     expect(JSON.stringify(mapped.body)).not.toContain('canary');
     expect(mapped.log).toBe(true);
+  });
+
+  describe('a database that cannot be reached', () => {
+    // As pg builds them, with what must not leave the process: the server's address and its words.
+    const refused = Object.assign(new Error('connect ECONNREFUSED 10.9.8.7:6543'), {
+      code: 'ECONNREFUSED',
+      syscall: 'connect',
+      address: '10.9.8.7',
+      port: 6543,
+    });
+    const shutdown = Object.assign(
+      new pg.DatabaseError('terminating connection due to administrator command', 0, 'error'),
+      { code: '57P01' },
+    );
+    const lost = new Error('Connection terminated unexpectedly');
+
+    it.each([
+      ['a refused connection', refused],
+      ['the server stopping', shutdown],
+      ['a connection lost under a query', lost],
+      ['an internal error caused by one', new AppError('internal', 'Internal error.', { cause: refused })],
+    ])('answers %s with 503, Retry-After and a fixed message that names no internals', (_what, err) => {
+      const mapped = toHttp(err, 'req-7');
+      expect(mapped).toEqual({
+        status: 503,
+        log: true,
+        headers: { 'Retry-After': '5' },
+        body: {
+          error: 'unavailable',
+          message: 'The service cannot reach its database at the moment. Try again in a few seconds.',
+          requestId: 'req-7',
+        },
+      });
+      expect(JSON.stringify(mapped)).not.toMatch(/10\.9\.8\.7|6543|ECONNREFUSED|57P01|administrator|terminated/);
+    });
+
+    it('keeps the driver error as the cause, for the log', () => {
+      const appError = toAppError(refused);
+      expect(appError).toBeInstanceOf(DatabaseUnavailableError);
+      expect(appError.cause).toBe(refused);
+    });
+
+    it('leaves a failed statement an internal error', () => {
+      const unique = Object.assign(new pg.DatabaseError('duplicate key value', 0, 'error'), { code: '23505' });
+      expect(toHttp(unique, 'req-8')).toMatchObject({ status: 500, body: { message: 'Internal error.' } });
+      expect(toHttp(unique, 'req-8').headers).toBeUndefined();
+    });
+  });
+
+  it('sends Retry-After with a 429', () => {
+    expect(toHttp(new RateLimitedError('Slow down.', 2.2), 'req-9')).toMatchObject({
+      status: 429,
+      headers: { 'Retry-After': '3' },
+    });
   });
 
   it('turns anything that is not an AppError into a generic 500', () => {

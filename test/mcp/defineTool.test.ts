@@ -57,6 +57,12 @@ describe('defineTool', () => {
     );
   });
 
+  it("answers the broker's own outage (a lost database connection) as a 503 JSON-RPC error, not a tool result", async () => {
+    await expect(
+      failing(new Error('Connection terminated unexpectedly')).call({}, ctx, undefined),
+    ).rejects.toMatchObject({ kind: 'unavailable', httpStatus: 503, retryAfterSeconds: 5 });
+  });
+
   it('lets a protocol error through as a JSON-RPC error', async () => {
     const error = invalidParams('requestState is invalid');
     await expect(failing(error).call({}, ctx, undefined)).rejects.toBe(error);

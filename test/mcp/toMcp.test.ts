@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidInputError, NotFoundError, UpstreamAuthError } from '../../src/errors/appError.js';
+import { InvalidInputError, NotFoundError, UnavailableError, UpstreamAuthError } from '../../src/errors/appError.js';
 import {
   endpointFailed,
   forbidden,
@@ -13,6 +13,7 @@ import {
   methodNotFound,
   missingRequiredClientCapability,
   notAcceptable,
+  outageOf,
   parseError,
   payloadTooLarge,
   rpcErrors,
@@ -131,6 +132,48 @@ describe('toJsonRpcError (outside a tool)', () => {
       message: 'Internal error',
       cause,
     });
+  });
+});
+
+describe('outageOf (the broker cannot reach its database)', () => {
+  const refused = Object.assign(new Error('connect ECONNREFUSED 10.9.8.7:6543'), {
+    code: 'ECONNREFUSED',
+    syscall: 'connect',
+  });
+
+  it('is a 503 with Retry-After and -32603 that says so, naming no internals', () => {
+    const mapped = outageOf(refused);
+    expect(mapped).toBeInstanceOf(McpProtocolError);
+    expect({
+      kind: mapped?.kind,
+      code: mapped?.code,
+      httpStatus: mapped?.httpStatus,
+      retryAfterSeconds: mapped?.retryAfterSeconds,
+      message: mapped?.message,
+      data: mapped?.data,
+    }).toEqual({
+      kind: 'unavailable',
+      code: -32603,
+      httpStatus: 503,
+      retryAfterSeconds: 5,
+      message: 'The service cannot reach its database at the moment. Try again in a few seconds.',
+      data: { retryAfterSeconds: 5 },
+    });
+    expect(JSON.stringify(mapped?.data) + mapped?.message).not.toMatch(/10\.9\.8\.7|ECONNREFUSED/);
+    expect(mapped?.cause).toBe(refused);
+  });
+
+  it('is the same outside a tool', () => {
+    expect(toJsonRpcError(new Error('Connection terminated unexpectedly'))).toMatchObject({
+      kind: 'unavailable',
+      httpStatus: 503,
+    });
+  });
+
+  it('is nothing for other errors, a provider that cannot be reached included (a tool error the model reads)', () => {
+    expect(outageOf(new Error('boom'))).toBeUndefined();
+    expect(outageOf(new UnavailableError('Reports could not be reached.', { expose: true }))).toBeUndefined();
+    expect(outageOf(new TypeError('fetch failed', { cause: refused }))).toBeUndefined();
   });
 });
 

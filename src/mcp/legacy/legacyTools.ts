@@ -10,7 +10,7 @@ import { findReceiptByNavigation } from '../../broker/receiptRepo.js';
 import { settleConnectedFlow } from '../../broker/settleOpenFlows.js';
 import { findReusableNavigation, startNavigation } from '../../broker/startNavigation.js';
 import { InvalidInputError } from '../../errors/appError.js';
-import { invalidParams, McpProtocolError, toToolError, urlElicitationRequired } from '../toMcp.js';
+import { invalidParams, McpProtocolError, outageOf, toToolError, urlElicitationRequired } from '../toMcp.js';
 import { performOrForget, reconnectReasonOf } from '../../broker/forgetConnection.js';
 import { connectionAccessFor } from '../../broker/connectionAccess.js';
 import type { Logger } from '../../shared/logger.js';
@@ -76,6 +76,9 @@ export async function legacyToolCall(
     return legacyResult(await tool.call(params['arguments'], ctx, deps.toolDeps));
   } catch (err) {
     if (err instanceof McpProtocolError) throw err;
+    // In the call's response, as any error of a session's call (legacyEndpoint.ts).
+    const outage = outageOf(err);
+    if (outage) throw outage;
     const { text, structured, log } = toToolError(err);
     if (log) deps.logger.error({ err, requestId: ctx.requestId, tool: name }, 'legacy tool failed');
     return legacyResult(errorResult(text, structured));
