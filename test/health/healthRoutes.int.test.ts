@@ -1,10 +1,11 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, inject, it } from 'vitest';
 import { migrate, readMigrations } from '../../src/db/migrate.js';
 import { healthRoutes } from '../../src/health/healthRoutes.js';
 import { createLogger } from '../../src/shared/logger.js';
+import { startTcpProxy } from '../support/tcpProxy.js';
 import { createTestDb, type TestDb } from '../support/testDb.js';
 
 describe('health routes', () => {
@@ -50,6 +51,29 @@ describe('health routes', () => {
     const after = await fetch(`${base}/readyz`);
     expect(after.status).toBe(200);
     expect(await after.json()).toMatchObject({ status: 'ready', migrations: { current: true } });
+  });
+
+  it('says not ready within 2 s when the database does not answer, and ready again once it does', async () => {
+    const direct = new URL(inject('databaseUrl'));
+    const proxy = await startTcpProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
+    try {
+      db = await createTestDb({ poolUrl: proxy.via(direct.href) });
+      const base = await serve(db);
+      expect((await fetch(`${base}/readyz`)).status).toBe(200);
+      // Connections accepted and never answered: the pool would wait its 5 s connect timeout.
+      await proxy.stall();
+      const started = Date.now();
+      const stalled = await fetch(`${base}/readyz`);
+      const elapsed = Date.now() - started;
+      expect(stalled.status).toBe(503);
+      expect(await stalled.json()).toEqual({ status: 'not_ready', database: 'unreachable' });
+      expect(elapsed).toBeGreaterThanOrEqual(1_900);
+      expect(elapsed).toBeLessThan(3_000);
+      await proxy.restore();
+      await expect.poll(async () => (await fetch(`${base}/readyz`)).status, { timeout: 10_000 }).toBe(200);
+    } finally {
+      await proxy.close();
+    }
   });
 
   it('is not ready when the database does not answer', async () => {
