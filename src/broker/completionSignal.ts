@@ -21,10 +21,17 @@ export interface CompletionSignal {
   close(): Promise<void>;
 }
 
+// After a lost connection: at once (one connection dropped), then doubling to every 5 s while
+// the database stays away, so that it is listened to again soon after it is back.
+const RELISTEN_FIRST_MS = 100;
+const RELISTEN_MAX_MS = 5_000;
+
 /**
  * Completion across instances through Postgres LISTEN/NOTIFY: the
  * callback may land on one instance while the retry waits on
- * another. One listening connection per instance; it reconnects on failure.
+ * another. One listening connection per instance; when it is lost (an
+ * outage, a restart of Postgres) the instance listens again by itself, and
+ * its waiters, which keep waiting meanwhile, then check once more.
  */
 export function createCompletionSignal(pool: Pool, logger: Logger): CompletionSignal {
   const waiters = new Map<string, Set<() => void>>();
@@ -32,9 +39,42 @@ export function createCompletionSignal(pool: Pool, logger: Logger): CompletionSi
   // connection error and close() (Postgres ending the connection while the broker stops).
   let client: { connection: PoolClient; release(err?: Error): void } | undefined;
   let closed = false;
+  let relistening = false;
+  let backoff: { timer: NodeJS.Timeout; done(): void } | undefined;
 
   const wakeAll = () => {
     for (const set of waiters.values()) for (const wake of set) wake();
+  };
+  const pause = (ms: number) =>
+    new Promise<void>((resolve) => {
+      backoff = { timer: setTimeout(resolve, ms), done: resolve };
+      backoff.timer.unref();
+    }).finally(() => (backoff = undefined));
+
+  // One loop at a time, until listening again or closed. A signal sent while nobody listened is
+  // lost, so every waiter then checks the database once more.
+  const relisten = async () => {
+    if (relistening) return;
+    relistening = true;
+    try {
+      let delay = RELISTEN_FIRST_MS;
+      for (let attempt = 1; !closed; attempt++) {
+        try {
+          await connect();
+          if (closed) return;
+          logger.info({ attempts: attempt }, 'completion listener listening again');
+          wakeAll();
+          return;
+        } catch (err) {
+          if (attempt === 1)
+            logger.warn({ err }, 'completion listener cannot reach the database; trying again until it can');
+          await pause(delay);
+          delay = Math.min(delay * 2, RELISTEN_MAX_MS);
+        }
+      }
+    } finally {
+      relistening = false;
+    }
   };
 
   const connect = singleFlight(
@@ -47,17 +87,11 @@ export function createCompletionSignal(pool: Pool, logger: Logger): CompletionSi
       const onError = (err: Error) => {
         // Once released (close() got there first, or an earlier error), the connection is not ours.
         if (released) return;
-        if (!closed) logger.warn({ err }, 'completion listener lost its connection; reconnecting');
+        if (!closed) logger.warn({ err }, 'completion listener lost its connection; listening again');
         client = undefined;
         connect.reset();
         release(err);
-        // A signal sent while nobody listens is lost: listen again, then every waiter checks once more.
-        if (!closed)
-          connect()
-            .catch((e: unknown) =>
-              logger.warn({ err: e }, 'completion listener could not reconnect; waiters re-check when they time out'),
-            )
-            .finally(wakeAll);
+        if (!closed) void relisten();
       };
       let released = false;
       // Back in the pool the connection is the pool's. The error listener stays (a socket may
@@ -127,6 +161,10 @@ export function createCompletionSignal(pool: Pool, logger: Logger): CompletionSi
     },
     async close() {
       closed = true;
+      if (backoff) {
+        clearTimeout(backoff.timer);
+        backoff.done();
+      }
       wakeAll();
       const listening = client;
       client = undefined;
