@@ -14,6 +14,7 @@ import { SessionsCommandError, sessionsCommand } from './sessionsCommand.js';
 import { ToolsCommandError, toolsCommand } from './toolsCommand.js';
 import { toolsImport } from './toolsImport.js';
 import { UrlCheckError, urlCheck } from './urlCheck.js';
+import { UpstreamsCommandError, upstreamsCommand } from './upstreamsCommand.js';
 
 const usage = `Usage: broker <command> [options]
 
@@ -41,6 +42,9 @@ Commands:
                             URL to register at each, scopes (no network access).
   providers check [--json]  Loads every provider's endpoints (discovery where configured); exit 1
                             unless every provider is ok.
+  upstreams check [--json]  Resolves each upstream MCP server: its authorization server and the
+                            broker's client there (registering it when none is stored); exit 1
+                            unless every upstream is ok.
   tools list [--json]       Every tool start-up serves: name, provider, scopes, and its source
                             (built in, module, file).
   tools check [--json]      Validates TOOLS_FILE against the configured providers; exit 1 on any
@@ -119,6 +123,8 @@ async function main(argv: string[]): Promise<number> {
         (line) => process.stdout.write(`${line}\n`),
         (line) => process.stderr.write(`${line}\n`),
       );
+    else if (command === 'upstreams')
+      return await upstreamsCommand(rest, loadConfig(), (line) => process.stdout.write(`${line}\n`));
     else if (command === 'tools' && rest[0] === 'import')
       return await toolsImport(
         rest.slice(1),
@@ -148,7 +154,8 @@ async function main(argv: string[]): Promise<number> {
       err instanceof DeploymentError ||
       err instanceof ProvidersCommandError ||
       err instanceof ToolsCommandError ||
-      err instanceof UrlCheckError
+      err instanceof UrlCheckError ||
+      err instanceof UpstreamsCommandError
     ) {
       process.stderr.write(`broker: ${err.message}\n`);
       return err instanceof LedgerCommandError ||

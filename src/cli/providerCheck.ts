@@ -9,6 +9,7 @@ export interface ProviderCheck {
 }
 
 export const EXPLICIT_ENDPOINTS = 'ok (explicit endpoints, no discovery)';
+export const UPSTREAM = 'an upstream MCP server: broker upstreams check resolves it';
 
 /**
  * Loads every provider's endpoints the way a connect flow does, all at once:
@@ -28,6 +29,7 @@ async function checkOne(
   provider: Provider,
   options: { fetch: Fetch; allowLoopback: boolean; timeoutMs: number },
 ): Promise<ProviderCheck> {
+  if (provider.upstream) return { id: provider.id, ok: true, result: UPSTREAM };
   if (provider.kind !== 'oidc' && !provider.metadataDiscovery)
     return { id: provider.id, ok: true, result: EXPLICIT_ENDPOINTS };
   const client = createProviderClient(provider, {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkProviders, EXPLICIT_ENDPOINTS } from '../../src/cli/providerCheck.js';
+import { checkProviders, EXPLICIT_ENDPOINTS, UPSTREAM } from '../../src/cli/providerCheck.js';
 import { parseProviders } from '../../src/providers/providerConfig.js';
 import type { Fetch } from '../../src/shared/httpClient.js';
 
@@ -57,6 +57,17 @@ describe('checkProviders', () => {
     const refusing: Fetch = () => Promise.reject(new Error('no request was expected'));
     expect(await checkProviders(providers, { fetch: refusing, allowLoopback: false, timeoutMs: 300 })).toEqual([
       { id: 'explicit', ok: true, result: EXPLICIT_ENDPOINTS },
+    ]);
+  });
+
+  it('leaves an upstream MCP server to broker upstreams check, without a request', async () => {
+    const providers = parseProviders(
+      [{ id: 'linear', kind: 'mcp', url: 'https://mcp.linear.app/mcp', prefix: 'linear', registration: 'auto' }],
+      { allowLoopback: false },
+    );
+    const refusing: Fetch = () => Promise.reject(new Error('no request was expected'));
+    expect(await checkProviders(providers, { fetch: refusing, allowLoopback: false, timeoutMs: 300 })).toEqual([
+      { id: 'linear', ok: true, result: UPSTREAM },
     ]);
   });
 });

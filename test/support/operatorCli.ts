@@ -13,7 +13,7 @@ export async function operatorCli(
   {
     command = 'ledger',
     env: extra = {},
-  }: { command?: 'ledger' | 'keys' | 'sessions' | 'connections'; env?: Record<string, string> } = {},
+  }: { command?: 'ledger' | 'keys' | 'sessions' | 'upstreams' | 'connections'; env?: Record<string, string> } = {},
 ): Promise<(...args: string[]) => Promise<{ code: number | null; output: string }>> {
   const url = new URL(stack.db.url.reveal());
   url.searchParams.set('options', `-c search_path=${stack.db.schema}`);

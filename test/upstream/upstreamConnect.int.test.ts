@@ -1,3 +1,5 @@
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrokerDeps } from '../../src/broker/brokerDeps.js';
 import { buildBrokerDeps } from '../../src/broker/buildBrokerDeps.js';
@@ -13,6 +15,7 @@ import type { UpstreamClient } from '../../src/upstream/upstreamClient.js';
 import { UpstreamSetupError } from '../../src/upstream/upstreamErrors.js';
 import { consentAndAuthorize, openConnectLink } from '../support/connectFlow.js';
 import { callTool } from '../support/mcpWire.js';
+import { operatorCli } from '../support/operatorCli.js';
 import { atUrl, stackSettings } from '../support/testSettings.js';
 import { startUpstreamMcp, UPSTREAM_SCOPE, type UpstreamMcp } from '../support/upstreamMcp.js';
 import { useBrokerStack } from '../support/useBrokerStack.js';
@@ -264,6 +267,47 @@ describe('upstream MCP servers: discovery, registration and the connect flow', (
     expect((failure as Error).message).toBe(
       `Upstream notes-unregistered: ${fixed.issuer} supports neither Client ID Metadata Documents nor Dynamic Client Registration: register a client there with the redirect URI ${stack.brokerUrl}/oauth/callback/notes-unregistered, then set registration: static and its clientId (and clientSecret, for a confidential client) in this entry`,
     );
+  });
+
+  it('broker upstreams check resolves each upstream as a first connection would, and names what needs the operator', async () => {
+    const file = join(stack.dataDir, 'upstreams.json');
+    await writeFile(file, JSON.stringify(entries()));
+    const cli = await operatorCli(stack, 'ops', {
+      command: 'upstreams',
+      env: { PROVIDERS_FILE: file, NOTES_STATIC_SECRET: fixed.staticClient.secret },
+    });
+    const run = await cli('check', '--json');
+    expect(run.code).toBe(1);
+    const checks = JSON.parse(run.output.split('\n').find((line) => line.startsWith('['))!) as unknown[];
+    const [stored] = await query("SELECT client_id FROM upstream_registrations WHERE upstream = 'notes-dcr'");
+    expect(checks).toEqual([
+      {
+        id: 'notes-cimd',
+        ok: true,
+        result: `ok: authorization server ${cimd.issuer}; Client ID Metadata Document ${stack.brokerUrl}/oauth/clients/notes-cimd; scopes ${UPSTREAM_SCOPE}`,
+      },
+      {
+        id: 'notes-dcr',
+        ok: true,
+        result: `ok: authorization server ${dcr.issuer}; registered client ${stored.client_id} (stored, client_secret_basic); scopes ${UPSTREAM_SCOPE}`,
+      },
+      {
+        id: 'notes-static',
+        ok: true,
+        result: `ok: authorization server ${fixed.issuer}; pre-registered client ${fixed.staticClient.id} (client_secret_basic); scopes ${UPSTREAM_SCOPE}`,
+      },
+      {
+        id: 'notes-unregistered',
+        ok: false,
+        step: 'registration',
+        result: expect.stringContaining(
+          `register a client there with the redirect URI ${stack.brokerUrl}/oauth/callback/notes-unregistered`,
+        ),
+      },
+    ]);
+    expect(dcr.registrations).toHaveLength(1);
+    // Nothing secret in what an operator sees.
+    expect(run.output).not.toContain(fixed.staticClient.secret);
   });
 
   it('serves each upstream its Client ID Metadata Document, and no document for other providers', async () => {
