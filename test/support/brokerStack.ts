@@ -24,7 +24,7 @@ import type { RateLimit } from '../../src/web/middleware/rateLimit.js';
 import { createRender } from '../../src/web/render.js';
 import type { ResealProgress } from '../../src/jobs/reseal.js';
 import { capturedLogger } from './capturedLogger.js';
-import { createTestDb, type TestDb } from './testDb.js';
+import { createTestDb, type TestDb, type TestDbOptions } from './testDb.js';
 import { atUrl, stackSettings } from './testSettings.js';
 
 export interface BrokerStack {
@@ -99,6 +99,8 @@ export interface BrokerStackOptions {
   brokerFetch?: (stackFetch: Fetch) => Fetch;
   /** More PROVIDERS_FILE entries beside the Report Service (a test's own OAuth servers, on the stack's TLS), once the broker's URL is known. */
   extraProviders?: (context: { brokerUrl: string; tls: TlsMaterial }) => Promise<unknown[]>;
+  /** The Postgres server, and the instances' way to it (test/support/testDb.ts): default the run's, directly. */
+  database?: Pick<TestDbOptions, 'url' | 'poolUrl'>;
 }
 
 export async function startBrokerStack(options: BrokerStackOptions = {}): Promise<BrokerStack> {
@@ -108,7 +110,7 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
   const fetch = createFetch({ extraCaPems: [tls.caPem] });
   const render = createRender({ cache: false });
   const { logger, logs } = capturedLogger();
-  const db = await createTestDb();
+  const db = await createTestDb(options.database);
 
   let handler: RequestListener = (_req, res) => res.writeHead(503).end();
   const broker = await listenHttps(tls, (req, res) => handler(req, res), '127.0.0.1', 0, 'broker');

@@ -1,6 +1,6 @@
 import { DEV_PASSWORD } from '../../src/dev/devUsers.js';
 import type { BrokerStack } from './brokerStack.js';
-import { callTool } from './mcpWire.js';
+import { callTool, type WireResponse } from './mcpWire.js';
 import { createTestBrowser, type BrowserResponse, type TestBrowser } from './testBrowser.js';
 
 export const URL_CAPS = { elicitation: { url: {} } };
@@ -87,9 +87,64 @@ export async function consentAndAuthorize(
   decision: 'Allow' | 'Deny' = 'Allow',
   forms = REPORTS_FORMS,
 ): Promise<BrowserResponse> {
-  const providerLogin = await run.browser.submitForm(run.review, {}, { form: '/connect/' });
-  const consentPage = providerLogin.text.includes('name="password"')
-    ? await run.browser.submitForm(providerLogin, { login, password: DEV_PASSWORD })
-    : providerLogin;
+  const consentPage = await providerConsentPage(run, login);
   return run.browser.submitForm(consentPage, {}, { form: decision === 'Allow' ? forms.allow : forms.deny });
+}
+
+/**
+ * As consentAndAuthorize with Allow at the Report Service, but the browser stops at the provider's
+ * redirect back to the broker: returns the callback's URL, for the test to send when it is ready.
+ */
+export async function authorizeUpToCallback(run: BrowserRun, login: string): Promise<string> {
+  const consentPage = await providerConsentPage(run, login);
+  const held = await run.browser.submitForm(
+    consentPage,
+    {},
+    { form: REPORTS_FORMS.allow, stopAt: (url) => url.pathname === '/oauth/callback/reports' },
+  );
+  if (!held.location) throw new Error(`expected a redirect to the callback, got ${held.status} at ${held.url}`);
+  return held.location;
+}
+
+export interface HeldFlow {
+  elicited: Elicited;
+  run: BrowserRun;
+  /** The provider's redirect back to the broker, not yet followed. */
+  callbackUrl: string;
+  /** The host's MRTR retry (accept), waiting for the flow on the instance it was sent to. */
+  retry: Promise<WireResponse>;
+  /** What the retry answered so far: its status, its error, or undefined while it waits. */
+  answered(): unknown;
+}
+
+/**
+ * A connect flow of `login` for reports_create, authorized at the provider but held before its
+ * callback, with the host's retry sent to `baseUrl` and given time to start waiting.
+ */
+export async function holdFlowWithWaitingRetry(
+  stack: BrokerStack,
+  token: string,
+  login: string,
+  args: object,
+  baseUrl: string,
+): Promise<HeldFlow> {
+  const elicited = await elicitConnection(stack, token, 'reports_create', args);
+  const run = await openConnectLink(stack, elicited.url, login);
+  const callbackUrl = await authorizeUpToCallback(run, login);
+  const retry = retryConnection(stack, token, 'reports_create', args, elicited.requestState, 'accept', baseUrl);
+  let answered: unknown;
+  void retry.then(
+    (response) => (answered ??= response.status),
+    (err: unknown) => (answered ??= err),
+  );
+  await new Promise((r) => setTimeout(r, 500));
+  return { elicited, run, callbackUrl, retry, answered: () => answered };
+}
+
+// Consent on our page, then sign in at the provider unless the browser already is.
+async function providerConsentPage(run: BrowserRun, login: string): Promise<BrowserResponse> {
+  const providerLogin = await run.browser.submitForm(run.review, {}, { form: '/connect/' });
+  return providerLogin.text.includes('name="password"')
+    ? run.browser.submitForm(providerLogin, { login, password: DEV_PASSWORD })
+    : providerLogin;
 }
