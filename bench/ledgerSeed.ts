@@ -246,9 +246,9 @@ SELECT receipt_id, encode(sha256(convert_to('operation ' || id, 'UTF8')), 'hex')
 
 // One access and one refresh token per subject and provider, from that subject's latest verified flow.
 const INSERT_SECRETS = `
-INSERT INTO secrets (id, subject_iss, subject_sub, provider, kind, ciphertext, key_id, expires_at, upstream_subject, navigation_id, created_at, updated_at)
+INSERT INTO secrets (id, subject_iss, subject_sub, provider, kind, ciphertext, key_id, expires_at, navigation_id, created_at, updated_at)
 SELECT gen_random_uuid(), 'https://idp.example', v.sub, v.provider, k.kind, sha256(convert_to(k.kind || v.id, 'UTF8')), 'key-1',
-       CASE k.kind WHEN 'access_token' THEN v.p3 + interval '1 hour' END, 'upstream-' || v.sub, v.id, v.p3, v.p3
+       CASE k.kind WHEN 'access_token' THEN v.p3 + interval '1 hour' END, v.id, v.p3, v.p3
   FROM (SELECT DISTINCT ON (sub, provider) * FROM seed_nav WHERE verified ORDER BY sub, provider, t0 DESC) v
  CROSS JOIN (VALUES ('access_token'), ('refresh_token')) AS k(kind)`;
 
