@@ -18,22 +18,36 @@ import { readBenchEnv } from './benchEnv.js';
 import { chainCase, ledgerCases, median, time, type LedgerCase, type Timing } from './ledgerCases.js';
 import { describePlan, explaining, LEDGER_TABLES, type Plan } from './ledgerPlans.js';
 import { seedLedger } from './ledgerSeed.js';
+import { APPEND_SHAPES, measureAppends, seedAppendFlows } from './ledgerAppends.js';
 
-// npm run bench:ledger [-- --sizes 100000,1000000]: the ledger
-// queries and the expiry sweep over N seeded navigations, with time per query,
-// time per sweep batch, and the plans (single-flow lookups must not scan a
-// table). Uses DATABASE_URL (in a schema of its own, dropped after) or an
-// embedded Postgres in a temp folder (removed after). A measurement: a plan
-// check FAIL is printed and exits 1; slow figures exit 0.
+// npm run bench:ledger [-- --sizes 100000,1000000 --writers 1,4,16 --only queries|appends]:
+// the ledger queries and the expiry sweep over N seeded navigations, with time
+// per query, time per sweep batch, and the plans (single-flow lookups must not
+// scan a table); then ledger appends per second at each number of concurrent
+// writers (bench/ledgerAppends.ts; BENCH_SECONDS each). Uses DATABASE_URL (in a
+// schema of its own, dropped after) or an embedded Postgres in a temp folder
+// (removed after). A measurement: a plan check FAIL or a broken chain after
+// the appends is printed and exits 1; slow figures exit 0.
 
 const CLI_STATEMENT_TIMEOUT_MS = 15_000; // createPool's default, which `broker ledger` runs with
 const logger = createLogger({ level: 'warn', name: 'ledger-bench' }, process.stderr);
 
 async function main(): Promise<number> {
-  const { values } = parseArgs({ options: { sizes: { type: 'string', default: '100000,1000000' } } });
+  const { values } = parseArgs({
+    options: {
+      sizes: { type: 'string', default: '100000,1000000' },
+      writers: { type: 'string', default: '1,4,16' },
+      only: { type: 'string' },
+    },
+  });
   const sizes = values.sizes.split(',').map((s) => Number(s.trim()));
   if (sizes.some((n) => !Number.isInteger(n) || n < 1000 || n > 10_000_000))
     throw new Error(`--sizes takes whole numbers from 1000 to 10000000, got ${values.sizes}`);
+  const writers = values.writers.split(',').map((s) => Number(s.trim()));
+  if (writers.some((n) => !Number.isInteger(n) || n < 1 || n > 64))
+    throw new Error(`--writers takes whole numbers from 1 to 64, got ${values.writers}`);
+  if (values.only !== undefined && values.only !== 'queries' && values.only !== 'appends')
+    throw new Error(`--only takes queries or appends, got ${values.only}`);
   const env = readBenchEnv(process.env);
   const dir = env.databaseUrl ? undefined : await mkdtemp(join(tmpdir(), 'ledger-bench-'));
   // We may run as root while Postgres runs as `postgres`, which must traverse this folder.
@@ -55,7 +69,9 @@ async function main(): Promise<number> {
         .map((l) => l.toFixed(2))
         .join(' / ')}`,
     );
-    for (const n of sizes) failed = !(await benchSize(admin, url, n)) || failed;
+    if (values.only !== 'appends') for (const n of sizes) failed = !(await benchSize(admin, url, n)) || failed;
+    if (values.only !== 'queries')
+      failed = !(await benchAppends(admin, url, writers, env.measureSeconds, env.warmupSeconds)) || failed;
     console.log(
       `\nload average 1/5/15 min at the end: ${loadavg()
         .map((l) => l.toFixed(2))
@@ -100,6 +116,58 @@ async function benchSize(admin: Pool, url: Secret, n: number): Promise<boolean> 
         .join('; ')}`,
     );
     return await measure(pool, now);
+  } finally {
+    await pool.end();
+    await admin
+      .query(`DROP SCHEMA ${schema} CASCADE`)
+      .catch((err: unknown) => logger.warn({ err }, 'could not drop the bench schema'));
+  }
+}
+
+async function benchAppends(
+  admin: Pool,
+  url: Secret,
+  writers: number[],
+  seconds: number,
+  warmupSeconds: number,
+): Promise<boolean> {
+  const schema = `ledger_bench_${randomBytes(6).toString('hex')}`;
+  await admin.query(`CREATE SCHEMA ${schema}`);
+  // A connection per writer, so writers wait on the database, not on the pool.
+  const pool = createPool({ url, poolMax: Math.max(...writers), schema, statementTimeoutMs: 0 }, logger);
+  try {
+    await migrate(pool);
+    const flows = await seedAppendFlows(pool, Math.max(...writers));
+    console.log(
+      `\n=== ledger appends: ${seconds} s per run after ${warmupSeconds} s of warm-up; each writer its own flows, one transaction per append ===`,
+    );
+    const rows: string[][] = [];
+    for (const shape of APPEND_SHAPES) {
+      for (const n of writers) {
+        process.stderr.write(`appending: ${n} writers, ${shape.name}…\n`);
+        const run = await measureAppends(pool, flows.slice(0, n), shape, seconds, warmupSeconds);
+        rows.push([
+          run.shape,
+          String(run.writers),
+          run.appends.toLocaleString('en'),
+          run.perSecond.toFixed(0),
+          run.p50Ms.toFixed(2),
+          run.p99Ms.toFixed(2),
+        ]);
+      }
+    }
+    console.log(indent(formatTable(['transaction', 'writers', 'appends', 'appends/s', 'p50 ms', 'p99 ms'], rows)));
+    console.log(
+      `load average 1/5/15 min: ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' / ')}`,
+    );
+    const verified = await chainCase.run(pool, 0).then(
+      (n) => `the ledger verifies after the runs: ${n.toLocaleString('en')} rows`,
+      (err: unknown) => `FAIL ${(err as Error).message}`,
+    );
+    console.log(verified);
+    return !verified.startsWith('FAIL');
   } finally {
     await pool.end();
     await admin
