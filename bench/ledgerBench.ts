@@ -106,8 +106,9 @@ async function benchSize(admin: Pool, url: Secret, n: number): Promise<boolean> 
     );
     console.log(`statuses: ${seeded.statuses.map((s) => `${s.status} ${s.n.toLocaleString('en')}`).join(', ')}`);
     console.log(
-      'chain: navigation_events inserted with the chain trigger disabled; chain_seq/prev_hash/hash computed in the same INSERT by a running ' +
-        "aggregate over navigation_event_hash (the trigger's function), in id order; verifyChain below recomputes it, and the sweep appends through the trigger",
+      'chains: navigation_events inserted with the chain trigger disabled; flow_seq/prev_hash/hash computed in the same INSERT by a running ' +
+        "aggregate over navigation_event_hash (the trigger's function) per flow, then ledger_heads and one anchor sealing every head; " +
+        'verifyChain below recomputes it all, and the sweep appends through the trigger',
     );
     console.log(`sizes: ${await relationSizes(pool)}`);
     console.log(

@@ -7,7 +7,7 @@ import {
   findStuckFlows,
   type FlowFilters,
 } from '../src/ledger/ledgerQueriesRepo.js';
-import { verifyChain } from '../src/ledger/ledgerRepo.js';
+import { verifyChain } from '../src/ledger/chainVerifyRepo.js';
 
 // What the ledger bench measures: the operators' questions with the
 // parameters the CLI would pass (limit 50, grace 300 s).

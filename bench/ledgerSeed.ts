@@ -4,10 +4,12 @@ import { seedPaths, type SeedPath } from './ledgerPaths.js';
 // Bulk seeding for the ledger bench: N navigations in one INSERT … SELECT over
 // generate_series, their events following the paths of bench/ledgerPaths.ts,
 // then consent receipts, operation receipts, secrets and OAuth transactions.
-// The hash chain is not left empty: the chain trigger is disabled while the
-// events are inserted, and chain_seq / prev_hash / hash are computed in the
+// The hash chains are not left empty: the chain trigger is disabled while the
+// events are inserted, and flow_seq / prev_hash / hash are computed in the
 // same statement by a running aggregate over navigation_event_hash (the
-// trigger's own function), in id order, exactly as the trigger would have.
+// trigger's own function) per flow, exactly as the trigger would have; then
+// each flow's head, and one anchor sealing them all (ledger_anchor, as the
+// sweep writes it).
 
 export const SUBJECTS = 3000;
 export const TTL_SECONDS = 900;
@@ -41,9 +43,10 @@ const EVENT_COLUMNS = [
   'actor',
   'evidence',
   'created_at',
-  'chain_seq',
   'prev_hash',
   'hash',
+  'flow_seq',
+  'tx_id',
 ];
 
 export interface SeedReport {
@@ -78,12 +81,14 @@ export async function seedLedger(pool: Pool, n: number, now: Date): Promise<Seed
     await client.query(
       `SELECT setval(pg_get_serial_sequence('navigation_events', 'id'), (SELECT max(id) FROM navigation_events))`,
     );
+    await step('ledger_heads', INSERT_HEADS);
+    await step('first anchor (ledger_anchor_heads)', 'SELECT ledger_anchor(now(), pg_current_snapshot())');
     await step('consent_receipts', INSERT_CONSENT);
     await step('operation_receipts', INSERT_RECEIPTS, [PENDING_SHARE, FAILED_SHARE]);
     await step('secrets', INSERT_SECRETS);
     await step('oauth_transactions', INSERT_OAUTH);
     await client.query(
-      'DROP AGGREGATE bench_chain(navigation_events); DROP FUNCTION bench_chain_step(bytea, navigation_events)',
+      'DROP AGGREGATE bench_chain(navigation_events, bigint); DROP FUNCTION bench_chain_step(bytea, navigation_events, bigint)',
     );
     // What autovacuum does to a table after a bulk load: statistics and the visibility map.
     await step(
@@ -160,9 +165,9 @@ async function createScratch(client: PoolClient, paths: SeedPath[]): Promise<voi
          FROM unnest($1::text[], $2::text[], $3::float8[], $4::text[]) AS p(provider, host, lo, tools)`,
     [PROVIDERS.map((p) => p.provider), PROVIDERS.map((p) => p.host), bounds, PROVIDERS.map((p) => p.tools.join(','))],
   );
-  // One step of the chain: the trigger's hash of this row after its predecessor's hash.
-  await client.query(`CREATE FUNCTION bench_chain_step(prev bytea, e navigation_events) RETURNS bytea LANGUAGE sql IMMUTABLE AS 'SELECT navigation_event_hash(prev, e)';
-    CREATE AGGREGATE bench_chain(navigation_events) (SFUNC = bench_chain_step, STYPE = bytea)`);
+  // One step of a flow's chain: the trigger's hash of this row, at its place, after its predecessor's hash.
+  await client.query(`CREATE FUNCTION bench_chain_step(prev bytea, e navigation_events, seq bigint) RETURNS bytea LANGUAGE sql STABLE AS 'SELECT navigation_event_hash(prev, seq, e)';
+    CREATE AGGREGATE bench_chain(navigation_events, bigint) (SFUNC = bench_chain_step, STYPE = bytea)`);
 }
 
 // Per navigation: its path (weighted), subject (skewed: a few heavy users), provider and tool, and
@@ -207,13 +212,15 @@ SELECT id, 'https://broker.example', 'https://idp.example', sub, 'mcp-host-' || 
        t0, expires_at, CASE last_phase WHEN 0 THEN t0 WHEN 1 THEN p1 WHEN 2 THEN p2 WHEN 3 THEN p3 WHEN 4 THEN p4 ELSE p5 END
   FROM seed_nav ORDER BY t0`;
 
-// Ids (and chain positions) follow time, so one flow's events are spread through the table as in production.
+// Ids follow time, so one flow's events are spread through the table as in production; each flow's chain follows its steps.
 const INSERT_EVENTS = `
 INSERT INTO navigation_events (${EVENT_COLUMNS.join(', ')})
-SELECT id, navigation_id, from_status, to_status, event, actor, evidence, created_at, id, lag(hash) OVER (ORDER BY id), hash
-  FROM (SELECT e.*, bench_chain((e.id, e.navigation_id, e.from_status, e.to_status, e.event, e.actor, e.evidence, e.created_at, e.id, NULL, NULL)::navigation_events)
-                      OVER (ORDER BY e.id) AS hash
-          FROM (SELECT row_number() OVER (ORDER BY x.created_at, x.g, x.step) AS id, x.*
+SELECT id, navigation_id, from_status, to_status, event, actor, evidence, created_at,
+       lag(hash) OVER (PARTITION BY navigation_id ORDER BY flow_seq), hash, flow_seq, pg_current_xact_id()
+  FROM (SELECT e.*, bench_chain((e.id, e.navigation_id, e.from_status, e.to_status, e.event, e.actor, e.evidence, e.created_at, NULL, NULL, e.flow_seq, NULL)::navigation_events, e.flow_seq)
+                      OVER (PARTITION BY e.navigation_id ORDER BY e.flow_seq) AS hash
+          FROM (SELECT row_number() OVER (ORDER BY x.created_at, x.g, x.step) AS id,
+                       row_number() OVER (PARTITION BY x.navigation_id ORDER BY x.step) AS flow_seq, x.*
                   FROM (SELECT n.g, s.step, n.id AS navigation_id, s.from_status, s.to_status, s.event,
                                CASE WHEN s.event = 'browser_consent' THEN 'browser:' || n.sub
                                     WHEN s.phase = 3 THEN 'provider:' || n.provider
@@ -227,6 +234,10 @@ SELECT id, navigation_id, from_status, to_status, event, actor, evidence, create
                                     ELSE '{}'::jsonb END AS evidence,
                                CASE s.phase WHEN 0 THEN n.t0 WHEN 1 THEN n.p1 WHEN 2 THEN n.p2 WHEN 3 THEN n.p3 WHEN 4 THEN n.p4 ELSE n.p5 END AS created_at
                           FROM seed_nav n JOIN seed_steps s ON s.path = n.path) x) e) c`;
+
+const INSERT_HEADS = `
+INSERT INTO ledger_heads (navigation_id, seq, prev_hash, hash)
+SELECT DISTINCT ON (navigation_id) navigation_id, flow_seq, prev_hash, hash FROM navigation_events ORDER BY navigation_id, flow_seq DESC`;
 
 const INSERT_CONSENT = `
 INSERT INTO consent_receipts (id, navigation_id, browser_iss, browser_sub, displayed_destination, created_at)

@@ -83,10 +83,10 @@ export const REFUSAL_EVENTS = [
 ] as const;
 
 /**
- * Records a refusal unless the flow already holds `cap` of them: every ledger
- * write takes the chain's lock, so a loop on one link must not slow every
- * flow. Past the cap the refusal still refuses; it is only not written
- * (returns false, and the caller logs it).
+ * Records a refusal unless the flow already holds `cap` of them: whoever holds
+ * a link can repeat a refusal, and the ledger keeps every row for good, so a
+ * loop on one link must not grow it without bound. Past the cap the refusal
+ * still refuses; it is only not written (returns false, and the caller logs it).
  */
 export async function recordRefusal(
   tx: Queryable,

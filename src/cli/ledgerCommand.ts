@@ -10,12 +10,12 @@ import {
   findReconcileFindings,
   findStuckFlows,
 } from '../ledger/ledgerQueriesRepo.js';
-import { verifyChain } from '../ledger/ledgerRepo.js';
 import { lineages, navigationStates, State } from '../flow/navigationStates.js';
 import { databaseUrl } from './deployment.js';
 import { formatTable } from './table.js';
 import { actionCommands, ActionError, runAction, type ActionCommand } from './ledgerActions.js';
 import { authenticateOperator, OperatorAuthError } from './operatorAuth.js';
+import { readAnchorFile, runAnchorExport, runVerify, VerifyInputError } from './ledgerVerify.js';
 import { createLogger } from '../shared/logger.js';
 
 export class LedgerCommandError extends Error {
@@ -27,15 +27,20 @@ export class LedgerCommandError extends Error {
   }
 }
 
-const queryCommands = ['verify', 'flows', 'flow', 'stuck', 'reconcile', 'gates'];
+const queryCommands = ['verify', 'anchor', 'flows', 'flow', 'stuck', 'reconcile', 'gates'];
 
 const usage = `Usage: broker ledger <command> [--json]
 
 Every command needs BROKER_OPERATOR_TOKEN: an access token from the identity provider for a user with
 the operator role (development: export BROKER_OPERATOR_TOKEN=$(npm run -s broker -- dev-token --user ops)).
 
-  verify                  Recompute the ledger's hash chain and name the first broken link
-                          (exit 1 when broken).
+  verify [--anchor FILE]  Recompute every flow's hash chain and head, the anchors' chain and
+                          the heads they sealed, and name the first break (exit 1 when broken).
+                          With FILE (from anchor export, kept outside the database): also check
+                          that the database still holds that anchor, which pins every event it
+                          and the anchors before it sealed.
+  anchor export           Seal the events committed since the last anchor, then print the
+                          latest anchor (JSON) to keep outside the database.
   flows [filters]         Flows, newest first. Filters: --state S --lineage L --subject SUB
                           --provider P --tool T --older-than AGE (90, 30m, 2h, 7d)
                           --limit N (default 50).
@@ -83,6 +88,7 @@ export async function ledgerCommand(
       grace: { type: 'string' },
       reason: { type: 'string' },
       wait: { type: 'string' },
+      anchor: { type: 'string' },
     },
   });
   const number = (name: string, raw: string | undefined, fallback: number | undefined) => {
@@ -205,27 +211,17 @@ export async function ledgerCommand(
       );
       return findings.length > 0 ? 1 : 0;
     }
-    // A long walk at millions of rows: progress on stderr, so --json output stays one line.
-    const result = await verifyChain(
-      pool,
-      undefined,
-      (checked, last) =>
-        checked < last &&
-        progress(`checked ${checked.toLocaleString('en')} of ${last.toLocaleString('en')} chain positions`),
-    );
-    if (values.json)
-      out(JSON.stringify({ intact: !result.firstBreak, rows: result.rows, firstBreak: result.firstBreak ?? null }));
-    else if (!result.firstBreak) out(`Ledger intact: ${result.rows} rows, every hash chained.`);
-    else {
-      const b = result.firstBreak;
-      const why = {
-        hash: 'the row was altered after it was written',
-        gap: 'the row before it is missing',
-        link: 'it names another row as its predecessor',
-      }[b.reason];
-      out(`Ledger BROKEN at chain position ${b.chainSeq} (event id ${b.id}, navigation ${b.navigationId}): ${why}.`);
+    try {
+      if (sub === 'anchor') {
+        if (positionals[0] !== 'export' || positionals.length > 1)
+          throw new LedgerCommandError('Usage: broker ledger anchor export');
+        return await runAnchorExport(pool, now, out);
+      }
+      const anchor = values.anchor === undefined ? undefined : await readAnchorFile(values.anchor);
+      return await runVerify(pool, { anchor, json: values.json }, out, progress);
+    } catch (err) {
+      throw err instanceof VerifyInputError ? new LedgerCommandError(err.message) : err;
     }
-    return result.firstBreak ? 1 : 0;
   } finally {
     await pool.end();
   }

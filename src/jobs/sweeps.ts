@@ -4,6 +4,7 @@ import type { Clock } from '../shared/clock.js';
 import type { Logger } from '../shared/logger.js';
 import { advance } from '../broker/advance.js';
 import { lockOverdueNavigations } from '../broker/navigationRepo.js';
+import { writeAnchor } from '../ledger/anchorRepo.js';
 import { startPeriodic } from './periodic.js';
 import { deleteExpiredBatch, sweptTables, type SweptRows } from './sweepRepo.js';
 
@@ -38,6 +39,8 @@ export interface SweepResult extends SweptRows {
   redriveWaiting: number;
   /** Values at rest moved from an older key to the active one. */
   resealedValues: number;
+  /** Ledger anchors written (1 when there were events to seal and no other instance was sealing them). */
+  ledgerAnchors: number;
 }
 
 /**
@@ -48,7 +51,8 @@ export interface SweepResult extends SweptRows {
  * (a backlog of any size drains at thousands of rows a second, not 100 a
  * minute, and no step holds locks for long). Then the reconcile sweep and,
  * after a key rotation, the re-seal of values under older keys, as far as the
- * budget goes.
+ * budget goes. Last, whatever the budget, an anchor seals the ledger's events
+ * committed since the last one (theirs included).
  */
 export async function sweepOnce(deps: SweepDeps, limits: SweepLimits = {}): Promise<SweepResult> {
   try {
@@ -65,8 +69,8 @@ async function sweepWithin(deps: SweepDeps, { batch, budgetMs }: Required<SweepL
   const now = deps.clock.now();
   const deadline = performance.now() + budgetMs;
   const inBudget = () => performance.now() < deadline;
-  // Small transactions: every ledger write holds the chain's lock until commit, so a long sweep
-  // transaction would hold up every live flow's next step (bench:ledger: ~100 ms per 100 rows).
+  // Small transactions: a locked overdue flow (and its ledger chain) waits until commit, so a long
+  // sweep transaction would hold up those flows' next steps (bench:ledger: ~100 ms per 100 rows).
   let expiredNavigations = 0;
   do {
     const expired = await withTransaction(deps.pool, async (tx) => {
@@ -93,12 +97,14 @@ async function sweepWithin(deps: SweepDeps, { batch, budgetMs }: Required<SweepL
   }
   const reconciled = deps.reconcile && inBudget() ? await deps.reconcile(20) : { redriven: 0, waiting: 0 };
   const resealed = deps.reseal && inBudget() ? await deps.reseal(inBudget) : { resealed: 0 };
+  const anchor = await writeAnchor(deps.pool, deps.clock.now());
   const result = {
     expiredNavigations,
     ...rows,
     redrivenOperations: reconciled.redriven,
     redriveWaiting: reconciled.waiting,
     resealedValues: resealed.resealed,
+    ledgerAnchors: anchor === undefined ? 0 : 1,
   };
   if (Object.values(result).some((n) => n > 0)) deps.logger.info({ sweep: result }, 'sweep');
   return result;

@@ -129,7 +129,7 @@ export async function findFlowDetail(db: Queryable, id: string): Promise<FlowDet
       actor: string;
       evidence: unknown;
     }>(
-      'SELECT created_at, from_status, to_status, event, actor, evidence FROM navigation_events WHERE navigation_id = $1 ORDER BY chain_seq',
+      'SELECT created_at, from_status, to_status, event, actor, evidence FROM navigation_events WHERE navigation_id = $1 ORDER BY flow_seq',
       [id],
     ),
     db.query<{ created_at: Date; browser_sub: string; displayed_destination: string }>(

@@ -12,7 +12,9 @@ export interface LedgerEntry {
   at: Date;
 }
 
-// INSERT and SELECT only: the ledger is append-only (and a trigger refuses UPDATE/DELETE).
+// INSERT and SELECT only: the ledger is append-only (and a trigger refuses UPDATE/DELETE). The
+// database chains each entry to its flow's previous one (migrations/0018), under a lock on that
+// flow's chain alone, held until the caller's transaction ends.
 export async function appendEntry(db: Queryable, entry: LedgerEntry): Promise<void> {
   await db.query(
     `INSERT INTO navigation_events (navigation_id, from_status, to_status, event, actor, evidence, created_at)
@@ -48,9 +50,11 @@ export async function appendEntries(db: Queryable, entries: readonly LedgerEntry
 export type Observation = Omit<LedgerEntry, 'fromStatus' | 'toStatus'>;
 
 /**
- * Entries that move nothing, in one statement and in order, each recorded in its flow's present
- * state (read by the statement itself), for callers that hold no NavigationRecord: the vault and
- * the re-seal job. Observations of a flow that no longer exists are dropped.
+ * Entries that move nothing, in one statement, each recorded in its flow's present state (read by
+ * the statement itself), for callers that hold no NavigationRecord: the vault and the re-seal job.
+ * Each flow's entries keep their order; the flows are taken in navigation id order, so two such
+ * statements lock the flows' chains in one order and cannot deadlock. Observations of a flow that
+ * no longer exists are dropped.
  */
 export async function appendObservations(db: Queryable, observations: readonly Observation[]): Promise<void> {
   if (observations.length === 0) return;
@@ -60,7 +64,7 @@ export async function appendObservations(db: Queryable, observations: readonly O
        FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::timestamptz[]) WITH ORDINALITY
             AS o(navigation_id, event, actor, evidence, at, ord)
        JOIN elicitation_navigations n ON n.id = o.navigation_id
-      ORDER BY o.ord`,
+      ORDER BY o.navigation_id, o.ord`,
     [
       observations.map((o) => o.navigationId),
       observations.map((o) => o.event),
@@ -81,7 +85,7 @@ export async function findEntries(db: Queryable, navigationId: string): Promise<
     evidence: Record<string, unknown>;
     created_at: Date;
   }>(
-    'SELECT navigation_id, from_status, to_status, event, actor, evidence, created_at FROM navigation_events WHERE navigation_id = $1 ORDER BY id',
+    'SELECT navigation_id, from_status, to_status, event, actor, evidence, created_at FROM navigation_events WHERE navigation_id = $1 ORDER BY flow_seq',
     [navigationId],
   );
   return rows.map((r) => ({
@@ -111,73 +115,8 @@ export async function latestEventOf(
   events: readonly string[],
 ): Promise<string | undefined> {
   const { rows } = await db.query<{ event: string }>(
-    'SELECT event FROM navigation_events WHERE navigation_id = $1 AND event = ANY($2) ORDER BY id DESC LIMIT 1',
+    'SELECT event FROM navigation_events WHERE navigation_id = $1 AND event = ANY($2) ORDER BY flow_seq DESC LIMIT 1',
     [navigationId, events],
   );
   return rows[0]?.event;
-}
-
-export interface ChainBreak {
-  chainSeq: number;
-  id: number;
-  navigationId: string;
-  /** hash: the row differs from what was chained; gap: a row is missing; link: the row names another predecessor. */
-  reason: 'hash' | 'gap' | 'link';
-}
-
-const VERIFY_CHUNK = 100_000;
-
-/**
- * Recomputes the ledger's hash chain in the database (navigation_event_hash,
- * migrations/0004) and returns the number of rows and the first broken link.
- * It walks the chain in ranges of `chunk` positions (each one statement over
- * the chain_seq index, well inside the statement timeout at millions of rows),
- * each range read with the row before it so links across ranges are checked.
- */
-export async function verifyChain(
-  db: Queryable,
-  chunk = VERIFY_CHUNK,
-  onProgress?: (checkedUpTo: number, last: number) => void,
-): Promise<{ rows: number; firstBreak: ChainBreak | undefined }> {
-  const bounds = await db.query<{ n: string; last: string | null }>(
-    'SELECT count(*) AS n, max(chain_seq) AS last FROM navigation_events',
-  );
-  const rows = Number(bounds.rows[0]?.n ?? 0);
-  const last = Number(bounds.rows[0]?.last ?? 0);
-  for (let lo = 1; lo <= last; lo += chunk) {
-    const found = await db.query<{
-      id: string;
-      chain_seq: string;
-      navigation_id: string;
-      reason: ChainBreak['reason'];
-    }>(
-      `WITH c AS (
-         SELECT e.id, e.chain_seq, e.navigation_id, e.hash, e.prev_hash,
-                navigation_event_hash(e.prev_hash, e) AS expected,
-                lag(e.hash) OVER (ORDER BY e.chain_seq) AS prev_actual,
-                lag(e.chain_seq) OVER (ORDER BY e.chain_seq) AS prev_seq
-           FROM navigation_events e WHERE e.chain_seq BETWEEN $1::bigint - 1 AND $2)
-       SELECT id, chain_seq, navigation_id,
-              CASE WHEN hash <> expected THEN 'hash'
-                   WHEN chain_seq <> coalesce(prev_seq, 0) + 1 THEN 'gap'
-                   ELSE 'link' END AS reason
-         FROM c
-        WHERE chain_seq >= $1 AND (hash <> expected OR chain_seq <> coalesce(prev_seq, 0) + 1 OR prev_hash IS DISTINCT FROM prev_actual)
-        ORDER BY chain_seq LIMIT 1`,
-      [lo, lo + chunk - 1],
-    );
-    const r = found.rows[0];
-    if (r)
-      return {
-        rows,
-        firstBreak: {
-          chainSeq: Number(r.chain_seq),
-          id: Number(r.id),
-          navigationId: r.navigation_id,
-          reason: r.reason,
-        },
-      };
-    onProgress?.(Math.min(lo + chunk - 1, last), last);
-  }
-  return { rows, firstBreak: undefined };
 }

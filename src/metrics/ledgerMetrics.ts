@@ -4,16 +4,20 @@ import type { Queryable } from '../db/pool.js';
 import type { Logger } from '../shared/logger.js';
 import {
   countTransitions,
+  currentSnapshot,
+  findChunkEnd,
   findCompletionLatencyBuckets,
-  findLedgerHead,
+  NOTHING_COUNTED,
+  WINDOW_START,
   type LatencyBucket,
+  type WindowKey,
 } from './ledgerMetricsRepo.js';
 import { singleFlight } from '../shared/singleFlight.js';
 
 // Flow figures derived from the append-only ledger at scrape time, so they are
 // exact and survive restarts: the first scrape of a process counts the whole
 // history (aggregated in SQL, chunk by chunk), later scrapes only the rows
-// appended since. They are CLUSTER-WIDE: every instance reads the same ledger
+// committed since. They are CLUSTER-WIDE: every instance reads the same ledger
 // and reports the same totals, so aggregate across instances with max(), never
 // sum().
 
@@ -31,7 +35,9 @@ export interface LedgerMetricsDeps {
 
 /** Registers the instruments; returns the (single-flight) read that brings them up to date. */
 export function registerLedgerMetrics(registry: Registry, deps: LedgerMetricsDeps): () => Promise<void> {
-  let counted = 0; // the last chain_seq included in the figures below
+  // Every row visible in `counted` is in the figures below; `open` is the window being read past it.
+  let counted = NOTHING_COUNTED;
+  let open: { upto: string; after: WindowKey } | undefined;
   // Both instruments are filled by one read; a scrape waits for it whichever it asks first.
   const sync = singleFlight(
     () =>
@@ -58,17 +64,22 @@ export function registerLedgerMetrics(registry: Registry, deps: LedgerMetricsDep
   });
 
   async function catchUp(): Promise<void> {
-    const head = await findLedgerHead(deps.pool);
-    for (let i = 0; i < MAX_CHUNKS_PER_SCRAPE && counted < head; i++) {
-      const upTo = Math.min(head, counted + CHUNK);
+    open ??= { upto: await currentSnapshot(deps.pool), after: WINDOW_START };
+    for (let i = 0; i < MAX_CHUNKS_PER_SCRAPE && open; i++) {
+      const through = await findChunkEnd(deps.pool, counted, open.upto, open.after, CHUNK);
+      const chunk = { since: counted, upto: open.upto, after: open.after, through };
       const [counts, buckets] = await Promise.all([
-        countTransitions(deps.pool, counted, upTo),
-        findCompletionLatencyBuckets(deps.pool, counted, upTo, COMPLETION_BUCKETS),
+        countTransitions(deps.pool, chunk),
+        findCompletionLatencyBuckets(deps.pool, chunk, COMPLETION_BUCKETS),
       ]);
       // Applied only when both reads of the chunk succeeded: a chunk counts once or not at all.
       for (const c of counts) transitions.inc({ event: c.event, to_status: c.toStatus }, c.count);
       for (const b of buckets) observeBucket(completion, b);
-      counted = upTo;
+      if (through) open = { upto: open.upto, after: through };
+      else {
+        counted = open.upto;
+        open = undefined;
+      }
     }
   }
   return sync;

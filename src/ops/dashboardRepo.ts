@@ -4,7 +4,7 @@ import type { Queryable } from '../db/pool.js';
 // Read-only aggregates for the operator dashboard. SELECT
 // only. Each answers in a handful of rows however large the ledger is:
 // counting happens in Postgres, and the latency histogram reads a bounded
-// window of the newest ledger rows through the chain_seq index.
+// window of the newest ledger rows through the primary key.
 
 /** How many flows are in each state (states with none are absent). At 1M flows: an index-only scan, about 0.13 s. */
 export async function countFlowsByState(db: Queryable): Promise<Map<string, number>> {
@@ -44,8 +44,8 @@ export interface LatencyHistogram {
  * Seconds from a flow's entry into OUT_OF_BAND_PENDING to its entry into
  * REQUIREMENT_VERIFIED, for the newest `window` verifications, bucketed in SQL
  * by `bounds`. The newest verifications come from a backward scan of the
- * chain_seq index; each one's pending entry from the (navigation_id, id) index
- * (about 60 ms at 1M flows, whatever the ledger's size).
+ * primary key; each one's pending entry from the (navigation_id, flow_seq)
+ * index (about 60 ms at 1M flows, whatever the ledger's size).
  */
 export async function findCompletionLatencyHistogram(
   db: Queryable,
@@ -54,15 +54,15 @@ export async function findCompletionLatencyHistogram(
 ): Promise<LatencyHistogram> {
   const { rows } = await db.query<{ bucket: number; n: string }>(
     `WITH v AS (
-       SELECT navigation_id, chain_seq, created_at FROM navigation_events
+       SELECT navigation_id, flow_seq, created_at FROM navigation_events
         WHERE to_status = $3 AND from_status <> $3
-        ORDER BY chain_seq DESC LIMIT $2),
+        ORDER BY id DESC LIMIT $2),
      d AS (
        SELECT greatest(0, extract(epoch FROM v.created_at - p.created_at))::float8 AS s
          FROM v CROSS JOIN LATERAL (
            SELECT created_at FROM navigation_events p
-            WHERE p.navigation_id = v.navigation_id AND p.to_status = $4 AND p.from_status <> $4 AND p.chain_seq < v.chain_seq
-            ORDER BY p.chain_seq DESC LIMIT 1) p)
+            WHERE p.navigation_id = v.navigation_id AND p.to_status = $4 AND p.from_status <> $4 AND p.flow_seq < v.flow_seq
+            ORDER BY p.flow_seq DESC LIMIT 1) p)
      SELECT (SELECT count(*) FROM unnest($1::float8[]) AS b(le) WHERE b.le < d.s)::int AS bucket, count(*) AS n
        FROM d GROUP BY 1 ORDER BY 1`,
     [bounds, window, State.REQUIREMENT_VERIFIED, State.OUT_OF_BAND_PENDING],

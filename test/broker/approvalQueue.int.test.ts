@@ -109,7 +109,7 @@ describe('the approval queue for high-risk tools (HIGH_RISK_TOOLS=reports_create
       status: 'MRTR_RETRY_ACCEPTED',
     });
     const events = await stack.db.pool.query<{ event: string; actor: string }>(
-      'SELECT event, actor FROM navigation_events WHERE navigation_id = $1 ORDER BY chain_seq',
+      'SELECT event, actor FROM navigation_events WHERE navigation_id = $1 ORDER BY flow_seq',
       [flow.flowId],
     );
     expect(events.rows.slice(-3)).toEqual([

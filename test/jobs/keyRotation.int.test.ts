@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEV_PASSWORD } from '../../src/dev/devUsers.js';
 import { sweepOnce } from '../../src/jobs/sweeps.js';
-import { verifyChain } from '../../src/ledger/ledgerRepo.js';
+import { verifyChain } from '../../src/ledger/chainVerifyRepo.js';
 import { systemClock } from '../../src/shared/clock.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { elicitConnection, openConnectLink, REPORTS_FORMS, URL_CAPS } from '../support/connectFlow.js';

@@ -8,7 +8,7 @@ import { createKeyring } from '../../src/crypto/keyring.js';
 import { createSecretBox, type SecretBox } from '../../src/crypto/secretBox.js';
 import { resealPass } from '../../src/jobs/reseal.js';
 import { sweepOnce } from '../../src/jobs/sweeps.js';
-import { verifyChain } from '../../src/ledger/ledgerRepo.js';
+import { verifyChain } from '../../src/ledger/chainVerifyRepo.js';
 import { insertPendingAuthorization, pkceAad } from '../../src/oauth/pendingAuthRepo.js';
 import { aadOf, storeTokens } from '../../src/secrets/tokenVault.js';
 import { systemClock } from '../../src/shared/clock.js';

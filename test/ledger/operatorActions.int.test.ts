@@ -1,6 +1,8 @@
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import nock from 'nock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { verifyChain } from '../../src/ledger/ledgerRepo.js';
+import { verifyChain } from '../../src/ledger/chainVerifyRepo.js';
 import { consentAndAuthorize, elicitConnection, openConnectLink, retryConnection } from '../support/connectFlow.js';
 import { mintAccessToken } from '../support/forgedTokens.js';
 import { callTool } from '../support/mcpWire.js';
@@ -17,7 +19,7 @@ describe('operators on the command line (broker ledger …)', () => {
   const eventsOf = async (id: string) =>
     (
       await stack.db.pool.query<{ event: string; actor: string; to_status: string }>(
-        'SELECT event, actor, to_status FROM navigation_events WHERE navigation_id = $1 ORDER BY chain_seq',
+        'SELECT event, actor, to_status FROM navigation_events WHERE navigation_id = $1 ORDER BY flow_seq',
         [id],
       )
     ).rows;
@@ -275,24 +277,46 @@ describe('operators on the command line (broker ledger …)', () => {
     expect(flows.output).not.toMatch(/eyJ[\w-]+\.eyJ/);
     const intact = await ops('verify');
     expect(intact.code).toBe(0);
-    const rows = (await verifyChain(stack.db.pool)).rows;
-    expect(intact.output).toContain(`Ledger intact: ${rows} rows`);
+    const { rows, flows: flowCount } = await verifyChain(stack.db.pool);
+    expect(intact.output).toContain(`Ledger intact: ${rows} rows in ${flowCount} flows`);
 
-    const tamper = async (sql: string) => {
+    // An exported anchor, kept in a file outside the database, is what verify --anchor checks against.
+    const exported = await ops('anchor', 'export');
+    expect(exported.code).toBe(0);
+    const file = JSON.parse(exported.output.trim().split('\n').at(-1)!) as { seq: number };
+    expect(file).toMatchObject({ format: 'connect-broker ledger anchor v1', seq: expect.any(Number) });
+    const anchorPath = join(stack.dataDir, 'anchor.json');
+    await writeFile(anchorPath, JSON.stringify(file));
+    const pinned = await ops('verify', '--anchor', anchorPath);
+    expect(pinned.code).toBe(0);
+    expect(pinned.output).toContain(`the exported anchor ${file.seq} matches`);
+    await writeFile(join(stack.dataDir, 'not-an-anchor.json'), '{"seq": 1}');
+    const malformed = await ops('verify', '--anchor', join(stack.dataDir, 'not-an-anchor.json'));
+    expect(malformed.code).toBe(2);
+    expect(malformed.output).toContain('not an exported anchor: format');
+
+    const tamper = async (sql: string, params: unknown[] = []) => {
       await stack.db.pool.query('ALTER TABLE navigation_events DISABLE TRIGGER navigation_events_no_update');
-      await stack.db.pool.query(sql);
+      await stack.db.pool.query(sql, params);
       await stack.db.pool.query('ALTER TABLE navigation_events ENABLE TRIGGER navigation_events_no_update');
     };
-    await tamper("UPDATE navigation_events SET actor = 'cli:nobody' WHERE chain_seq = 12");
+    const { navigation_id: flow } = await one<{ navigation_id: string }>(
+      'SELECT navigation_id FROM ledger_heads WHERE seq >= 3 ORDER BY navigation_id LIMIT 1',
+    );
+    await tamper("UPDATE navigation_events SET actor = 'cli:nobody' WHERE navigation_id = $1 AND flow_seq = 2", [flow]);
     const altered = await ops('verify', '--json');
     expect(altered.code).toBe(1);
     expect(JSON.parse(altered.output.trim().split('\n').at(-1)!)).toMatchObject({
       intact: false,
-      firstBreak: { chainSeq: 12, reason: 'hash' },
+      firstBreak: { navigationId: flow, flowSeq: 2, reason: 'hash' },
     });
-    await tamper('DELETE FROM navigation_events WHERE chain_seq <= 12 AND chain_seq >= 5');
+    await tamper('DELETE FROM navigation_events WHERE navigation_id = $1 AND flow_seq <= 2', [flow]);
     const deleted = await ops('verify');
     expect(deleted.code).toBe(1);
-    expect(deleted.output).toMatch(/Ledger BROKEN at chain position 13 .*the row before it is missing/);
+    expect(deleted.output).toMatch(
+      new RegExp(
+        `Ledger BROKEN at event 3 of flow ${flow} \\(event id \\d+\\): the event before it in its flow is missing`,
+      ),
+    );
   });
 });

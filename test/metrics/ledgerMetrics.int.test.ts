@@ -3,6 +3,7 @@ import { advance } from '../../src/broker/advance.js';
 import { insertNavigation } from '../../src/broker/navigationRepo.js';
 import { createPool } from '../../src/db/pool.js';
 import { withTransaction } from '../../src/db/transaction.js';
+import { appendEntry } from '../../src/ledger/ledgerRepo.js';
 import { createMetrics } from '../../src/metrics/metrics.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { familyLines, sampleValue } from '../support/metricsText.js';
@@ -76,6 +77,41 @@ describe('ledger-derived metrics (flow transitions, completion latency)', () => 
       restarted.registry.metrics(),
     ]);
     for (const s of scrapes) expect(familyLines(s, ...LEDGER_FAMILIES)).toEqual(familyLines(text, ...LEDGER_FAMILIES));
+  });
+
+  // Writers share no lock, so a transaction that wrote first may commit last; counting by the
+  // snapshots the rows committed in, the scrape after its COMMIT still counts its row, once.
+  it('counts a row whose transaction commits after a later one was already counted', async () => {
+    const metrics = createMetrics({ pool: db.newPool(), logger, processMetrics: false });
+    const [early, late] = [navigationFixture(), navigationFixture()];
+    for (const n of [early, late]) await insertNavigation(db.pool, n);
+    const probe = (navigationId: string) => ({
+      navigationId,
+      fromStatus: 'CREATED',
+      toStatus: 'CREATED',
+      event: 'probe',
+      actor: 'test',
+      evidence: {},
+      at: new Date(),
+    });
+    const probes = async () =>
+      sampleValue(await metrics.registry.metrics(), 'broker_flow_transitions_total', {
+        event: 'probe',
+        to_status: 'CREATED',
+      });
+    const holder = await db.pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await appendEntry(holder, probe(early.id));
+      await appendEntry(db.pool, probe(late.id));
+      expect(await probes()).toBe(1);
+      await holder.query('COMMIT');
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      holder.release();
+    }
+    expect(await probes()).toBe(2);
+    expect(await probes()).toBe(2);
   });
 
   it('serves the last figures and counts the failure when the database cannot be read', async () => {

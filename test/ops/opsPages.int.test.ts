@@ -76,7 +76,7 @@ describe('operator pages', () => {
   const eventsOf = async (id: string) =>
     (
       await stack.db.pool.query(
-        'SELECT event, actor, from_status, to_status, evidence FROM navigation_events WHERE navigation_id = $1 ORDER BY chain_seq',
+        'SELECT event, actor, from_status, to_status, evidence FROM navigation_events WHERE navigation_id = $1 ORDER BY flow_seq',
         [id],
       )
     ).rows as {

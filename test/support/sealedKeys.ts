@@ -18,7 +18,7 @@ export async function keyIdsInUse(db: Queryable): Promise<string[]> {
   return rows.map((r) => r.k);
 }
 
-/** The `values_resealed` ledger entries, in chain order. */
+/** The `values_resealed` ledger entries, in the order they were written. */
 export async function resealEntries(db: Queryable) {
   const { rows } = await db.query<{
     navigation_id: string;
@@ -27,7 +27,7 @@ export async function resealEntries(db: Queryable) {
     actor: string;
     evidence: { kind: string; keyId: string; from: Record<string, number> };
   }>(
-    "SELECT navigation_id, from_status, to_status, actor, evidence FROM navigation_events WHERE event = 'values_resealed' ORDER BY chain_seq",
+    "SELECT navigation_id, from_status, to_status, actor, evidence FROM navigation_events WHERE event = 'values_resealed' ORDER BY id",
   );
   return rows;
 }
