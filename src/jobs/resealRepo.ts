@@ -68,7 +68,10 @@ export interface SealedRow {
 /**
  * Locks up to `limit` rows of one kind sealed under one of `keyIds`, past `after` in key order, for
  * the caller's short transaction. SKIP LOCKED: a row another instance re-seals, or a refresh or
- * callback is rewriting, is left to a later pass rather than waited for.
+ * callback is rewriting, is left to a later pass rather than waited for. NO KEY UPDATE, as a
+ * re-seal changes no key: FOR UPDATE would also hold off the foreign-key share lock that a ledger
+ * entry of the same flow takes, and another instance holding that flow's ledger head would wait
+ * on it while this one waits on the head (a deadlock).
  */
 export async function lockSealedUnder(
   db: Queryable,
@@ -90,7 +93,7 @@ export async function lockSealedUnder(
        FROM ${c.table}
       WHERE ${c.keyId} = ANY($1) AND ($2::${c.keyType} IS NULL OR ${c.key} > $2)
       ORDER BY ${c.key} LIMIT $3
-        FOR UPDATE SKIP LOCKED`,
+        FOR NO KEY UPDATE SKIP LOCKED`,
     [keyIds, after ?? null, limit],
   );
   return rows.map((r) => ({

@@ -7,6 +7,9 @@ import { handleAad } from '../../src/broker/startNavigation.js';
 import { createKeyring } from '../../src/crypto/keyring.js';
 import { createSecretBox, type SecretBox } from '../../src/crypto/secretBox.js';
 import { resealPass } from '../../src/jobs/reseal.js';
+import { lockSealedUnder } from '../../src/jobs/resealRepo.js';
+import { withTransaction } from '../../src/db/transaction.js';
+import { appendObservations } from '../../src/ledger/ledgerRepo.js';
 import { sweepOnce } from '../../src/jobs/sweeps.js';
 import { verifyChain } from '../../src/ledger/chainVerifyRepo.js';
 import { insertPendingAuthorization, pkceAad } from '../../src/oauth/pendingAuthRepo.js';
@@ -167,6 +170,36 @@ describe('the re-seal job', () => {
       unopened: 0,
     });
     expect(await resealEntries(db.pool)).toHaveLength(events.length);
+  });
+
+  // The deadlock two instances met: one held a flow's connect-link row while the other, holding
+  // that flow's ledger head, waited to insert the flow's entry (whose foreign key share-locks the
+  // row). A re-seal changes no key, so its lock must let that entry through.
+  it("locks a flow's row so that another transaction can still append to the flow's ledger", async () => {
+    const seeded = await seedFlow(db, boxOf(k1), 'alice');
+    const holder = await db.pool.connect();
+    const other = db.newPool();
+    try {
+      await holder.query('BEGIN');
+      const rows = await lockSealedUnder(holder, 'connectLinks', ['k1'], undefined, 10);
+      expect(rows.map((r) => r.navigationId)).toEqual([seeded.navigationId]);
+      await withTransaction(other, async (tx) => {
+        await tx.query("SET LOCAL lock_timeout = '2s'");
+        await appendObservations(tx, [
+          {
+            navigationId: seeded.navigationId,
+            event: 'values_resealed',
+            actor: 'system:reseal',
+            evidence: {},
+            at: new Date(),
+          },
+        ]);
+      });
+      expect((await resealEntries(db.pool)).filter((e) => e.navigation_id === seeded.navigationId)).toHaveLength(1);
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+    }
   });
 
   it('leaves a value that does not open under its configured key and moves the rest past it', async () => {
