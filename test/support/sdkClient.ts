@@ -24,6 +24,9 @@ import type { BrokerStack } from './brokerStack.js';
 
 export type Era = '2026-07-28' | '2025-11-25';
 
+/** Where the client connects: a stack, or anything with an /mcp URL and the CA it is served under (a balancer). */
+export type SdkTarget = Pick<BrokerStack, 'mcpResourceUrl' | 'tls'>;
+
 export interface Sent {
   method: string;
   /** Every header of the request, by lower-case name. */
@@ -68,11 +71,7 @@ export interface SdkClient {
  * A client of `era` for /mcp, not yet connected, that sends `auth` (a bearer token, or the host's
  * own OAuth provider) and records every request.
  */
-export function sdkClient(
-  stack: BrokerStack,
-  auth: string | OAuthClientProvider,
-  options: SdkClientOptions,
-): SdkClient {
+export function sdkClient(stack: SdkTarget, auth: string | OAuthClientProvider, options: SdkClientOptions): SdkClient {
   // The stack's fetch gives up on a body after 10 s; a 2025-11-25 GET stream lives longer.
   const base = options.fetch ?? createFetch({ extraCaPems: [stack.tls.caPem], timeoutMs: 60_000 });
   const sent: Sent[] = [];
@@ -134,7 +133,7 @@ export function sdkClient(
 
 /** {@link sdkClient}, connected (initialize on 2025-11-25). */
 export async function connectSdkClient(
-  stack: BrokerStack,
+  stack: SdkTarget,
   auth: string | OAuthClientProvider,
   options: SdkClientOptions,
 ): Promise<SdkClient> {
