@@ -3,7 +3,15 @@ import type { Principal } from '../../auth/principal.js';
 import type { Config } from '../../config/config.js';
 import { findNavigationById } from '../../broker/navigationRepo.js';
 import { State } from '../../flow/navigationStates.js';
-import { invalidRequest, McpProtocolError, methodNotFound, tooManySessions, unknownSession } from '../toMcp.js';
+import { z } from 'zod';
+import {
+  invalidParams,
+  invalidRequest,
+  McpProtocolError,
+  methodNotFound,
+  tooManySessions,
+  unknownSession,
+} from '../toMcp.js';
 import type { Logger } from '../../shared/logger.js';
 import type { ToolContext } from '../defineTool.js';
 import type { ClientCapabilities, RequestId } from '../protocol.js';
@@ -62,6 +70,13 @@ function sendJson(res: ServerResponse, status: number, text: string, headers: Re
     .end(text);
 }
 
+// Loose objects: a client may add members (MCP's extension points); the ones read must have their types.
+const InitializeParams = z.object({
+  protocolVersion: z.string().max(64),
+  capabilities: z.record(z.string(), z.unknown()),
+  clientInfo: z.object({ name: z.string().max(256), version: z.string().max(256) }),
+});
+
 /** A refusal of the session layer, with its own status (mcp/toMcp.ts). */
 function refuse(
   res: ServerResponse,
@@ -119,10 +134,15 @@ export function createLegacyEndpoint(deps: LegacyEndpointDeps): LegacyEndpoint {
       ) as Record<string, unknown>;
       if (message['method'] === 'initialize') {
         if (id === null) return refuse(res, null, invalidRequest('initialize is a request: it needs an id'));
-        const capabilities = (
-          typeof params['capabilities'] === 'object' && params['capabilities'] !== null ? params['capabilities'] : {}
-        ) as ClientCapabilities;
-        const created = sessions.create(principal, capabilities);
+        // What a session is made from is parsed before one is made (2025-11-25 lifecycle, InitializeRequest).
+        const init = InitializeParams.safeParse(message['params']);
+        if (!init.success)
+          return refuse(
+            res,
+            id,
+            invalidParams('initialize needs params with protocolVersion, capabilities and clientInfo {name, version}'),
+          );
+        const created = sessions.create(principal, init.data.capabilities as ClientCapabilities);
         if ('refused' in created) return refuse(res, id, tooManySessions(created.refused), { 'Retry-After': '60' });
         // We speak one legacy version; a client asking for another gets ours (2025-11-25 lifecycle).
         const result = { protocolVersion: LEGACY_VERSION, capabilities: { tools: {} }, serverInfo: deps.serverInfo };
