@@ -20,7 +20,11 @@ import { resourceMetadataUrl } from './mcp/protectedResourceRoutes.js';
 import { createRequestStateCodec } from './mcp/requestState.js';
 import { createFormGuard } from './mcp/formGuard.js';
 import type { Tool } from './mcp/defineTool.js';
-import { builtInToolsFor, connectionCallFor } from './mcp/tools/registry.js';
+import { builtInToolsFor } from './mcp/tools/registry.js';
+import { isConnectionTool } from './mcp/defineConnectionTool.js';
+import { createToolRegistry } from './mcp/toolRegistry.js';
+import { createUpstreamMcp } from './upstream/upstreamMcpClient.js';
+import { createUpstreamTools, prefixCollisions } from './upstream/upstreamTools.js';
 import type { McpToolDeps } from './mcp/toolDeps.js';
 import { toolScopeProblems, ToolModuleError } from './mcp/tools/toolModules.js';
 import type { Provider } from './providers/providerConfig.js';
@@ -53,6 +57,8 @@ export interface ServerDeps extends Omit<
   metrics?: Metrics;
   /** Connection tools served beside the built-in ones (TOOL_MODULES, loaded by mcp/tools/toolModules.ts). */
   extraTools?: readonly Tool<McpToolDeps>[];
+  /** Where the completion signal LISTENs when `pool` goes through a transaction-mode pooler (DATABASE_DIRECT_URL). */
+  listenPool?: AppDeps['pool'];
 }
 
 export interface BrokerServer {
@@ -102,16 +108,42 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
       vault: { pool: deps.pool, box: broker.box, clock: deps.clock, providers: broker.providers },
     },
   };
-  // One list, by name, for tools/list, both eras and the re-drive.
+  // The broker's own tools, by name: one registry with the upstreams' for tools/list, both eras and the re-drive.
   const served = [...builtInToolsFor(deps.providers), ...(deps.extraTools ?? [])].sort((a, b) =>
     a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
   );
-  const scopeProblems = toolScopeProblems(served, deps.providers);
+  // Upstream MCP servers' tools come after, under their prefixes: a prefix that would meet one of the broker's own names is refused.
+  const upstreams = deps.providers.filter((p) => p.upstream !== undefined);
+  const scopeProblems = [
+    ...toolScopeProblems(served, deps.providers),
+    ...prefixCollisions(
+      served.map((t) => t.name),
+      upstreams,
+    ),
+  ];
   if (scopeProblems.length > 0) throw new ToolModuleError(scopeProblems);
+  const registry = createToolRegistry(
+    served,
+    upstreams.length === 0
+      ? undefined
+      : createUpstreamTools({
+          upstreams,
+          mcp: createUpstreamMcp({
+            fetch: deps.fetch,
+            timeoutMs: deps.settings.broker.upstreamTimeoutMs,
+            clientInfo: { name: 'connect-broker', version: deps.version },
+          }),
+          vault: toolDeps.connection.vault,
+          logger: deps.logger,
+        }),
+  );
   const redrive: RedriveDeps = {
     broker,
     vault: toolDeps.connection.vault,
-    operationFor: (tool, args) => connectionCallFor(served, tool, args, toolDeps),
+    operationFor: (tool, args) => {
+      const found = registry.find(tool);
+      return found && isConnectionTool(found) ? found.connectionCall(args, toolDeps) : undefined;
+    },
   };
   const app = createApp({
     ...deps,
@@ -128,9 +160,9 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
   });
   const { hosts, origins } = allowedHostsFor(http.publicUrl);
   const serverInfo = { name: 'connect-broker', version: deps.version };
-  const server = createModernServer({ tools: served, toolDeps, serverInfo, logger: deps.logger });
+  const server = createModernServer({ tools: registry, toolDeps, serverInfo, logger: deps.logger });
   const legacy = createLegacyEndpoint({
-    tools: served,
+    tools: registry,
     toolDeps,
     serverInfo,
     logger: deps.logger,

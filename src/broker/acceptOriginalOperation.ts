@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/principal.js';
 import { samePrincipal } from '../auth/principal.js';
 import { withTransaction } from '../db/transaction.js';
-import { ConflictError, ForbiddenError, NotFoundError } from '../errors/appError.js';
+import { ConflictError, ForbiddenError, NotFoundError, UnavailableError } from '../errors/appError.js';
 import { advance } from './advance.js';
 import { isApproved } from './approvals.js';
 import type { BrokerDeps } from './brokerDeps.js';
@@ -13,6 +13,7 @@ import {
   findReceiptById,
   findReceiptByKey,
   insertReceiptOnce,
+  markOutcomeUnknown,
   recordOutcome,
   releasePerformLease,
   takePerformLease,
@@ -114,6 +115,23 @@ export class PerformInProgressError extends ConflictError {
   }
 }
 
+/**
+ * The call was sent and its answer lost (a timeout, a reset), to a provider that cannot dedupe a
+ * second one: it may or may not have been done. Thrown by a perform, it is recorded on the receipt
+ * (markOutcomeUnknown) and no retry, instance or sweep sends it again; an operator decides.
+ */
+export class OutcomeUnknownError extends UnavailableError {
+  constructor(
+    readonly what: string,
+    options: { cause?: unknown; recorded?: boolean } = {},
+  ) {
+    super(
+      `${what} Whether it was done is unknown, so it is not sent again${options.recorded ? ': it is recorded for an operator to reconcile' : ''}. Check at the service before calling again.`,
+      { cause: options.cause, expose: true },
+    );
+  }
+}
+
 // Longer than any business call may take (the injected fetch gives up after 10 s), so a lease
 // ends only when its holder finished or died; a dead holder's lease simply runs out.
 const PERFORM_LEASE_MS = 30_000;
@@ -137,6 +155,8 @@ export async function runAcceptedOperation(
   receipt: OperationReceipt,
   call: (idempotencyKey: string) => Promise<BusinessOutcome>,
   waitMs: number = deps.retryWaitMs,
+  /** An operator's re-drive: an operation whose outcome is unknown is performed again. */
+  unknownToo = false,
 ): Promise<BusinessOutcome> {
   const owner = randomUUID();
   const deadline = Date.now() + waitMs;
@@ -144,8 +164,14 @@ export async function runAcceptedOperation(
   for (;;) {
     const known = recordedOutcome(current);
     if (known) return known;
+    if (current.outcomeUnknownAt && !unknownToo)
+      throw new OutcomeUnknownError(
+        `The call was sent at ${current.outcomeUnknownAt.toISOString()} and no answer came back.`,
+        { recorded: true },
+      );
     const now = deps.clock.now();
-    if (await takePerformLease(deps.pool, current.id, owner, now, new Date(now.getTime() + PERFORM_LEASE_MS)))
+    const until = new Date(now.getTime() + PERFORM_LEASE_MS);
+    if (await takePerformLease(deps.pool, current.id, owner, now, until, unknownToo))
       return perform(deps, current, owner, call);
     const remaining = deadline - Date.now();
     if (remaining <= 0) throw new PerformInProgressError();
@@ -176,6 +202,12 @@ async function perform(
   try {
     result = await call(receipt.id);
   } catch (err) {
+    if (err instanceof OutcomeUnknownError) {
+      await markOutcomeUnknown(deps.pool, receipt.id, owner, deps.clock.now());
+      // Wakes identical calls waiting for it: they answer the same, without sending it.
+      await deps.signal.notify(deps.pool, receipt.navigationId);
+      throw new OutcomeUnknownError(err.what, { cause: err.cause, recorded: true });
+    }
     // No outcome is known: the next caller (a retry, the sweep) tries again with the same key, at once.
     await releasePerformLease(deps.pool, receipt.id, owner).catch(() => undefined);
     throw err;

@@ -11,7 +11,10 @@ import type { WaitGate } from './quotas.js';
  * The broker slice of the configuration (config/config.ts) as the use cases read it, less what only
  * main.ts reads (the providers file) and the sweeper (its interval): a new setting there reaches them.
  */
-export type BrokerSettings = Omit<Config['broker'], 'providersFile' | 'providerSecret' | 'sweepIntervalMs'>;
+export type BrokerSettings = Omit<
+  Config['broker'],
+  'providersFile' | 'providerSecret' | 'sweepIntervalMs' | 'upstreamTimeoutMs'
+>;
 
 /** What the connection broker's use cases need; built once in server.ts. */
 export interface BrokerDeps extends BrokerSettings {

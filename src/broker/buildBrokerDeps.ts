@@ -36,7 +36,13 @@ export interface BrokerBuild {
  */
 export function buildBrokerDeps(build: BrokerBuild): BrokerDeps {
   const { http, quotas, highRiskTools } = build.settings;
-  const { providersFile: _file, providerSecret: _secret, sweepIntervalMs: _sweep, ...settings } = build.settings.broker;
+  const {
+    providersFile: _file,
+    providerSecret: _secret,
+    sweepIntervalMs: _sweep,
+    upstreamTimeoutMs: _upstream,
+    ...settings
+  } = build.settings.broker;
   const box = createSecretBox(createKeyring(build.secretKeys, 'secrets'));
   const clientDeps = { fetch: build.fetch, allowLoopback: build.allowLoopback, now: () => build.clock.now() };
   return {

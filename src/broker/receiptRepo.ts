@@ -15,6 +15,8 @@ export interface OperationReceipt {
   createdAt: Date;
   /** While someone performs the operation: until when their lease holds. */
   performLeaseUntil: Date | undefined;
+  /** When a call was sent and its answer lost: only an operator's re-drive may send it again. */
+  outcomeUnknownAt: Date | undefined;
 }
 
 interface Row {
@@ -29,10 +31,11 @@ interface Row {
   outcome: Record<string, unknown> | null;
   created_at: Date;
   perform_lease_until: Date | null;
+  outcome_unknown_at: Date | null;
 }
 
 const COLUMNS =
-  'id, operation_key, navigation_id, lineage, jsonrpc_id, retry_generation, requirement_receipt, outcome_status, outcome, created_at, perform_lease_until';
+  'id, operation_key, navigation_id, lineage, jsonrpc_id, retry_generation, requirement_receipt, outcome_status, outcome, created_at, perform_lease_until, outcome_unknown_at';
 
 const fromRow = (r: Row): OperationReceipt => ({
   id: r.id,
@@ -46,6 +49,7 @@ const fromRow = (r: Row): OperationReceipt => ({
   outcome: r.outcome ?? undefined,
   createdAt: r.created_at,
   performLeaseUntil: r.perform_lease_until ?? undefined,
+  outcomeUnknownAt: r.outcome_unknown_at ?? undefined,
 });
 
 /**
@@ -54,7 +58,7 @@ const fromRow = (r: Row): OperationReceipt => ({
  */
 export async function insertReceiptOnce(
   db: Queryable,
-  receipt: Omit<OperationReceipt, 'outcome' | 'outcomeStatus' | 'performLeaseUntil'>,
+  receipt: Omit<OperationReceipt, 'outcome' | 'outcomeStatus' | 'performLeaseUntil' | 'outcomeUnknownAt'>,
   sealedArguments?: Sealed,
 ): Promise<{ receipt: OperationReceipt; created: boolean }> {
   const inserted = await db.query<Row>(
@@ -126,13 +130,28 @@ export async function takePerformLease(
   owner: string,
   now: Date,
   until: Date,
+  /** Whether one whose outcome is unknown may be performed again (an operator's re-drive). */
+  unknownToo = false,
 ): Promise<boolean> {
   const { rowCount } = await db.query(
     `UPDATE operation_receipts SET perform_lease_owner = $2, perform_lease_until = $4
-      WHERE id = $1 AND outcome_status = 'pending' AND (perform_lease_until IS NULL OR perform_lease_until <= $3)`,
-    [id, owner, now, until],
+      WHERE id = $1 AND outcome_status = 'pending' AND (perform_lease_until IS NULL OR perform_lease_until <= $3)
+        AND (outcome_unknown_at IS NULL OR $5)`,
+    [id, owner, now, until, unknownToo],
   );
   return (rowCount ?? 0) > 0;
+}
+
+/**
+ * Records that `owner`'s call was sent and its answer lost, and gives the lease back: no retry
+ * sends it again, and the reconcile sweep takes it up at once (an operator decides).
+ */
+export async function markOutcomeUnknown(db: Queryable, id: string, owner: string, now: Date): Promise<void> {
+  await db.query(
+    `UPDATE operation_receipts SET outcome_unknown_at = $3, redrive_after = $3, perform_lease_owner = NULL, perform_lease_until = NULL
+      WHERE id = $1 AND perform_lease_owner = $2 AND outcome_status = 'pending'`,
+    [id, owner, now],
+  );
 }
 
 /** Gives a perform lease back early (the call failed before an outcome): the next caller need not wait for it to expire. */

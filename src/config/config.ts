@@ -76,6 +76,7 @@ const envSchema = z
       .default(900),
     RETRY_WAIT_MS: z.coerce.number().int().min(0).max(60_000).default(10_000),
     SWEEP_INTERVAL_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
+    UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
     LEGACY_URL_ELICITATION: z.enum(['nested', 'error']).default('nested'),
     LEGACY_WAIT_MS: z.coerce
       .number()
@@ -251,6 +252,8 @@ export interface Config {
     /** How long a retry waits for a pending connection before answering input_required again. */
     retryWaitMs: number;
     sweepIntervalMs: number;
+    /** UPSTREAM_TIMEOUT_MS: each request to an upstream MCP server (a proxied call, a tools/list), its whole answer included. */
+    upstreamTimeoutMs: number;
   };
   legacy: { urlElicitation: 'nested' | 'error'; waitMs: number; retryWindowMs: number; limits: LegacyLimits };
   /** Sign-in requests per client address, per instance (LOGIN_RATE_BURST, LOGIN_RATE_PER_MINUTE). */
@@ -325,6 +328,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       navigationTtlSeconds: e.NAVIGATION_TTL_SECONDS,
       retryWaitMs: e.RETRY_WAIT_MS,
       sweepIntervalMs: e.SWEEP_INTERVAL_MS,
+      upstreamTimeoutMs: e.UPSTREAM_TIMEOUT_MS,
     },
     legacy: {
       urlElicitation: e.LEGACY_URL_ELICITATION,

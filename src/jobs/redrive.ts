@@ -92,6 +92,8 @@ export async function redrive(
           operation.perform(live, key),
         ),
       0,
+      // Only an operator's request (or a provider that dedupes) gets here: an unknown outcome is performed again.
+      true,
     );
   } catch (err) {
     if (err instanceof PerformInProgressError) return undefined;

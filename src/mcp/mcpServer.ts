@@ -1,9 +1,10 @@
 import { invalidParams, methodNotFound, missingRequiredClientCapability, toJsonRpcError } from './toMcp.js';
 import type { Logger } from '../shared/logger.js';
-import type { Tool, ToolContext } from './defineTool.js';
+import type { ToolContext } from './defineTool.js';
 import type { Envelope } from './envelope.js';
 import { elicitationModes, META_SERVER_INFO, SUPPORTED_VERSIONS, type ClientCapabilities } from './protocol.js';
 import type { VerifiedBearer } from './mcpAuth.js';
+import type { ToolRegistry } from './toolRegistry.js';
 
 export interface ServerInfo {
   name: string;
@@ -11,7 +12,7 @@ export interface ServerInfo {
 }
 
 export interface ModernServerDeps<D> {
-  tools: readonly Tool<D>[];
+  tools: ToolRegistry<D>;
   toolDeps: D;
   serverInfo: ServerInfo;
   logger: Logger;
@@ -24,14 +25,12 @@ export interface ModernServer {
   handle(request: Request, caller: VerifiedBearer, requestId: string): Promise<string>;
 }
 
-const TOOLS_TTL_MS = 5 * 60 * 1000;
 const DISCOVER_TTL_MS = 60 * 60 * 1000;
 
 /**
  * The 2026-07-28 method table: server/discover, tools/list, tools/call. It
- * knows nothing of HTTP or sessions. Results that never vary (discover and
- * tools/list: the tools do not depend on the caller, so `public`) are
- * serialised once.
+ * knows nothing of HTTP or sessions. Results that never vary (discover, and
+ * tools/list while no tool depends on the caller) are serialised once.
  */
 export function createModernServer<D>(deps: ModernServerDeps<D>): ModernServer {
   const meta = { [META_SERVER_INFO]: deps.serverInfo };
@@ -45,21 +44,18 @@ export function createModernServer<D>(deps: ModernServerDeps<D>): ModernServer {
     cacheScope: 'public',
     _meta: meta,
   });
-  const toolsList = JSON.stringify({
-    resultType: 'complete',
-    tools: deps.tools.map((t) => t.descriptor),
-    ttlMs: TOOLS_TTL_MS,
-    cacheScope: 'public',
-    _meta: meta,
-  });
-  const byName = new Map(deps.tools.map((t) => [t.name, t]));
+  const listJson = async (caller: VerifiedBearer) => {
+    const { tools, ttlMs, cacheScope } = await deps.tools.list(caller.principal);
+    return JSON.stringify({ resultType: 'complete', tools, ttlMs, cacheScope, _meta: meta });
+  };
+  let fixedList: Promise<string> | undefined;
 
   async function callTool(request: Request, caller: VerifiedBearer, requestId: string): Promise<string> {
     const { params } = request;
     const name = params['name'];
     if (typeof name !== 'string') throw invalidParams('params.name must be a string');
-    const tool = byName.get(name);
-    if (!tool) throw invalidParams(`Unknown tool: ${name.slice(0, 64)}. Known tools: ${[...byName.keys()].join(', ')}`);
+    const tool = deps.tools.find(name);
+    if (!tool) throw invalidParams(`Unknown tool: ${name.slice(0, 64)}. Known tools: ${deps.tools.names.join(', ')}`);
     const missing = missingCapabilities(tool.requires, request.capabilities);
     if (missing)
       throw missingRequiredClientCapability(
@@ -102,7 +98,9 @@ export function createModernServer<D>(deps: ModernServerDeps<D>): ModernServer {
           case 'tools/list':
             if (request.params['cursor'] !== undefined)
               throw invalidParams('Unknown cursor: tools/list has a single page');
-            return toolsList;
+            // The same for every caller: the first answer serves them all.
+            if (deps.tools.fixed) return await (fixedList ??= listJson(caller));
+            return await listJson(caller);
           case 'tools/call':
             return await callTool(request, caller, requestId);
           default:

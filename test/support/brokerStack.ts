@@ -73,6 +73,8 @@ export interface BrokerStackOptions {
   navigationTtlSeconds?: number;
   /** How long an MCP retry waits for a pending connection (default 2 s in tests). */
   retryWaitMs?: number;
+  /** UPSTREAM_TIMEOUT_MS (default loadConfig's). */
+  upstreamTimeoutMs?: number;
   /** LEGACY_URL_ELICITATION for this stack (default nested). */
   legacyUrlElicitation?: 'nested' | 'error';
   /** How long a nested legacy call waits for the user (default 10 s in tests). */

@@ -43,6 +43,7 @@ export function stackSettings(options: BrokerStackOptions): ServerSettings {
       ...defaults.broker,
       navigationTtlSeconds: options.navigationTtlSeconds ?? defaults.broker.navigationTtlSeconds,
       retryWaitMs: options.retryWaitMs ?? STACK_VALUES.retryWaitMs,
+      upstreamTimeoutMs: options.upstreamTimeoutMs ?? defaults.broker.upstreamTimeoutMs,
     },
     legacy: {
       ...defaults.legacy,

@@ -55,6 +55,17 @@ export interface UpstreamMcp {
   requests: string[];
   /** The tokens the MCP server accepted: whose, for which audience, from which client. */
   accepted: { sub: string; aud: unknown; clientId: string }[];
+  /** Every Authorization header the MCP server received, as sent. */
+  bearers: string[];
+  /** Each tools/call that reached the MCP server: the tool, its arguments, whose token (undefined: refused). */
+  calls: { tool: string; args: unknown; sub: string | undefined }[];
+  /**
+   * How the MCP server answers a tools/call from now on: as the SDK does, after `slowMs`
+   * (default 60 s), with a body that is not JSON-RPC, or by cutting the connection once it has read it.
+   */
+  behaviour: { mode: 'normal' | 'slow' | 'garbage' | 'reset' | 'refuse'; slowMs?: number };
+  /** Stops the MCP server's listener only (its authorization server stays): connections are refused. */
+  stopMcp(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -92,6 +103,9 @@ export async function startUpstreamMcp(options: {
     documentFetches: [] as string[],
     requests: [] as string[],
     accepted: [] as UpstreamMcp['accepted'],
+    bearers: [] as string[],
+    calls: [] as UpstreamMcp['calls'],
+    behaviour: { mode: 'normal' } as UpstreamMcp['behaviour'],
   };
 
   const base = buildProviderConfig({
@@ -173,8 +187,17 @@ export async function startUpstreamMcp(options: {
     staticClient,
     provider,
     ...seen,
+    // Read by the listener on each call: a test's assignment must reach it.
+    get behaviour() {
+      return seen.behaviour;
+    },
+    set behaviour(next) {
+      seen.behaviour = next;
+    },
+    stopMcp: () => mcpServer.close(),
     close: async () => {
-      await Promise.all([mcpServer.close(), authServer.close()]);
+      // The MCP server may be stopped already (stopMcp).
+      await Promise.all([mcpServer.close().catch(() => undefined), authServer.close()]);
     },
   };
 }
@@ -184,7 +207,7 @@ function mcpListener(options: {
   issuer: string;
   jwks: ReturnType<typeof toPublicJwks>;
   metadata: MetadataPlacement;
-  seen: { requests: string[]; accepted: UpstreamMcp['accepted'] };
+  seen: Pick<UpstreamMcp, 'requests' | 'accepted' | 'bearers' | 'calls' | 'behaviour'>;
 }): (req: IncomingMessage, res: ServerResponse) => void {
   const origin = new URL(options.url).origin;
   const pathInserted = '/.well-known/oauth-protected-resource/mcp';
@@ -214,6 +237,7 @@ function mcpListener(options: {
             scopes: typeof payload['scope'] === 'string' ? payload['scope'].split(' ') : [],
             expiresAt: payload.exp!,
             resource: new URL(options.url),
+            extra: { sub: payload.sub },
           };
         } catch (err) {
           if (err instanceof joseErrors.JOSEError)
@@ -227,6 +251,7 @@ function mcpListener(options: {
     (ctx) => {
       const server = new McpServer({ name: 'upstream-notes', version: 'test' }, { capabilities: { tools: {} } });
       const client = ctx.authInfo?.clientId ?? 'unknown';
+      const sub = String(ctx.authInfo?.extra?.['sub'] ?? 'unknown');
       server.registerTool(
         'whoami',
         { description: 'The client the token was issued to.', inputSchema: z.strictObject({}) },
@@ -234,6 +259,31 @@ function mcpListener(options: {
           content: [{ type: 'text', text: client }],
         }),
       );
+      server.registerTool(
+        'create_note',
+        {
+          title: 'Create a note',
+          description: 'Creates a note with this title for the signed-in user.',
+          inputSchema: z.strictObject({ title: z.string().min(1), tags: z.array(z.string()).optional() }),
+          annotations: { destructiveHint: false },
+        },
+        ({ title }) => ({
+          content: [{ type: 'text', text: `Created "${title}" for ${sub}.` }],
+          structuredContent: { title, owner: sub },
+        }),
+      );
+      server.registerTool(
+        'fail_note',
+        { description: 'Always answers a tool error.', inputSchema: z.strictObject({}) },
+        () => ({ isError: true, content: [{ type: 'text', text: 'The notebook is read-only.' }] }),
+      );
+      // A tool only alice has: a list that differs per user, which the broker must keep apart.
+      if (sub === 'up-alice')
+        server.registerTool(
+          'alice_diary',
+          { description: "Reads alice's diary.", inputSchema: z.strictObject({}) },
+          () => ({ content: [{ type: 'text', text: 'Dear diary.' }] }),
+        );
       return server;
     },
     { legacy: 'reject' },
@@ -245,12 +295,53 @@ function mcpListener(options: {
     if (req.method === 'GET' && path === metadataPath)
       return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(document));
     if (path !== '/mcp') return void res.writeHead(404).end();
-    verifyBearerToken(req.headers.authorization, bearer).then(
-      (auth) => serve(Object.assign(req, { auth }) as NodeIncomingMessageLike, res),
-      async (err: unknown) => {
+    if (req.headers.authorization !== undefined) options.seen.bearers.push(req.headers.authorization);
+    void readBody(req).then(async (body) => {
+      let parsed: unknown;
+      try {
+        parsed = body === '' ? undefined : JSON.parse(body);
+      } catch {
+        parsed = undefined;
+      }
+      let auth: AuthInfo;
+      try {
+        auth = await verifyBearerToken(req.headers.authorization, bearer);
+      } catch (err) {
         const answer = bearerAuthChallengeResponse(err, bearer);
-        res.writeHead(answer.status, Object.fromEntries(answer.headers)).end(await answer.text());
-      },
-    );
+        return void res.writeHead(answer.status, Object.fromEntries(answer.headers)).end(await answer.text());
+      }
+      const message = parsed as { method?: unknown; params?: { name?: unknown; arguments?: unknown } } | undefined;
+      if (message?.method === 'tools/call') {
+        options.seen.calls.push({
+          tool: String(message.params?.name),
+          args: message.params?.arguments,
+          sub: auth.extra?.['sub'] as string | undefined,
+        });
+        const { mode, slowMs } = options.seen.behaviour;
+        if (mode === 'garbage')
+          return void res.writeHead(200, { 'content-type': 'application/json' }).end('{"jsonrpc": tr');
+        if (mode === 'reset') return void req.socket.destroy();
+        // As if the user revoked the grant: this token is refused from now on.
+        if (mode === 'refuse') {
+          const answer = bearerAuthChallengeResponse(
+            new OAuthError(OAuthErrorCode.InvalidToken, 'The access token was revoked.'),
+            bearer,
+          );
+          return void res.writeHead(answer.status, Object.fromEntries(answer.headers)).end(await answer.text());
+        }
+        if (mode === 'slow') await new Promise((resolve) => setTimeout(resolve, slowMs ?? 60_000));
+        if (res.destroyed) return;
+      }
+      await serve(Object.assign(req, { auth }) as NodeIncomingMessageLike, res, parsed);
+    });
   };
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
 }

@@ -168,7 +168,7 @@ export function createLegacyEndpoint(deps: LegacyEndpointDeps): LegacyEndpoint {
       try {
         if (method === 'ping') return channel.finish(resultMessage(id, '{}'));
         if (method === 'tools/list')
-          return channel.finish(resultMessage(id, JSON.stringify({ tools: deps.tools.map((t) => t.descriptor) })));
+          return channel.finish(resultMessage(id, JSON.stringify({ tools: (await deps.tools.list(principal)).tools })));
         // A call's errors travel in its response (200, or its stream), whatever their HTTP status on the modern wire.
         if (method !== 'tools/call')
           return channel.finish(errorMessage(id, methodNotFound(`Method not found: ${String(method).slice(0, 64)}`)));

@@ -17,16 +17,17 @@ import type { Logger } from '../../shared/logger.js';
 import { connectRequestText, navigationRequest, runAccepted, type ConnectionCall } from '../connectionTool.js';
 import { isConnectionTool } from '../defineConnectionTool.js';
 import { isFormTool, type FormTool } from '../defineFormTool.js';
-import { errorResult, type Tool, type ToolContext } from '../defineTool.js';
+import { errorResult, type ToolContext } from '../defineTool.js';
 import { ElicitResultSchema } from '../elicitationForms.js';
 import { elicitationModes, type CallToolResult, type ToolCallResult } from '../protocol.js';
 import type { McpToolDeps } from '../toolDeps.js';
+import type { ToolRegistry } from '../toolRegistry.js';
 import type { RequestChannel } from './requestChannel.js';
 import type { LegacySession } from './legacySessions.js';
 import { findSameOperation } from './errorRetryLineage.js';
 
 export interface LegacyToolDeps {
-  tools: readonly Tool<McpToolDeps>[];
+  tools: ToolRegistry<McpToolDeps>;
   toolDeps: McpToolDeps;
   logger: Logger;
   /** LEGACY_URL_ELICITATION: which lineage a legacy call that needs a connection starts. */
@@ -59,7 +60,7 @@ export async function legacyToolCall(
   const name = params['name'];
   if (typeof name !== 'string') throw invalidParams('params.name must be a string');
   try {
-    const tool = deps.tools.find((t) => t.name === name);
+    const tool = deps.tools.find(name);
     if (!tool) throw invalidParams(`Unknown tool: ${name.slice(0, 64)}`);
     if (isFormTool(tool)) return legacyResult(await askOnStream(deps, tool, params['arguments'], ctx, channel));
     if (isConnectionTool(tool))

@@ -1,0 +1,209 @@
+import { Client, ProtocolError, StreamableHTTPClientTransport, type FetchLike } from '@modelcontextprotocol/client';
+import { OutcomeUnknownError } from '../broker/acceptOriginalOperation.js';
+import { UpstreamUnauthorizedError } from '../broker/forgetConnection.js';
+import { UnavailableError } from '../errors/appError.js';
+import { MODERN_VERSION } from '../mcp/protocol.js';
+import { FetchRefusedError, strictFetch, type Fetch } from '../shared/httpClient.js';
+
+export interface UpstreamMcpDeps {
+  /** The broker's fetch (its CAs, no TLS shortcut). */
+  fetch: Fetch;
+  /** Each request's deadline, the whole answer included. */
+  timeoutMs: number;
+  /** The broker's name and version, sent as clientInfo. */
+  clientInfo: { name: string; version: string };
+}
+
+/** One tool as the upstream lists it (MCP 2026-07-28, Tool), read loosely: the broker passes it through. */
+export interface UpstreamTool {
+  name: string;
+  title?: string;
+  description?: string;
+  inputSchema: Record<string, unknown>;
+  outputSchema?: Record<string, unknown>;
+  annotations?: Record<string, unknown>;
+}
+
+export interface UpstreamToolList {
+  tools: UpstreamTool[];
+  /** The upstream's cache hints on its answer (MCP 2026-07-28, caching), when it gave them. */
+  ttlMs: number | undefined;
+  cacheScope: 'public' | 'private' | undefined;
+}
+
+/** What a proxied tools/call came back with: a result (a tool error is one) or the upstream's JSON-RPC error. */
+export type UpstreamCallAnswer =
+  { kind: 'result'; result: Record<string, unknown> } | { kind: 'error'; code: number; message: string };
+
+/** The upstream could not be asked (refused the connection, no such host, its certificate): nothing was done there. */
+export class UpstreamUnreachableError extends UnavailableError {
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super(message, { ...options, expose: true });
+  }
+}
+
+// An upstream's answer is relayed to the host whole: bounded like any document the broker reads.
+export const MAX_UPSTREAM_ANSWER_BYTES = 2 * 1024 * 1024;
+
+// Socket errors that happen before a request leaves: the upstream never saw it.
+const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+interface Wire {
+  /** The first failure the fetch saw, or the status of a refused answer. */
+  failure: unknown;
+  status: number | undefined;
+  /** Whether a request may have reached the upstream. */
+  sent: boolean;
+}
+
+/**
+ * The official SDK client (`@modelcontextprotocol/client`) on one upstream MCP server, stateless
+ * 2026-07-28, speaking for one user: their upstream access token as the bearer (never the host's),
+ * the broker's fetch with a deadline on each request, its answer bounded, no redirect followed
+ * (the URL was checked by the URL policy when the entry was read, and a redirect would leave it).
+ */
+export function createUpstreamMcp(deps: UpstreamMcpDeps) {
+  // The SDK's own deadline comes after the fetch's, so the fetch's failure is the one that explains it.
+  const sdkTimeout = deps.timeoutMs + 500;
+  async function withClient<T>(url: string, token: string, run: (client: Client, wire: Wire) => Promise<T>) {
+    const wire: Wire = { failure: undefined, status: undefined, sent: false };
+    const bounded = strictFetch(deps.fetch, { maxBytes: MAX_UPSTREAM_ANSWER_BYTES });
+    const fetch: FetchLike = async (input, init) => {
+      const headers = new Headers(init?.headers);
+      headers.set('authorization', `Bearer ${token}`);
+      // Sent from here on, unless the socket says it never left.
+      const before = wire.sent;
+      wire.sent = true;
+      try {
+        const response = await bounded(input, { ...init, headers, signal: AbortSignal.timeout(deps.timeoutMs) });
+        if (!response.ok) wire.status = response.status;
+        return response;
+      } catch (err) {
+        wire.failure ??= err;
+        if (notSent(err)) wire.sent = before;
+        throw err;
+      }
+    };
+    const client = new Client(deps.clientInfo, {
+      versionNegotiation: { mode: { pin: MODERN_VERSION } },
+      capabilities: {},
+      inputRequired: { autoFulfill: false },
+    });
+    const transport = new StreamableHTTPClientTransport(new URL(url), { fetch });
+    try {
+      await client.connect(transport, { timeout: sdkTimeout });
+      return await run(client, wire);
+    } catch (err) {
+      if (wire.status === 401) throw new UpstreamUnauthorizedError('The upstream MCP server refused the access token.');
+      throw err;
+    } finally {
+      await client.close().catch(() => undefined);
+    }
+  }
+
+  return {
+    /** The user's tools/list at the upstream, every page. */
+    async listTools(url: string, token: string): Promise<UpstreamToolList> {
+      try {
+        return await withClient(url, token, async (client) => {
+          const listed = (await client.listTools(undefined, { timeout: sdkTimeout, cacheMode: 'bypass' })) as {
+            tools: UpstreamTool[];
+            ttlMs?: unknown;
+            cacheScope?: unknown;
+          };
+          return {
+            tools: listed.tools,
+            ttlMs: typeof listed.ttlMs === 'number' && listed.ttlMs >= 0 ? listed.ttlMs : undefined,
+            cacheScope:
+              listed.cacheScope === 'public' || listed.cacheScope === 'private' ? listed.cacheScope : undefined,
+          };
+        });
+      } catch (err) {
+        if (err instanceof UpstreamUnauthorizedError) throw err;
+        throw new UpstreamUnreachableError(`The upstream MCP server did not list its tools (${describe(err)}).`, {
+          cause: err,
+        });
+      }
+    },
+
+    /**
+     * One tools/call, sent at most once. Its answer, or: UpstreamUnauthorizedError (a 401: nothing
+     * was done), UpstreamUnreachableError (never reached it), OutcomeUnknownError (sent, and no
+     * answer the broker can read came back within the deadline: it may have been done).
+     */
+    async callTool(
+      url: string,
+      token: string,
+      name: string,
+      args: Record<string, unknown>,
+      definition: UpstreamTool,
+    ): Promise<UpstreamCallAnswer> {
+      let wireSeen: Wire | undefined;
+      try {
+        return await withClient(url, token, async (client, wire) => {
+          wireSeen = wire;
+          // The call's own wire state: connecting sent nothing that does anything.
+          wire.sent = false;
+          wire.failure = undefined;
+          wire.status = undefined;
+          try {
+            const result = await client.callTool(
+              { name, arguments: args },
+              { timeout: sdkTimeout, toolDefinition: definition as never },
+            );
+            return { kind: 'result', result: result as Record<string, unknown> };
+          } catch (err) {
+            // A JSON-RPC error is the upstream's answer: it did not run the tool.
+            if (err instanceof ProtocolError && wire.failure === undefined && wire.status === undefined)
+              return { kind: 'error', code: err.code, message: err.message };
+            throw err;
+          }
+        });
+      } catch (err) {
+        if (err instanceof UpstreamUnauthorizedError) throw err;
+        const wire = wireSeen;
+        // Refused before it was sent (connecting, or the call itself), or answered 4xx: not done there.
+        if (!wire || !wire.sent || (wire.status !== undefined && wire.status >= 400 && wire.status < 500))
+          throw new UpstreamUnreachableError(
+            `The upstream MCP server could not be asked (${describe(wire?.failure ?? err)}).`,
+            {
+              cause: err,
+            },
+          );
+        throw new OutcomeUnknownError(
+          `${name} was sent to the upstream MCP server, which ${describe(wire.failure ?? err)}.`,
+          {
+            cause: err,
+          },
+        );
+      }
+    },
+  };
+}
+
+export type UpstreamMcp = ReturnType<typeof createUpstreamMcp>;
+
+function notSent(err: unknown): boolean {
+  if (err instanceof FetchRefusedError) return false;
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (
+      typeof code === 'string' &&
+      (NOT_SENT.has(code) || /^(ERR_TLS|CERT_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED)/.test(code))
+    )
+      return true;
+  }
+  return false;
+}
+
+/** Why a request failed, in words for the model and the operator (no URL, no token). */
+function describe(err: unknown): string {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if (e.name === 'TimeoutError' || e.name === 'AbortError') return 'did not answer in time';
+    if (e instanceof FetchRefusedError) return 'answered more than the broker reads, or a redirect';
+    const code = (e as { code?: unknown }).code;
+    if (code === 'ECONNREFUSED') return 'refused the connection';
+    if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET') return 'closed the connection';
+  }
+  return 'gave no answer the broker can read';
+}

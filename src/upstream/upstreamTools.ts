@@ -1,0 +1,243 @@
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import type { Principal } from '../auth/principal.js';
+import type { BusinessOutcome } from '../broker/acceptOriginalOperation.js';
+import { UpstreamUnauthorizedError } from '../broker/forgetConnection.js';
+import type { ConnectionCall } from '../mcp/connectionTool.js';
+import { runConnectionTool } from '../mcp/connectionTool.js';
+import type { ConnectionTool } from '../mcp/defineConnectionTool.js';
+import { defineTool, errorResult, parseArguments } from '../mcp/defineTool.js';
+import type { ToolCallResult } from '../mcp/protocol.js';
+import { argumentsDigest } from '../mcp/requestState.js';
+import type { McpToolDeps } from '../mcp/toolDeps.js';
+import type { DynamicTools, ListHints, ToolListing } from '../mcp/toolRegistry.js';
+import { combineHints } from '../mcp/toolRegistry.js';
+import type { Provider } from '../providers/providerConfig.js';
+import type { Logger } from '../shared/logger.js';
+import { accessTokenFor, type TokenVaultDeps } from '../secrets/tokenVault.js';
+import type { UpstreamMcp, UpstreamTool, UpstreamToolList } from './upstreamMcpClient.js';
+
+export interface UpstreamToolsDeps {
+  /** The upstream MCP providers (kind mcp), as configured. */
+  upstreams: readonly Provider[];
+  mcp: UpstreamMcp;
+  vault: TokenVaultDeps;
+  logger: Logger;
+  /** How long a user's list is kept when the upstream gives no ttlMs (and the most it is kept). */
+  listTtlMs?: number;
+}
+
+// MCP 2026-07-28 tool names are 1-128 of [A-Za-z0-9_.-]; the broker's are at most 64 of [a-z0-9_-].
+const TOOL_NAME = /^[a-z0-9_-]{1,64}$/;
+const DEFAULT_LIST_TTL_MS = 60_000;
+const MAX_LIST_TTL_MS = 10 * 60_000;
+const MAX_CACHED_LISTS = 10_000;
+const ArgumentsSchema = z.looseObject({});
+
+/** `<prefix>_<tool>` for an upstream tool: lower case, other characters as `_`; undefined when longer than 64. */
+export function servedName(prefix: string, upstreamName: string): string | undefined {
+  const name = `${prefix}_${upstreamName.toLowerCase().replace(/[^a-z0-9_-]/g, '_')}`;
+  return TOOL_NAME.test(name) ? name : undefined;
+}
+
+/**
+ * The names a start-up refuses: an upstream whose prefix is the first word of one of the broker's
+ * own tools (`notes` beside `notes_delete`). Prefixes have no `_`, and each is one upstream's, so
+ * upstreams' names cannot meet each other.
+ */
+export function prefixCollisions(ownNames: readonly string[], upstreams: readonly Provider[]): string[] {
+  return upstreams.flatMap((p) => {
+    const prefix = p.upstream!.prefix;
+    const taken = ownNames.filter((n) => n.split('_')[0] === prefix);
+    return taken.length === 0
+      ? []
+      : [
+          `${p.id}: prefix ${prefix} would serve names beside the broker's own ${taken.join(', ')}: choose another prefix`,
+        ];
+  });
+}
+
+/** A served tool: its tools/list entry and the upstream tool it calls. */
+interface Served {
+  descriptor: Record<string, unknown>;
+  upstream: UpstreamTool;
+}
+
+interface CachedList {
+  served: Map<string, Served>;
+  hints: ListHints;
+  expiresAt: number;
+}
+
+/**
+ * The upstream MCP servers' tools on /mcp, the registry's dynamic part: each upstream's list for the
+ * user, fetched with their upstream token and kept for its ttlMs (keyed by that token's digest, so a
+ * list is only ever served to whoever's token fetched it), and each call a connection call: a user
+ * without a connection gets the connect flow, and an accepted call is sent once through its receipt.
+ */
+export function createUpstreamTools(deps: UpstreamToolsDeps): DynamicTools<McpToolDeps> {
+  const byPrefix = new Map(deps.upstreams.map((p) => [p.upstream!.prefix, p]));
+  const ordered = [...deps.upstreams].sort((a, b) => (a.upstream!.prefix < b.upstream!.prefix ? -1 : 1));
+  const maxTtl = deps.listTtlMs ?? MAX_LIST_TTL_MS;
+  const lists = new Map<string, CachedList>();
+
+  const cacheKey = (provider: Provider, token: string) =>
+    `${provider.id}\n${createHash('sha256').update(token).digest('base64url')}`;
+
+  function toServed(provider: Provider, listed: UpstreamToolList): CachedList {
+    const served = new Map<string, Served>();
+    const clashes = new Set<string>();
+    for (const tool of listed.tools) {
+      const name = servedName(provider.upstream!.prefix, tool.name);
+      if (!name) {
+        deps.logger.warn(
+          { upstream: provider.id, tool: tool.name.slice(0, 128) },
+          'upstream tool name too long; not served',
+        );
+        continue;
+      }
+      if (served.has(name)) clashes.add(name);
+      served.set(name, {
+        upstream: tool,
+        descriptor: {
+          name,
+          ...(tool.title !== undefined && { title: tool.title }),
+          ...(tool.description !== undefined && { description: tool.description }),
+          inputSchema: tool.inputSchema,
+          ...(tool.outputSchema !== undefined && { outputSchema: tool.outputSchema }),
+          ...(tool.annotations !== undefined && { annotations: tool.annotations }),
+        },
+      });
+    }
+    // Two upstream names that read the same here (`Search`, `search`): neither is served, rather than one at random.
+    for (const name of clashes) {
+      served.delete(name);
+      deps.logger.warn(
+        { upstream: provider.id, tool: name },
+        'two upstream tools have the same served name; neither is served',
+      );
+    }
+    // In name order, whatever the upstream's: the list is the same for the same tools.
+    const sorted = new Map([...served].sort(([a], [b]) => (a < b ? -1 : 1)));
+    const ttlMs = Math.min(listed.ttlMs ?? DEFAULT_LIST_TTL_MS, maxTtl);
+    const hints: ListHints = { ttlMs, cacheScope: listed.cacheScope === 'public' ? 'public' : 'private' };
+    return { served: sorted, hints, expiresAt: Date.now() + ttlMs };
+  }
+
+  /** The user's list at `provider`, from the cache while it is fresh. */
+  async function listFor(provider: Provider, token: string): Promise<CachedList> {
+    const key = cacheKey(provider, token);
+    const cached = lists.get(key);
+    if (cached && cached.expiresAt > Date.now()) return cached;
+    const fresh = toServed(provider, await deps.mcp.listTools(provider.upstream!.url, token));
+    lists.delete(key);
+    lists.set(key, fresh);
+    // Oldest first out: a Map iterates in insertion order.
+    while (lists.size > MAX_CACHED_LISTS) lists.delete(lists.keys().next().value!);
+    return fresh;
+  }
+
+  async function listOne(principal: Principal, provider: Provider): Promise<ToolListing | undefined> {
+    const token = await accessTokenFor(deps.vault, principal, provider.id);
+    if (!token) return undefined;
+    try {
+      const { served, hints } = await listFor(provider, token);
+      return { tools: [...served.values()].map((s) => s.descriptor), ...hints, cacheScope: 'private' };
+    } catch (err) {
+      // A refused token is forgotten by the next call of one of its tools, which then asks to connect again.
+      if (!(err instanceof UpstreamUnauthorizedError))
+        deps.logger.warn({ err, upstream: provider.id }, 'upstream tools not listed');
+      return undefined;
+    }
+  }
+
+  function connectionCall(provider: Provider, name: string, args: Record<string, unknown>): ConnectionCall {
+    const displayName = provider.displayName;
+    return {
+      tool: name,
+      provider: provider.id,
+      // The upstream decides what its token may do; any connection to it will do.
+      scopes: [],
+      purpose: `use ${name} on ${displayName}`,
+      requestDigest: argumentsDigest([name, canonicalJson(args)]),
+      arguments: args,
+      // MCP has no idempotency key: an unknown outcome waits for an operator.
+      replayable: false,
+      async perform({ token }): Promise<BusinessOutcome> {
+        const served = (await listFor(provider, token)).served.get(name);
+        if (!served)
+          return {
+            status: 'failed',
+            outcome: { error: 'unknown_tool', message: `${displayName} has no tool ${name} for you.` },
+          };
+        const answer = await deps.mcp.callTool(
+          provider.upstream!.url,
+          token,
+          served.upstream.name,
+          args,
+          served.upstream,
+        );
+        if (answer.kind === 'error')
+          return {
+            status: 'failed',
+            outcome: {
+              error: 'upstream_error',
+              code: answer.code,
+              message: `${displayName} answered ${name} with an error: ${answer.message}`,
+            },
+          };
+        return {
+          status: answer.result['isError'] === true ? 'failed' : 'succeeded',
+          outcome: { result: answer.result },
+        };
+      },
+      render: ({ outcome }) => renderOutcome(outcome),
+    };
+  }
+
+  function find(name: string): ConnectionTool | undefined {
+    if (!TOOL_NAME.test(name)) return undefined;
+    const provider = byPrefix.get(name.slice(0, name.indexOf('_')));
+    if (!provider) return undefined;
+    const build = (rawArgs: unknown) =>
+      connectionCall(provider, name, parseArguments(name, ArgumentsSchema, rawArgs) as Record<string, unknown>);
+    const tool = defineTool({
+      name,
+      title: name,
+      description: `A tool of ${provider.displayName}.`,
+      inputSchema: ArgumentsSchema,
+      handler: (input, ctx, toolDeps: McpToolDeps) =>
+        runConnectionTool(toolDeps.connection, ctx, connectionCall(provider, name, input)),
+    });
+    return { ...tool, provider: provider.id, scopes: [], connectionCall: (rawArgs) => build(rawArgs) };
+  }
+
+  return {
+    find,
+    async list(principal) {
+      const parts = await Promise.all(ordered.map((p) => listOne(principal, p)));
+      const listed = parts.filter((p): p is ToolListing => p !== undefined);
+      if (listed.length === 0) return { tools: [], ttlMs: DEFAULT_LIST_TTL_MS, cacheScope: 'public' };
+      return { tools: listed.flatMap((p) => p.tools), ...combineHints(...listed) };
+    },
+  };
+}
+
+/** The upstream's result as the host gets it; the broker's own words for what went wrong before it. */
+function renderOutcome(outcome: Record<string, unknown>): ToolCallResult {
+  const result = outcome['result'];
+  if (typeof result === 'object' && result !== null)
+    return { ...(result as object), resultType: 'complete' } as ToolCallResult;
+  return errorResult(String(outcome['message'] ?? 'The upstream MCP server did not answer.'), outcome);
+}
+
+/** JSON with object keys sorted at every level: equal arguments, one digest. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object')
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
+  return JSON.stringify(value) ?? 'null';
+}

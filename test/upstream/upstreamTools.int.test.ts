@@ -1,0 +1,218 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { consentAndAuthorize, elicitConnection, openConnectLink, retryConnection } from '../support/connectFlow.js';
+import { createFetch } from '../../src/shared/httpClient.js';
+import { callTool, mcpPost, meta } from '../support/mcpWire.js';
+import { startUpstreamMcp, type UpstreamMcp } from '../support/upstreamMcp.js';
+import { useBrokerStack } from '../support/useBrokerStack.js';
+
+// An upstream MCP server's tools on the broker's /mcp: listed per user after the broker's own,
+// called through the connect flow when the user has no connection, sent once per accepted
+// operation with the user's upstream token (never the host's), and what goes wrong on the way
+// (a refused token, a slow, garbled, cut or stopped upstream) a tool error within the deadline.
+
+let notes: UpstreamMcp;
+let flaky: UpstreamMcp;
+const TIMEOUT_MS = 1_500;
+
+describe('upstream MCP tools on /mcp', () => {
+  const { stack, tokens } = useBrokerStack(
+    {
+      upstreamTimeoutMs: TIMEOUT_MS,
+      extraProviders: async ({ tls }) => {
+        const fetch = createFetch({ extraCaPems: [tls.caPem] });
+        [notes, flaky] = await Promise.all([
+          startUpstreamMcp({ tls, fetch, registration: 'cimd', metadata: 'challenge' }),
+          startUpstreamMcp({ tls, fetch, registration: 'dcr', metadata: 'path' }),
+        ]);
+        return [
+          { id: 'upnotes', kind: 'mcp', url: notes.url, prefix: 'up', registration: 'auto', displayName: 'Up Notes' },
+          { id: 'flaky', kind: 'mcp', url: flaky.url, prefix: 'flaky', registration: 'auto' },
+        ];
+      },
+    },
+    { users: ['alice', 'bob', 'mallory'] },
+  );
+  afterAll(async () => {
+    await Promise.all([notes?.close(), flaky?.close()]);
+  });
+
+  const list = async (token: string) => {
+    const response = await mcpPost(
+      stack,
+      { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: meta() } },
+      { token },
+    );
+    return response.json.result as {
+      tools: { name: string; description?: string; inputSchema: unknown }[];
+      cacheScope: string;
+      ttlMs: number;
+    };
+  };
+  const resultOf = (response: { json: Record<string, unknown> }) =>
+    response.json['result'] as {
+      resultType: string;
+      isError?: boolean;
+      content?: { type: string; text: string }[];
+      structuredContent?: Record<string, unknown>;
+      inputRequests?: Record<string, { params: { url: string } }>;
+    };
+  const textOf = (response: { json: Record<string, unknown> }) => resultOf(response).content?.[0]?.text ?? '';
+  const callsOf = (server: UpstreamMcp, title: string) =>
+    server.calls.filter((c) => (c.args as { title?: string } | undefined)?.title === title);
+
+  /** `login` calls `tool`, is asked to connect, connects in the browser, and retries with accept. */
+  async function connectThrough(login: 'alice' | 'bob' | 'mallory', tool: string, args: object, baseUrl?: string) {
+    const elicited = await elicitConnection(stack, tokens[login], tool, args);
+    const done = await consentAndAuthorize(stack, await openConnectLink(stack, elicited.url, login), login);
+    expect(done.status).toBe(200);
+    const retried = await retryConnection(stack, tokens[login], tool, args, elicited.requestState, 'accept', baseUrl);
+    return { elicited, retried };
+  }
+
+  it('a user without a connection is asked to connect; the accepted call is sent once, with their upstream token', async () => {
+    expect((await list(tokens.alice)).tools.map((t) => t.name).filter((n) => n.startsWith('up_'))).toEqual([]);
+    const args = { title: 'first', tags: ['a'] };
+    const { elicited, retried } = await connectThrough('alice', 'up_create_note', args);
+    expect(elicited.message).toContain('Up Notes');
+    expect(new URL(elicited.url).origin).toBe(stack.brokerUrl);
+    expect(resultOf(retried)).toMatchObject({
+      resultType: 'complete',
+      content: [{ type: 'text', text: 'Created "first" for up-alice.' }],
+      structuredContent: { title: 'first', owner: 'up-alice' },
+    });
+    // Retried again, on the other instance too: the recorded outcome, no second call.
+    const again = await retryConnection(
+      stack,
+      tokens.alice,
+      'up_create_note',
+      args,
+      elicited.requestState,
+      'accept',
+      stack.secondUrl,
+    );
+    expect(textOf(again)).toBe('Created "first" for up-alice.');
+    expect(callsOf(notes, 'first')).toEqual([{ tool: 'create_note', args, sub: 'up-alice' }]);
+    // The host's bearer never reached the upstream: every token it saw is one of its own authorization server's.
+    expect(notes.bearers.length).toBeGreaterThan(0);
+    expect(notes.bearers.some((b) => b.includes(tokens.alice))).toBe(false);
+    expect(notes.accepted.every((a) => a.aud === notes.url)).toBe(true);
+  });
+
+  it("lists a connected user's upstream tools after the broker's own, passed through and private; another user never sees them", async () => {
+    const alice = await list(tokens.alice);
+    const names = alice.tools.map((t) => t.name);
+    const own = names.filter((n) => !n.startsWith('up_') && !n.startsWith('flaky_'));
+    expect(names.slice(0, own.length)).toEqual([...own].sort());
+    expect(names.slice(own.length)).toEqual(['up_alice_diary', 'up_create_note', 'up_fail_note', 'up_whoami']);
+    expect(alice.cacheScope).toBe('private');
+    const created = alice.tools.find((t) => t.name === 'up_create_note')!;
+    expect(created).toMatchObject({
+      title: 'Create a note',
+      description: 'Creates a note with this title for the signed-in user.',
+      annotations: { destructiveHint: false },
+      inputSchema: { type: 'object', properties: { title: { type: 'string', minLength: 1 } }, required: ['title'] },
+    });
+    // bob connects too: his own list, without alice's tool, though alice's list is cached.
+    await connectThrough('bob', 'up_whoami', {});
+    const bob = (await list(tokens.bob)).tools.map((t) => t.name).filter((n) => n.startsWith('up_'));
+    expect(bob).toEqual(['up_create_note', 'up_fail_note', 'up_whoami']);
+    const diary = await callTool(stack, tokens.bob, 'up_alice_diary', {});
+    expect(resultOf(diary).isError).toBe(true);
+    expect(textOf(diary)).toContain('no tool up_alice_diary');
+  });
+
+  it('a connected call goes straight to the upstream; its tool errors are relayed', async () => {
+    const done = await callTool(stack, tokens.alice, 'up_create_note', { title: 'direct' });
+    expect(textOf(done)).toBe('Created "direct" for up-alice.');
+    expect(callsOf(notes, 'direct')).toHaveLength(1);
+    const failed = await callTool(stack, tokens.alice, 'up_fail_note', {});
+    expect(resultOf(failed)).toMatchObject({
+      isError: true,
+      content: [{ type: 'text', text: 'The notebook is read-only.' }],
+    });
+  });
+
+  it('two instances racing one accepted call send it once', async () => {
+    const args = { title: 'raced' };
+    const elicited = await elicitConnection(stack, tokens.mallory, 'up_create_note', args);
+    await consentAndAuthorize(stack, await openConnectLink(stack, elicited.url, 'mallory'), 'mallory');
+    const answers = await Promise.all(
+      [stack.brokerUrl, stack.secondUrl, stack.brokerUrl, stack.secondUrl].map((base) =>
+        retryConnection(stack, tokens.mallory, 'up_create_note', args, elicited.requestState, 'accept', base),
+      ),
+    );
+    for (const answer of answers) expect(textOf(answer)).toBe('Created "raced" for up-mallory.');
+    expect(callsOf(notes, 'raced')).toHaveLength(1);
+  });
+
+  it('an upstream 401 forgets the connection and the next call asks to connect again', async () => {
+    notes.behaviour = { mode: 'refuse' };
+    try {
+      const refused = await callTool(
+        stack,
+        tokens.bob,
+        'up_create_note',
+        { title: 'refused' },
+        {},
+        { elicitation: { url: {} } },
+      );
+      // Nothing was done there: asked exactly as if never connected.
+      expect(resultOf(refused).resultType).toBe('input_required');
+      expect(resultOf(refused).inputRequests?.['connect']?.params.url).toContain('/connect/');
+    } finally {
+      notes.behaviour = { mode: 'normal' };
+    }
+    const after = await callTool(stack, tokens.bob, 'up_whoami', {}, {}, { elicitation: { url: {} } });
+    expect(resultOf(after).resultType).toBe('input_required');
+  });
+
+  it('an accepted call whose answer is lost is never sent again: recorded for an operator', async () => {
+    const args = { title: 'lost' };
+    flaky.behaviour = { mode: 'slow', slowMs: 10 * TIMEOUT_MS };
+    try {
+      const { elicited, retried } = await connectThrough('alice', 'flaky_create_note', args);
+      expect(resultOf(retried).isError).toBe(true);
+      expect(textOf(retried)).toContain('did not answer in time');
+      expect(textOf(retried)).toContain('not sent again');
+      const again = await retryConnection(
+        stack,
+        tokens.alice,
+        'flaky_create_note',
+        args,
+        elicited.requestState,
+        'accept',
+        stack.secondUrl,
+      );
+      expect(resultOf(again).isError).toBe(true);
+      expect(textOf(again)).toContain('recorded for an operator');
+      expect(callsOf(flaky, 'lost')).toHaveLength(1);
+      const rows = await stack.db.pool.query(
+        `SELECT r.outcome_status, r.outcome_unknown_at FROM operation_receipts r JOIN elicitation_navigations n ON n.id = r.navigation_id
+          WHERE n.tool = 'flaky_create_note'`,
+      );
+      expect(rows.rows).toEqual([{ outcome_status: 'pending', outcome_unknown_at: expect.any(Date) }]);
+    } finally {
+      flaky.behaviour = { mode: 'normal' };
+    }
+  });
+
+  it('a slow, garbled, cut or stopped upstream is a clear tool error', async () => {
+    const cases: [UpstreamMcp['behaviour'], string][] = [
+      [{ mode: 'slow', slowMs: 10 * TIMEOUT_MS }, 'did not answer in time'],
+      [{ mode: 'garbage' }, 'gave no answer the broker can read'],
+      [{ mode: 'reset' }, 'closed the connection'],
+    ];
+    for (const [behaviour, words] of cases) {
+      flaky.behaviour = behaviour;
+      const answer = await callTool(stack, tokens.alice, 'flaky_create_note', { title: `case ${behaviour.mode}` });
+      expect(resultOf(answer).isError, behaviour.mode).toBe(true);
+      expect(textOf(answer), behaviour.mode).toContain(words);
+      expect(callsOf(flaky, `case ${behaviour.mode}`)).toHaveLength(1);
+    }
+    flaky.behaviour = { mode: 'normal' };
+    await flaky.stopMcp();
+    const down = await callTool(stack, tokens.alice, 'flaky_create_note', { title: 'down' });
+    expect(resultOf(down).isError).toBe(true);
+    expect(textOf(down)).toMatch(/could not be asked|did not list/);
+  });
+});
