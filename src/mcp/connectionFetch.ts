@@ -4,6 +4,8 @@ import { memberAt } from '../providers/conformers/responseFields.js';
 import { API_USER_AGENT } from '../oauth/upstreamAccount.js';
 import type { Fetch } from '../shared/httpClient.js';
 
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
 /** What a connection tool knows about the connection it acts through (never the token). */
 export interface ConnectionInfo {
   provider: string;
@@ -79,10 +81,15 @@ export function connectionFetch(fetch: Fetch, connection: ConnectionInfo, access
         ...(init.body === undefined ? {} : { body: init.body }),
       });
     } catch (cause) {
-      throw new UnavailableError(`${connection.displayName} could not be reached. Try again; nothing was done twice.`, {
-        cause,
-        expose: true,
-      });
+      // No answer (refused, reset, timed out): a request that may change something may have been
+      // carried out all the same, so only a safe one is said to be worth repeating (RFC 9110 §9.2.1).
+      const method = (init.method ?? 'GET').toUpperCase();
+      throw new UnavailableError(
+        SAFE_METHODS.has(method)
+          ? `${connection.displayName} could not be reached. Try again.`
+          : `${connection.displayName} did not answer. Whether the request was carried out is unknown: check at ${connection.displayName} before trying again.`,
+        { cause, expose: true },
+      );
     }
     if (response.status === 401) {
       await response.body?.cancel().catch(() => undefined);

@@ -50,6 +50,12 @@ export async function createReport(
 ): Promise<{ report: Report; replayed: boolean }> {
   const { status, json, replayed } = await send(fetch, '/reports', { method: 'POST', body: input, idempotencyKey });
   const parsed = z.object({ report: ReportSchema }).safeParse(json);
+  // A success whose body cannot be read may still have created the report: the user is told so.
+  if (status >= 200 && status < 300 && !parsed.success)
+    throw new UnavailableError(
+      `The Report Service answered HTTP ${status} with a body that could not be read. Whether the report was created is unknown: check your reports before trying again.`,
+      { expose: true },
+    );
   if (status !== 201 || !parsed.success)
     throw new AppError('upstream_auth_failed', `The Report Service answered HTTP ${status} with an unexpected body.`);
   return { report: parsed.data.report, replayed };
