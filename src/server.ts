@@ -134,6 +134,7 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
             clientInfo: { name: 'connect-broker', version: deps.version },
           }),
           vault: toolDeps.connection.vault,
+          pool: deps.pool,
           logger: deps.logger,
         }),
   );

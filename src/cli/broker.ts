@@ -42,9 +42,13 @@ Commands:
                             URL to register at each, scopes (no network access).
   providers check [--json]  Loads every provider's endpoints (discovery where configured); exit 1
                             unless every provider is ok.
+  upstreams list [--json]   Each upstream MCP server: prefix, URL, registration, pinned snapshot.
   upstreams check [--json]  Resolves each upstream MCP server: its authorization server and the
                             broker's client there (registering it when none is stored); exit 1
                             unless every upstream is ok.
+  upstreams snapshot <id> --file <tools.json> | --clear
+                            Pins the tools shown to users not yet connected to <id>, with who
+                            pinned them (an operator's token).
   tools list [--json]       Every tool start-up serves: name, provider, scopes, and its source
                             (built in, module, file).
   tools check [--json]      Validates TOOLS_FILE against the configured providers; exit 1 on any
@@ -165,7 +169,8 @@ async function main(argv: string[]): Promise<number> {
         err instanceof DeploymentError ||
         err instanceof ProvidersCommandError ||
         err instanceof ToolsCommandError ||
-        err instanceof UrlCheckError
+        err instanceof UrlCheckError ||
+        err instanceof UpstreamsCommandError
         ? err.exitCode
         : 2;
     }

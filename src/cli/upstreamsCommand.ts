@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import type { Config } from '../config/config.js';
 import { createKeyring } from '../crypto/keyring.js';
@@ -8,17 +9,32 @@ import { createLogger } from '../shared/logger.js';
 import { createUpstreamClient, type ResolvedUpstream } from '../upstream/upstreamClient.js';
 import type { UpstreamEntry } from '../upstream/upstreamEntry.js';
 import { UpstreamSetupError } from '../upstream/upstreamErrors.js';
+import { clearSnapshot, listSnapshots, pinSnapshot } from '../upstream/snapshotsRepo.js';
+import { parseToolSnapshot } from '../upstream/toolSnapshot.js';
 import { databaseUrl, deploymentFetch, deploymentKeys } from './deployment.js';
+import { authenticateOperator, OperatorAuthError } from './operatorAuth.js';
 import { loadProviders } from './providersCommand.js';
 import { formatTable } from './table.js';
 
 export class UpstreamsCommandError extends Error {
-  readonly exitCode = 2;
+  constructor(
+    message: string,
+    readonly exitCode = 2,
+  ) {
+    super(message);
+  }
 }
 
 const TIMEOUT_MS = 10_000;
 
-const usage = `Usage: broker upstreams check [--json]
+const MAX_SNAPSHOT_BYTES = 1024 * 1024;
+
+const usage = `Usage: broker upstreams list [--json]
+       broker upstreams check [--json]
+       broker upstreams snapshot <id> --file <tools.json> | --clear
+
+  list      Each upstream MCP server of PROVIDERS_FILE: its prefix, URL, registration, and the
+            snapshot pinned for it (no network access).
 
   check   Resolves each upstream MCP server of PROVIDERS_FILE (kind: mcp) as its first connection
           would: its 401 challenge, its protected resource metadata, its authorization server's
@@ -27,6 +43,10 @@ const usage = `Usage: broker upstreams check [--json]
           kept for the running broker). At most ${TIMEOUT_MS / 1000} s a request; exit 1 unless every
           upstream is ok. Uses the broker's database and keys (DATABASE_URL or the embedded
           one; SECRET_KEYS or the development ones).
+  snapshot  Pins the tools users not yet connected to <id> are shown (so the model can pick the
+            tool that starts the connection): a tools/list result ({"tools": [...]}) or its array
+            of tools, checked whole; --clear removes it. A connected user is always shown their own
+            list. Needs an operator's token (BROKER_OPERATOR_TOKEN).
 `;
 
 export interface UpstreamCheck {
@@ -44,12 +64,23 @@ export async function upstreamsCommand(
   out: (line: string) => void,
 ): Promise<number> {
   const [sub, ...rest] = args;
-  if (sub !== 'check') throw new UpstreamsCommandError(usage);
-  const { values } = parseArgs({ args: rest, strict: true, options: { json: { type: 'boolean', default: false } } });
+  if (sub !== 'check' && sub !== 'list' && sub !== 'snapshot') throw new UpstreamsCommandError(usage);
+  const { values, positionals } = parseArgs({
+    args: rest,
+    strict: true,
+    allowPositionals: sub === 'snapshot',
+    options: {
+      json: { type: 'boolean', default: false },
+      file: { type: 'string' },
+      clear: { type: 'boolean', default: false },
+    },
+  });
   const dev = config.mode !== 'production';
   const upstreams = (await loadProviders(config, dev)).filter(
     (p): p is Provider & { upstream: UpstreamEntry } => p.upstream !== undefined,
   );
+  if (sub === 'snapshot') return snapshot(config, upstreams, positionals, values, out);
+  if (sub === 'list') return list(config, upstreams, values.json, out);
   if (upstreams.length === 0) {
     out(values.json ? '[]' : 'No upstream MCP servers (kind: mcp) in PROVIDERS_FILE.');
     return 0;
@@ -101,4 +132,99 @@ function describe({ discovery, registration, provider }: ResolvedUpstream): stri
         : `registered client ${registration.clientId} (${registration.reused ? 'stored' : 'registered now'}, ${registration.clientAuth})`;
   const scopes = provider.scopes.length > 0 ? provider.scopes.join(' ') : '(none)';
   return `ok: authorization server ${discovery.authorizationServer.issuer}; ${client}; scopes ${scopes}`;
+}
+
+async function list(
+  config: Readonly<Config>,
+  upstreams: readonly (Provider & { upstream: UpstreamEntry })[],
+  json: boolean,
+  out: (line: string) => void,
+): Promise<number> {
+  const pool = createPool({ url: await databaseUrl(config), poolMax: 2 }, createLogger({ level: 'silent' }));
+  try {
+    const pinned = new Map((await listSnapshots(pool)).map((s) => [s.provider, s]));
+    const rows = upstreams.map((p) => {
+      const snap = pinned.get(p.id);
+      return {
+        id: p.id,
+        prefix: p.upstream.prefix,
+        url: p.upstream.url,
+        registration: p.upstream.registration,
+        snapshot: snap
+          ? { tools: snap.tools.length, pinnedBy: snap.pinnedBy, pinnedAt: snap.pinnedAt.toISOString() }
+          : null,
+      };
+    });
+    if (json) out(JSON.stringify(rows));
+    else if (rows.length === 0) out('No upstream MCP servers (kind: mcp) in PROVIDERS_FILE.');
+    else
+      out(
+        formatTable(
+          ['id', 'prefix', 'url', 'registration', 'snapshot'],
+          rows.map((r) => [
+            r.id,
+            r.prefix,
+            r.url,
+            r.registration,
+            r.snapshot ? `${r.snapshot.tools} tools, ${r.snapshot.pinnedBy} ${r.snapshot.pinnedAt}` : '(none)',
+          ]),
+        ),
+      );
+    return 0;
+  } finally {
+    await pool.end();
+  }
+}
+
+async function snapshot(
+  config: Readonly<Config>,
+  upstreams: readonly (Provider & { upstream: UpstreamEntry })[],
+  positionals: string[],
+  values: { file?: string | undefined; clear?: boolean | undefined },
+  out: (line: string) => void,
+): Promise<number> {
+  const [id, ...extra] = positionals;
+  if (id === undefined || extra.length > 0 || (values.file === undefined) === !values.clear)
+    throw new UpstreamsCommandError(usage);
+  if (!upstreams.some((p) => p.id === id))
+    throw new UpstreamsCommandError(
+      `No upstream MCP server ${id} in PROVIDERS_FILE (upstreams: ${upstreams.map((p) => p.id).join(', ') || 'none'}).`,
+    );
+  // Checked whole before anything is stored.
+  let tools;
+  if (values.file !== undefined) {
+    const text = await readFile(values.file, 'utf8').catch((err: unknown) => {
+      throw new UpstreamsCommandError(`Cannot read ${values.file}: ${(err as Error).message}`);
+    });
+    if (Buffer.byteLength(text) > MAX_SNAPSHOT_BYTES)
+      throw new UpstreamsCommandError(`${values.file} is larger than ${MAX_SNAPSHOT_BYTES} bytes.`);
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch (err) {
+      throw new UpstreamsCommandError(`${values.file} is not JSON: ${(err as Error).message}`);
+    }
+    const parsed = parseToolSnapshot(json);
+    if ('problems' in parsed)
+      throw new UpstreamsCommandError(`${values.file} is not a tool list:\n  ${parsed.problems.join('\n  ')}`);
+    tools = parsed.tools;
+  }
+  const pool = createPool({ url: await databaseUrl(config), poolMax: 2 }, createLogger({ level: 'silent' }));
+  try {
+    const { actor } = await authenticateOperator(config, pool, 'upstreams snapshot').catch((err: unknown) => {
+      if (err instanceof OperatorAuthError) throw new UpstreamsCommandError(err.message, err.exitCode);
+      throw err;
+    });
+    if (!tools) {
+      out((await clearSnapshot(pool, id)) ? `Snapshot of ${id} removed.` : `${id} had no snapshot.`);
+      return 0;
+    }
+    await pinSnapshot(pool, { provider: id, tools, pinnedBy: actor, pinnedAt: new Date() });
+    out(
+      `Pinned ${tools.length} tools for ${id}: ${tools.map((t) => t.name).join(', ')}. Users not connected to it see them from their next tools/list.`,
+    );
+    return 0;
+  } finally {
+    await pool.end();
+  }
 }

@@ -13,7 +13,9 @@ import type { McpToolDeps } from '../mcp/toolDeps.js';
 import type { DynamicTools, ListHints, ToolListing } from '../mcp/toolRegistry.js';
 import { combineHints } from '../mcp/toolRegistry.js';
 import type { Provider } from '../providers/providerConfig.js';
+import type { Pool } from '../db/pool.js';
 import type { Logger } from '../shared/logger.js';
+import { findSnapshot } from './snapshotsRepo.js';
 import { accessTokenFor, type TokenVaultDeps } from '../secrets/tokenVault.js';
 import type { UpstreamMcp, UpstreamTool, UpstreamToolList } from './upstreamMcpClient.js';
 
@@ -22,6 +24,8 @@ export interface UpstreamToolsDeps {
   upstreams: readonly Provider[];
   mcp: UpstreamMcp;
   vault: TokenVaultDeps;
+  /** Where operators' pinned snapshots are (upstream_tool_snapshots). */
+  pool: Pool;
   logger: Logger;
   /** How long a user's list is kept when the upstream gives no ttlMs (and the most it is kept). */
   listTtlMs?: number;
@@ -32,6 +36,8 @@ const TOOL_NAME = /^[a-z0-9_-]{1,64}$/;
 const DEFAULT_LIST_TTL_MS = 60_000;
 const MAX_LIST_TTL_MS = 10 * 60_000;
 const MAX_CACHED_LISTS = 10_000;
+// What a host may keep a list holding a pinned snapshot for: an operator's change shows within it.
+const SNAPSHOT_TTL_MS = 30_000;
 const ArgumentsSchema = z.looseObject({});
 
 /** `<prefix>_<tool>` for an upstream tool: lower case, other characters as `_`; undefined when longer than 64. */
@@ -80,6 +86,19 @@ export function createUpstreamTools(deps: UpstreamToolsDeps): DynamicTools<McpTo
   const ordered = [...deps.upstreams].sort((a, b) => (a.upstream!.prefix < b.upstream!.prefix ? -1 : 1));
   const maxTtl = deps.listTtlMs ?? MAX_LIST_TTL_MS;
   const lists = new Map<string, CachedList>();
+  // Lists an upstream answered with cacheScope public: the same for every user, so served to those not connected.
+  const publicLists = new Map<string, CachedList>();
+  /** For a user not connected to `provider`: its public list while fresh, else the operator's snapshot (read each time: pinning shows at once). */
+  async function unconnectedPart(provider: Provider): Promise<ToolListing | undefined> {
+    const open = publicLists.get(provider.id);
+    const part =
+      open && open.expiresAt > Date.now()
+        ? open
+        : await findSnapshot(deps.pool, provider.id).then(
+            (row) => row && toServed(provider, { tools: row.tools, ttlMs: SNAPSHOT_TTL_MS, cacheScope: 'public' }),
+          );
+    return part && { tools: [...part.served.values()].map((s) => s.descriptor), ...part.hints, cacheScope: 'public' };
+  }
 
   const cacheKey = (provider: Provider, token: string) =>
     `${provider.id}\n${createHash('sha256').update(token).digest('base64url')}`;
@@ -132,6 +151,7 @@ export function createUpstreamTools(deps: UpstreamToolsDeps): DynamicTools<McpTo
     const fresh = toServed(provider, await deps.mcp.listTools(provider.upstream!.url, token));
     lists.delete(key);
     lists.set(key, fresh);
+    if (fresh.hints.cacheScope === 'public') publicLists.set(provider.id, fresh);
     // Oldest first out: a Map iterates in insertion order.
     while (lists.size > MAX_CACHED_LISTS) lists.delete(lists.keys().next().value!);
     return fresh;
@@ -139,7 +159,7 @@ export function createUpstreamTools(deps: UpstreamToolsDeps): DynamicTools<McpTo
 
   async function listOne(principal: Principal, provider: Provider): Promise<ToolListing | undefined> {
     const token = await accessTokenFor(deps.vault, principal, provider.id);
-    if (!token) return undefined;
+    if (!token) return unconnectedPart(provider);
     try {
       const { served, hints } = await listFor(provider, token);
       return { tools: [...served.values()].map((s) => s.descriptor), ...hints, cacheScope: 'private' };
@@ -147,7 +167,7 @@ export function createUpstreamTools(deps: UpstreamToolsDeps): DynamicTools<McpTo
       // A refused token is forgotten by the next call of one of its tools, which then asks to connect again.
       if (!(err instanceof UpstreamUnauthorizedError))
         deps.logger.warn({ err, upstream: provider.id }, 'upstream tools not listed');
-      return undefined;
+      return unconnectedPart(provider);
     }
   }
 

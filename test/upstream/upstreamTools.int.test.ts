@@ -1,7 +1,10 @@
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { consentAndAuthorize, elicitConnection, openConnectLink, retryConnection } from '../support/connectFlow.js';
 import { createFetch } from '../../src/shared/httpClient.js';
-import { callTool, mcpPost, meta } from '../support/mcpWire.js';
+import { callTool, mcpPost, meta, tokenFor } from '../support/mcpWire.js';
+import { operatorCli } from '../support/operatorCli.js';
 import { startUpstreamMcp, type UpstreamMcp } from '../support/upstreamMcp.js';
 import { useBrokerStack } from '../support/useBrokerStack.js';
 
@@ -13,6 +16,10 @@ import { useBrokerStack } from '../support/useBrokerStack.js';
 let notes: UpstreamMcp;
 let flaky: UpstreamMcp;
 const TIMEOUT_MS = 1_500;
+const entries = () => [
+  { id: 'upnotes', kind: 'mcp', url: notes.url, prefix: 'up', registration: 'auto', displayName: 'Up Notes' },
+  { id: 'flaky', kind: 'mcp', url: flaky.url, prefix: 'flaky', registration: 'auto' },
+];
 
 describe('upstream MCP tools on /mcp', () => {
   const { stack, tokens } = useBrokerStack(
@@ -24,10 +31,7 @@ describe('upstream MCP tools on /mcp', () => {
           startUpstreamMcp({ tls, fetch, registration: 'cimd', metadata: 'challenge' }),
           startUpstreamMcp({ tls, fetch, registration: 'dcr', metadata: 'path' }),
         ]);
-        return [
-          { id: 'upnotes', kind: 'mcp', url: notes.url, prefix: 'up', registration: 'auto', displayName: 'Up Notes' },
-          { id: 'flaky', kind: 'mcp', url: flaky.url, prefix: 'flaky', registration: 'auto' },
-        ];
+        return entries();
       },
     },
     { users: ['alice', 'bob', 'mallory'] },
@@ -143,6 +147,54 @@ describe('upstream MCP tools on /mcp', () => {
     );
     for (const answer of answers) expect(textOf(answer)).toBe('Created "raced" for up-mallory.');
     expect(callsOf(notes, 'raced')).toHaveLength(1);
+  });
+
+  it("a user not connected sees the operator's pinned snapshot, public, and calling one of its tools starts the connect flow", async () => {
+    const ops = await tokenFor(stack, 'ops');
+    const before = await list(ops);
+    // alice's private list (her diary) never reaches a user who is not connected.
+    expect(before.tools.map((t) => t.name).filter((n) => n.startsWith('up_') || n.startsWith('flaky_'))).toEqual([]);
+    expect(before.cacheScope).toBe('public');
+    const file = join(stack.dataDir, 'upstreams.json');
+    await writeFile(file, JSON.stringify(entries()));
+    const cli = await operatorCli(stack, 'ops', { command: 'upstreams', env: { PROVIDERS_FILE: file } });
+    const snapshot = join(stack.dataDir, 'flaky-tools.json');
+    const tool = {
+      name: 'create_note',
+      description: 'Creates a note.',
+      inputSchema: { type: 'object', properties: { title: { type: 'string' } } },
+    };
+    await writeFile(snapshot, JSON.stringify({ tools: [{ ...tool, inputSchema: { type: 'array' } }] }));
+    const refused = await cli('snapshot', 'flaky', '--file', snapshot);
+    expect(refused.code).toBe(2);
+    expect(refused.output).toContain('tools[0][inputSchema][type]');
+    await writeFile(snapshot, JSON.stringify({ tools: [tool] }));
+    const byAlice = await (
+      await operatorCli(stack, 'alice', { command: 'upstreams', env: { PROVIDERS_FILE: file } })
+    )('snapshot', 'flaky', '--file', snapshot);
+    expect(byAlice.code).toBe(3);
+    expect((await list(ops)).tools.map((t) => t.name)).not.toContain('flaky_create_note');
+    const pinned = await cli('snapshot', 'flaky', '--file', snapshot);
+    expect(pinned.code, pinned.output).toBe(0);
+    expect(pinned.output).toContain('Pinned 1 tools for flaky: create_note');
+    const listed = await cli('list', '--json');
+    const rows = JSON.parse(listed.output.split('\n').find((line) => line.startsWith('['))!) as {
+      id: string;
+      snapshot: unknown;
+    }[];
+    expect(rows.map((r) => [r.id, r.snapshot === null])).toEqual([
+      ['upnotes', true],
+      ['flaky', false],
+    ]);
+    const after = await list(ops);
+    expect(after.tools.find((t) => t.name === 'flaky_create_note')).toEqual({ ...tool, name: 'flaky_create_note' });
+    expect(after.cacheScope).toBe('public');
+    const asked = await callTool(stack, ops, 'flaky_create_note', { title: 'x' }, {}, { elicitation: { url: {} } });
+    expect(resultOf(asked).resultType).toBe('input_required');
+    expect(flaky.calls).toHaveLength(0);
+    const cleared = await cli('snapshot', 'flaky', '--clear');
+    expect(cleared.output).toContain('Snapshot of flaky removed.');
+    expect((await list(ops)).tools.map((t) => t.name)).not.toContain('flaky_create_note');
   });
 
   it('an upstream 401 forgets the connection and the next call asks to connect again', async () => {
