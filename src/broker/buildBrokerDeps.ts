@@ -16,6 +16,11 @@ import { createWaitGate } from './quotas.js';
 /** What the broker's use cases are built from: the process's resources and the deployment's settings. */
 export interface BrokerBuild {
   pool: Pool;
+  /**
+   * Where the completion signal LISTENs: a pool straight to Postgres when `pool` goes through a
+   * transaction-mode pooler, which would hand the listening session to other clients. Default `pool`.
+   */
+  listenPool?: Pool;
   clock: Clock;
   logger: Logger;
   /** For the providers (verifies TLS). */
@@ -63,7 +68,7 @@ export function buildBrokerDeps(build: BrokerBuild): BrokerDeps {
       ]),
     ),
     box,
-    signal: createCompletionSignal(build.pool, build.logger),
+    signal: createCompletionSignal(build.listenPool ?? build.pool, build.logger),
     publicUrl: http.publicUrl,
     allowLoopback: build.allowLoopback,
     highRiskTools: new Set(highRiskTools),

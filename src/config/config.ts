@@ -3,6 +3,7 @@ import { DEFAULT_QUOTAS, type Quotas } from '../broker/quotas.js';
 import { signingKeyOf } from '../events/webhookSignature.js';
 import type { LegacyLimits } from '../mcp/legacy/legacySessions.js';
 import { checkUrl, UrlPolicyError } from '../security/urlPolicy.js';
+import { FAULT_POINTS, type FaultPoint } from '../shared/faultPoints.js';
 import { Secret } from '../shared/secret.js';
 import type { RateLimit } from '../web/middleware/rateLimit.js';
 
@@ -55,6 +56,9 @@ const envSchema = z
     DATA_DIR: z.string().trim().min(1).default('.data'),
     DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/, error: 'must be a postgres:// URL' }).optional(),
     DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+    // A direct connection for what needs one Postgres session (LISTEN, the migrations' advisory
+    // lock) when DATABASE_URL goes through a transaction-mode pooler such as PgBouncer.
+    DATABASE_DIRECT_URL: z.url({ protocol: /^postgres(ql)?$/, error: 'must be a postgres:// URL' }).optional(),
     OIDC_ISSUER: httpsUrl.optional(),
     OIDC_CLIENT_ID: optionalString,
     OIDC_CLIENT_SECRET: optionalString,
@@ -65,8 +69,11 @@ const envSchema = z
     DEV_IDP_PORT: port.optional(),
     DEV_REPORTS_PORT: port.optional(),
     DEV_GITHUB_PORT: port.optional(),
+    DEV_UPSTREAM_PORT: port.optional(),
     // Development mode serves an identity provider with known passwords: off loopback only when asked by name.
     DEV_ALLOW_NETWORK: z.enum(['true', 'false']).optional(),
+    // The release-gates suite's form tool whose form asks for a password (dev/devSecretFormTool.ts).
+    DEV_SECRET_FORM_TOOL: z.enum(['true', 'false']).optional(),
     PROVIDERS_FILE: optionalString,
     NAVIGATION_TTL_SECONDS: z.coerce
       .number()
@@ -160,6 +167,8 @@ const envSchema = z
         'must be whsec_ and the base64 of 24 to 64 bytes, or not start with whsec_',
       )
       .optional(),
+    // The faults suite's crash point (shared/faultPoints.ts); refused in production below.
+    BROKER_FAULT_POINT: z.enum(FAULT_POINTS).optional(),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   })
   // Production never falls back to anything generated or embedded: every
@@ -175,6 +184,13 @@ const envSchema = z
           code: 'custom',
           path: ['LEGACY_SESSION_IDLE_SECONDS'],
           message: 'must be longer than twice LEGACY_WAIT_MS and longer than LEGACY_STREAM_MAX_SECONDS',
+        });
+      }
+      if (env.DATABASE_DIRECT_URL !== undefined && env.DATABASE_URL === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['DATABASE_DIRECT_URL'],
+          message: 'needs DATABASE_URL (the pooler it bypasses); the embedded Postgres needs neither',
         });
       }
       // A webhook is both its URL and its key, or neither; its URL passes the policy of every URL the
@@ -224,7 +240,15 @@ const envSchema = z
           message: 'must be an external issuer in production, not loopback',
         });
       }
-      for (const key of ['DEV_IDP_PORT', 'DEV_REPORTS_PORT', 'DEV_GITHUB_PORT', 'DEV_ALLOW_NETWORK'] as const) {
+      for (const key of [
+        'DEV_IDP_PORT',
+        'DEV_REPORTS_PORT',
+        'DEV_GITHUB_PORT',
+        'DEV_UPSTREAM_PORT',
+        'DEV_ALLOW_NETWORK',
+        'DEV_SECRET_FORM_TOOL',
+        'BROKER_FAULT_POINT',
+      ] as const) {
         if (env[key] !== undefined) ctx.addIssue({ code: 'custom', path: [key], message: 'is a development setting' });
       }
     },
@@ -236,12 +260,26 @@ export interface Config {
   mode: Mode;
   http: { host: string; port: number; publicUrl: URL; mcpResourceUrl: string; shutdownGraceMs: number };
   dataDir: string;
-  db: { url: Secret | undefined; poolMax: number };
+  /**
+   * directUrl: DATABASE_DIRECT_URL, Postgres itself where `url` is a transaction-mode pooler; set, `url`
+   * carries no session state (no startup parameters, no LISTEN, no session lock) and this does.
+   */
+  db: { url: Secret | undefined; directUrl: Secret | undefined; poolMax: number };
   oidc: { issuer: string | undefined; clientId: string; clientSecret: Secret | undefined };
   secretKeys: { kid: string; key: Secret }[] | undefined;
   tls: { certFile: string | undefined; keyFile: string | undefined; caFile: string | undefined };
-  /** allowNetwork: DEV_ALLOW_NETWORK=true, development servers on a non-loopback HOST (said loudly at start). */
-  dev: { idpPort: number; reportsPort: number; githubPort: number; allowNetwork: boolean };
+  /**
+   * allowNetwork: DEV_ALLOW_NETWORK=true, development servers on a non-loopback HOST (said loudly at start).
+   * secretFormTool: DEV_SECRET_FORM_TOOL=true, serve dev_secret_form, whose form the audit must refuse.
+   */
+  dev: {
+    idpPort: number;
+    reportsPort: number;
+    githubPort: number;
+    upstreamPort: number;
+    allowNetwork: boolean;
+    secretFormTool: boolean;
+  };
   session: { ttlSeconds: number };
   mcp: { requiredScope: string; allowAnonymous: boolean };
   broker: {
@@ -275,6 +313,8 @@ export interface Config {
   /** WEBHOOK_URL and WEBHOOK_SECRET: where events are posted and the key that signs them; unset, none is posted. */
   webhook: { url: URL; secret: Secret } | undefined;
   log: { level: string };
+  /** BROKER_FAULT_POINT: where this process kills itself (the faults suite; never set in production). */
+  faultPoint?: FaultPoint | undefined;
 }
 
 export class ConfigError extends Error {
@@ -306,7 +346,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     },
     dataDir: e.DATA_DIR,
-    db: { url: e.DATABASE_URL === undefined ? undefined : new Secret(e.DATABASE_URL), poolMax: e.DATABASE_POOL_MAX },
+    db: {
+      url: e.DATABASE_URL === undefined ? undefined : new Secret(e.DATABASE_URL),
+      directUrl: e.DATABASE_DIRECT_URL === undefined ? undefined : new Secret(e.DATABASE_DIRECT_URL),
+      poolMax: e.DATABASE_POOL_MAX,
+    },
     oidc: {
       issuer: e.OIDC_ISSUER?.replace(/\/$/, ''),
       clientId: e.OIDC_CLIENT_ID ?? 'connect-broker',
@@ -318,7 +362,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       idpPort: e.DEV_IDP_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 1),
       reportsPort: e.DEV_REPORTS_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 2),
       githubPort: e.DEV_GITHUB_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 3),
+      upstreamPort: e.DEV_UPSTREAM_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 4),
       allowNetwork: e.DEV_ALLOW_NETWORK === 'true',
+      secretFormTool: e.DEV_SECRET_FORM_TOOL === 'true',
     },
     session: { ttlSeconds: e.SESSION_TTL_SECONDS },
     mcp: { requiredScope: e.MCP_SCOPE, allowAnonymous: e.MCP_ALLOW_ANONYMOUS === 'true' },
@@ -368,6 +414,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         ? undefined
         : { url: new URL(e.WEBHOOK_URL), secret: new Secret(e.WEBHOOK_SECRET) },
     log: { level: e.LOG_LEVEL },
+    faultPoint: e.BROKER_FAULT_POINT,
   });
 }
 

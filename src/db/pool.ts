@@ -15,6 +15,13 @@ export interface PoolConfig {
   statementTimeoutMs?: number;
   /** How long a request waits for a connection, new or from the pool, before it is answered 503. */
   connectTimeoutMs?: number;
+  /**
+   * The URL is a transaction-mode pooler (PgBouncer): each transaction may run on another server
+   * connection, so nothing is set for the session. PgBouncer refuses startup parameters it does not
+   * track (statement_timeout, options), so only application_name is sent; the statement timeout is
+   * then the pooler's or the role's (docs/scaling.md), and `schema` is refused.
+   */
+  pooled?: boolean;
 }
 
 /**
@@ -23,11 +30,12 @@ export interface PoolConfig {
  */
 export function createPool(config: PoolConfig, logger: Logger): pg.Pool {
   if (config.schema !== undefined && !/^[a-z_][a-z0-9_]*$/.test(config.schema)) throw new Error('invalid schema name');
+  if (config.pooled && config.schema !== undefined) throw new Error('a pooled connection cannot set a schema');
   const pool = new pg.Pool({
     connectionString: config.url.reveal(),
     max: config.poolMax,
     application_name: 'connect-broker',
-    statement_timeout: config.statementTimeoutMs ?? 15_000,
+    ...(config.pooled ? {} : { statement_timeout: config.statementTimeoutMs ?? 15_000 }),
     // Only tests set a schema; otherwise `options` in DATABASE_URL (e.g. a search_path) is kept.
     ...(config.schema ? { options: `-c search_path=${config.schema}` } : {}),
     // Bounds both a new connection to a server that does not answer and the wait for a pooled

@@ -29,7 +29,8 @@ describe('completion signal waiters on one navigation', () => {
 
   beforeAll(async () => {
     db = await createTestDb();
-    signal = createCompletionSignal(db.pool, createLogger({ level: 'silent' }));
+    // Through a transaction-mode pooler the listener needs a connection straight to Postgres (DATABASE_DIRECT_URL).
+    signal = createCompletionSignal(db.newDirectPool() ?? db.pool, createLogger({ level: 'silent' }));
   });
   afterAll(async () => {
     await signal.close();
@@ -77,7 +78,7 @@ describe('completion signal waiters on one navigation', () => {
     let listenerPid: number | undefined;
     const pool = {
       connect: async () => {
-        const client = await db.pool.connect();
+        const client = await (db.newDirectPool() ?? db.pool).connect();
         listenerPid = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
         return client;
       },
@@ -111,7 +112,7 @@ describe('completion signal waiters on one navigation', () => {
     let listenerPid = 0;
     const pool = {
       connect: async () => {
-        const client = await db.pool.connect();
+        const client = await (db.newDirectPool() ?? db.pool).connect();
         listenerPid = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
         return client;
       },

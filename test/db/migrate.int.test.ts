@@ -35,8 +35,9 @@ describe('migrate', () => {
       join(dir, `${next}_probe.sql`),
       'SELECT pg_sleep(0.3); CREATE TABLE probe (id int); INSERT INTO probe VALUES (1);',
     );
-    const other = db.newPool();
-    const [a, b] = await Promise.all([migrate(db.pool, dir), migrate(other, dir)]);
+    // Their lock is a session's: through a transaction-mode pooler both go straight to Postgres, as the broker's do.
+    const other = db.newDirectPool() ?? db.newPool();
+    const [a, b] = await Promise.all([migrate(db.newDirectPool() ?? db.pool, dir), migrate(other, dir)]);
     expect([...a, ...b]).toEqual([`${next}_probe.sql`]);
     const { rows } = await db.pool.query('SELECT count(*)::int AS n FROM probe');
     expect(rows[0].n).toBe(1);

@@ -154,7 +154,10 @@ describe.skipIf(!HAPROXY_BINARY)('three broker processes behind HAProxy (deploy/
         HOST: '127.0.0.1',
         PORT: String(ports[index]),
         PUBLIC_URL: balancerUrl,
-        DATABASE_URL: databaseUrl.href,
+        // In the PgBouncer pass (scripts/pgbouncer-pass.sh) through the pooler, LISTEN and migrations straight to Postgres.
+        ...(db.pooledUrl
+          ? { DATABASE_URL: db.pooledUrl.reveal(), DATABASE_DIRECT_URL: databaseUrl.href }
+          : { DATABASE_URL: databaseUrl.href }),
         OIDC_ISSUER: dev.idp.issuer,
         OIDC_CLIENT_SECRET: secrets.brokerIdpClientSecret,
         SECRET_KEYS: secrets.secretKeys.map((k) => `${k.kid}:${k.key}`).join(','),

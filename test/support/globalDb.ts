@@ -8,6 +8,8 @@ import { createLogger } from '../../src/shared/logger.js';
 declare module 'vitest' {
   export interface ProvidedContext {
     databaseUrl: string;
+    /** DATABASE_POOLER_URL: a transaction-mode pooler in front of databaseUrl (the PgBouncer pass), or ''. */
+    poolerUrl: string;
   }
 }
 
@@ -16,6 +18,7 @@ declare module 'vitest' {
 // works in its own schema (test/support/testDb.ts).
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const external = process.env['DATABASE_URL'];
+  project.provide('poolerUrl', process.env['DATABASE_POOLER_URL'] ?? '');
   if (external) {
     project.provide('databaseUrl', external);
     return async () => undefined;
