@@ -18,13 +18,10 @@ import { stopSignalHandler } from './runtime/stopSignals.js';
 import { systemClock } from './shared/clock.js';
 import { createFetch } from './shared/httpClient.js';
 import { createLogger, type Logger } from './shared/logger.js';
-import { armFaultPoint } from './shared/faultPoints.js';
 import { Secret } from './shared/secret.js';
 import { loadOrCreateLocalTls, type TlsMaterial } from './tls/localCa.js';
 import { createRender } from './web/render.js';
 import { createBrokerServer } from './server.js';
-import type { Tool } from './mcp/defineTool.js';
-import type { McpToolDeps } from './mcp/toolDeps.js';
 import { tools } from './mcp/tools/registry.js';
 import { loadToolModules, ToolModuleError } from './mcp/tools/toolModules.js';
 import { ToolsFileError } from './mcp/declared/toolsFile.js';
@@ -85,7 +82,6 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
   let clientSecret = config.oidc.clientSecret;
   let secretKeys = config.secretKeys;
   let devFacts: BannerFacts['dev'];
-  const devTools: Tool<McpToolDeps>[] = [];
   if (dev) {
     if (config.dev.allowNetwork) {
       logger.warn(
@@ -95,15 +91,13 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     }
     // Development servers (oidc-provider and friends) are loaded only in development.
     const { loadOrCreateDevSecrets } = await import('./dev/devSecrets.js');
-    const { devUpstreamProvider, githubDevProvider, reportServiceProvider, startDevStack } =
-      await import('./dev/devStack.js');
+    const { githubDevProvider, reportServiceProvider, startDevStack } = await import('./dev/devStack.js');
     const secrets = await loadOrCreateDevSecrets(config.dataDir);
     const stack = await startDevStack({
       host: config.http.host,
       idpPort: config.dev.idpPort,
       reportsPort: config.dev.reportsPort,
       githubPort: config.dev.githubPort,
-      upstreamPort: config.dev.upstreamPort,
       tls,
       fetch,
       secrets,
@@ -122,8 +116,6 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     providerEntries.unshift(
       reportServiceProvider(stack, secrets),
       ...(stack.github && !ownGithub ? [githubDevProvider(stack.github)] : []),
-      // A remote MCP server behind the broker, so a proxied tool works end to end from the first start.
-      ...(stack.upstream ? [devUpstreamProvider(stack.upstream)] : []),
     );
     const { DEV_PASSWORD, devUsers } = await import('./dev/devUsers.js');
     devFacts = {
@@ -135,10 +127,6 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
       users: devUsers.map((u) => (u.roles.length > 0 ? `${u.login} (${u.roles.join(', ')})` : u.login)),
       password: DEV_PASSWORD,
     };
-    if (config.dev.secretFormTool) {
-      devTools.push((await import('./dev/devSecretFormTool.js')).devSecretFormTool);
-      logger.warn('DEV_SECRET_FORM_TOOL=true: serving dev_secret_form, whose form asks for a password (the audit must refuse it)');
-    }
   }
   if (!issuer || !clientSecret) throw new ConfigError(['OIDC_ISSUER and OIDC_CLIENT_SECRET are required']);
 
@@ -163,7 +151,7 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     version: packageVersion(),
     providers,
     allowLoopback: dev,
-    extraTools: [...extraTools, ...devTools],
+    extraTools,
     metrics,
   });
   closers.push({ name: 'completion listener', close: broker.close });
@@ -260,9 +248,6 @@ function run(): void {
     process.exit(78); // EX_CONFIG
   }
   const logger = createLogger(config.log);
-  armFaultPoint(config.faultPoint);
-  if (config.faultPoint)
-    logger.warn({ faultPoint: config.faultPoint }, 'BROKER_FAULT_POINT is set: this process kills itself there');
   const closers: Closer[] = [];
   let startup: Promise<void> = Promise.resolve();
   let stopping: Promise<void> | undefined;

@@ -71,12 +71,7 @@ async function developmentEntries(config: Readonly<Config>): Promise<Record<stri
   if (!secrets) return [];
   const { devProviderEntries } = await import('../dev/devStack.js');
   return devProviderEntries(
-    {
-      publicUrl: config.http.publicUrl,
-      reportsPort: config.dev.reportsPort,
-      githubPort: config.dev.githubPort,
-      upstreamPort: config.dev.upstreamPort,
-    },
+    { publicUrl: config.http.publicUrl, reportsPort: config.dev.reportsPort, githubPort: config.dev.githubPort },
     secrets,
   );
 }

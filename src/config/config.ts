@@ -3,7 +3,6 @@ import { DEFAULT_QUOTAS, type Quotas } from '../broker/quotas.js';
 import { signingKeyOf } from '../events/webhookSignature.js';
 import type { LegacyLimits } from '../mcp/legacy/legacySessions.js';
 import { checkUrl, UrlPolicyError } from '../security/urlPolicy.js';
-import { FAULT_POINTS, type FaultPoint } from '../shared/faultPoints.js';
 import { Secret } from '../shared/secret.js';
 import type { RateLimit } from '../web/middleware/rateLimit.js';
 
@@ -69,11 +68,8 @@ const envSchema = z
     DEV_IDP_PORT: port.optional(),
     DEV_REPORTS_PORT: port.optional(),
     DEV_GITHUB_PORT: port.optional(),
-    DEV_UPSTREAM_PORT: port.optional(),
     // Development mode serves an identity provider with known passwords: off loopback only when asked by name.
     DEV_ALLOW_NETWORK: z.enum(['true', 'false']).optional(),
-    // The release-gates suite's form tool whose form asks for a password (dev/devSecretFormTool.ts).
-    DEV_SECRET_FORM_TOOL: z.enum(['true', 'false']).optional(),
     PROVIDERS_FILE: optionalString,
     NAVIGATION_TTL_SECONDS: z.coerce
       .number()
@@ -167,8 +163,6 @@ const envSchema = z
         'must be whsec_ and the base64 of 24 to 64 bytes, or not start with whsec_',
       )
       .optional(),
-    // The faults suite's crash point (shared/faultPoints.ts); refused in production below.
-    BROKER_FAULT_POINT: z.enum(FAULT_POINTS).optional(),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   })
   // Production never falls back to anything generated or embedded: every
@@ -240,15 +234,7 @@ const envSchema = z
           message: 'must be an external issuer in production, not loopback',
         });
       }
-      for (const key of [
-        'DEV_IDP_PORT',
-        'DEV_REPORTS_PORT',
-        'DEV_GITHUB_PORT',
-        'DEV_UPSTREAM_PORT',
-        'DEV_ALLOW_NETWORK',
-        'DEV_SECRET_FORM_TOOL',
-        'BROKER_FAULT_POINT',
-      ] as const) {
+      for (const key of ['DEV_IDP_PORT', 'DEV_REPORTS_PORT', 'DEV_GITHUB_PORT', 'DEV_ALLOW_NETWORK'] as const) {
         if (env[key] !== undefined) ctx.addIssue({ code: 'custom', path: [key], message: 'is a development setting' });
       }
     },
@@ -268,18 +254,8 @@ export interface Config {
   oidc: { issuer: string | undefined; clientId: string; clientSecret: Secret | undefined };
   secretKeys: { kid: string; key: Secret }[] | undefined;
   tls: { certFile: string | undefined; keyFile: string | undefined; caFile: string | undefined };
-  /**
-   * allowNetwork: DEV_ALLOW_NETWORK=true, development servers on a non-loopback HOST (said loudly at start).
-   * secretFormTool: DEV_SECRET_FORM_TOOL=true, serve dev_secret_form, whose form the audit must refuse.
-   */
-  dev: {
-    idpPort: number;
-    reportsPort: number;
-    githubPort: number;
-    upstreamPort: number;
-    allowNetwork: boolean;
-    secretFormTool: boolean;
-  };
+  /** allowNetwork: DEV_ALLOW_NETWORK=true, development servers on a non-loopback HOST (said loudly at start). */
+  dev: { idpPort: number; reportsPort: number; githubPort: number; allowNetwork: boolean };
   session: { ttlSeconds: number };
   mcp: { requiredScope: string; allowAnonymous: boolean };
   broker: {
@@ -313,8 +289,6 @@ export interface Config {
   /** WEBHOOK_URL and WEBHOOK_SECRET: where events are posted and the key that signs them; unset, none is posted. */
   webhook: { url: URL; secret: Secret } | undefined;
   log: { level: string };
-  /** BROKER_FAULT_POINT: where this process kills itself (the faults suite; never set in production). */
-  faultPoint?: FaultPoint | undefined;
 }
 
 export class ConfigError extends Error {
@@ -362,9 +336,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       idpPort: e.DEV_IDP_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 1),
       reportsPort: e.DEV_REPORTS_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 2),
       githubPort: e.DEV_GITHUB_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 3),
-      upstreamPort: e.DEV_UPSTREAM_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 4),
       allowNetwork: e.DEV_ALLOW_NETWORK === 'true',
-      secretFormTool: e.DEV_SECRET_FORM_TOOL === 'true',
     },
     session: { ttlSeconds: e.SESSION_TTL_SECONDS },
     mcp: { requiredScope: e.MCP_SCOPE, allowAnonymous: e.MCP_ALLOW_ANONYMOUS === 'true' },
@@ -414,7 +386,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         ? undefined
         : { url: new URL(e.WEBHOOK_URL), secret: new Secret(e.WEBHOOK_SECRET) },
     log: { level: e.LOG_LEVEL },
-    faultPoint: e.BROKER_FAULT_POINT,
   });
 }
 
