@@ -68,14 +68,9 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     databaseUrl = embedded.url;
     database = `embedded Postgres, data in ${resolve(config.dataDir, 'postgres')}`;
   }
-  // Through a transaction-mode pooler (DATABASE_DIRECT_URL set), what needs one session, the
-  // migrations' advisory lock and the completion signal's LISTEN, goes straight to Postgres.
-  const directUrl = config.db.directUrl;
-  const pool = createPool({ url: databaseUrl, poolMax: config.db.poolMax, pooled: directUrl !== undefined }, logger);
+  const pool = createPool({ url: databaseUrl, poolMax: config.db.poolMax }, logger);
   closers.push({ name: 'database pool', close: () => pool.end() });
-  const direct = directUrl ? createPool({ url: directUrl, poolMax: 2 }, logger) : undefined;
-  if (direct) closers.push({ name: 'direct database pool', close: () => direct.end() });
-  const applied = await migrate(direct ?? pool);
+  const applied = await migrate(pool);
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
 
   let issuer = config.oidc.issuer;
@@ -91,13 +86,15 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     }
     // Development servers (oidc-provider and friends) are loaded only in development.
     const { loadOrCreateDevSecrets } = await import('./dev/devSecrets.js');
-    const { githubDevProvider, reportServiceProvider, startDevStack } = await import('./dev/devStack.js');
+    const { devUpstreamProvider, githubDevProvider, reportServiceProvider, startDevStack } =
+      await import('./dev/devStack.js');
     const secrets = await loadOrCreateDevSecrets(config.dataDir);
     const stack = await startDevStack({
       host: config.http.host,
       idpPort: config.dev.idpPort,
       reportsPort: config.dev.reportsPort,
       githubPort: config.dev.githubPort,
+      upstreamPort: config.dev.upstreamPort,
       tls,
       fetch,
       secrets,
@@ -116,6 +113,8 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     providerEntries.unshift(
       reportServiceProvider(stack, secrets),
       ...(stack.github && !ownGithub ? [githubDevProvider(stack.github)] : []),
+      // A remote MCP server behind the broker, so a proxied tool works end to end from the first start.
+      ...(stack.upstream ? [devUpstreamProvider(stack.upstream)] : []),
     );
     const { DEV_PASSWORD, devUsers } = await import('./dev/devUsers.js');
     devFacts = {
@@ -139,7 +138,6 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     // The declared tools may mark themselves high-risk beside HIGH_RISK_TOOLS.
     settings: { ...config, highRiskTools: highRiskToolNames(config.highRiskTools, declared) },
     pool,
-    ...(direct ? { listenPool: direct } : {}),
     logger,
     clock: systemClock,
     render,

@@ -12,13 +12,8 @@ export class DeploymentError extends Error {
   readonly exitCode = 2;
 }
 
-/**
- * DATABASE_DIRECT_URL or DATABASE_URL, or outside production the embedded Postgres `npm start` is
- * running. The CLI goes past a transaction-mode pooler: its pools set a statement timeout, which
- * PgBouncer refuses as a startup parameter, and an operator's command is no load to pool.
- */
+/** DATABASE_URL, or outside production the embedded Postgres `npm start` is running. */
 export async function databaseUrl(config: Readonly<Config>): Promise<Secret> {
-  if (config.db.directUrl) return config.db.directUrl;
   if (config.db.url) return config.db.url;
   const embedded =
     config.mode === 'production' ? undefined : await runningEmbeddedPostgresUrl(join(config.dataDir, 'postgres'));
@@ -71,7 +66,12 @@ async function developmentEntries(config: Readonly<Config>): Promise<Record<stri
   if (!secrets) return [];
   const { devProviderEntries } = await import('../dev/devStack.js');
   return devProviderEntries(
-    { publicUrl: config.http.publicUrl, reportsPort: config.dev.reportsPort, githubPort: config.dev.githubPort },
+    {
+      publicUrl: config.http.publicUrl,
+      reportsPort: config.dev.reportsPort,
+      githubPort: config.dev.githubPort,
+      upstreamPort: config.dev.upstreamPort,
+    },
     secrets,
   );
 }

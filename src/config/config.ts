@@ -55,9 +55,6 @@ const envSchema = z
     DATA_DIR: z.string().trim().min(1).default('.data'),
     DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/, error: 'must be a postgres:// URL' }).optional(),
     DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
-    // A direct connection for what needs one Postgres session (LISTEN, the migrations' advisory
-    // lock) when DATABASE_URL goes through a transaction-mode pooler such as PgBouncer.
-    DATABASE_DIRECT_URL: z.url({ protocol: /^postgres(ql)?$/, error: 'must be a postgres:// URL' }).optional(),
     OIDC_ISSUER: httpsUrl.optional(),
     OIDC_CLIENT_ID: optionalString,
     OIDC_CLIENT_SECRET: optionalString,
@@ -68,6 +65,7 @@ const envSchema = z
     DEV_IDP_PORT: port.optional(),
     DEV_REPORTS_PORT: port.optional(),
     DEV_GITHUB_PORT: port.optional(),
+    DEV_UPSTREAM_PORT: port.optional(),
     // Development mode serves an identity provider with known passwords: off loopback only when asked by name.
     DEV_ALLOW_NETWORK: z.enum(['true', 'false']).optional(),
     PROVIDERS_FILE: optionalString,
@@ -180,13 +178,6 @@ const envSchema = z
           message: 'must be longer than twice LEGACY_WAIT_MS and longer than LEGACY_STREAM_MAX_SECONDS',
         });
       }
-      if (env.DATABASE_DIRECT_URL !== undefined && env.DATABASE_URL === undefined) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['DATABASE_DIRECT_URL'],
-          message: 'needs DATABASE_URL (the pooler it bypasses); the embedded Postgres needs neither',
-        });
-      }
       // A webhook is both its URL and its key, or neither; its URL passes the policy of every URL the
       // broker calls, so loopback only outside production.
       if ((env.WEBHOOK_URL === undefined) !== (env.WEBHOOK_SECRET === undefined)) {
@@ -234,7 +225,13 @@ const envSchema = z
           message: 'must be an external issuer in production, not loopback',
         });
       }
-      for (const key of ['DEV_IDP_PORT', 'DEV_REPORTS_PORT', 'DEV_GITHUB_PORT', 'DEV_ALLOW_NETWORK'] as const) {
+      for (const key of [
+        'DEV_IDP_PORT',
+        'DEV_REPORTS_PORT',
+        'DEV_GITHUB_PORT',
+        'DEV_UPSTREAM_PORT',
+        'DEV_ALLOW_NETWORK',
+      ] as const) {
         if (env[key] !== undefined) ctx.addIssue({ code: 'custom', path: [key], message: 'is a development setting' });
       }
     },
@@ -246,16 +243,12 @@ export interface Config {
   mode: Mode;
   http: { host: string; port: number; publicUrl: URL; mcpResourceUrl: string; shutdownGraceMs: number };
   dataDir: string;
-  /**
-   * directUrl: DATABASE_DIRECT_URL, Postgres itself where `url` is a transaction-mode pooler; set, `url`
-   * carries no session state (no startup parameters, no LISTEN, no session lock) and this does.
-   */
-  db: { url: Secret | undefined; directUrl: Secret | undefined; poolMax: number };
+  db: { url: Secret | undefined; poolMax: number };
   oidc: { issuer: string | undefined; clientId: string; clientSecret: Secret | undefined };
   secretKeys: { kid: string; key: Secret }[] | undefined;
   tls: { certFile: string | undefined; keyFile: string | undefined; caFile: string | undefined };
   /** allowNetwork: DEV_ALLOW_NETWORK=true, development servers on a non-loopback HOST (said loudly at start). */
-  dev: { idpPort: number; reportsPort: number; githubPort: number; allowNetwork: boolean };
+  dev: { idpPort: number; reportsPort: number; githubPort: number; upstreamPort: number; allowNetwork: boolean };
   session: { ttlSeconds: number };
   mcp: { requiredScope: string; allowAnonymous: boolean };
   broker: {
@@ -320,11 +313,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     },
     dataDir: e.DATA_DIR,
-    db: {
-      url: e.DATABASE_URL === undefined ? undefined : new Secret(e.DATABASE_URL),
-      directUrl: e.DATABASE_DIRECT_URL === undefined ? undefined : new Secret(e.DATABASE_DIRECT_URL),
-      poolMax: e.DATABASE_POOL_MAX,
-    },
+    db: { url: e.DATABASE_URL === undefined ? undefined : new Secret(e.DATABASE_URL), poolMax: e.DATABASE_POOL_MAX },
     oidc: {
       issuer: e.OIDC_ISSUER?.replace(/\/$/, ''),
       clientId: e.OIDC_CLIENT_ID ?? 'connect-broker',
@@ -336,6 +325,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       idpPort: e.DEV_IDP_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 1),
       reportsPort: e.DEV_REPORTS_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 2),
       githubPort: e.DEV_GITHUB_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 3),
+      upstreamPort: e.DEV_UPSTREAM_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 4),
       allowNetwork: e.DEV_ALLOW_NETWORK === 'true',
     },
     session: { ttlSeconds: e.SESSION_TTL_SECONDS },

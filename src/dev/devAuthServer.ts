@@ -2,9 +2,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
 import type { JWK } from 'jose';
-import { type KoaContextWithOIDC, Provider } from 'oidc-provider';
+import { type Configuration, type KoaContextWithOIDC, Provider } from 'oidc-provider';
 import { InvalidInputError } from '../errors/appError.js';
 import { toHttp } from '../errors/toHttp.js';
+import type { Fetch } from '../shared/httpClient.js';
 import type { Logger } from '../shared/logger.js';
 import { requestId } from '../web/middleware/requestContext.js';
 import { securityHeaders } from '../web/middleware/security.js';
@@ -24,6 +25,12 @@ export interface DevAuthServerOptions extends DevProviderConfigOptions {
   logger: Logger;
   /** Mounted at `/api` on the server's own origin (the Report Service's createReportApi router). */
   api?: RequestHandler;
+  /**
+   * Any web client may register (RFC 7591) or name its Client ID Metadata Document, with https
+   * redirect URIs on `origins` (the development upstream MCP server's authorization server, which
+   * the broker registers with as with a real one); `fetch` gets the documents.
+   */
+  webClients?: { fetch: Fetch; origins: string[] };
 }
 
 export interface DevAuthServer {
@@ -42,8 +49,14 @@ const publicDir = fileURLToPath(new URL('../../public/', import.meta.url));
  */
 export function createDevAuthServer(options: DevAuthServerOptions): DevAuthServer {
   const origin = new URL(options.issuer).origin;
-  const formActionOrigins = clientOrigins(options.clients).filter((o) => o !== origin);
-  const provider = new Provider(options.issuer, buildProviderConfig(options));
+  const formActionOrigins = [...clientOrigins(options.clients), ...(options.webClients?.origins ?? [])].filter(
+    (o) => o !== origin,
+  );
+  const config = buildProviderConfig(options);
+  const provider = new Provider(
+    options.issuer,
+    options.webClients ? withWebClients(config, options.webClients.fetch) : config,
+  );
   provider.use(providerHeaders(formActionOrigins));
   provider.on('server_error', (_ctx, err) => options.logger.error({ err }, 'oidc-provider server error'));
   provider.use(recordRevocations(options.logger));
@@ -71,6 +84,20 @@ export function createDevAuthServer(options: DevAuthServerOptions): DevAuthServe
     provider,
     publicJwks: () => toPublicJwks(options.keys),
   };
+}
+
+// Registration open to web clients, and Client ID Metadata Documents (fetched with `fetch`, which
+// trusts the development CA), beside the development clients' policy.
+function withWebClients(config: Configuration, fetch: Fetch): Configuration {
+  return {
+    ...config,
+    fetch: (target: string | URL, init: RequestInit) => fetch(target, init),
+    features: {
+      ...config.features,
+      registration: { enabled: true, initialAccessToken: false, issueRegistrationAccessToken: false },
+      clientIdMetadataDocument: { enabled: true, ack: 'draft-02' },
+    },
+  } as Configuration;
 }
 
 // Each RFC 7009 request in the log (never the token): which client, what it named, the answer's status.

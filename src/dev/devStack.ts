@@ -9,6 +9,7 @@ import { DEV_PROVIDER_SCOPES } from './devDefaults.js';
 import { toPublicJwks } from './devAuthKeys.js';
 import { createDevAuthServer } from './devAuthServer.js';
 import { createDevGithubServer } from './devGithubServer.js';
+import { createDevUpstream, DEV_UPSTREAM_ID } from './devUpstream.js';
 import { openGithubStore } from './devGithubStore.js';
 import { openFileAdapter } from './devProviderAdapter.js';
 import type { DevSecrets } from './devSecrets.js';
@@ -22,6 +23,8 @@ export interface DevStackOptions {
   reportsPort: number;
   /** The GitHub-like development provider's port; it does not run when absent. */
   githubPort?: number;
+  /** The development upstream MCP server's port (its authorization server beside it); it does not run when absent. */
+  upstreamPort?: number;
   tls: TlsPair;
   /** Verified TLS with the development CA: the identity provider fetches Client ID Metadata Documents with it. */
   fetch: Fetch;
@@ -48,6 +51,8 @@ export interface DevStack {
     clientSecret: string;
     callbackUrl: string;
   };
+  /** Present when `upstreamPort` was given: the development upstream MCP server (devUpstream.ts). */
+  upstream?: { url: string; issuer: string };
   close(graceMs: number): Promise<void>;
 }
 
@@ -56,10 +61,16 @@ export function startLocalDevStack(
   options: Pick<DevStackOptions, 'tls' | 'fetch' | 'secrets' | 'render' | 'logger'> & {
     brokerUrl: string;
     github?: boolean;
+    upstream?: boolean;
   },
 ): Promise<DevStack> {
-  const { brokerUrl, github, ...rest } = options;
-  const ports = { idpPort: 0, reportsPort: 0, ...(github ? { githubPort: 0 } : {}) };
+  const { brokerUrl, github, upstream, ...rest } = options;
+  const ports = {
+    idpPort: 0,
+    reportsPort: 0,
+    ...(github ? { githubPort: 0 } : {}),
+    ...(upstream ? { upstreamPort: 0 } : {}),
+  };
   return startDevStack({
     ...rest,
     host: '127.0.0.1',
@@ -101,16 +112,31 @@ export function githubDevProvider(github: NonNullable<DevStack['github']>): Reco
   };
 }
 
+/** The development upstream MCP server as an operator would put a remote MCP server behind the broker. */
+export function devUpstreamProvider(upstream: NonNullable<DevStack['upstream']>): Record<string, unknown> {
+  return {
+    id: DEV_UPSTREAM_ID,
+    kind: 'mcp',
+    displayName: 'Memo (development MCP server)',
+    url: upstream.url,
+    prefix: DEV_UPSTREAM_ID,
+    registration: 'auto',
+  };
+}
+
 /**
  * The development providers as npm start adds them to the provider list, from the configured ports
  * alone and with nothing started: for the CLI, which calls them on a running stack (a disconnect).
  * A port of 0 is chosen at start and cannot be known here, so that provider is left out.
  */
 export function devProviderEntries(
-  at: { publicUrl: URL; reportsPort: number; githubPort: number },
+  at: { publicUrl: URL; reportsPort: number; githubPort: number; upstreamPort?: number },
   secrets: DevSecrets,
 ): Record<string, unknown>[] {
   return [
+    ...(at.upstreamPort === undefined || at.upstreamPort === 0
+      ? []
+      : [devUpstreamProvider(upstreamAt(at.publicUrl, at.upstreamPort))]),
     ...(at.reportsPort === 0
       ? []
       : [reportServiceProvider({ reports: reportsAt(at.publicUrl, at.reportsPort) }, secrets)]),
@@ -122,6 +148,11 @@ export function devProviderEntries(
 function reportsAt(publicUrl: URL, port: number): DevStack['reports'] {
   const issuer = `https://${publicUrl.hostname}:${port}`;
   return { issuer, apiUrl: `${issuer}/api`, brokerClientId: BROKER_REPORTS_CLIENT_ID };
+}
+
+function upstreamAt(publicUrl: URL, port: number): NonNullable<DevStack['upstream']> {
+  const origin = `https://${publicUrl.hostname}:${port}`;
+  return { url: `${origin}/mcp`, issuer: origin };
 }
 
 function githubAt(publicUrl: URL, port: number, secrets: DevSecrets): NonNullable<DevStack['github']> {
@@ -249,11 +280,14 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
     reportsHandler = reportsAuth.handler;
     const github =
       options.githubPort === undefined ? undefined : await startGithub(options, options.githubPort, started);
+    const upstream =
+      options.upstreamPort === undefined ? undefined : await startUpstream(options, options.upstreamPort, started);
 
     return {
       idp: { issuer: idpIssuer, brokerClientId: BROKER_IDP_CLIENT_ID, roles: idpRoles },
       reports,
       ...(github ? { github } : {}),
+      ...(upstream ? { upstream } : {}),
       close: async (graceMs) => {
         await Promise.all(started.map((s) => s.close(graceMs)));
       },
@@ -289,6 +323,32 @@ async function startGithub(
     logger: options.logger.child({ server: 'github' }),
   });
   handler = github.handler;
+  return facts;
+}
+
+async function startUpstream(
+  options: DevStackOptions,
+  port: number,
+  started: RunningServer[],
+): Promise<NonNullable<DevStack['upstream']>> {
+  let handler: RunningHandler = notReady;
+  const server = await listenHttps(
+    options.tls,
+    (req, res) => handler(req, res),
+    options.host,
+    port,
+    'development upstream MCP server',
+  );
+  started.push(server);
+  const facts = upstreamAt(options.brokerPublicUrl, server.port);
+  const upstream = await createDevUpstream({
+    origin: facts.issuer,
+    brokerPublicUrl: options.brokerPublicUrl,
+    fetch: options.fetch,
+    render: options.render,
+    logger: options.logger.child({ server: 'upstream-mcp' }),
+  });
+  handler = upstream.handler;
   return facts;
 }
 

@@ -31,7 +31,13 @@ describe('loadConfig', () => {
     expect(config.http.publicUrl.href).toBe('https://127.0.0.1:8443/');
     expect(config.http.mcpResourceUrl).toBe('https://127.0.0.1:8443/mcp');
     expect(config.db.url).toBeUndefined();
-    expect(config.dev).toEqual({ idpPort: 8444, reportsPort: 8445, githubPort: 8446, allowNetwork: false });
+    expect(config.dev).toEqual({
+      idpPort: 8444,
+      reportsPort: 8445,
+      githubPort: 8446,
+      upstreamPort: 8447,
+      allowNetwork: false,
+    });
     expect(Object.isFrozen(config)).toBe(true);
   });
 
@@ -48,7 +54,13 @@ describe('loadConfig', () => {
   it('lets PORT move the broker and the development servers beside it', () => {
     const config = loadConfig({ PORT: '9443' });
     expect(config.http.publicUrl.href).toBe('https://127.0.0.1:9443/');
-    expect(config.dev).toEqual({ idpPort: 9444, reportsPort: 9445, githubPort: 9446, allowNetwork: false });
+    expect(config.dev).toEqual({
+      idpPort: 9444,
+      reportsPort: 9445,
+      githubPort: 9446,
+      upstreamPort: 9447,
+      allowNetwork: false,
+    });
   });
 
   it('development mode is not served on a non-loopback HOST unless DEV_ALLOW_NETWORK=true says so', () => {

@@ -6,7 +6,13 @@ import { readMigrations } from '../../src/db/migrate.js';
 import type { Pool } from '../../src/db/pool.js';
 import { seedDevelopmentData } from '../../src/dev/devSeed.js';
 import { loadOrCreateDevSecrets, type DevSecrets } from '../../src/dev/devSecrets.js';
-import { githubDevProvider, reportServiceProvider, startLocalDevStack, type DevStack } from '../../src/dev/devStack.js';
+import {
+  devUpstreamProvider,
+  githubDevProvider,
+  reportServiceProvider,
+  startLocalDevStack,
+  type DevStack,
+} from '../../src/dev/devStack.js';
 import type { LegacyLimits } from '../../src/mcp/legacy/legacySessions.js';
 import type { Quotas } from '../../src/broker/quotas.js';
 import type { Metrics } from '../../src/metrics/metrics.js';
@@ -75,6 +81,8 @@ export interface BrokerStackOptions {
   retryWaitMs?: number;
   /** UPSTREAM_TIMEOUT_MS (default loadConfig's). */
   upstreamTimeoutMs?: number;
+  /** Runs the development upstream MCP server (src/dev/devUpstream.ts) and configures it, as npm start does. */
+  devUpstream?: boolean;
   /** LEGACY_URL_ELICITATION for this stack (default nested). */
   legacyUrlElicitation?: 'nested' | 'error';
   /** How long a nested legacy call waits for the user (default 10 s in tests). */
@@ -119,7 +127,16 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
   const brokerUrl = `https://127.0.0.1:${broker.port}`;
   const publicUrl = new URL(brokerUrl);
   const mcpResourceUrl = `${brokerUrl}/mcp`;
-  const dev = await startLocalDevStack({ tls, fetch, secrets, render, logger, brokerUrl, github: true });
+  const dev = await startLocalDevStack({
+    tls,
+    fetch,
+    secrets,
+    render,
+    logger,
+    brokerUrl,
+    github: true,
+    upstream: options.devUpstream ?? false,
+  });
   await seedDevelopmentData(db.pool, dev.idp.issuer);
   const extra = options.extraProviders ? await options.extraProviders({ brokerUrl, tls }) : [];
   // The development providers npm start configures, then the test's own (a test's `github` replaces the development one).
@@ -127,6 +144,7 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
   const builtIn = [
     reportServiceProvider(dev, secrets),
     ...(dev.github && !own.has('github') ? [githubDevProvider(dev.github)] : []),
+    ...(dev.upstream ? [devUpstreamProvider(dev.upstream)] : []),
   ];
   const providers = parseProviders([...builtIn, ...extra], { allowLoopback: true });
   const servers: BrokerServer[] = [];
@@ -134,12 +152,9 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
   const settings = atUrl(stackSettings(options), publicUrl, mcpResourceUrl);
   let secretKeys: readonly { kid: string; key: string }[] = secrets.secretKeys;
   const listenerFor = (pool: Pool, publicUrl: URL): RequestListener => {
-    // Through a transaction-mode pooler, each instance listens on a connection of its own, straight to Postgres.
-    const listenPool = db.newDirectPool();
     const server = createBrokerServer({
       settings: atUrl(settings, publicUrl, mcpResourceUrl),
       pool,
-      ...(listenPool ? { listenPool } : {}),
       logger,
       clock: options.clock ?? systemClock,
       render,
