@@ -27,6 +27,8 @@ export interface FlowStack {
   dev: DevStack;
   /** Trusts the bench's development CA. */
   fetch: Fetch;
+  /** The servers' certificate (a browser pins it: test/support/chromium.ts). */
+  certPem: string;
   /** The bench's own pool on the bench schema; its queries are not the broker's and are not counted. */
   pool: Pool;
   /** Where the data lives, for the report. */
@@ -130,6 +132,7 @@ export async function startFlowStack(env: FlowEnv, options: { quotas?: Partial<Q
       brokerUrl,
       dev,
       fetch: createFetch({ extraCaPems: [tls.caPem], timeoutMs: 30_000 }),
+      certPem: tls.certPem,
       pool,
       database: `${database}, schema ${schema}`,
       poolMax: POOL_MAX,
