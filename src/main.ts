@@ -68,9 +68,14 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     databaseUrl = embedded.url;
     database = `embedded Postgres, data in ${resolve(config.dataDir, 'postgres')}`;
   }
-  const pool = createPool({ url: databaseUrl, poolMax: config.db.poolMax }, logger);
+  // Through a transaction-mode pooler (DATABASE_DIRECT_URL set), what needs one session, the
+  // migrations' advisory lock and the completion signal's LISTEN, goes straight to Postgres.
+  const directUrl = config.db.directUrl;
+  const pool = createPool({ url: databaseUrl, poolMax: config.db.poolMax, pooled: directUrl !== undefined }, logger);
   closers.push({ name: 'database pool', close: () => pool.end() });
-  const applied = await migrate(pool);
+  const direct = directUrl ? createPool({ url: directUrl, poolMax: 2 }, logger) : undefined;
+  if (direct) closers.push({ name: 'direct database pool', close: () => direct.end() });
+  const applied = await migrate(direct ?? pool);
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
 
   let issuer = config.oidc.issuer;
@@ -138,6 +143,7 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     // The declared tools may mark themselves high-risk beside HIGH_RISK_TOOLS.
     settings: { ...config, highRiskTools: highRiskToolNames(config.highRiskTools, declared) },
     pool,
+    ...(direct ? { listenPool: direct } : {}),
     logger,
     clock: systemClock,
     render,

@@ -12,8 +12,13 @@ export class DeploymentError extends Error {
   readonly exitCode = 2;
 }
 
-/** DATABASE_URL, or outside production the embedded Postgres `npm start` is running. */
+/**
+ * DATABASE_DIRECT_URL or DATABASE_URL, or outside production the embedded Postgres `npm start` is
+ * running. The CLI goes past a transaction-mode pooler: its pools set a statement timeout, which
+ * PgBouncer refuses as a startup parameter, and an operator's command is no load to pool.
+ */
 export async function databaseUrl(config: Readonly<Config>): Promise<Secret> {
+  if (config.db.directUrl) return config.db.directUrl;
   if (config.db.url) return config.db.url;
   const embedded =
     config.mode === 'production' ? undefined : await runningEmbeddedPostgresUrl(join(config.dataDir, 'postgres'));

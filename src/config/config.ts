@@ -55,6 +55,9 @@ const envSchema = z
     DATA_DIR: z.string().trim().min(1).default('.data'),
     DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/, error: 'must be a postgres:// URL' }).optional(),
     DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+    // A direct connection for what needs one Postgres session (LISTEN, the migrations' advisory
+    // lock) when DATABASE_URL goes through a transaction-mode pooler such as PgBouncer.
+    DATABASE_DIRECT_URL: z.url({ protocol: /^postgres(ql)?$/, error: 'must be a postgres:// URL' }).optional(),
     OIDC_ISSUER: httpsUrl.optional(),
     OIDC_CLIENT_ID: optionalString,
     OIDC_CLIENT_SECRET: optionalString,
@@ -178,6 +181,13 @@ const envSchema = z
           message: 'must be longer than twice LEGACY_WAIT_MS and longer than LEGACY_STREAM_MAX_SECONDS',
         });
       }
+      if (env.DATABASE_DIRECT_URL !== undefined && env.DATABASE_URL === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['DATABASE_DIRECT_URL'],
+          message: 'needs DATABASE_URL (the pooler it bypasses); the embedded Postgres needs neither',
+        });
+      }
       // A webhook is both its URL and its key, or neither; its URL passes the policy of every URL the
       // broker calls, so loopback only outside production.
       if ((env.WEBHOOK_URL === undefined) !== (env.WEBHOOK_SECRET === undefined)) {
@@ -243,7 +253,11 @@ export interface Config {
   mode: Mode;
   http: { host: string; port: number; publicUrl: URL; mcpResourceUrl: string; shutdownGraceMs: number };
   dataDir: string;
-  db: { url: Secret | undefined; poolMax: number };
+  /**
+   * directUrl: DATABASE_DIRECT_URL, Postgres itself where `url` is a transaction-mode pooler; set, `url`
+   * carries no session state (no startup parameters, no LISTEN, no session lock) and this does.
+   */
+  db: { url: Secret | undefined; directUrl: Secret | undefined; poolMax: number };
   oidc: { issuer: string | undefined; clientId: string; clientSecret: Secret | undefined };
   secretKeys: { kid: string; key: Secret }[] | undefined;
   tls: { certFile: string | undefined; keyFile: string | undefined; caFile: string | undefined };
@@ -313,7 +327,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     },
     dataDir: e.DATA_DIR,
-    db: { url: e.DATABASE_URL === undefined ? undefined : new Secret(e.DATABASE_URL), poolMax: e.DATABASE_POOL_MAX },
+    db: {
+      url: e.DATABASE_URL === undefined ? undefined : new Secret(e.DATABASE_URL),
+      directUrl: e.DATABASE_DIRECT_URL === undefined ? undefined : new Secret(e.DATABASE_DIRECT_URL),
+      poolMax: e.DATABASE_POOL_MAX,
+    },
     oidc: {
       issuer: e.OIDC_ISSUER?.replace(/\/$/, ''),
       clientId: e.OIDC_CLIENT_ID ?? 'connect-broker',

@@ -152,9 +152,12 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
   const settings = atUrl(stackSettings(options), publicUrl, mcpResourceUrl);
   let secretKeys: readonly { kid: string; key: string }[] = secrets.secretKeys;
   const listenerFor = (pool: Pool, publicUrl: URL): RequestListener => {
+    // Through a transaction-mode pooler, each instance listens on a connection of its own, straight to Postgres.
+    const listenPool = db.newDirectPool();
     const server = createBrokerServer({
       settings: atUrl(settings, publicUrl, mcpResourceUrl),
       pool,
+      ...(listenPool ? { listenPool } : {}),
       logger,
       clock: options.clock ?? systemClock,
       render,
