@@ -18,6 +18,7 @@ import { stopSignalHandler } from './runtime/stopSignals.js';
 import { systemClock } from './shared/clock.js';
 import { createFetch } from './shared/httpClient.js';
 import { createLogger, type Logger } from './shared/logger.js';
+import { armFaultPoint } from './shared/faultPoints.js';
 import { Secret } from './shared/secret.js';
 import { loadOrCreateLocalTls, type TlsMaterial } from './tls/localCa.js';
 import { createRender } from './web/render.js';
@@ -252,6 +253,9 @@ function run(): void {
     process.exit(78); // EX_CONFIG
   }
   const logger = createLogger(config.log);
+  armFaultPoint(config.faultPoint);
+  if (config.faultPoint)
+    logger.warn({ faultPoint: config.faultPoint }, 'BROKER_FAULT_POINT is set: this process kills itself there');
   const closers: Closer[] = [];
   let startup: Promise<void> = Promise.resolve();
   let stopping: Promise<void> | undefined;

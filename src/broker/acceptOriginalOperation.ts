@@ -19,6 +19,7 @@ import {
   takePerformLease,
   type OperationReceipt,
 } from './receiptRepo.js';
+import { reachFaultPoint } from '../shared/faultPoints.js';
 
 export interface OriginalOperation {
   navigationId: string;
@@ -200,6 +201,7 @@ async function perform(
 ): Promise<BusinessOutcome> {
   let result: BusinessOutcome;
   try {
+    reachFaultPoint('operation.before_call');
     result = await call(receipt.id);
   } catch (err) {
     if (err instanceof OutcomeUnknownError) {
@@ -212,6 +214,7 @@ async function perform(
     await releasePerformLease(deps.pool, receipt.id, owner).catch(() => undefined);
     throw err;
   }
+  reachFaultPoint('operation.before_outcome');
   const digest = createHash('sha256').update(JSON.stringify(result.outcome)).digest('hex');
   const recorded = await recordOutcome(deps.pool, receipt.id, result.status, result.outcome, digest, deps.clock.now());
   // Wakes identical calls waiting for this operation's outcome, on any instance.

@@ -3,6 +3,7 @@ import { DEFAULT_QUOTAS, type Quotas } from '../broker/quotas.js';
 import { signingKeyOf } from '../events/webhookSignature.js';
 import type { LegacyLimits } from '../mcp/legacy/legacySessions.js';
 import { checkUrl, UrlPolicyError } from '../security/urlPolicy.js';
+import { FAULT_POINTS, type FaultPoint } from '../shared/faultPoints.js';
 import { Secret } from '../shared/secret.js';
 import type { RateLimit } from '../web/middleware/rateLimit.js';
 
@@ -164,6 +165,8 @@ const envSchema = z
         'must be whsec_ and the base64 of 24 to 64 bytes, or not start with whsec_',
       )
       .optional(),
+    // The faults suite's crash point (shared/faultPoints.ts); refused in production below.
+    BROKER_FAULT_POINT: z.enum(FAULT_POINTS).optional(),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   })
   // Production never falls back to anything generated or embedded: every
@@ -241,6 +244,7 @@ const envSchema = z
         'DEV_GITHUB_PORT',
         'DEV_UPSTREAM_PORT',
         'DEV_ALLOW_NETWORK',
+        'BROKER_FAULT_POINT',
       ] as const) {
         if (env[key] !== undefined) ctx.addIssue({ code: 'custom', path: [key], message: 'is a development setting' });
       }
@@ -296,6 +300,8 @@ export interface Config {
   /** WEBHOOK_URL and WEBHOOK_SECRET: where events are posted and the key that signs them; unset, none is posted. */
   webhook: { url: URL; secret: Secret } | undefined;
   log: { level: string };
+  /** BROKER_FAULT_POINT: where this process kills itself (the faults suite; never set in production). */
+  faultPoint?: FaultPoint | undefined;
 }
 
 export class ConfigError extends Error {
@@ -394,6 +400,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         ? undefined
         : { url: new URL(e.WEBHOOK_URL), secret: new Secret(e.WEBHOOK_SECRET) },
     log: { level: e.LOG_LEVEL },
+    faultPoint: e.BROKER_FAULT_POINT,
   });
 }
 

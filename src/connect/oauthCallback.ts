@@ -17,6 +17,7 @@ import type { NavigationRecord } from '../flow/navigationRecord.js';
 import { findNavigationById, lockNavigation, lockOpenNavigationsFor } from '../broker/navigationRepo.js';
 import { RECONNECT, State } from '../flow/navigationStates.js';
 import { settleSiblingFlows } from '../broker/settleOpenFlows.js';
+import { reachFaultPoint } from '../shared/faultPoints.js';
 
 /**
  * GET /oauth/callback/{provider}. Claims the OAuth transaction once, then
@@ -180,6 +181,7 @@ export async function completeCallback(
     await enqueueEvent(tx, connectionCreated(record, locked.id, now));
     await deps.signal.notify(tx, locked.id);
     await settleSiblingFlows(tx, deps, locked, by);
+    reachFaultPoint('callback.before_commit');
     return { verified: locked };
   });
   if ('verified' in stored) return stored.verified;

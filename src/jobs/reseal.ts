@@ -11,6 +11,7 @@ import type { Clock } from '../shared/clock.js';
 import type { Logger } from '../shared/logger.js';
 import { registrationAad } from '../upstream/registrationsRepo.js';
 import { lockSealedUnder, sealedKinds, writeResealed, type SealedKind } from './resealRepo.js';
+import { reachFaultPoint } from '../shared/faultPoints.js';
 
 export interface ResealDeps {
   pool: Pool;
@@ -120,6 +121,7 @@ async function resealBatch(
         at: now,
       })),
     );
+    if (written.length > 0) reachFaultPoint('reseal.before_commit');
     return { taken: rows.length, resealed: written.length, unopened, last: rows.at(-1)?.key };
   });
 }

@@ -7,6 +7,7 @@ import { lockOverdueNavigations } from '../broker/navigationRepo.js';
 import { writeAnchor } from '../ledger/anchorRepo.js';
 import { startPeriodic } from './periodic.js';
 import { deleteExpiredBatch, sweptTables, type SweptRows } from './sweepRepo.js';
+import { reachFaultPoint } from '../shared/faultPoints.js';
 
 const EXPIRE_PER_TRANSACTION = 10;
 
@@ -81,6 +82,7 @@ async function sweepWithin(deps: SweepDeps, { batch, budgetMs }: Required<SweepL
           now,
           evidence: { expiresAt: navigation.expiresAt.toISOString() },
         });
+      if (overdue.length > 0) reachFaultPoint('sweep.before_commit');
       return overdue.length;
     });
     expiredNavigations += expired;

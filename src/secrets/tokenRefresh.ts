@@ -12,6 +12,7 @@ import { findConnection, moveConnection, type ConnectionRecord } from './connect
 import { forgetUnopenable, keyMissing } from './missingKey.js';
 import { deleteSecrets, findSecrets, type StoredSecret } from './secretsRepo.js';
 import { openSecret, storeTokens, type TokenVaultDeps } from './sealedTokens.js';
+import { reachFaultPoint } from '../shared/faultPoints.js';
 
 /** How long one instance may hold a refresh: longer than the provider call's own timeout (shared/httpClient.ts). */
 export const REFRESH_LEASE_MS = 30_000;
@@ -107,6 +108,7 @@ async function refreshOnce(
     });
     throw err;
   }
+  reachFaultPoint('refresh.before_store');
   const stored = await withTransaction(deps.pool, async (tx) => {
     const done = await moveConnection(tx, {
       id: leased.id,

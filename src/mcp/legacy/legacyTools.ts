@@ -25,6 +25,7 @@ import type { ToolRegistry } from '../toolRegistry.js';
 import type { RequestChannel } from './requestChannel.js';
 import type { LegacySession } from './legacySessions.js';
 import { findSameOperation } from './errorRetryLineage.js';
+import { reachFaultPoint } from '../../shared/faultPoints.js';
 
 export interface LegacyToolDeps {
   tools: ToolRegistry<McpToolDeps>;
@@ -189,6 +190,7 @@ async function connectionCall(
     return errorResult(`You declined to connect; ${call.purpose} was not done.`);
   }
   await advanceIfAllowed(broker, navigation.id, 'host_accept', actor);
+  reachFaultPoint('legacy.nested_waiting');
   // The session's end (the client's DELETE, the idle sweep, the broker stopping) ends the wait too.
   const verified = await broker.waits.run(ctx.principal, () =>
     broker.signal.waitFor(
