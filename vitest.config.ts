@@ -11,7 +11,7 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/**/*.int.test.ts', 'test/**/*.browser.test.ts'],
+          exclude: ['test/**/*.int.test.ts', 'test/**/*.browser.test.ts', 'test/**/*.faults.test.ts'],
           setupFiles: ['test/support/setupNetwork.ts'],
         },
       },
@@ -23,6 +23,21 @@ export default defineConfig({
           globalSetup: ['test/support/globalDb.ts'],
           testTimeout: 30_000,
           hookTimeout: 60_000,
+        },
+      },
+      {
+        // Real broker processes killed with SIGKILL mid-flow and restarted on the same database
+        // (test/faults/); run with `npm run test:faults`, not part of `npm test`. Its scenarios run
+        // concurrently within a file: most of a run is waiting out a dead process's leases.
+        test: {
+          name: 'faults',
+          include: ['test/faults/**/*.faults.test.ts'],
+          setupFiles: ['test/support/setupNetwork.ts'],
+          globalSetup: ['test/support/globalDb.ts'],
+          testTimeout: 150_000,
+          hookTimeout: 60_000,
+          // The files at once too: a run's CPU is its broker starts; the rest is idle waiting.
+          maxWorkers: 2,
         },
       },
       {
