@@ -1,7 +1,9 @@
+import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import type { Config } from '../config/config.js';
 import { createPool } from '../db/pool.js';
 import { AGE_HINT, parseAge } from '../ledger/flowAge.js';
+import { scanForTokens } from '../ledger/gateScanRepo.js';
 import { evaluateGates } from '../ledger/gates.js';
 import {
   findFlowDetail,
@@ -48,7 +50,9 @@ the operator role (development: export BROKER_OPERATOR_TOKEN=$(npm run -s broker
   stuck                   Flows still open past their expiry.
   reconcile [--grace S]   Accepted operations without an outcome, verified flows never accepted,
                           secrets without a verified flow, missing consent receipts (exit 1 if any).
-  gates                   The release gates' figures from live data (exit 1 when one is missed).
+  gates [--tokens-file F] The release gates' figures from live data (exit 1 when one is missed).
+                          With F (one third-party token a line, e.g. a test run's canaries):
+                          also read every table but the vault for those tokens.
   pause-connections --reason R    Kill switch: stop issuing connect links and revoke every pending
                                   OAuth transaction (flows at the provider are left as they are).
   resume-connections --reason R   Issue connect links again.
@@ -89,6 +93,7 @@ export async function ledgerCommand(
       reason: { type: 'string' },
       wait: { type: 'string' },
       anchor: { type: 'string' },
+      'tokens-file': { type: 'string' },
     },
   });
   const number = (name: string, raw: string | undefined, fallback: number | undefined) => {
@@ -190,7 +195,10 @@ export async function ledgerCommand(
       return 0;
     }
     if (sub === 'gates') {
-      const gates = evaluateGates(await findGateFigures(pool));
+      const tokens = await tokensToFind(values['tokens-file']);
+      const figures = await findGateFigures(pool);
+      if (tokens) figures.tokensOutsideVault = await scanForTokens(pool, tokens);
+      const gates = evaluateGates(figures);
       print(gates, () =>
         formatTable(
           ['gate', 'figure', 'target', 'result'],
@@ -225,4 +233,19 @@ export async function ledgerCommand(
   } finally {
     await pool.end();
   }
+}
+
+/** The tokens of `--tokens-file`: one a line, blank lines skipped; a file that cannot be read is a usage error. */
+async function tokensToFind(path: string | undefined): Promise<string[] | undefined> {
+  if (path === undefined) return undefined;
+  const text = await readFile(path, 'utf8').catch((err: unknown) => {
+    throw new LedgerCommandError(`--tokens-file ${path}: ${err instanceof Error ? err.message : String(err)}`);
+  });
+  const tokens = text
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line.length > 0);
+  if (tokens.some((t) => t.length < 8))
+    throw new LedgerCommandError(`--tokens-file ${path}: every token must be at least 8 characters`);
+  return tokens;
 }

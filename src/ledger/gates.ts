@@ -1,8 +1,16 @@
+import type { TokenScan } from './gateScanRepo.js';
 import type { GateFigures } from './ledgerQueriesRepo.js';
 
 export interface GateResult {
   /** A stable identifier (metrics label): the `gate` text may be reworded. */
-  id: 'consent_receipts' | 'completion_p99' | 'expired_recoverable' | 'cross_user_bindings' | 'unexpected_completions';
+  id:
+    | 'consent_receipts'
+    | 'completion_p99'
+    | 'expired_recoverable'
+    | 'cross_user_bindings'
+    | 'unexpected_completions'
+    | 'accepted_more_than_once'
+    | 'tokens_outside_vault';
   gate: string;
   figure: string;
   target: string;
@@ -52,5 +60,27 @@ export function evaluateGates(f: GateFigures): GateResult[] {
       target: '0',
       pass: f.unexpectedCompletions === 0,
     },
+    {
+      id: 'accepted_more_than_once',
+      gate: 'operations accepted more than once across lineages',
+      figure: String(f.acceptedMoreThanOnce),
+      target: '0',
+      pass: f.acceptedMoreThanOnce === 0,
+    },
+    ...(f.tokensOutsideVault ? [tokensGate(f.tokensOutsideVault)] : []),
   ];
+}
+
+// Judged only when the caller had tokens to look for (`broker ledger gates --tokens-file`, the gates
+// suite): without them there is nothing to find, and a 0 would claim a search that never happened.
+function tokensGate(scan: TokenScan): GateResult {
+  const rows = scan.found.reduce((n, f) => n + f.rows, 0);
+  const where = scan.found.map((f) => `${f.table}: ${f.rows}`).join(', ');
+  return {
+    id: 'tokens_outside_vault',
+    gate: 'third-party tokens outside the vault (database)',
+    figure: rows === 0 ? `0 (${scan.tables} tables read)` : `${rows} (${where})`,
+    target: '0',
+    pass: rows === 0,
+  };
 }

@@ -7,6 +7,7 @@ import {
   verifiedStates,
 } from '../flow/navigationStates.js';
 import type { Queryable } from '../db/pool.js';
+import { countAcceptedMoreThanOnce, type TokenScan } from './gateScanRepo.js';
 
 // Read-only questions operators ask of the ledger. SELECT only.
 //
@@ -254,11 +255,15 @@ export interface GateFigures {
   crossUserBindings: number;
   /** Completion events that moved a flow from anywhere but OUT_OF_BAND_PENDING / COMPLETION_NOTIFIED. */
   unexpectedCompletions: number;
+  /** Operations accepted more than once across lineages (gateScanRepo.ts). */
+  acceptedMoreThanOnce: number;
+  /** Third-party tokens looked for outside the vault, when the caller had tokens to look for (`broker ledger gates --tokens-file`). */
+  tokensOutsideVault?: TokenScan | undefined;
 }
 
 /** The release gates' figures, from live data (judged in gates.ts). */
 export async function findGateFigures(db: Queryable): Promise<GateFigures> {
-  const [consent, latency, expired, cross, unexpected] = await Promise.all([
+  const [consent, latency, expired, cross, unexpected, acceptedMoreThanOnce] = await Promise.all([
     db.query<{ reached: string; with_receipt: string }>(
       `SELECT count(*) AS reached, count(c.id) AS with_receipt FROM elicitation_navigations n
          LEFT JOIN consent_receipts c ON c.navigation_id = n.id
@@ -289,6 +294,7 @@ export async function findGateFigures(db: Queryable): Promise<GateFigures> {
         WHERE event = ANY($1) AND from_status <> to_status AND from_status <> ALL($2)`,
       [completionEvents, COMPLETABLE],
     ),
+    countAcceptedMoreThanOnce(db),
   ]);
   const c = consent.rows[0]!;
   const l = latency.rows[0]!;
@@ -303,5 +309,6 @@ export async function findGateFigures(db: Queryable): Promise<GateFigures> {
     expired: { total: Number(e.total), recoverable: Number(e.recoverable) },
     crossUserBindings: Number(cross.rows[0]!.n),
     unexpectedCompletions: Number(unexpected.rows[0]!.n),
+    acceptedMoreThanOnce,
   };
 }

@@ -8,6 +8,8 @@ import {
 import { operatorCli } from '../support/operatorCli.js';
 import { navigationFixture } from '../support/navigationFixture.js';
 import { randomUUID } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { advance } from '../../src/broker/advance.js';
 import { insertNavigation } from '../../src/broker/navigationRepo.js';
 import { insertReceiptOnce } from '../../src/broker/receiptRepo.js';
@@ -104,6 +106,7 @@ describe('ledger queries on real flows', () => {
       'expired flows recoverable',
       'cross-user bindings',
       'completions that advanced a flow out of order',
+      'operations accepted more than once across lineages',
     ]);
     expect(gates.every((g) => g.pass)).toBe(true);
     expect(gates[0]!.figure).toBe('100.0% (2/2)');
@@ -113,6 +116,31 @@ describe('ledger queries on real flows', () => {
     const missed = await cli('gates');
     expect(missed.code).toBe(1);
     expect(missed.output).toMatch(/navigations with a consent receipt\s+50\.0% \(1\/2\)\s+100%\s+MISS/);
+  });
+
+  it('with --tokens-file, reads every table but the vault for the tokens and names where one is', async () => {
+    const cli = await operatorCli(stack);
+    const token = `canary-${randomUUID()}`;
+    const file = join(stack.dataDir, 'tokens.txt');
+    await writeFile(file, `${token}\n\n`);
+    const clean = await cli('gates', '--tokens-file', file);
+    expect(clean.output).toMatch(
+      /third-party tokens outside the vault \(database\)\s+0 \(\d+ tables read\)\s+0\s+PASS/,
+    );
+    // A token kept where it must never be: in a ledger entry's evidence.
+    await stack.db.pool.query(
+      `INSERT INTO navigation_events (navigation_id, event, actor, from_status, to_status, evidence, created_at)
+       SELECT id, 'present', 'test', status, status, jsonb_build_object('note', $1::text), now()
+         FROM elicitation_navigations WHERE id = $2`,
+      [`pasted ${token} here`, ids['verified']],
+    );
+    const found = await cli('gates', '--tokens-file', file);
+    expect(found.code).toBe(1);
+    expect(found.output).toMatch(
+      /third-party tokens outside the vault \(database\)\s+1 \(navigation_events: 1\)\s+0\s+MISS/,
+    );
+    expect(found.output).not.toContain(token);
+    expect((await cli('gates', '--tokens-file', join(stack.dataDir, 'missing.txt'))).code).toBe(2);
   });
 
   it('answers the same on the command line, as a table or as JSON', async () => {
