@@ -136,6 +136,7 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
           vault: toolDeps.connection.vault,
           pool: deps.pool,
           logger: deps.logger,
+          observe: metrics.upstreamCall,
         }),
   );
   const redrive: RedriveDeps = {

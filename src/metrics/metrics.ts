@@ -33,9 +33,14 @@ export interface Metrics {
   sweepFailed(): void;
   /** One form elicitation the audit refused (src/mcp/formGuard.ts), by its first rule and who wrote it. */
   formRefused(rule: FormAuditRule, origin: FormOrigin): void;
+  /** One request to an upstream MCP server (src/upstream/upstreamTools.ts), by its provider id, kind and outcome. */
+  upstreamCall(upstream: string, method: 'tools/call' | 'tools/list', outcome: UpstreamOutcome): void;
   /** The release gates' figures, read at most once per gateCacheMs for every caller (gauges, dashboard). */
   gateFigures: GateFiguresReader;
 }
+
+/** How a request to an upstream MCP server ended (an unknown outcome: sent, and no answer read). */
+export type UpstreamOutcome = 'ok' | 'tool_error' | 'upstream_error' | 'unauthorized' | 'unreachable' | 'unknown';
 
 const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
@@ -72,6 +77,12 @@ export function createMetrics(deps: MetricsDeps): Metrics {
     name: 'broker_form_refusals_total',
     help: 'Form elicitations refused by the form-schema audit on this instance, never sent, by first rule and origin (broker or upstream).',
     labelNames: ['rule', 'origin'] as const,
+    registers: [registry],
+  });
+  const upstreamCalls = new Counter({
+    name: 'broker_upstream_requests_total',
+    help: 'Requests this instance sent to upstream MCP servers, by upstream (its provider id), method and outcome (ok, tool_error, upstream_error, unauthorized, unreachable, unknown).',
+    labelNames: ['upstream', 'method', 'outcome'] as const,
     registers: [registry],
   });
   const collectErrors = new Counter({
@@ -113,6 +124,9 @@ export function createMetrics(deps: MetricsDeps): Metrics {
     },
     formRefused(rule, origin) {
       formRefusals.inc({ rule, origin });
+    },
+    upstreamCall(upstream, method, outcome) {
+      upstreamCalls.inc({ upstream, method, outcome });
     },
   };
 }

@@ -14,6 +14,9 @@ import type { DynamicTools, ListHints, ToolListing } from '../mcp/toolRegistry.j
 import { combineHints } from '../mcp/toolRegistry.js';
 import type { Provider } from '../providers/providerConfig.js';
 import type { Pool } from '../db/pool.js';
+import type { UpstreamOutcome } from '../metrics/metrics.js';
+import { OutcomeUnknownError } from '../broker/acceptOriginalOperation.js';
+import { UpstreamUnreachableError } from './upstreamMcpClient.js';
 import type { Logger } from '../shared/logger.js';
 import { findSnapshot } from './snapshotsRepo.js';
 import { accessTokenFor, type TokenVaultDeps } from '../secrets/tokenVault.js';
@@ -27,6 +30,8 @@ export interface UpstreamToolsDeps {
   /** Where operators' pinned snapshots are (upstream_tool_snapshots). */
   pool: Pool;
   logger: Logger;
+  /** Counts each request to an upstream (the instance's metrics). */
+  observe?: (upstream: string, method: 'tools/call' | 'tools/list', outcome: UpstreamOutcome) => void;
   /** How long a user's list is kept when the upstream gives no ttlMs (and the most it is kept). */
   listTtlMs?: number;
 }
@@ -148,7 +153,10 @@ export function createUpstreamTools(deps: UpstreamToolsDeps): DynamicTools<McpTo
     const key = cacheKey(provider, token);
     const cached = lists.get(key);
     if (cached && cached.expiresAt > Date.now()) return cached;
-    const fresh = toServed(provider, await deps.mcp.listTools(provider.upstream!.url, token));
+    const fresh = toServed(
+      provider,
+      await counted(provider, 'tools/list', () => deps.mcp.listTools(provider.upstream!.url, token)),
+    );
     lists.delete(key);
     lists.set(key, fresh);
     if (fresh.hints.cacheScope === 'public') publicLists.set(provider.id, fresh);
@@ -171,6 +179,38 @@ export function createUpstreamTools(deps: UpstreamToolsDeps): DynamicTools<McpTo
     }
   }
 
+  /** Runs one request to `provider`, counting how it ended. */
+  async function counted<T extends object>(
+    provider: Provider,
+    method: 'tools/call' | 'tools/list',
+    run: () => Promise<T>,
+  ): Promise<T> {
+    try {
+      const answer = await run();
+      const outcome: UpstreamOutcome =
+        'kind' in answer && answer.kind === 'error'
+          ? 'upstream_error'
+          : 'result' in answer && (answer.result as Record<string, unknown> | undefined)?.['isError'] === true
+            ? 'tool_error'
+            : 'ok';
+      deps.observe?.(provider.id, method, outcome);
+      return answer;
+    } catch (err) {
+      deps.observe?.(
+        provider.id,
+        method,
+        err instanceof UpstreamUnauthorizedError
+          ? 'unauthorized'
+          : err instanceof OutcomeUnknownError
+            ? 'unknown'
+            : err instanceof UpstreamUnreachableError
+              ? 'unreachable'
+              : 'unknown',
+      );
+      throw err;
+    }
+  }
+
   function connectionCall(provider: Provider, name: string, args: Record<string, unknown>): ConnectionCall {
     const displayName = provider.displayName;
     return {
@@ -190,12 +230,8 @@ export function createUpstreamTools(deps: UpstreamToolsDeps): DynamicTools<McpTo
             status: 'failed',
             outcome: { error: 'unknown_tool', message: `${displayName} has no tool ${name} for you.` },
           };
-        const answer = await deps.mcp.callTool(
-          provider.upstream!.url,
-          token,
-          served.upstream.name,
-          args,
-          served.upstream,
+        const answer = await counted(provider, 'tools/call', () =>
+          deps.mcp.callTool(provider.upstream!.url, token, served.upstream.name, args, served.upstream),
         );
         if (answer.kind === 'error')
           return {

@@ -1,8 +1,12 @@
+import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { consentAndAuthorize, elicitConnection, openConnectLink, retryConnection } from '../support/connectFlow.js';
+import { createMetrics } from '../../src/metrics/metrics.js';
 import { createFetch } from '../../src/shared/httpClient.js';
+import { createLogger } from '../../src/shared/logger.js';
+import { sampleValue } from '../support/metricsText.js';
 import { callTool, mcpPost, meta, tokenFor } from '../support/mcpWire.js';
 import { operatorCli } from '../support/operatorCli.js';
 import { startUpstreamMcp, type UpstreamMcp } from '../support/upstreamMcp.js';
@@ -16,6 +20,7 @@ import { useBrokerStack } from '../support/useBrokerStack.js';
 let notes: UpstreamMcp;
 let flaky: UpstreamMcp;
 const TIMEOUT_MS = 1_500;
+const METRICS_TOKEN = randomBytes(32).toString('base64url');
 const entries = () => [
   { id: 'upnotes', kind: 'mcp', url: notes.url, prefix: 'up', registration: 'auto', displayName: 'Up Notes' },
   { id: 'flaky', kind: 'mcp', url: flaky.url, prefix: 'flaky', registration: 'auto' },
@@ -25,6 +30,8 @@ describe('upstream MCP tools on /mcp', () => {
   const { stack, tokens } = useBrokerStack(
     {
       upstreamTimeoutMs: TIMEOUT_MS,
+      metrics: (pool) => createMetrics({ pool, logger: createLogger({ level: 'silent' }), gateCacheMs: 0 }),
+      metricsToken: METRICS_TOKEN,
       extraProviders: async ({ tls }) => {
         const fetch = createFetch({ extraCaPems: [tls.caPem] });
         [notes, flaky] = await Promise.all([
@@ -266,5 +273,17 @@ describe('upstream MCP tools on /mcp', () => {
     const down = await callTool(stack, tokens.alice, 'flaky_create_note', { title: 'down' });
     expect(resultOf(down).isError).toBe(true);
     expect(textOf(down)).toMatch(/could not be asked|did not list/);
+    // Each counted on /metrics by upstream, method and outcome (this instance's own requests).
+    const metrics = await (
+      await stack.fetch(`${stack.brokerUrl}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })
+    ).text();
+    const count = (upstream: string, method: string, outcome: string) =>
+      sampleValue(metrics, 'broker_upstream_requests_total', { upstream, method, outcome }) ?? 0;
+    expect(count('flaky', 'tools/call', 'unknown')).toBeGreaterThanOrEqual(3);
+    // Stopped, it refuses the connection: its list (which the call reads first) or the call itself.
+    expect(count('flaky', 'tools/list', 'unreachable') + count('flaky', 'tools/call', 'unreachable')).toBe(1);
+    expect(count('upnotes', 'tools/call', 'ok')).toBeGreaterThanOrEqual(1);
+    expect(count('upnotes', 'tools/call', 'tool_error')).toBe(1);
+    expect(count('upnotes', 'tools/list', 'ok')).toBeGreaterThanOrEqual(1);
   });
 });
