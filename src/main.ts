@@ -23,6 +23,8 @@ import { Secret } from './shared/secret.js';
 import { loadOrCreateLocalTls, type TlsMaterial } from './tls/localCa.js';
 import { createRender } from './web/render.js';
 import { createBrokerServer } from './server.js';
+import type { Tool } from './mcp/defineTool.js';
+import type { McpToolDeps } from './mcp/toolDeps.js';
 import { tools } from './mcp/tools/registry.js';
 import { loadToolModules, ToolModuleError } from './mcp/tools/toolModules.js';
 import { ToolsFileError } from './mcp/declared/toolsFile.js';
@@ -83,6 +85,7 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
   let clientSecret = config.oidc.clientSecret;
   let secretKeys = config.secretKeys;
   let devFacts: BannerFacts['dev'];
+  const devTools: Tool<McpToolDeps>[] = [];
   if (dev) {
     if (config.dev.allowNetwork) {
       logger.warn(
@@ -132,6 +135,12 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
       users: devUsers.map((u) => (u.roles.length > 0 ? `${u.login} (${u.roles.join(', ')})` : u.login)),
       password: DEV_PASSWORD,
     };
+    if (config.dev.secretFormTool) {
+      devTools.push((await import('./dev/devSecretFormTool.js')).devSecretFormTool);
+      logger.warn(
+        'DEV_SECRET_FORM_TOOL=true: serving dev_secret_form, whose form asks for a password (the audit must refuse it)',
+      );
+    }
   }
   if (!issuer || !clientSecret) throw new ConfigError(['OIDC_ISSUER and OIDC_CLIENT_SECRET are required']);
 
@@ -156,7 +165,7 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     version: packageVersion(),
     providers,
     allowLoopback: dev,
-    extraTools,
+    extraTools: [...extraTools, ...devTools],
     metrics,
   });
   closers.push({ name: 'completion listener', close: broker.close });

@@ -72,6 +72,8 @@ const envSchema = z
     DEV_UPSTREAM_PORT: port.optional(),
     // Development mode serves an identity provider with known passwords: off loopback only when asked by name.
     DEV_ALLOW_NETWORK: z.enum(['true', 'false']).optional(),
+    // The release-gates suite's form tool whose form asks for a password (dev/devSecretFormTool.ts).
+    DEV_SECRET_FORM_TOOL: z.enum(['true', 'false']).optional(),
     PROVIDERS_FILE: optionalString,
     NAVIGATION_TTL_SECONDS: z.coerce
       .number()
@@ -244,6 +246,7 @@ const envSchema = z
         'DEV_GITHUB_PORT',
         'DEV_UPSTREAM_PORT',
         'DEV_ALLOW_NETWORK',
+        'DEV_SECRET_FORM_TOOL',
         'BROKER_FAULT_POINT',
       ] as const) {
         if (env[key] !== undefined) ctx.addIssue({ code: 'custom', path: [key], message: 'is a development setting' });
@@ -265,8 +268,18 @@ export interface Config {
   oidc: { issuer: string | undefined; clientId: string; clientSecret: Secret | undefined };
   secretKeys: { kid: string; key: Secret }[] | undefined;
   tls: { certFile: string | undefined; keyFile: string | undefined; caFile: string | undefined };
-  /** allowNetwork: DEV_ALLOW_NETWORK=true, development servers on a non-loopback HOST (said loudly at start). */
-  dev: { idpPort: number; reportsPort: number; githubPort: number; upstreamPort: number; allowNetwork: boolean };
+  /**
+   * allowNetwork: DEV_ALLOW_NETWORK=true, development servers on a non-loopback HOST (said loudly at start).
+   * secretFormTool: DEV_SECRET_FORM_TOOL=true, serve dev_secret_form, whose form the audit must refuse.
+   */
+  dev: {
+    idpPort: number;
+    reportsPort: number;
+    githubPort: number;
+    upstreamPort: number;
+    allowNetwork: boolean;
+    secretFormTool: boolean;
+  };
   session: { ttlSeconds: number };
   mcp: { requiredScope: string; allowAnonymous: boolean };
   broker: {
@@ -351,6 +364,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       githubPort: e.DEV_GITHUB_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 3),
       upstreamPort: e.DEV_UPSTREAM_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 4),
       allowNetwork: e.DEV_ALLOW_NETWORK === 'true',
+      secretFormTool: e.DEV_SECRET_FORM_TOOL === 'true',
     },
     session: { ttlSeconds: e.SESSION_TTL_SECONDS },
     mcp: { requiredScope: e.MCP_SCOPE, allowAnonymous: e.MCP_ALLOW_ANONYMOUS === 'true' },

@@ -37,6 +37,7 @@ describe('loadConfig', () => {
       githubPort: 8446,
       upstreamPort: 8447,
       allowNetwork: false,
+      secretFormTool: false,
     });
     expect(Object.isFrozen(config)).toBe(true);
   });
@@ -60,6 +61,7 @@ describe('loadConfig', () => {
       githubPort: 9446,
       upstreamPort: 9447,
       allowNetwork: false,
+      secretFormTool: false,
     });
   });
 
@@ -75,6 +77,14 @@ describe('loadConfig', () => {
     expect(loadConfig({ ...production, HOST: '0.0.0.0' }).http.host).toBe('0.0.0.0');
     expect(problemsOf({ ...production, DEV_ALLOW_NETWORK: 'true' })).toEqual([
       'DEV_ALLOW_NETWORK: is a development setting',
+    ]);
+  });
+
+  it('DEV_SECRET_FORM_TOOL (the gates suite’s form asking for a password) is off by default and refused in production', () => {
+    expect(loadConfig({}).dev.secretFormTool).toBe(false);
+    expect(loadConfig({ DEV_SECRET_FORM_TOOL: 'true' }).dev.secretFormTool).toBe(true);
+    expect(problemsOf({ ...production, DEV_SECRET_FORM_TOOL: 'true' })).toEqual([
+      'DEV_SECRET_FORM_TOOL: is a development setting',
     ]);
   });
 
