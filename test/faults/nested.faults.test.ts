@@ -61,13 +61,7 @@ describe.concurrent('nested elicitation (2025-11-25) killed at each step', () =>
   });
 
   it('after the business call, before its outcome is stored: the identical call completes it, not called twice', async () => {
-    const { broker, token, op } = await killedRun(
-      'operation.before_outcome',
-      'nested-before-outcome',
-      async (b, link) => {
-        expect(await connectInBrowser(b, link)).toBe(true);
-      },
-    );
+    const { broker, token, op } = await killedRun('operation.before_outcome', 'nested-before-outcome', connectsAndDies);
     expect(await receipts(broker)).toBe(1);
     expect((await broker.reportsSeen()).filter((r) => r.title === op.title)).toHaveLength(1);
     await legacyFinish(broker, token, op);
