@@ -52,6 +52,17 @@ export default defineConfig({
           hookTimeout: 60_000,
         },
       },
+      {
+        // The release gates (`npm run gates`): the service in its own process, driven end to end;
+        // it brings its own Postgres (embedded, or a schema on DATABASE_URL), so no globalSetup.
+        test: {
+          name: 'gates',
+          include: ['test/gates/**/*.gates.test.ts'],
+          setupFiles: ['test/support/setupNetwork.ts'],
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+        },
+      },
     ],
   },
 });
