@@ -33,7 +33,10 @@ export interface UpstreamToolList {
 
 /** What a proxied tools/call came back with: a result (a tool error is one) or the upstream's JSON-RPC error. */
 export type UpstreamCallAnswer =
-  { kind: 'result'; result: Record<string, unknown> } | { kind: 'error'; code: number; message: string };
+  | { kind: 'result'; result: Record<string, unknown> }
+  | { kind: 'error'; code: number; message: string }
+  /** The upstream asks for the user's input before it acts (MCP 2026-07-28, input_required): nothing done yet. */
+  | { kind: 'input_required'; inputRequests: Record<string, unknown> };
 
 /** The upstream could not be asked (refused the connection, no such host, its certificate): nothing was done there. */
 export class UpstreamUnreachableError extends UnavailableError {
@@ -149,12 +152,18 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
           try {
             const result = await client.callTool(
               { name, arguments: args },
-              { timeout: sdkTimeout, toolDefinition: definition as never },
+              { timeout: sdkTimeout, toolDefinition: definition as never, allowInputRequired: true },
             );
-            return { kind: 'result', result: result as Record<string, unknown> };
+            const answer = result as Record<string, unknown>;
+            if (answer['resultType'] === 'input_required' || 'inputRequests' in answer || 'requestState' in answer)
+              return {
+                kind: 'input_required',
+                inputRequests: (answer['inputRequests'] ?? {}) as Record<string, unknown>,
+              };
+            return { kind: 'result', result: answer };
           } catch (err) {
-            // A JSON-RPC error is the upstream's answer: it did not run the tool.
-            if (err instanceof ProtocolError && wire.failure === undefined && wire.status === undefined)
+            // A JSON-RPC error is the upstream's answer (on 200 or a 4xx of its own): it did not run the tool.
+            if (err instanceof ProtocolError && wire.failure === undefined && wire.status !== 401)
               return { kind: 'error', code: err.code, message: err.message };
             throw err;
           }

@@ -233,6 +233,14 @@ export function createUpstreamTools(deps: UpstreamToolsDeps): DynamicTools<McpTo
         const answer = await counted(provider, 'tools/call', () =>
           deps.mcp.callTool(provider.upstream!.url, token, served.upstream.name, args, served.upstream),
         );
+        if (answer.kind === 'input_required')
+          return {
+            status: 'failed',
+            outcome: {
+              error: 'input_required',
+              message: `${displayName} asked for more input before doing ${name} (${Object.keys(answer.inputRequests).length} request(s)), which the broker does not relay from upstream MCP servers yet: nothing was done.`,
+            },
+          };
         if (answer.kind === 'error')
           return {
             status: 'failed',

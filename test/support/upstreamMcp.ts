@@ -7,6 +7,7 @@ import { toNodeHandler, type NodeIncomingMessageLike } from '@modelcontextprotoc
 import {
   bearerAuthChallengeResponse,
   createMcpHandler,
+  inputRequired,
   McpServer,
   OAuthError,
   OAuthErrorCode,
@@ -276,6 +277,24 @@ function mcpListener(options: {
         'fail_note',
         { description: 'Always answers a tool error.', inputSchema: z.strictObject({}) },
         () => ({ isError: true, content: [{ type: 'text', text: 'The notebook is read-only.' }] }),
+      );
+      // Asks for a form before it acts (MCP 2026-07-28, input_required), which the broker does not relay yet.
+      server.registerTool(
+        'ask_color',
+        { description: 'Asks which colour, then answers it.', inputSchema: z.strictObject({}) },
+        () =>
+          inputRequired({
+            inputRequests: {
+              color: {
+                method: 'elicitation/create',
+                params: {
+                  mode: 'form',
+                  message: 'Which colour?',
+                  requestedSchema: { type: 'object', properties: { color: { type: 'string' } } },
+                },
+              },
+            },
+          }),
       );
       // A tool only alice has: a list that differs per user, which the broker must keep apart.
       if (sub === 'up-alice')

@@ -114,7 +114,13 @@ describe('upstream MCP tools on /mcp', () => {
     const names = alice.tools.map((t) => t.name);
     const own = names.filter((n) => !n.startsWith('up_') && !n.startsWith('flaky_'));
     expect(names.slice(0, own.length)).toEqual([...own].sort());
-    expect(names.slice(own.length)).toEqual(['up_alice_diary', 'up_create_note', 'up_fail_note', 'up_whoami']);
+    expect(names.slice(own.length)).toEqual([
+      'up_alice_diary',
+      'up_ask_color',
+      'up_create_note',
+      'up_fail_note',
+      'up_whoami',
+    ]);
     expect(alice.cacheScope).toBe('private');
     const created = alice.tools.find((t) => t.name === 'up_create_note')!;
     expect(created).toMatchObject({
@@ -126,7 +132,7 @@ describe('upstream MCP tools on /mcp', () => {
     // bob connects too: his own list, without alice's tool, though alice's list is cached.
     await connectThrough('bob', 'up_whoami', {});
     const bob = (await list(tokens.bob)).tools.map((t) => t.name).filter((n) => n.startsWith('up_'));
-    expect(bob).toEqual(['up_create_note', 'up_fail_note', 'up_whoami']);
+    expect(bob).toEqual(['up_ask_color', 'up_create_note', 'up_fail_note', 'up_whoami']);
     const diary = await callTool(stack, tokens.bob, 'up_alice_diary', {});
     expect(resultOf(diary).isError).toBe(true);
     expect(textOf(diary)).toContain('no tool up_alice_diary');
@@ -141,6 +147,12 @@ describe('upstream MCP tools on /mcp', () => {
       isError: true,
       content: [{ type: 'text', text: 'The notebook is read-only.' }],
     });
+    // A tool that needs to ask the user first: the broker declares no elicitation to upstreams (it does
+    // not relay their forms yet), so the upstream refuses (-32021), which is relayed as a tool error.
+    const asked = await callTool(stack, tokens.alice, 'up_ask_color', {});
+    expect(resultOf(asked).isError).toBe(true);
+    expect(textOf(asked)).toContain('Up Notes answered up_ask_color with an error');
+    expect(textOf(asked)).toContain('capabilit');
   });
 
   it('two instances racing one accepted call send it once', async () => {
