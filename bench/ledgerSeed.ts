@@ -85,6 +85,7 @@ export async function seedLedger(pool: Pool, n: number, now: Date): Promise<Seed
     await step('first anchor (ledger_anchor_heads)', 'SELECT ledger_anchor(now(), pg_current_snapshot())');
     await step('consent_receipts', INSERT_CONSENT);
     await step('operation_receipts', INSERT_RECEIPTS, [PENDING_SHARE, FAILED_SHARE]);
+    await step('connections', INSERT_CONNECTIONS);
     await step('secrets', INSERT_SECRETS);
     await step('oauth_transactions', INSERT_OAUTH);
     await client.query(
@@ -255,12 +256,18 @@ SELECT receipt_id, encode(sha256(convert_to('operation ' || id, 'UTF8')), 'hex')
  CROSS JOIN LATERAL (SELECT CASE WHEN u_outcome < $1::float8 THEN 'pending' WHEN u_outcome < $1::float8 + $2::float8 THEN 'failed' ELSE 'succeeded' END AS status) o
  WHERE accepted ORDER BY p4`;
 
-// One access and one refresh token per subject and provider, from that subject's latest verified flow.
+// One connection per subject and provider, from that subject's latest verified flow (its default).
+const INSERT_CONNECTIONS = `
+INSERT INTO connections (id, subject_iss, subject_sub, provider, upstream_subject, navigation_id, connected_at, updated_at, preferred)
+SELECT gen_random_uuid(), 'https://idp.example', v.sub, v.provider, 'upstream-' || v.sub, v.id, v.p3, v.p3, true
+  FROM (SELECT DISTINCT ON (sub, provider) * FROM seed_nav WHERE verified ORDER BY sub, provider, t0 DESC) v`;
+
+// One access and one refresh token per connection.
 const INSERT_SECRETS = `
-INSERT INTO secrets (id, subject_iss, subject_sub, provider, kind, ciphertext, key_id, expires_at, navigation_id, created_at, updated_at)
-SELECT gen_random_uuid(), 'https://idp.example', v.sub, v.provider, k.kind, sha256(convert_to(k.kind || v.id, 'UTF8')), 'key-1',
-       CASE k.kind WHEN 'access_token' THEN v.p3 + interval '1 hour' END, v.id, v.p3, v.p3
-  FROM (SELECT DISTINCT ON (sub, provider) * FROM seed_nav WHERE verified ORDER BY sub, provider, t0 DESC) v
+INSERT INTO secrets (id, connection_id, subject_iss, subject_sub, provider, kind, ciphertext, key_id, expires_at, navigation_id, created_at, updated_at)
+SELECT gen_random_uuid(), c.id, c.subject_iss, c.subject_sub, c.provider, k.kind, sha256(convert_to(k.kind || c.navigation_id, 'UTF8')), 'key-1',
+       CASE k.kind WHEN 'access_token' THEN c.connected_at + interval '1 hour' END, c.navigation_id, c.connected_at, c.connected_at
+  FROM connections c
  CROSS JOIN (VALUES ('access_token'), ('refresh_token')) AS k(kind)`;
 
 // Flows waiting at the provider still hold their OAuth transaction (10 minutes; the overdue ones are the sweep's).

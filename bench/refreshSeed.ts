@@ -1,7 +1,7 @@
 import type { Principal } from '../src/auth/principal.js';
 import type { Pool } from '../src/db/pool.js';
 import { withTransaction } from '../src/db/transaction.js';
-import { upsertConnection } from '../src/secrets/connectionsRepo.js';
+import { insertConnection, secretOwnerOf } from '../src/secrets/connectionsRepo.js';
 import { storeTokens, type TokenVaultDeps } from '../src/secrets/sealedTokens.js';
 import type { RefreshProvider } from './refreshProvider.js';
 
@@ -34,7 +34,7 @@ export async function seedConnections(
       for (const subject of subjects) {
         const now = vault.clock.now();
         const tokens = seed.server.issue(subject.sub, seed.expiresAt);
-        await upsertConnection(
+        const connection = await insertConnection(
           tx,
           {
             subject,
@@ -48,7 +48,7 @@ export async function seedConnections(
           },
           now,
         );
-        await storeTokens(tx, vault, subject, seed.provider, { ...tokens, expiresAt: seed.expiresAt }, undefined);
+        await storeTokens(tx, vault, secretOwnerOf(connection), { ...tokens, expiresAt: seed.expiresAt }, undefined);
       }
     });
   const worker = async () => {

@@ -1,6 +1,6 @@
 import type { Principal } from '../src/auth/principal.js';
 import { PROACTIVE_REFRESH } from '../src/jobs/proactiveRefresh.js';
-import { findConnection } from '../src/secrets/connectionsRepo.js';
+import { findDefaultConnection } from '../src/secrets/connectionsRepo.js';
 import { openSecret } from '../src/secrets/sealedTokens.js';
 import { findSecrets } from '../src/secrets/secretsRepo.js';
 import type { RefreshStack } from './refreshStack.js';
@@ -32,10 +32,8 @@ export async function checkStored(
   const problems: string[] = [];
   let settled = 0;
   const check = async (subject: Principal) => {
-    const [connection, secrets] = await Promise.all([
-      findConnection(vault.pool, subject, provider),
-      findSecrets(vault.pool, subject, provider),
-    ]);
+    const connection = await findDefaultConnection(vault.pool, subject, provider);
+    const secrets = connection ? await findSecrets(vault.pool, connection.id) : [];
     const access = secrets.find((s) => s.kind === 'access_token');
     const refresh = secrets.find((s) => s.kind === 'refresh_token');
     const problem =

@@ -1,31 +1,42 @@
 import type { Principal } from '../auth/principal.js';
 import { missingScopes } from '../providers/scopes.js';
-import { findConnection } from '../secrets/connectionsRepo.js';
-import { accessTokenFor, type TokenVaultDeps } from '../secrets/tokenVault.js';
+import type { ConnectionRecord } from '../secrets/connectionsRepo.js';
+import { accessTokenForConnection, type TokenVaultDeps } from '../secrets/tokenVault.js';
+import { chooseConnection, type ConnectionChoice } from './connectionChoice.js';
 
 /** Whether a call needing `scopes` of a provider can run on the user's connection now. */
 export type ConnectionAccess =
-  | { kind: 'connected'; token: string }
-  | { kind: 'not_connected' }
+  | { kind: 'connected'; token: string; connection: ConnectionRecord }
+  /** No usable connection; `connection` is the one a connect flow reconnects, when there is one. */
+  | { kind: 'not_connected'; connection?: ConnectionRecord | undefined }
   /** Connected, but the grant lacks some of the scopes: a second consent, for the union, is needed. */
-  | { kind: 'scopes_missing'; missing: string[] };
+  | { kind: 'scopes_missing'; missing: string[]; connection: ConnectionRecord }
+  /** Several usable connections and nothing names one: the user is asked which (connectionChoice.ts). */
+  | { kind: 'choose'; candidates: ConnectionRecord[] }
+  /** The `account` argument names no connection of the user's to the provider. */
+  | { kind: 'unknown_account'; account: string; known: string[] };
 
 /**
- * The one answer to "is this user connected for this call": a usable token (refreshed if
- * stale) whose connection was granted every scope the call needs, or why not. A connection
- * recorded before granted scopes were kept is taken as covering them.
+ * The one answer to "is this user connected for this call": the connection the call runs on
+ * (connectionChoice.ts), with a usable token (refreshed if stale) whose grant covers every scope the
+ * call needs, or why not. A connection recorded before granted scopes were kept is taken as covering them.
  */
 export async function connectionAccessFor(
   vault: TokenVaultDeps,
   subject: Principal,
   provider: string,
   scopes: readonly string[],
+  choice: ConnectionChoice = {},
 ): Promise<ConnectionAccess> {
-  const token = await accessTokenFor(vault, subject, provider);
-  if (!token) return { kind: 'not_connected' };
+  const chosen = await chooseConnection(vault.pool, subject, provider, choice);
+  if (chosen.kind === 'ask') return { kind: 'choose', candidates: chosen.candidates };
+  if (chosen.kind === 'unknown_account') return chosen;
+  const { connection } = chosen;
+  const token = connection && (await accessTokenForConnection(vault, connection.id));
+  if (!connection || !token) return { kind: 'not_connected', connection };
   const facts = vault.providers.get(provider)?.provider;
-  if (scopes.length === 0 || !facts) return { kind: 'connected', token };
-  const connection = await findConnection(vault.pool, subject, provider);
-  const missing = connection ? missingScopes(facts, connection.grantedScopes, scopes) : [];
-  return missing.length === 0 ? { kind: 'connected', token } : { kind: 'scopes_missing', missing };
+  const missing = scopes.length === 0 || !facts ? [] : missingScopes(facts, connection.grantedScopes, scopes);
+  return missing.length === 0
+    ? { kind: 'connected', token, connection }
+    : { kind: 'scopes_missing', missing, connection };
 }

@@ -66,7 +66,7 @@ export async function disconnectConnection(deps: DisconnectDeps, input: Disconne
     if (!connection || (input.subject && !samePrincipal(connection.subject, input.subject)))
       throw new NotFoundError('No such connection.');
     if (connection.state === 'revoked') throw new ConflictError('This connection is already disconnected.');
-    const secrets = await findSecrets(deps.pool, connection.subject, connection.provider);
+    const secrets = await findSecrets(deps.pool, connection.id);
     const revocation = await revokeHeld(deps, connection, secrets);
     const result: DisconnectResult = {
       connectionId,
@@ -83,7 +83,7 @@ export async function disconnectConnection(deps: DisconnectDeps, input: Disconne
         ...(attempt === 0 && { version: connection.version }),
       });
       if (!done) return false;
-      await deleteSecrets(tx, connection.subject, connection.provider);
+      await deleteSecrets(tx, connection.id);
       await enqueueEvent(tx, {
         type: 'connection.revoked',
         data: {

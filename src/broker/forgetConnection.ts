@@ -1,4 +1,3 @@
-import type { Principal } from '../auth/principal.js';
 import type { BusinessOutcome } from './acceptOriginalOperation.js';
 import { recordWithoutMoving } from './advance.js';
 import { findNavigationById } from './navigationRepo.js';
@@ -7,7 +6,12 @@ import { UpstreamAuthError } from '../errors/appError.js';
 import { needsReauthEvent } from '../events/webhookEvent.js';
 import { enqueueEvent } from '../events/webhookOutboxRepo.js';
 import { equalInConstantTime } from '../shared/tokens.js';
-import { findConnection, moveConnection, touchConnection, type ConnectionRecord } from '../secrets/connectionsRepo.js';
+import {
+  findConnectionById,
+  moveConnection,
+  touchConnection,
+  type ConnectionRecord,
+} from '../secrets/connectionsRepo.js';
 import { deleteSecrets, findSecrets } from '../secrets/secretsRepo.js';
 import { openSecret, type TokenVaultDeps } from '../secrets/tokenVault.js';
 
@@ -49,7 +53,8 @@ export function reconnectReasonOf(outcome: {
 }
 
 /**
- * Forgets (subject, provider)'s tokens after the provider refused `refusedToken`:
+ * Forgets one connection's tokens after the provider refused `refusedToken` (the user's other
+ * connections to the provider are untouched):
  * in one transaction, the rows are locked, deleted only if the stored access
  * token is still the refused one (a reconnect or refresh that stored a new one
  * meanwhile is kept), the connection becomes `needs_reauth`, and
@@ -58,21 +63,21 @@ export function reconnectReasonOf(outcome: {
  */
 export async function forgetConnection(
   deps: Pick<TokenVaultDeps, 'pool' | 'box' | 'clock'>,
-  subject: Principal,
-  provider: string,
+  connectionId: string,
   refusedToken: string,
 ): Promise<boolean> {
   return withTransaction(deps.pool, async (tx) => {
     // FOR UPDATE: a callback storing fresh tokens waits for this, or this sees its tokens.
-    const secrets = await findSecrets(tx, subject, provider, true);
+    const secrets = await findSecrets(tx, connectionId, true);
     const access = secrets.find((s) => s.kind === 'access_token');
     if (!access || !equalInConstantTime(openSecret(deps.box, access), refusedToken)) return false;
-    await deleteSecrets(tx, subject, provider);
-    const connection = await findConnection(tx, subject, provider);
+    const { provider, subject } = access;
+    await deleteSecrets(tx, connectionId);
+    const connection = await findConnectionById(tx, connectionId);
     if (connection) await moveConnection(tx, { id: connection.id, event: 'token_refused', now: deps.clock.now() });
     await enqueueEvent(
       tx,
-      needsReauthEvent({ id: connection?.id, provider, subject }, 'token_refused', deps.clock.now()),
+      needsReauthEvent({ id: connectionId, provider, subject }, 'token_refused', deps.clock.now()),
     );
     const navigation =
       access.navigationId === undefined ? undefined : await findNavigationById(tx, access.navigationId);
@@ -87,10 +92,10 @@ export async function forgetConnection(
   });
 }
 
-/** A stored token and the record of the connection it belongs to (undefined for one made before records were kept). */
+/** A stored token and the record of the connection it belongs to. */
 export interface StoredAccess {
   token: string;
-  connection: ConnectionRecord | undefined;
+  connection: ConnectionRecord;
 }
 
 /**
@@ -100,19 +105,17 @@ export interface StoredAccess {
  */
 export async function performOrForget(
   deps: Pick<TokenVaultDeps, 'pool' | 'box' | 'clock'>,
-  subject: Principal,
-  provider: string,
-  token: string,
+  access: StoredAccess,
   perform: (access: StoredAccess) => Promise<BusinessOutcome>,
 ): Promise<BusinessOutcome> {
+  const { connection, token } = access;
   try {
-    const connection = await findConnection(deps.pool, subject, provider);
     // Every call through a stored token passes here: what the connections page shows as last used.
-    if (connection) await touchConnection(deps.pool, connection.id, deps.clock.now());
-    return await perform({ token, connection });
+    await touchConnection(deps.pool, connection.id, deps.clock.now());
+    return await perform(access);
   } catch (err) {
     if (!(err instanceof UpstreamUnauthorizedError)) throw err;
-    await forgetConnection(deps, subject, provider, token);
-    return reconnectOutcome(provider, 'upstream_unauthorized');
+    await forgetConnection(deps, connection.id, token);
+    return reconnectOutcome(connection.provider, 'upstream_unauthorized');
   }
 }

@@ -6,7 +6,7 @@ import { AppError } from '../errors/appError.js';
 import { describeRevocation, revokeConnection } from '../ops/connectionRevocation.js';
 import type { OperatorAct } from '../ops/recovery.js';
 import { connectionStates, type ConnectionState } from '../secrets/connectionStates.js';
-import { listConnections, type ConnectionRecord } from '../secrets/connectionsRepo.js';
+import { accountLabelOf, listConnections, type ConnectionRecord } from '../secrets/connectionsRepo.js';
 import { systemClock } from '../shared/clock.js';
 import { createLogger } from '../shared/logger.js';
 import { databaseUrl, deploymentFetch, deploymentKeys, deploymentProviders } from './deployment.js';
@@ -28,8 +28,10 @@ Every command needs BROKER_OPERATOR_TOKEN, as the ledger commands do.
 
   list [--subject SUB] [--provider ID] [--state STATE] [--limit N]
                        Connections, the most recently connected first: id, subject, provider, the
-                       account at the provider, state (${connectionStates.join(', ')}), granted
-                       scopes, connected, last used. Never a token.
+                       account at the provider (its label), whether it is the user's default for
+                       the provider (yes, or chosen when the user made it so), state
+                       (${connectionStates.join(', ')}), granted scopes, connected, last used.
+                       Never a token.
   revoke <connection-id> --reason R
                        Disconnects it: the provider is asked to revoke the grant, the broker's tokens
                        are deleted whatever it answers, the connection is revoked (the user's next
@@ -45,13 +47,25 @@ interface Options {
   reason?: string | undefined;
 }
 
-const HEADERS = ['id', 'subject', 'provider', 'account', 'state', 'granted scopes', 'connected', 'last used'];
+const HEADERS = [
+  'id',
+  'subject',
+  'provider',
+  'account',
+  'default',
+  'state',
+  'granted scopes',
+  'connected',
+  'last used',
+];
+const defaultFlag = (c: ConnectionRecord) => (!c.preferred ? '' : c.preferredChosen ? 'chosen' : 'yes');
 const minute = (date: Date | undefined) => (date ? date.toISOString().slice(0, 16).replace('T', ' ') : 'never');
 const row = (c: ConnectionRecord) => [
   c.id,
   c.subject.sub,
   c.provider,
-  c.upstreamName ?? c.upstreamSubject ?? '',
+  accountLabelOf(c) ?? '',
+  defaultFlag(c),
   c.state,
   c.grantedScopes.join(' ') || '(none)',
   minute(c.connectedAt),
@@ -61,7 +75,9 @@ const asJson = (c: ConnectionRecord) => ({
   id: c.id,
   subject: c.subject,
   provider: c.provider,
-  account: { id: c.upstreamSubject ?? null, name: c.upstreamName ?? null },
+  account: { id: c.upstreamSubject ?? null, name: c.upstreamName ?? null, label: accountLabelOf(c) ?? null },
+  preferred: c.preferred,
+  preferredChosen: c.preferredChosen,
   state: c.state,
   grantedScopes: c.grantedScopes,
   connectedAt: c.connectedAt.toISOString(),

@@ -5,7 +5,8 @@ import { ConflictError, ForbiddenError, NotFoundError, UnavailableError } from '
 import { readSwitchHoldingPause, URL_ELICITATION_PAUSED } from '../ledger/operatorRepo.js';
 import { insertPendingAuthorization, pkceAad } from '../oauth/pendingAuthRepo.js';
 import { missingScopes, scopesToRequest } from '../providers/scopes.js';
-import { findConnection } from '../secrets/connectionsRepo.js';
+import { accountLabelOf } from '../secrets/connectionsRepo.js';
+import { flowTargetOf, targetConnectionOf } from '../broker/startReconnect.js';
 import { checkUrl } from '../security/urlPolicy.js';
 import { digestOf } from '../shared/tokens.js';
 import { advance, recordRefusal } from '../broker/advance.js';
@@ -30,6 +31,8 @@ export type ConnectView =
       grows: { account: string | undefined; addedScopes: string[] } | undefined;
       /** A reconnect the user asked for on the connections page, and the account it reconnects. */
       reconnect: { account: string | undefined } | undefined;
+      /** "Add another account" (the connections page): sign in at the provider as the account to add. */
+      addsAccount: boolean;
     };
 
 async function byHandle(deps: BrokerDeps, handle: string): Promise<NavigationRecord> {
@@ -94,17 +97,20 @@ export async function viewConnect(
   if (reason) return { kind: 'closed', reason };
   const client = deps.providers.get(navigation.provider);
   if (!client) throw new NotFoundError(`Provider ${navigation.provider} is no longer configured.`);
-  const existing = await findConnection(deps.pool, navigation.subject, navigation.provider);
+  const existing = await targetConnectionOf(deps.pool, navigation);
   const addedScopes = existing ? missingScopes(client.provider, existing.grantedScopes, client.provider.scopes) : [];
-  const account = existing && (existing.upstreamName ?? existing.upstreamSubject);
-  const reconnect = navigation.lineage === RECONNECT;
+  const account = existing && accountLabelOf(existing);
+  const target = flowTargetOf(navigation);
+  const reconnect = target.kind === 'reconnect';
   return {
     kind: 'review',
     navigation,
     providerName: client.provider.displayName,
     destination: `${navigation.targetScheme}://${navigation.targetHost}`,
-    grows: existing && addedScopes.length > 0 && !reconnect ? { account, addedScopes } : undefined,
+    grows:
+      existing && addedScopes.length > 0 && navigation.lineage !== RECONNECT ? { account, addedScopes } : undefined,
     reconnect: reconnect ? { account } : undefined,
+    addsAccount: target.kind === 'add',
   };
 }
 
@@ -122,7 +128,7 @@ export async function consentToConnect(deps: BrokerDeps, handle: string, browser
   }
   const client = deps.providers.get(found.provider);
   if (!client) throw new NotFoundError(`Provider ${found.provider} is no longer configured.`);
-  const existing = await findConnection(deps.pool, found.subject, found.provider);
+  const existing = await targetConnectionOf(deps.pool, found);
   const authorization = await client.beginAuthorization(
     found.redirectPolicy.callback,
     scopesToRequest(client.provider, existing?.grantedScopes ?? []),

@@ -10,6 +10,7 @@ import { signedInUser } from '../web/signedInUser.js';
 import { CALLBACK_ROUTE, DONE_PATH, type BrokerDeps } from '../broker/brokerDeps.js';
 import { consentToConnect, viewConnect } from './connectFlow.js';
 import { findNavigationById } from '../broker/navigationRepo.js';
+import { flowTargetOf } from '../broker/startReconnect.js';
 import { RECONNECT } from '../flow/navigationStates.js';
 import { completeCallback } from './oauthCallback.js';
 
@@ -51,6 +52,7 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
         signedInAs: browser.name,
         providerName,
         reconnect: navigation.lineage === RECONNECT,
+        addsAccount: flowTargetOf(navigation).kind === 'add',
         purposeParts: displayParts(navigation.purpose),
       }),
     );
@@ -79,11 +81,12 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
     res.type('html').send(
       render('connect/review', {
         ...page,
-        title: `${view.reconnect ? 'Reconnect' : 'Connect'} ${view.providerName}`,
+        title: `${view.reconnect ? 'Reconnect' : view.addsAccount ? 'Add another account of' : 'Connect'} ${view.providerName}`,
         providerName: view.providerName,
         destination: view.destination,
         grows: view.grows,
         reconnect: view.reconnect,
+        addsAccount: view.addsAccount,
         purposeParts: displayParts(view.navigation.purpose),
         expiresAt: view.navigation.expiresAt.toISOString(),
         csrf: csrfTokenFor(browser!.cookie),

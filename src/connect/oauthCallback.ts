@@ -7,8 +7,16 @@ import type { WebhookEvent } from '../events/webhookEvent.js';
 import { enqueueEvent } from '../events/webhookOutboxRepo.js';
 import { consumePendingAuthorization, pkceAad, type PendingAuthorization } from '../oauth/pendingAuthRepo.js';
 import { scopesToRequest } from '../providers/scopes.js';
-import { findConnection, upsertConnection, type ConnectionRecord } from '../secrets/connectionsRepo.js';
+import {
+  findConnectionsFor,
+  insertConnection,
+  replaceConnection,
+  secretOwnerOf,
+  type ConnectionRecord,
+} from '../secrets/connectionsRepo.js';
 import { deleteSecrets, findSecrets } from '../secrets/secretsRepo.js';
+import type { Queryable } from '../db/pool.js';
+import { flowTargetOf, targetConnectionOf } from '../broker/startReconnect.js';
 import { storeTokens } from '../secrets/tokenVault.js';
 import { digestOf } from '../shared/tokens.js';
 import { advance, recordRefusal, type REFUSAL_EVENTS } from '../broker/advance.js';
@@ -117,7 +125,7 @@ export async function completeCallback(
   const client = deps.providers.get(navigation.provider);
   if (!client) throw new NotFoundError(`Provider ${navigation.provider} is no longer configured.`);
   // The scopes the consent asked for (connectFlow.ts): granted, where the provider's answer names none.
-  const held = await findConnection(deps.pool, navigation.subject, navigation.provider);
+  const held = await targetConnectionOf(deps.pool, navigation);
   let grant;
   try {
     grant = await client.completeAuthorization(
@@ -144,20 +152,9 @@ export async function completeCallback(
     if (locked?.status !== State.OUT_OF_BAND_PENDING)
       throw new ConflictError('This connection was completed meanwhile. Return to your app.');
     const { connection } = grant;
-    // A live connection keeps its account: another account at the provider is refused (below), never
-    // swapped in under the same connection. One whose tokens are gone may be made again as another,
-    // except by a reconnect flow (broker/startReconnect.ts): the user asked to reconnect that account.
-    // A provider whose accounts cannot be known (an upstream MCP server, identity `none`) records
-    // none, so nothing is compared: its connection holds whichever account the user authorized last.
-    const existing = await findConnection(tx, locked.subject, locked.provider);
-    const live = existing && (await findSecrets(tx, locked.subject, locked.provider, true)).length > 0;
-    const keepsAccount = live || (existing && locked.lineage === RECONNECT);
-    if (
-      keepsAccount &&
-      existing.upstreamSubject !== undefined &&
-      existing.upstreamSubject !== connection.upstreamSubject
-    )
-      return { mismatch: existing };
+    const into = await connectionToStore(tx, locked, connection.upstreamSubject);
+    if ('mismatch' in into) return { mismatch: into.mismatch };
+    const existing = into.connection;
     const by = {
       actor: `provider:${locked.provider}`,
       now,
@@ -165,18 +162,18 @@ export async function completeCallback(
         upstreamSubject: connection.upstreamSubject,
         grantedScopes: connection.grantedScopes,
         ...(existing && { connectionId: existing.id }),
+        ...(!existing && flowTargetOf(locked).kind === 'add' && { addedAccount: true }),
         ...(existing?.upstreamSubject !== undefined &&
           existing.upstreamSubject !== connection.upstreamSubject && { replacedAccount: existing.upstreamSubject }),
       },
     };
+    const facts = { subject: locked.subject, provider: locked.provider, ...connection, navigationId: locked.id };
     // The whole token set is replaced: a refresh token of the previous grant never outlives it.
-    await deleteSecrets(tx, locked.subject, locked.provider);
-    await storeTokens(tx, deps, locked.subject, locked.provider, grant.tokens, locked.id);
-    const record = await upsertConnection(
-      tx,
-      { subject: locked.subject, provider: locked.provider, ...connection, navigationId: locked.id },
-      now,
-    );
+    if (existing) await deleteSecrets(tx, existing.id);
+    const record = existing
+      ? await replaceConnection(tx, existing.id, facts, now)
+      : await insertConnection(tx, facts, now);
+    await storeTokens(tx, deps, secretOwnerOf(record), grant.tokens, locked.id);
     locked = await advance(tx, locked, ['callback_received', 'callback_verified'], by);
     await enqueueEvent(tx, connectionCreated(record, locked.id, now));
     await deps.signal.notify(tx, locked.id);
@@ -192,6 +189,42 @@ export async function completeCallback(
     connectedAs: stored.mismatch.upstreamSubject,
     signedInAs: grant.connection.upstreamSubject,
   });
+}
+
+/**
+ * Which connection a verified callback stores into, in its transaction: `connection` to update in
+ * place (its id kept), none to create one, or the connection whose account the user did not sign in
+ * as (refused, and recorded by the caller). The same account as one of the user's connections is
+ * always that connection. Otherwise: a reconnect flow (broker/startReconnect.ts) is refused, as the
+ * user asked to reconnect that account; an "add another account" flow creates a connection; a tool's
+ * flow creates the first, is refused beside a live default (another account is never swapped in under
+ * it), and makes a default whose tokens are gone again as the new account. A provider whose accounts
+ * cannot be known (an upstream MCP server, identity `none`) records none, so its one connection is
+ * always "the same account".
+ */
+async function connectionToStore(
+  tx: Queryable,
+  navigation: NavigationRecord,
+  account: string | undefined,
+): Promise<{ connection: ConnectionRecord | undefined } | { mismatch: ConnectionRecord }> {
+  const all = await findConnectionsFor(tx, navigation.subject, navigation.provider);
+  const same = all.find((c) => c.upstreamSubject === account);
+  const target = flowTargetOf(navigation);
+  if (target.kind === 'reconnect') {
+    const asked = all.find((c) => c.id === target.connectionId);
+    if (!asked) throw new NotFoundError('The connection this reconnect was for is gone.');
+    if (same && same.id !== asked.id) return { mismatch: asked };
+    if (!same && asked.upstreamSubject !== undefined) return { mismatch: asked };
+    return { connection: asked };
+  }
+  if (same) return { connection: same };
+  if (target.kind === 'add') return { connection: undefined };
+  const preferred = all[0];
+  if (!preferred) return { connection: undefined };
+  // FOR UPDATE: a 401's forget or a refresh of the default is serialised with this.
+  const live = (await findSecrets(tx, preferred.id, true)).length > 0;
+  if (live && preferred.upstreamSubject !== undefined) return { mismatch: preferred };
+  return { connection: preferred };
 }
 
 /** The webhook event of a stored connection: its ids and the account's, never a token. */

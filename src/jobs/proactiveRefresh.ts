@@ -54,7 +54,7 @@ export async function refreshExpiring(
   const worker = async () => {
     for (let next = queue.shift(); next; next = queue.shift()) {
       try {
-        const done = await refreshAccessToken(vault, next.subject, next.provider, { freshFor: outlives, wait: false });
+        const done = await refreshAccessToken(vault, next.connectionId, { freshFor: outlives, wait: false });
         if (done.kind === 'token' && done.renewed) result.refreshed++;
         else if (done.kind !== 'reconnect') result.skipped++;
         else result.needsReauth++;

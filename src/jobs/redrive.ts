@@ -3,7 +3,9 @@ import { withTransaction } from '../db/transaction.js';
 import type { WebhookEvent } from '../events/webhookEvent.js';
 import { enqueueEvent } from '../events/webhookOutboxRepo.js';
 import { performOrForget, type StoredAccess } from '../broker/forgetConnection.js';
-import { accessTokenFor, type TokenVaultDeps } from '../secrets/tokenVault.js';
+import { accessTokenForConnection, type TokenVaultDeps } from '../secrets/tokenVault.js';
+import { findConnectionById, findDefaultConnection } from '../secrets/connectionsRepo.js';
+import { findReceiptConnection } from '../broker/receiptConnectionRepo.js';
 import {
   argumentsAad,
   PerformInProgressError,
@@ -72,8 +74,13 @@ export async function redrive(
     return undefined;
   }
   if (!operation.replayable && !(await operatorAskedForIt(deps, navigation, receipt))) return undefined;
-  const token = await accessTokenFor(deps.vault, navigation.subject, operation.provider);
-  if (!token) {
+  // Through the connection the receipt names (several accounts at a provider), else the user's default.
+  const recorded = await findReceiptConnection(broker.pool, receipt.id);
+  const connection = recorded
+    ? await findConnectionById(broker.pool, recorded)
+    : await findDefaultConnection(broker.pool, navigation.subject, operation.provider);
+  const token = connection && (await accessTokenForConnection(deps.vault, connection.id));
+  if (!connection || !token) {
     broker.logger.warn(
       { receiptId: receipt.id, provider: operation.provider },
       're-drive waits: the user has no connection to the provider any more',
@@ -87,10 +94,7 @@ export async function redrive(
     outcome = await runAcceptedOperation(
       broker,
       receipt,
-      (key) =>
-        performOrForget(deps.vault, navigation.subject, operation.provider, token, (live) =>
-          operation.perform(live, key),
-        ),
+      (key) => performOrForget(deps.vault, { token, connection }, (live) => operation.perform(live, key)),
       0,
       // Only an operator's request (or a provider that dedupes) gets here: an unknown outcome is performed again.
       true,

@@ -5,12 +5,12 @@ import type { Pool } from '../db/pool.js';
 import { withTransaction } from '../db/transaction.js';
 import { appendObservations } from '../ledger/ledgerRepo.js';
 import { pkceAad } from '../oauth/pendingAuthRepo.js';
-import type { SecretKind } from '../secrets/secretsRepo.js';
+import type { AadLayout, SecretKind } from '../secrets/secretsRepo.js';
 import { aadOf as tokenAad } from '../secrets/tokenVault.js';
 import type { Clock } from '../shared/clock.js';
 import type { Logger } from '../shared/logger.js';
 import { registrationAad } from '../upstream/registrationsRepo.js';
-import { lockSealedUnder, sealedKinds, writeResealed, type SealedKind } from './resealRepo.js';
+import { kindsWithOldAad, lockSealedUnder, sealedKinds, writeResealed, type SealedKind } from './resealRepo.js';
 import { reachFaultPoint } from '../shared/faultPoints.js';
 
 export interface ResealDeps {
@@ -22,9 +22,17 @@ export interface ResealDeps {
 }
 
 // Each kind's AAD from its row's facts (resealRepo.ts's `aadParts`), by the function that sealed it:
-// a re-sealed value keeps the AAD that binds it to its row.
+// a re-sealed value keeps the AAD that binds it to its row, in that function's current layout (a
+// token sealed before its AAD bound its connection is sealed again binding it).
+const tokenAadOf = (parts: readonly string[], layout: AadLayout) => {
+  const [, connectionId = '', iss = '', sub = '', provider = '', kind = ''] = parts;
+  return tokenAad({ connectionId, subject: { iss, sub }, provider }, kind as SecretKind, layout);
+};
+const openAadOf: Partial<Record<SealedKind, (parts: readonly string[]) => string>> = {
+  tokens: (parts) => tokenAadOf(parts, parts[0] === '1' ? 1 : 2),
+};
 const aadOf: Record<SealedKind, (parts: readonly string[]) => string> = {
-  tokens: ([iss = '', sub = '', provider = '', kind = '']) => tokenAad({ iss, sub }, provider, kind as SecretKind),
+  tokens: (parts) => tokenAadOf(parts, 2),
   pendingAuthorizations: ([digest = '', navigationId = '']) => pkceAad(Buffer.from(digest, 'hex'), navigationId),
   toolArguments: ([operationKey = '']) => argumentsAad(operationKey),
   connectLinks: ([navigationId = '']) => handleAad(navigationId),
@@ -48,7 +56,8 @@ export interface ResealProgress {
  * with the same AAD, kind by kind, in short transactions of `batch` rows taken with SKIP LOCKED,
  * until none is left or `inBudget` says stop (the next sweep goes on). Each flow whose values a
  * batch moved gets one `values_resealed` ledger entry in that batch's transaction, counting them
- * by the key id they left. With a single key configured it does nothing, not even a query.
+ * by the key id they left. Tokens still sealed under the AAD layout before connections had several
+ * accounts are moved too, whatever their key; with a single key configured that is all it asks for.
  */
 export async function resealPass(
   deps: ResealDeps,
@@ -57,8 +66,9 @@ export async function resealPass(
 ): Promise<ResealProgress> {
   const older = deps.box.keyIds().slice(1);
   const progress = { resealed: 0, unopened: 0 };
-  if (older.length === 0) return progress;
-  for (const kind of sealedKinds) {
+  // With a single key, only values under an older AAD layout are left to move (an empty index range once done).
+  const kinds = older.length === 0 ? kindsWithOldAad : sealedKinds;
+  for (const kind of kinds) {
     // Past the last row seen, so a value that fails to open cannot hold up the rest of the pass.
     let after: string | Buffer | undefined;
     // At least one batch per kind, so a slow first kind cannot starve the ones after it.
@@ -91,7 +101,10 @@ async function resealBatch(
       const aad = aadOf[kind](row.aadParts);
       let plaintext: string;
       try {
-        plaintext = deps.box.open({ ciphertext: row.sealed, keyId: row.keyId }, aad);
+        plaintext = deps.box.open(
+          { ciphertext: row.sealed, keyId: row.keyId },
+          (openAadOf[kind] ?? aadOf[kind])(row.aadParts),
+        );
       } catch (err) {
         if (!(err instanceof SecretBoxError)) throw err;
         unopened += 1;

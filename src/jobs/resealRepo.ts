@@ -12,7 +12,10 @@ export const sealedColumns = {
     sealed: 'ciphertext',
     keyId: 'key_id',
     flow: 'navigation_id',
-    aadParts: ['subject_iss', 'subject_sub', 'provider', 'kind'],
+    aadParts: ['aad_layout::text', 'connection_id::text', 'subject_iss', 'subject_sub', 'provider', 'kind'],
+    // Sealed before the AAD bound the connection (migrations/0019_connection_accounts.sql): moved to
+    // the current layout whatever its key, as the migration could not re-seal them.
+    oldAad: { where: 'aad_layout = 1', set: 'aad_layout = 2' },
   },
   pendingAuthorizations: {
     table: 'oauth_transactions',
@@ -56,6 +59,15 @@ export const sealedColumns = {
 export type SealedKind = keyof typeof sealedColumns;
 export const sealedKinds = Object.keys(sealedColumns) as SealedKind[];
 
+/** A kind whose rows may still carry an older AAD layout: what selects them, and what a re-seal writes instead. */
+const oldAadOf = (kind: SealedKind): { where: string; set: string } | undefined => {
+  const c = sealedColumns[kind];
+  return 'oldAad' in c ? c.oldAad : undefined;
+};
+
+/** The kinds whose rows may carry an older AAD layout: re-sealed even with a single key configured. */
+export const kindsWithOldAad = sealedKinds.filter((kind) => oldAadOf(kind) !== undefined);
+
 export interface SealedRow {
   /** The row's identity (uuid text, or the bytes of a bytea key). */
   key: string | Buffer;
@@ -66,7 +78,7 @@ export interface SealedRow {
 }
 
 /**
- * Locks up to `limit` rows of one kind sealed under one of `keyIds`, past `after` in key order, for
+ * Locks up to `limit` rows of one kind sealed under one of `keyIds` (or under an older AAD layout), past `after` in key order, for
  * the caller's short transaction. SKIP LOCKED: a row another instance re-seals, or a refresh or
  * callback is rewriting, is left to a later pass rather than waited for. NO KEY UPDATE, as a
  * re-seal changes no key: FOR UPDATE would also hold off the foreign-key share lock that a ledger
@@ -81,6 +93,7 @@ export async function lockSealedUnder(
   limit: number,
 ): Promise<SealedRow[]> {
   const c = sealedColumns[kind];
+  const oldAad = oldAadOf(kind);
   const { rows } = await db.query<{
     key: string | Buffer;
     sealed: Buffer;
@@ -91,7 +104,7 @@ export async function lockSealedUnder(
     `SELECT ${c.key} AS key, ${c.sealed} AS sealed, ${c.keyId} AS key_id, ${c.flow} AS navigation_id,
             ARRAY[${c.aadParts.join(', ')}] AS aad_parts
        FROM ${c.table}
-      WHERE ${c.keyId} = ANY($1) AND ($2::${c.keyType} IS NULL OR ${c.key} > $2)
+      WHERE (${c.keyId} = ANY($1)${oldAad ? ` OR ${oldAad.where}` : ''}) AND ($2::${c.keyType} IS NULL OR ${c.key} > $2)
       ORDER BY ${c.key} LIMIT $3
         FOR NO KEY UPDATE SKIP LOCKED`,
     [keyIds, after ?? null, limit],
@@ -105,7 +118,7 @@ export async function lockSealedUnder(
   }));
 }
 
-/** Writes re-sealed values over the locked rows in one statement; nothing else in the row changes. */
+/** Writes re-sealed values over the locked rows in one statement; nothing else in the row changes but the AAD layout they are now sealed with. */
 export async function writeResealed(
   db: Queryable,
   kind: SealedKind,
@@ -113,8 +126,9 @@ export async function writeResealed(
 ): Promise<void> {
   if (rows.length === 0) return;
   const c = sealedColumns[kind];
+  const oldAad = oldAadOf(kind);
   await db.query(
-    `UPDATE ${c.table} t SET ${c.sealed} = v.sealed, ${c.keyId} = v.key_id
+    `UPDATE ${c.table} t SET ${c.sealed} = v.sealed, ${c.keyId} = v.key_id${oldAad ? `, ${oldAad.set}` : ''}
        FROM unnest($1::${c.keyType}[], $2::bytea[], $3::text[]) AS v(key, sealed, key_id)
       WHERE t.${c.key} = v.key`,
     [rows.map((r) => r.key), rows.map((r) => r.sealed), rows.map((r) => r.keyId)],

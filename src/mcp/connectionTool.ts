@@ -22,6 +22,19 @@ import { InvalidInputError } from '../errors/appError.js';
 import { invalidParams, missingRequiredClientCapability } from './toMcp.js';
 import { performOrForget, reconnectOutcome, reconnectReasonOf, type StoredAccess } from '../broker/forgetConnection.js';
 import { connectionAccessFor, type ConnectionAccess } from '../broker/connectionAccess.js';
+import type { ConnectionChoice } from '../broker/connectionChoice.js';
+import { recordReceiptConnection } from '../broker/receiptConnectionRepo.js';
+import { findConnectionsFor, type ConnectionRecord } from '../secrets/connectionsRepo.js';
+import {
+  accountAnswerOf,
+  accountQuestion,
+  ACCOUNT_INPUT_KEY,
+  candidateLabels,
+  CHOOSE_ACCOUNT_PHASE,
+  namingConnection,
+  unknownAccountResult,
+} from './accountChoice.js';
+import type { FormGuard } from './formGuard.js';
 import type { TokenVaultDeps } from '../secrets/tokenVault.js';
 import { completeResult, errorResult, type ToolContext } from './defineTool.js';
 import { ElicitResultSchema } from './elicitationForms.js';
@@ -34,6 +47,12 @@ export interface ConnectionToolDeps {
   requestState: RequestStateCodec;
 }
 
+/**
+ * A tool call's deps: with the form guard, which admits the account question before it is sent
+ * (formGuard.ts). Without one, a call that would ask is told to name the account instead.
+ */
+export type ConnectionCallDeps = ConnectionToolDeps & { forms?: FormGuard };
+
 /** One call of a tool that needs a third-party connection. */
 export interface ConnectionCall {
   tool: string;
@@ -45,6 +64,8 @@ export interface ConnectionCall {
   requestDigest: string;
   /** The parsed arguments: sealed with the receipt, so an unknown outcome can be re-driven. */
   arguments: Record<string, unknown>;
+  /** Which of the user's connections to the provider it runs on, as its `account` argument names it (none: the rule decides). */
+  choice?: ConnectionChoice;
   /** Whether an unknown outcome may be performed again on its own (the provider dedupes by the key). */
   replayable: boolean;
   perform(access: StoredAccess, idempotencyKey: string): Promise<BusinessOutcome>;
@@ -75,7 +96,7 @@ async function latestReissue(broker: BrokerDeps, navigationId: string): Promise<
  * bounded wait and then a state-only input_required.
  */
 export async function runConnectionTool(
-  deps: ConnectionToolDeps,
+  deps: ConnectionCallDeps,
   ctx: ToolContext,
   call: ConnectionCall,
 ): Promise<ToolCallResult> {
@@ -88,33 +109,13 @@ export async function runConnectionTool(
     phase: 'connect',
   };
   if (ctx.requestState === undefined) {
-    const access = await connectionAccessFor(deps.vault, ctx.principal, call.provider, call.scopes);
+    const access = await connectionAccessFor(deps.vault, ctx.principal, call.provider, call.scopes, call.choice);
+    if (access.kind === 'unknown_account') return unknownAccountResult(providerNameOf(deps, call), access);
+    if (access.kind === 'choose') return askWhichAccount(deps, ctx, call, binding, access.candidates);
     if (access.kind !== 'connected') return askToConnect(deps, ctx, call, binding, access);
-    const { token } = access;
-    // Never beside a flow still open for this operation (connected meanwhile through another one):
-    // settle it and accept the operation through it, once, with a receipt.
-    const open = await findOpenFlowFor(deps.broker, navigationRequest(ctx, call, 'mrtr'));
-    const settled = open && (await settleConnectedFlow(deps.broker, open.id, ctx.principal));
-    if (settled?.status === State.REQUIREMENT_VERIFIED)
-      return accept(deps, ctx, call, settled, binding, { navigationId: settled.id, generation: 0 });
-    if (!needsApproval(deps.broker, call.tool, call.provider)) {
-      // No receipt yet: a refused token is forgotten and the user asked exactly as if never
-      // connected, so the host's retry after connecting does the operation, once.
-      const outcome = await performOrForget(deps.vault, ctx.principal, call.provider, token, (live) =>
-        call.perform(live, randomUUID()),
-      );
-      return reconnectReasonOf(outcome)
-        ? askToConnect(deps, ctx, call, binding, { kind: 'not_connected' })
-        : call.render(outcome);
-    }
-    // A high-risk operation waits for an operator even when connected: it gets a record born
-    // verified, and is accepted once, with a receipt, like any other.
-    const { navigation } = await startNavigation(deps.broker, {
-      ...navigationRequest(ctx, call, 'mrtr'),
-      alreadyConnected: true,
-    });
-    return accept(deps, ctx, call, navigation, binding, { navigationId: navigation.id, generation: 0 });
+    return runConnected(deps, ctx, call, binding, access);
   }
+  if (ctx.inputResponses?.[ACCOUNT_INPUT_KEY] !== undefined) return answerWhichAccount(deps, ctx, call, binding);
   const state = await openPresentedState(deps.requestState, ctx.requestState, binding);
   const navigation = state.navigationId ? await findNavigationById(deps.broker.pool, state.navigationId) : undefined;
   if (!navigation) throw invalidParams('requestState refers to no connection flow; call the tool again without it');
@@ -146,6 +147,106 @@ export async function runConnectionTool(
   }
   return settle(deps, ctx, call, binding, state);
 }
+
+/** The call on a usable connection: at once, or, beside an open flow or for approval, through a receipt. */
+async function runConnected(
+  deps: ConnectionToolDeps,
+  ctx: ToolContext,
+  call: ConnectionCall,
+  binding: StateBinding,
+  access: Extract<ConnectionAccess, { kind: 'connected' }>,
+): Promise<ToolCallResult> {
+  // Never beside a flow still open for this operation (connected meanwhile through another one):
+  // settle it and accept the operation through it, once, with a receipt.
+  const open = await findOpenFlowFor(deps.broker, navigationRequest(ctx, call, 'mrtr'));
+  const settled = open && (await settleConnectedFlow(deps.broker, open.id, ctx.principal));
+  if (settled?.status === State.REQUIREMENT_VERIFIED)
+    return accept(deps, ctx, call, settled, binding, { navigationId: settled.id, generation: 0 });
+  if (!needsApproval(deps.broker, call.tool, call.provider)) {
+    // No receipt yet: a refused token is forgotten and the user asked exactly as if never
+    // connected, so the host's retry after connecting does the operation, once.
+    const outcome = await performOrForget(deps.vault, access, (live) => call.perform(live, randomUUID()));
+    return reconnectReasonOf(outcome)
+      ? askToConnect(deps, ctx, call, binding, { kind: 'not_connected', connection: access.connection })
+      : namingConnection(call.render(outcome), access.connection);
+  }
+  // A high-risk operation waits for an operator even when connected: it gets a record born
+  // verified, and is accepted once, with a receipt, like any other.
+  const { navigation } = await startNavigation(deps.broker, {
+    ...navigationRequest(ctx, call, 'mrtr'),
+    alreadyConnected: true,
+  });
+  return accept(deps, ctx, call, navigation, binding, { navigationId: navigation.id, generation: 0 });
+}
+
+/**
+ * Several usable connections and nothing names one: input_required with a form listing the accounts
+ * (labels only), the candidates sealed in the requestState (MCP 2026-07-28, MRTR).
+ */
+async function askWhichAccount(
+  deps: ConnectionCallDeps,
+  ctx: ToolContext,
+  call: ConnectionCall,
+  binding: StateBinding,
+  candidates: readonly ConnectionRecord[],
+): Promise<ToolCallResult> {
+  if (!elicitationModes(ctx.capabilities).form || !deps.forms)
+    return errorResult(
+      `You have several ${providerNameOf(deps, call)} accounts connected and no default: call again with account set to one of ${candidateLabels(
+        candidates,
+      )
+        .map((l) => `"${l}"`)
+        .join(', ')}, or make one your default on the connections page. Nothing was done.`,
+      { status: 'account_required', accounts: candidateLabels(candidates) },
+    );
+  const form = accountQuestion(providerNameOf(deps, call), call.purpose, candidates);
+  await deps.forms.admit(form, {
+    tool: call.tool,
+    origin: 'broker',
+    actor: `mcp:${ctx.principal.sub}`,
+    requestId: ctx.requestId,
+    logger: deps.broker.logger,
+  });
+  const { token } = await deps.requestState.seal(
+    { ...binding, phase: CHOOSE_ACCOUNT_PHASE },
+    { candidates: candidates.map((c) => c.id) },
+  );
+  return { resultType: 'input_required', inputRequests: { [ACCOUNT_INPUT_KEY]: form }, requestState: token };
+}
+
+/** The retry that answers askWhichAccount: the chosen connection is used for this call only. */
+async function answerWhichAccount(
+  deps: ConnectionCallDeps,
+  ctx: ToolContext,
+  call: ConnectionCall,
+  binding: StateBinding,
+): Promise<ToolCallResult> {
+  const state = await openPresentedState(deps.requestState, ctx.requestState!, {
+    ...binding,
+    phase: CHOOSE_ACCOUNT_PHASE,
+  });
+  const all = await findConnectionsFor(deps.broker.pool, ctx.principal, call.provider);
+  const offered = state.candidates.map((id) => all.find((c) => c.id === id)).filter((c) => c !== undefined);
+  if (offered.length !== state.candidates.length)
+    throw invalidParams('An account offered is no longer connected; call the tool again without requestState');
+  const answer = accountAnswerOf(ctx.inputResponses![ACCOUNT_INPUT_KEY], offered);
+  if (answer.kind !== 'chosen')
+    return completeResult(`No account was chosen; ${call.purpose} was not done.`, {
+      status: answer.kind === 'declined' ? 'declined' : 'cancelled',
+    });
+  const chosen = { ...call, choice: { ...call.choice, connectionId: answer.connectionId } };
+  const access = await connectionAccessFor(deps.vault, ctx.principal, call.provider, call.scopes, chosen.choice);
+  if (access.kind === 'connected' && access.connection.id === answer.connectionId)
+    return runConnected(deps, ctx, chosen, binding, access);
+  // Changed meanwhile (refused, disconnected): asked again from what is usable now.
+  if (access.kind === 'choose') return askWhichAccount(deps, ctx, call, binding, access.candidates);
+  if (access.kind === 'connected') return runConnected(deps, ctx, chosen, binding, access);
+  if (access.kind === 'unknown_account') return unknownAccountResult(providerNameOf(deps, call), access);
+  return askToConnect(deps, ctx, call, binding, access);
+}
+
+const providerNameOf = (deps: ConnectionToolDeps, call: ConnectionCall): string =>
+  deps.broker.providers.get(call.provider)?.provider.displayName ?? call.provider;
 
 async function settle(
   deps: ConnectionToolDeps,
@@ -262,15 +363,23 @@ export async function runAccepted(
   call: ConnectionCall,
   receipt: OperationReceipt,
 ): Promise<ToolCallResult> {
+  let used: ConnectionRecord | undefined;
   const outcome = await runAcceptedOperation(deps.broker, receipt, async (key) => {
-    const access = await connectionAccessFor(deps.vault, ctx.principal, call.provider, call.scopes);
-    if (access.kind === 'not_connected') return reconnectOutcome(call.provider, 'not_connected');
+    // Accepted already: nobody is asked which account any more; the default runs it (connectionChoice.ts).
+    const access = await connectionAccessFor(deps.vault, ctx.principal, call.provider, call.scopes, {
+      ...call.choice,
+      ask: false,
+    });
+    if (access.kind !== 'connected' && access.kind !== 'scopes_missing')
+      return reconnectOutcome(call.provider, 'not_connected');
     // The provider would refuse it (or, worse, do part of it): not done, final, and said so.
     if (access.kind === 'scopes_missing') return reconnectOutcome(call.provider, 'scopes_missing', access.missing);
-    return performOrForget(deps.vault, ctx.principal, call.provider, access.token, (live) => call.perform(live, key));
+    used = access.connection;
+    await recordReceiptConnection(deps.broker.pool, receipt.id, access.connection.id);
+    return performOrForget(deps.vault, access, (live) => call.perform(live, key));
   });
   const reason = reconnectReasonOf(outcome);
-  if (!reason) return call.render(outcome);
+  if (!reason) return used ? namingConnection(call.render(outcome), used) : call.render(outcome);
   const name = deps.broker.providers.get(call.provider)?.provider.displayName ?? call.provider;
   if (reason === 'scopes_missing') {
     const missing = (outcome.outcome?.['missing'] as string[] | undefined) ?? [];

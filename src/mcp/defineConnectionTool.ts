@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import { z } from 'zod';
 import { connectionFetch, type ConnectionFetch, type ConnectionInfo } from './connectionFetch.js';
 import { ProviderRefusedError } from '../providers/providerRefusal.js';
 import type { StoredAccess } from '../broker/forgetConnection.js';
@@ -59,7 +59,13 @@ export interface ConnectionTool extends Tool<McpToolDeps> {
  * parsed inputs are equal (field by field, in the schema's order).
  */
 export function defineConnectionTool<S extends z.ZodObject>(spec: ConnectionToolSpec<S>): ConnectionTool {
-  const build = (input: z.output<S>, deps: McpToolDeps): ConnectionCall => {
+  // A tool whose own input has an `account` keeps it as its own: its calls choose by default or by asking.
+  const ownsAccount = 'account' in spec.input.shape;
+  const schema = ownsAccount ? spec.input : spec.input.extend({ account: AccountArgument });
+  const build = (parsed: z.output<S> & { account?: string }, deps: McpToolDeps): ConnectionCall => {
+    const { account, ...rest } = parsed;
+    const input = (ownsAccount ? parsed : rest) as z.output<S>;
+    const named = ownsAccount ? undefined : account;
     const configured = deps.connection.broker.providers.get(spec.provider)?.provider;
     const connectionOf = ({ connection: stored }: StoredAccess): ConnectionInfo => ({
       provider: spec.provider,
@@ -78,11 +84,14 @@ export function defineConnectionTool<S extends z.ZodObject>(spec: ConnectionTool
       provider: spec.provider,
       scopes: spec.scopes,
       purpose: spec.purpose?.(input) ?? `use ${spec.name}`,
+      // `account` joins the digest only when given, so a call naming none is the operation it always was.
       requestDigest: argumentsDigest([
         spec.name,
         ...Object.keys(spec.input.shape).map((key) => digestPart(input[key as keyof typeof input])),
+        ...(named === undefined ? [] : ['account', named]),
       ]),
-      arguments: input as Record<string, unknown>,
+      arguments: { ...(input as Record<string, unknown>), ...(named !== undefined && { account: named }) },
+      choice: { account: named },
       replayable: spec.replayable ?? false,
       async perform(access, idempotencyKey) {
         const connection = connectionOf(access);
@@ -114,17 +123,33 @@ export function defineConnectionTool<S extends z.ZodObject>(spec: ConnectionTool
     name: spec.name,
     title: spec.title,
     description: spec.description,
-    inputSchema: spec.input,
+    inputSchema: schema,
     ...(spec.annotations ? { annotations: spec.annotations } : {}),
-    handler: (input, ctx, deps: McpToolDeps) => runConnectionTool(deps.connection, ctx, build(input, deps)),
+    handler: (input, ctx, deps: McpToolDeps) =>
+      runConnectionTool(
+        { ...deps.connection, forms: deps.forms },
+        ctx,
+        build(input as z.output<S> & { account?: string }, deps),
+      ),
   });
   return {
     ...tool,
     provider: spec.provider,
     scopes: spec.scopes,
-    connectionCall: (rawArgs, deps) => build(parseArguments(spec.name, spec.input, rawArgs), deps),
+    connectionCall: (rawArgs, deps) =>
+      build(parseArguments(spec.name, schema, rawArgs) as z.output<S> & { account?: string }, deps),
   };
 }
+
+/** Which of the user's connections to the provider the call uses (broker/connectionChoice.ts). */
+const AccountArgument = z
+  .string()
+  .min(1)
+  .max(256)
+  .optional()
+  .describe(
+    "Which of the user's connected accounts at the provider to use, by its name there or its connection id. Leave it out to use the user's default; with several accounts and no default, the user is asked.",
+  );
 
 // Strings as they are, anything else as its JSON; an absent field as NUL, which no argument holds (defineTool.ts refuses it).
 function digestPart(value: unknown): string {

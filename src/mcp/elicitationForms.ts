@@ -53,3 +53,41 @@ export const ElicitResultSchema = z.object({
   action: z.enum(['accept', 'decline', 'cancel']),
   content: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.array(z.string())])).optional(),
 });
+
+/** One connection offered in the account choice: its label only (the account's name at the provider), never a token. */
+export interface AccountCandidate {
+  label: string;
+  connectedAt: Date;
+}
+
+/**
+ * Which of the user's accounts at a provider a call should use, when they hold several and chose no
+ * default: a single choice field, its values the account labels in the order offered.
+ */
+export function accountChoiceForm(
+  providerName: string,
+  purpose: string,
+  candidates: readonly AccountCandidate[],
+): ElicitFormRequest {
+  const lines = candidates.map((c) => `• ${c.label} (connected ${c.connectedAt.toISOString().slice(0, 10)})`);
+  const message = `You have ${candidates.length} ${providerName} accounts connected. Choose the one to ${purpose} with; the others are not used.\n${lines.join('\n')}`;
+  const requestedSchema: FormSchema = {
+    type: 'object',
+    properties: {
+      account: {
+        type: 'string',
+        title: `${providerName} account`,
+        description: `The ${providerName} account to use for this call`,
+        enum: candidates.map((c) => c.label),
+      },
+    },
+    required: ['account'],
+  };
+  return { method: 'elicitation/create', params: { mode: 'form', message, requestedSchema } };
+}
+
+/** The content schema a reply to accountChoiceForm must satisfy: one of the labels offered. */
+export function accountChoiceContent(labels: readonly string[]) {
+  const [first, ...rest] = labels;
+  return z.strictObject({ account: z.enum([first ?? '', ...rest]) });
+}

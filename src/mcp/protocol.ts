@@ -37,6 +37,7 @@ export interface CallToolResult {
   content: TextContent[];
   structuredContent?: Record<string, unknown>;
   isError?: boolean;
+  _meta?: Record<string, unknown>;
 }
 
 export interface ElicitFormRequest {

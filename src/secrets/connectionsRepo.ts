@@ -26,12 +26,27 @@ export interface ConnectionRecord {
   /** While `refreshing`: until when the instance refreshing it holds the lease. */
   leaseUntil: Date | undefined;
   lastUsedAt: Date | undefined;
+  /** The user's default connection to this provider (one per subject and provider): the first made, or the one chosen. */
+  preferred: boolean;
+  /** Whether the user chose the default ("Make default"), rather than it being the first connection made. */
+  preferredChosen: boolean;
 }
 
 export type ConnectionWrite = Omit<
   ConnectionRecord,
-  'id' | 'connectedAt' | 'state' | 'version' | 'leaseUntil' | 'lastUsedAt'
+  'id' | 'connectedAt' | 'state' | 'version' | 'leaseUntil' | 'lastUsedAt' | 'preferred' | 'preferredChosen'
 >;
+
+/** How a connection is named to its user: the account's name at the provider, else its id there. */
+export const accountLabelOf = (c: Pick<ConnectionRecord, 'upstreamName' | 'upstreamSubject'>): string | undefined =>
+  c.upstreamName ?? c.upstreamSubject;
+
+/** The AAD owner of a connection's secrets (sealedTokens.ts). */
+export const secretOwnerOf = (c: Pick<ConnectionRecord, 'id' | 'subject' | 'provider'>) => ({
+  connectionId: c.id,
+  subject: c.subject,
+  provider: c.provider,
+});
 
 interface Row {
   id: string;
@@ -49,6 +64,8 @@ interface Row {
   version: string;
   lease_until: Date | null;
   last_used_at: Date | null;
+  preferred: boolean;
+  preferred_chosen_at: Date | null;
 }
 
 const fromRow = (r: Row): ConnectionRecord => ({
@@ -66,56 +83,117 @@ const fromRow = (r: Row): ConnectionRecord => ({
   version: Number(r.version),
   leaseUntil: r.lease_until ?? undefined,
   lastUsedAt: r.last_used_at ?? undefined,
+  preferred: r.preferred,
+  preferredChosen: r.preferred_chosen_at !== null,
 });
 
 /**
- * Records (subject, provider)'s connection in the caller's transaction: a
- * reconnect replaces every fact of the previous one, keeps its id, and makes it
- * active (the callback stores the new token set in the same transaction).
+ * Records a new connection of (subject, provider) for an account it holds no connection to yet, in
+ * the caller's transaction: active, and the user's default when it is their first to the provider.
  */
-export async function upsertConnection(db: Queryable, c: ConnectionWrite, now: Date): Promise<ConnectionRecord> {
+export async function insertConnection(db: Queryable, c: ConnectionWrite, now: Date): Promise<ConnectionRecord> {
   const { rows } = await db.query<Row>(
-    `INSERT INTO connections (id, subject_iss, subject_sub, provider, upstream_subject, upstream_name, granted_scopes, metadata, api_base, navigation_id, connected_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)
-     ON CONFLICT (subject_iss, subject_sub, provider) DO UPDATE
-        SET upstream_subject = EXCLUDED.upstream_subject, upstream_name = EXCLUDED.upstream_name, granted_scopes = EXCLUDED.granted_scopes,
-            metadata = EXCLUDED.metadata, api_base = EXCLUDED.api_base, navigation_id = EXCLUDED.navigation_id,
-            connected_at = EXCLUDED.connected_at, updated_at = EXCLUDED.updated_at,
-            state = 'active', lease_until = NULL, version = connections.version + 1
+    `INSERT INTO connections (id, subject_iss, subject_sub, provider, upstream_subject, upstream_name, granted_scopes, metadata, api_base, navigation_id, connected_at, updated_at, preferred)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11,
+             NOT EXISTS (SELECT 1 FROM connections WHERE subject_iss = $2 AND subject_sub = $3 AND provider = $4 AND preferred))
      RETURNING *`,
-    [
-      randomUUID(),
-      c.subject.iss,
-      c.subject.sub,
-      c.provider,
-      c.upstreamSubject ?? null,
-      c.upstreamName ?? null,
-      [...c.grantedScopes],
-      JSON.stringify(c.metadata),
-      c.apiBase ?? null,
-      c.navigationId ?? null,
-      now,
-    ],
+    [randomUUID(), c.subject.iss, c.subject.sub, c.provider, ...factsOf(c), now],
   );
   return fromRow(rows[0]!);
 }
 
-export async function findConnection(
+/** A connection's facts as the parameters of its columns, in the order both writes name them. */
+const factsOf = (c: ConnectionWrite) => [
+  c.upstreamSubject ?? null,
+  c.upstreamName ?? null,
+  [...c.grantedScopes],
+  JSON.stringify(c.metadata),
+  c.apiBase ?? null,
+  c.navigationId ?? null,
+];
+
+/**
+ * Reconnects connection `id` in place, in the caller's transaction: every fact of the previous grant
+ * is replaced, the id and the default flag are kept, and it is active again (the callback stores the
+ * new token set in the same transaction).
+ */
+export async function replaceConnection(
+  db: Queryable,
+  id: string,
+  c: ConnectionWrite,
+  now: Date,
+): Promise<ConnectionRecord> {
+  const { rows } = await db.query<Row>(
+    `UPDATE connections
+        SET upstream_subject = $2, upstream_name = $3, granted_scopes = $4, metadata = $5, api_base = $6,
+            navigation_id = $7, connected_at = $8, updated_at = $8,
+            state = 'active', lease_until = NULL, version = version + 1
+      WHERE id = $1
+      RETURNING *`,
+    [id, ...factsOf(c), now],
+  );
+  return fromRow(rows[0]!);
+}
+
+/** Every connection of (subject, provider), the default first, then the oldest. */
+export async function findConnectionsFor(
+  db: Queryable,
+  subject: Principal,
+  provider: string,
+): Promise<ConnectionRecord[]> {
+  const { rows } = await db.query<Row>(
+    `SELECT * FROM connections WHERE subject_iss = $1 AND subject_sub = $2 AND provider = $3
+      ORDER BY preferred DESC, connected_at, id`,
+    [subject.iss, subject.sub, provider],
+  );
+  return rows.map(fromRow);
+}
+
+/**
+ * The user's default connection to `provider` (the one a call uses when it names none and there is
+ * nothing to choose between), or undefined when they never connected.
+ */
+export async function findDefaultConnection(
   db: Queryable,
   subject: Principal,
   provider: string,
 ): Promise<ConnectionRecord | undefined> {
-  const { rows } = await db.query<Row>(
-    'SELECT * FROM connections WHERE subject_iss = $1 AND subject_sub = $2 AND provider = $3',
-    [subject.iss, subject.sub, provider],
+  return (await findConnectionsFor(db, subject, provider))[0];
+}
+
+/**
+ * Makes connection `id` the user's chosen default for its provider, in the caller's transaction.
+ * Returns it, or undefined when it is not `subject`'s.
+ */
+export async function choosePreferred(
+  db: Queryable,
+  subject: Principal,
+  id: string,
+  now: Date,
+): Promise<ConnectionRecord | undefined> {
+  // Two statements: the unique index on the default is checked row by row, so the old one goes first.
+  const { rows: target } = await db.query<{ provider: string }>(
+    'SELECT provider FROM connections WHERE id = $1 AND subject_iss = $2 AND subject_sub = $3 FOR UPDATE',
+    [id, subject.iss, subject.sub],
   );
-  return rows[0] && fromRow(rows[0]);
+  if (!target[0]) return undefined;
+  await db.query(
+    `UPDATE connections SET preferred = false, preferred_chosen_at = NULL, version = version + 1, updated_at = $4
+      WHERE subject_iss = $1 AND subject_sub = $2 AND provider = $3 AND preferred AND id <> $5`,
+    [subject.iss, subject.sub, target[0].provider, now, id],
+  );
+  const { rows } = await db.query<Row>(
+    `UPDATE connections SET preferred = true, preferred_chosen_at = $2, version = version + 1, updated_at = $2
+      WHERE id = $1 RETURNING *`,
+    [id, now],
+  );
+  return fromRow(rows[0]!);
 }
 
 /** Every connection of `subject`, whatever its state, by provider: what the user's connections page lists. */
 export async function findConnectionsOf(db: Queryable, subject: Principal): Promise<ConnectionRecord[]> {
   const { rows } = await db.query<Row>(
-    'SELECT * FROM connections WHERE subject_iss = $1 AND subject_sub = $2 ORDER BY provider',
+    'SELECT * FROM connections WHERE subject_iss = $1 AND subject_sub = $2 ORDER BY provider, preferred DESC, connected_at, id',
     [subject.iss, subject.sub],
   );
   return rows.map(fromRow);
@@ -163,21 +241,18 @@ export async function findExpiringConnections(
   db: Queryable,
   before: Date,
   limit: number,
-): Promise<{ subject: Principal; provider: string }[]> {
-  const { rows } = await db.query<{ subject_iss: string; subject_sub: string; provider: string }>(
-    `SELECT c.subject_iss, c.subject_sub, c.provider
+): Promise<{ connectionId: string; provider: string }[]> {
+  const { rows } = await db.query<{ id: string; provider: string }>(
+    `SELECT c.id, c.provider
        FROM connections c
-       JOIN secrets a ON a.subject_iss = c.subject_iss AND a.subject_sub = c.subject_sub
-                     AND a.provider = c.provider AND a.kind = 'access_token'
+       JOIN secrets a ON a.connection_id = c.id AND a.kind = 'access_token'
       WHERE c.state = $3 AND a.expires_at < $1
-        AND EXISTS (SELECT 1 FROM secrets r
-                     WHERE r.subject_iss = c.subject_iss AND r.subject_sub = c.subject_sub
-                       AND r.provider = c.provider AND r.kind = 'refresh_token')
+        AND EXISTS (SELECT 1 FROM secrets r WHERE r.connection_id = c.id AND r.kind = 'refresh_token')
       ORDER BY a.expires_at
       LIMIT $2`,
     [before, limit, 'active' satisfies ConnectionState],
   );
-  return rows.map((r) => ({ subject: { iss: r.subject_iss, sub: r.subject_sub }, provider: r.provider }));
+  return rows.map((r) => ({ connectionId: r.id, provider: r.provider }));
 }
 
 /** One connection by its id, whoever it belongs to (callers acting for a user check the subject). */

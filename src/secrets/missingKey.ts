@@ -22,8 +22,8 @@ export async function forgetUnopenable(
 ): Promise<boolean> {
   const unopenable = secrets.find((s) => keyMissing(deps.box, s));
   if (!unopenable) return false;
-  const { subject, provider } = unopenable;
-  await deleteSecrets(tx, subject, provider);
+  const { provider } = unopenable;
+  await deleteSecrets(tx, unopenable.connectionId);
   const navigationId = (secrets.find((s) => s.kind === 'access_token') ?? unopenable).navigationId;
   if (navigationId !== undefined)
     await appendObservations(tx, [

@@ -4,7 +4,7 @@ import type { SecretBox } from '../crypto/secretBox.js';
 import type { Pool, Queryable } from '../db/pool.js';
 import type { ProviderClient, ProviderTokens } from '../oauth/providerClient.js';
 import type { Clock } from '../shared/clock.js';
-import { upsertSecret, type SecretKind, type StoredSecret } from './secretsRepo.js';
+import { upsertSecret, type AadLayout, type SecretKind, type StoredSecret } from './secretsRepo.js';
 
 export interface TokenVaultDeps {
   pool: Pool;
@@ -13,29 +13,48 @@ export interface TokenVaultDeps {
   providers: ReadonlyMap<string, ProviderClient>;
 }
 
-// The AAD names the row a ciphertext belongs to, so it cannot be moved to another user, provider or kind.
-export const aadOf = (subject: Principal, provider: string, kind: SecretKind) =>
-  `${subject.iss}\n${subject.sub}\n${provider}\n${kind}`;
+/** The connection a secret belongs to, as its AAD names it. */
+export interface SecretOwner {
+  connectionId: string;
+  subject: Principal;
+  provider: string;
+}
+
+// The AAD names the row a ciphertext belongs to, so it cannot be moved to another connection (layout 2),
+// user, provider or kind. Layout 1 is what rows sealed before connections had several accounts carry
+// until the re-seal job moves them (migrations/0019_connection_accounts.sql).
+export const aadOf = (owner: SecretOwner, kind: SecretKind, layout: AadLayout = 2): string => {
+  const legacy = `${owner.subject.iss}\n${owner.subject.sub}\n${owner.provider}\n${kind}`;
+  return layout === 1 ? legacy : `${legacy}\n${owner.connectionId}`;
+};
 
 /** The plaintext of a stored secret (its row's identity is the AAD). */
 export const openSecret = (box: SecretBox, s: StoredSecret): string =>
-  box.open({ ciphertext: s.ciphertext, keyId: s.keyId }, aadOf(s.subject, s.provider, s.kind));
+  box.open({ ciphertext: s.ciphertext, keyId: s.keyId }, aadOf(s, s.kind, s.aadLayout));
 
-/** Seals and stores a token set for (subject, provider), in the caller's transaction. */
+/** Seals and stores a token set for one connection, in the caller's transaction. */
 export async function storeTokens(
   tx: Queryable,
   deps: Pick<TokenVaultDeps, 'box' | 'clock'>,
-  subject: Principal,
-  provider: string,
+  owner: SecretOwner,
   tokens: ProviderTokens,
   navigationId: string | undefined,
 ): Promise<void> {
   const now = deps.clock.now();
   const write = async (kind: SecretKind, value: string, expiresAt: Date | undefined) => {
-    const sealed = deps.box.seal(value, aadOf(subject, provider, kind));
+    const sealed = deps.box.seal(value, aadOf(owner, kind));
     await upsertSecret(
       tx,
-      { subject, provider, kind, ciphertext: sealed.ciphertext, keyId: sealed.keyId, expiresAt, navigationId },
+      {
+        connectionId: owner.connectionId,
+        subject: owner.subject,
+        provider: owner.provider,
+        kind,
+        ciphertext: sealed.ciphertext,
+        keyId: sealed.keyId,
+        expiresAt,
+        navigationId,
+      },
       now,
     );
   };

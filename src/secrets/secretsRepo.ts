@@ -4,13 +4,19 @@ import type { Queryable } from '../db/pool.js';
 
 export type SecretKind = 'access_token' | 'refresh_token';
 
+/** How a row's AAD is built (sealedTokens.ts): 1 before secrets belonged to a connection, 2 binding its connection. */
+export type AadLayout = 1 | 2;
+
 export interface StoredSecret {
   id: string;
+  /** The connection the secret belongs to (migrations/0019_connection_accounts.sql). */
+  connectionId: string;
   subject: Principal;
   provider: string;
   kind: SecretKind;
   ciphertext: Buffer;
   keyId: string;
+  aadLayout: AadLayout;
   expiresAt: Date | undefined;
   /** The flow whose callback stored it (its ledger is where the token's life is recorded). */
   navigationId: string | undefined;
@@ -19,44 +25,50 @@ export interface StoredSecret {
 
 interface Row {
   id: string;
+  connection_id: string;
   subject_iss: string;
   subject_sub: string;
   provider: string;
   kind: string;
   ciphertext: Buffer;
   key_id: string;
+  aad_layout: number;
   expires_at: Date | null;
   navigation_id: string | null;
   row_version: number;
 }
 
 const COLUMNS =
-  'id, subject_iss, subject_sub, provider, kind, ciphertext, key_id, expires_at, navigation_id, row_version';
+  'id, connection_id, subject_iss, subject_sub, provider, kind, ciphertext, key_id, aad_layout, expires_at, navigation_id, row_version';
 const fromRow = (r: Row): StoredSecret => ({
   id: r.id,
+  connectionId: r.connection_id,
   subject: { iss: r.subject_iss, sub: r.subject_sub },
   provider: r.provider,
   kind: r.kind as SecretKind, // CHECK constraint
   ciphertext: r.ciphertext,
   keyId: r.key_id,
+  aadLayout: r.aad_layout as AadLayout, // CHECK constraint
   expiresAt: r.expires_at ?? undefined,
   navigationId: r.navigation_id ?? undefined,
   rowVersion: r.row_version,
 });
 
-export type SecretWrite = Omit<StoredSecret, 'id' | 'rowVersion'>;
+export type SecretWrite = Omit<StoredSecret, 'id' | 'rowVersion' | 'aadLayout'>;
 
-/** Inserts or replaces the secret of (subject, provider, kind). */
+/** Inserts or replaces the secret of (connection, kind), sealed under the current AAD layout. */
 export async function upsertSecret(db: Queryable, s: SecretWrite, now: Date): Promise<void> {
   await db.query(
-    `INSERT INTO secrets (id, subject_iss, subject_sub, provider, kind, ciphertext, key_id, expires_at, navigation_id, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)
-     ON CONFLICT (subject_iss, subject_sub, provider, kind) DO UPDATE
-        SET ciphertext = EXCLUDED.ciphertext, key_id = EXCLUDED.key_id, expires_at = EXCLUDED.expires_at,
+    `INSERT INTO secrets (id, connection_id, subject_iss, subject_sub, provider, kind, ciphertext, key_id, aad_layout, expires_at, navigation_id, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 2, $9, $10, $11, $11)
+     ON CONFLICT (connection_id, kind) DO UPDATE
+        SET ciphertext = EXCLUDED.ciphertext, key_id = EXCLUDED.key_id, aad_layout = EXCLUDED.aad_layout,
+            expires_at = EXCLUDED.expires_at,
             navigation_id = COALESCE(EXCLUDED.navigation_id, secrets.navigation_id),
             row_version = secrets.row_version + 1, updated_at = EXCLUDED.updated_at`,
     [
       randomUUID(),
+      s.connectionId,
       s.subject.iss,
       s.subject.sub,
       s.provider,
@@ -70,25 +82,15 @@ export async function upsertSecret(db: Queryable, s: SecretWrite, now: Date): Pr
   );
 }
 
-/** The subject's secrets for a provider; with `lock`, held until the transaction ends (refresh single-flight). */
-export async function findSecrets(
-  db: Queryable,
-  subject: Principal,
-  provider: string,
-  lock = false,
-): Promise<StoredSecret[]> {
-  // FOR UPDATE when refreshing: a second refresher waits, then sees the fresh token.
+/** A connection's secrets; with `lock`, held until the transaction ends (a 401's forget, a callback's replace). */
+export async function findSecrets(db: Queryable, connectionId: string, lock = false): Promise<StoredSecret[]> {
   const { rows } = await db.query<Row>(
-    `SELECT ${COLUMNS} FROM secrets WHERE subject_iss = $1 AND subject_sub = $2 AND provider = $3 ORDER BY kind${lock ? ' FOR UPDATE' : ''}`,
-    [subject.iss, subject.sub, provider],
+    `SELECT ${COLUMNS} FROM secrets WHERE connection_id = $1 ORDER BY kind${lock ? ' FOR UPDATE' : ''}`,
+    [connectionId],
   );
   return rows.map(fromRow);
 }
 
-export async function deleteSecrets(db: Queryable, subject: Principal, provider: string): Promise<void> {
-  await db.query('DELETE FROM secrets WHERE subject_iss = $1 AND subject_sub = $2 AND provider = $3', [
-    subject.iss,
-    subject.sub,
-    provider,
-  ]);
+export async function deleteSecrets(db: Queryable, connectionId: string): Promise<void> {
+  await db.query('DELETE FROM secrets WHERE connection_id = $1', [connectionId]);
 }

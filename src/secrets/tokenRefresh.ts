@@ -1,5 +1,4 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Principal } from '../auth/principal.js';
 import type { Queryable } from '../db/pool.js';
 import { withTransaction } from '../db/transaction.js';
 import { AppError, UnavailableError } from '../errors/appError.js';
@@ -8,7 +7,7 @@ import { enqueueEvent } from '../events/webhookOutboxRepo.js';
 import { appendObservations } from '../ledger/ledgerRepo.js';
 import type { ProviderTokens } from '../oauth/providerClient.js';
 import { ledgerEventOf, usableStates, type ConnectionEvent } from './connectionStates.js';
-import { findConnection, moveConnection, type ConnectionRecord } from './connectionsRepo.js';
+import { findConnectionById, moveConnection, secretOwnerOf, type ConnectionRecord } from './connectionsRepo.js';
 import { forgetUnopenable, keyMissing } from './missingKey.js';
 import { deleteSecrets, findSecrets, type StoredSecret } from './secretsRepo.js';
 import { openSecret, storeTokens, type TokenVaultDeps } from './sealedTokens.js';
@@ -29,7 +28,7 @@ export type RefreshResult =
   | { kind: 'busy' };
 
 /**
- * Renews (subject, provider)'s stale access token, once across all instances: a compare-and-set on
+ * Renews one connection's stale access token, once across all instances: a compare-and-set on
  * the connection's version takes a lease (state `refreshing`), the provider is called with no
  * transaction open and no row locked, and the new token set (a rotated refresh token with it) is
  * stored in the same transaction that ends the lease, only while the lease is still this caller's.
@@ -38,13 +37,12 @@ export type RefreshResult =
  */
 export async function refreshAccessToken(
   deps: TokenVaultDeps,
-  subject: Principal,
-  provider: string,
+  connectionId: string,
   options: { freshFor: (s: StoredSecret | undefined) => boolean; wait: boolean },
 ): Promise<RefreshResult> {
   const waitUntil = deps.clock.now().getTime() + REFRESH_LEASE_MS;
   for (;;) {
-    const attempt = await refreshOnce(deps, subject, provider, options.freshFor);
+    const attempt = await refreshOnce(deps, connectionId, options.freshFor);
     if (attempt.kind !== 'busy' || !options.wait) return attempt;
     if (deps.clock.now().getTime() > waitUntil)
       throw new UnavailableError('The connection is being renewed by another request; try again in a moment.', {
@@ -56,13 +54,12 @@ export async function refreshAccessToken(
 
 async function refreshOnce(
   deps: TokenVaultDeps,
-  subject: Principal,
-  provider: string,
+  connectionId: string,
   freshFor: (s: StoredSecret | undefined) => boolean,
 ): Promise<RefreshResult> {
   const [connection, secrets] = await Promise.all([
-    findConnection(deps.pool, subject, provider),
-    findSecrets(deps.pool, subject, provider),
+    findConnectionById(deps.pool, connectionId),
+    findSecrets(deps.pool, connectionId),
   ]);
   const access = secrets.find((s) => s.kind === 'access_token');
   const refresh = secrets.find((s) => s.kind === 'refresh_token');
@@ -75,7 +72,7 @@ async function refreshOnce(
   }
   // The winner of a race stored fresh tokens meanwhile.
   if (freshFor(access)) return { kind: 'token', token: openSecret(deps.box, access), renewed: false };
-  const client = deps.providers.get(provider);
+  const client = deps.providers.get(connection.provider);
   if (!refresh || !client) {
     await endConnection(deps, connection, 'expired');
     return { kind: 'reconnect' };
@@ -118,7 +115,7 @@ async function refreshOnce(
     });
     // The lease ran out and another instance took it over: its tokens win; these are dropped.
     if (!done) return false;
-    await storeTokens(tx, deps, subject, provider, tokens, undefined);
+    await storeTokens(tx, deps, secretOwnerOf(leased), tokens, undefined);
     await record(tx, deps, leased, 'refreshed', { rotated: tokens.refreshToken !== spent });
     return true;
   });
@@ -130,7 +127,7 @@ async function endConnection(
   deps: TokenVaultDeps,
   connection: ConnectionRecord,
   event: Extract<ConnectionEvent, 'key_missing' | 'expired' | 'refresh_refused'>,
-  forget: (tx: Queryable) => Promise<void> = (tx) => deleteSecrets(tx, connection.subject, connection.provider),
+  forget: (tx: Queryable) => Promise<void> = (tx) => deleteSecrets(tx, connection.id),
 ): Promise<void> {
   await withTransaction(deps.pool, async (tx) => {
     const moved = await moveConnection(tx, { id: connection.id, event, now: deps.clock.now() });

@@ -2,10 +2,11 @@ import { Router, type Request } from 'express';
 import { z } from 'zod';
 import type { BrokerDeps } from '../broker/brokerDeps.js';
 import { disconnectConnection } from '../broker/disconnectConnection.js';
-import { startReconnect } from '../broker/startReconnect.js';
+import { preferConnection } from '../broker/preferConnection.js';
+import { startAddAccount, startReconnect } from '../broker/startReconnect.js';
 import { ForbiddenError } from '../errors/appError.js';
 import { reconnectableStates, type ConnectionState } from '../secrets/connectionStates.js';
-import { findConnectionsOf, type ConnectionRecord } from '../secrets/connectionsRepo.js';
+import { accountLabelOf, findConnectionsOf, type ConnectionRecord } from '../secrets/connectionsRepo.js';
 import { csrfTokenFor, isValidCsrf, requireSameOrigin } from './middleware/csrf.js';
 import { parseInput } from './parse.js';
 import type { Render } from './render.js';
@@ -14,6 +15,7 @@ import { signedInUser, type SignedInUser } from './signedInUser.js';
 
 const ConnectionParams = z.strictObject({ id: z.uuid() });
 const ActionBody = z.strictObject({ _csrf: z.string().max(128) });
+const AddAccountBody = z.strictObject({ _csrf: z.string().max(128), provider: z.string().min(1).max(64) });
 export const CONNECTIONS_PATH = '/connections';
 
 export interface ConnectionsRoutesDeps {
@@ -30,12 +32,18 @@ const STATE_LABELS: Readonly<Record<ConnectionState, string>> = {
 };
 
 /** A connection as the page shows it: never a token, nor the facts (metadata, API base) only tools need. */
-function rowOf(deps: ConnectionsRoutesDeps, c: ConnectionRecord) {
+function rowOf(deps: ConnectionsRoutesDeps, c: ConnectionRecord, all: readonly ConnectionRecord[]) {
   const configured = deps.broker.providers.get(c.provider);
+  // Several accounts at one provider: which one a call uses when it names none is the user's to choose.
+  const siblings = all.filter((o) => o.provider === c.provider && o.state !== 'revoked').length;
   return {
     id: c.id,
+    provider: c.provider,
     providerName: configured?.provider.displayName ?? c.provider,
-    account: c.upstreamName ?? c.upstreamSubject,
+    account: accountLabelOf(c),
+    isDefault: c.preferred && siblings > 1,
+    defaultChosen: c.preferredChosen,
+    canMakeDefault: siblings > 1 && c.state !== 'revoked' && !(c.preferred && c.preferredChosen),
     scopes: c.grantedScopes,
     state: c.state,
     stateLabel: STATE_LABELS[c.state],
@@ -52,7 +60,9 @@ const when = (at: Date) => ({ iso: at.toISOString(), text: `${at.toISOString().s
 /**
  * GET /connections, the signed-in user's own connections, and its actions
  * (POST, same origin and CSRF): reconnect sends the user through a reconnect
- * flow's connect link (broker/startReconnect.ts); disconnect revokes at the
+ * flow's connect link (broker/startReconnect.ts), and "add another account" through one that adds
+ * a connection; "make default" chooses the connection a call naming no account uses
+ * (broker/preferConnection.ts); disconnect revokes at the
  * provider where it can, deletes the tokens, and says which happened
  * (broker/disconnectConnection.ts).
  */
@@ -68,11 +78,16 @@ export function connectionsRoutes(deps: ConnectionsRoutesDeps): Router {
         .type('html')
         .send(render('connections/signIn', { title: 'Sign in to see your connections', returnTo: CONNECTIONS_PATH }));
     const connections = await findConnectionsOf(broker.pool, user.principal);
+    // "Add another account" for each configured provider the user is connected to (an app's call makes the first).
+    const providers = [...new Set(connections.filter((c) => c.state !== 'revoked').map((c) => c.provider))]
+      .filter((id) => broker.providers.has(id))
+      .map((id) => ({ id, name: broker.providers.get(id)!.provider.displayName }));
     res.type('html').send(
       render('connections/list', {
         title: 'Your connections',
         signedInAs: user.name,
-        connections: connections.map((c) => rowOf(deps, c)),
+        connections: connections.map((c) => rowOf(deps, c, connections)),
+        providers,
         csrf: csrfTokenFor(user.cookie),
       }),
     );
@@ -97,6 +112,24 @@ export function connectionsRoutes(deps: ConnectionsRoutesDeps): Router {
       principal: acting.user.principal,
       connectionId: acting.connectionId,
     });
+    res.redirect(303, connectUrl);
+  });
+
+  router.post(`${CONNECTIONS_PATH}/:id/default`, ...form, async (req, res) => {
+    const acting = await actor(req);
+    if (!acting) return void res.redirect(303, CONNECTIONS_PATH);
+    await preferConnection(broker, { principal: acting.user.principal, connectionId: acting.connectionId });
+    res.redirect(303, `${CONNECTIONS_PATH}#connection-${acting.connectionId}`);
+  });
+
+  // A flow like a reconnect's whose callback adds a connection (broker/startReconnect.ts startAddAccount).
+  router.post(`${CONNECTIONS_PATH}/add`, ...form, async (req, res) => {
+    const body = parseInput(AddAccountBody, req.body, 'form');
+    const user = await signedInUser(broker, req);
+    if (!user) return void res.redirect(303, CONNECTIONS_PATH);
+    if (!isValidCsrf(user.cookie, body._csrf))
+      throw new ForbiddenError('This form has expired. Reload the page and try again.');
+    const { connectUrl } = await startAddAccount(broker, { principal: user.principal, provider: body.provider });
     res.redirect(303, connectUrl);
   });
 

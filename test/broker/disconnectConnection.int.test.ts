@@ -42,14 +42,17 @@ describe('disconnectConnection', () => {
   /** The stored tokens of `sub`, opened (to check what reached the provider, and that none leaks). */
   const storedTokens = async (sub: string) => {
     const rows = await query(
-      "SELECT subject_iss, kind, ciphertext, key_id FROM secrets WHERE subject_sub = $1 AND provider = 'reports'",
+      "SELECT subject_iss, connection_id, kind, ciphertext, key_id FROM secrets WHERE subject_sub = $1 AND provider = 'reports'",
       [sub],
     );
     const box = secretsBox(stack);
     const opened = Object.fromEntries(
       rows.map((r) => [
         r.kind as string,
-        box.open({ ciphertext: r.ciphertext, keyId: r.key_id }, `${r.subject_iss}\n${sub}\nreports\n${r.kind}`),
+        box.open(
+          { ciphertext: r.ciphertext, keyId: r.key_id },
+          `${r.subject_iss}\n${sub}\nreports\n${r.kind}\n${r.connection_id}`,
+        ),
       ]),
     ) as { access_token: string; refresh_token: string };
     held.push(opened.access_token, opened.refresh_token);
@@ -170,11 +173,11 @@ describe('disconnectConnection', () => {
     const elicited = await elicitConnection(stack, tokens.bob, 'github_list_issues', { filter: 'created' });
     await consentAndAuthorize(stack, await openConnectLink(stack, elicited.url, 'bob'), 'bob', 'Allow', GITHUB_FORMS);
     const [row] = await query(
-      "SELECT c.id, s.subject_iss, s.ciphertext, s.key_id FROM connections c JOIN secrets s USING (subject_iss, subject_sub, provider) WHERE c.subject_sub = 'bob' AND c.provider = 'github'",
+      "SELECT c.id, s.subject_iss, s.ciphertext, s.key_id FROM connections c JOIN secrets s ON s.connection_id = c.id WHERE c.subject_sub = 'bob' AND c.provider = 'github'",
     );
     const token = secretsBox(stack).open(
       { ciphertext: row.ciphertext, keyId: row.key_id },
-      `${row.subject_iss}\nbob\ngithub\naccess_token`,
+      `${row.subject_iss}\nbob\ngithub\naccess_token\n${row.id}`,
     );
     held.push(token);
     const sent: SentRequest[] = [];

@@ -91,7 +91,7 @@ describe('flow locks and the ledger', () => {
     const allow = await run.browser.submitForm(login, { login: 'bob', password: DEV_PASSWORD });
     expect(allow.text).toContain('Allow access?');
 
-    // An uncommitted row for bob's tokens holds the callback inside its transaction, after it locked the flow.
+    // An uncommitted connection of bob's account holds the callback inside its transaction, after it locked the flow.
     const holder = await stack.db.pool.connect();
     let callback: BrowserResponse;
     let view: BrowserResponse;
@@ -99,7 +99,7 @@ describe('flow locks and the ledger', () => {
       await holder.query('BEGIN');
       const { rows } = await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
       await holder.query(
-        "INSERT INTO secrets (id, subject_iss, subject_sub, provider, kind, ciphertext, key_id, created_at, updated_at) VALUES (gen_random_uuid(), $1, 'bob', 'reports', 'access_token', '\\x00', 'held', now(), now())",
+        "INSERT INTO connections (id, subject_iss, subject_sub, provider, upstream_subject, connected_at, updated_at) VALUES (gen_random_uuid(), $1, 'bob', 'reports', 'rs-user-bob', now(), now())",
         [stack.dev.idp.issuer],
       );
       const answered = run.browser.submitForm(allow, {}, { form: '/confirm' });

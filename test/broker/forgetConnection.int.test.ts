@@ -112,15 +112,15 @@ describe('an upstream 401 on the 2026-07-28 path and in the reconcile sweep', ()
   it('forgets only the token that was refused: a connection stored meanwhile is kept', async () => {
     await connectThroughList(stack, tokens.alice, 'alice');
     const deps = { pool: stack.db.pool, box: secretsBox(stack), clock: systemClock };
-    const { iss } = (await query("SELECT subject_iss AS iss FROM secrets WHERE subject_sub = 'alice' LIMIT 1"))[0] as {
-      iss: string;
+    const { id } = (await query("SELECT connection_id AS id FROM secrets WHERE subject_sub = 'alice' LIMIT 1"))[0] as {
+      id: string;
     };
     const killed = await killStoredToken(stack, 'alice');
     // The refused token is the one the callback stored before; the row now holds another one.
-    expect(await forgetConnection(deps, { iss, sub: 'alice' }, 'reports', killed.live)).toBe(false);
+    expect(await forgetConnection(deps, id, killed.live)).toBe(false);
     expect(await aliceSecrets()).toBe(2);
     expect(await forgottenEvents(stack, killed.navigationId)).toEqual([]);
-    expect(await forgetConnection(deps, { iss, sub: 'alice' }, 'reports', killed.dead)).toBe(true);
+    expect(await forgetConnection(deps, id, killed.dead)).toBe(true);
     expect(await aliceSecrets()).toBe(0);
     expect(await forgottenEvents(stack, killed.navigationId)).toEqual([FORGOTTEN]);
   });

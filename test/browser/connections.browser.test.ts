@@ -137,4 +137,60 @@ describe('the connections page in Chromium', () => {
     expect(problems).toEqual([]);
     await context.close();
   });
+
+  it('adds another account through the page and makes it the default', async () => {
+    const bob = await tokenFor(stack, 'bob');
+    const setup = { title: 'Bob setup', body: 'connect once' };
+    const elicited = await elicitConnection(stack, bob, 'reports_create', setup);
+    await consentAndAuthorize(stack, await openConnectLink(stack, elicited.url, 'bob'), 'bob');
+    await retryConnection(stack, bob, 'reports_create', setup, elicited.requestState, 'accept');
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const problems = watch(page);
+
+    await page.goto(`${stack.brokerUrl}/login?return_to=/connections`);
+    await page.fill('input[name="login"]', 'bob');
+    await page.fill('input[name="password"]', DEV_PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(`${stack.brokerUrl}/connections`);
+    await page.getByRole('button', { name: 'Add another Report Service account' }).click();
+    await page.waitForURL((url) => url.origin === stack.brokerUrl && url.pathname.startsWith('/connect/'));
+    expect(await page.textContent('h1')).toBe('Add another Report Service account?');
+    await page.screenshot({ path: `${SHOTS}08-add-account-review.png`, fullPage: true });
+    await page.getByRole('button', { name: `Continue to ${stack.dev.reports.issuer}` }).click();
+    await page.waitForURL((url) => url.origin === stack.dev.reports.issuer);
+    // This context never signed in at the Report Service: it signs in there as the account to add.
+    await page.fill('input[name="login"]', 'mallory');
+    await page.fill('input[name="password"]', DEV_PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Allow access?' }).waitFor();
+    await page.getByRole('button', { name: 'Allow' }).click();
+    await page.waitForURL((url) => url.origin === stack.brokerUrl && url.pathname === '/connect/done');
+    expect(await page.textContent('h1')).toBe('Another Report Service account is connected');
+    await page.screenshot({ path: `${SHOTS}09-account-added.png`, fullPage: true });
+
+    await page.getByRole('link', { name: 'Back to your connections' }).click();
+    await page.waitForURL(`${stack.brokerUrl}/connections`);
+    const { rows } = await stack.db.pool.query<{ id: string; upstream_subject: string; preferred: boolean }>(
+      "SELECT id, upstream_subject, preferred FROM connections WHERE subject_sub = 'bob' ORDER BY connected_at",
+    );
+    expect(rows.map((r) => [r.upstream_subject, r.preferred])).toEqual([
+      ['rs-user-bob', true],
+      ['rs-user-mallory', false],
+    ]);
+    const [first, second] = rows;
+    expect(await page.locator(`#connection-${first!.id} .default-flag`).count()).toBe(1);
+    expect(await page.locator(`#connection-${second!.id} dd`).first().textContent()).toBe('rs-user-mallory');
+    await page.screenshot({ path: `${SHOTS}10-two-accounts.png`, fullPage: true });
+
+    await page.locator(`#connection-${second!.id}`).getByRole('button', { name: 'Make default' }).click();
+    await page.waitForURL((url) => url.pathname === '/connections');
+    expect(await page.locator(`#connection-${second!.id} .default-flag`).count()).toBe(1);
+    expect(await page.locator(`#connection-${first!.id} .default-flag`).count()).toBe(0);
+    await page.screenshot({ path: `${SHOTS}11-new-default.png`, fullPage: true });
+
+    expect(await page.content()).not.toMatch(/eyJ[\w-]+\.eyJ/);
+    expect(problems).toEqual([]);
+    await context.close();
+  });
 });

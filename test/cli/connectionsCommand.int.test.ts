@@ -31,11 +31,15 @@ describe('broker connections', () => {
   const connect = async (sub: 'alice' | 'bob') => {
     await connectThroughList(stack, tokens[sub], sub);
     const box = secretsBox(stack);
-    for (const r of await query('SELECT subject_iss, kind, ciphertext, key_id FROM secrets WHERE subject_sub = $1', [
-      sub,
-    ]))
+    for (const r of await query(
+      'SELECT subject_iss, connection_id, kind, ciphertext, key_id FROM secrets WHERE subject_sub = $1',
+      [sub],
+    ))
       held.push(
-        box.open({ ciphertext: r.ciphertext, keyId: r.key_id }, `${r.subject_iss}\n${sub}\nreports\n${r.kind}`),
+        box.open(
+          { ciphertext: r.ciphertext, keyId: r.key_id },
+          `${r.subject_iss}\n${sub}\nreports\n${r.kind}\n${r.connection_id}`,
+        ),
       );
     return connectionOf(sub);
   };
@@ -47,7 +51,7 @@ describe('broker connections', () => {
     connections = await operatorCli(stack, 'ops', { command: 'connections', env: devPorts() });
   });
 
-  it('lists connections with their account, state, scopes and times, filtered, as a table or JSON, never a token', async () => {
+  it('lists connections with their account label, default flag, state, scopes and times, filtered, as a table or JSON, never a token', async () => {
     const alice = await connect('alice');
     const bob = await connect('bob');
 
@@ -55,11 +59,11 @@ describe('broker connections', () => {
     expect(listed.code, listed.output).toBe(0);
     const lines = listed.output.split('\n');
     expect(lines.find((l) => l.startsWith('id '))).toMatch(
-      /^id\s+subject\s+provider\s+account\s+state\s+granted scopes\s+connected\s+last used$/,
+      /^id\s+subject\s+provider\s+account\s+default\s+state\s+granted scopes\s+connected\s+last used$/,
     );
     expect(lines.find((l) => l.startsWith(alice.id))).toMatch(
       new RegExp(
-        `^${alice.id}\\s+alice\\s+reports\\s+rs-user-alice\\s+active\\s+.*reports:read.*\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d\\s+`,
+        `^${alice.id}\\s+alice\\s+reports\\s+rs-user-alice\\s+yes\\s+active\\s+.*reports:read.*\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d\\s+`,
       ),
     );
     expect(listed.output).toContain(bob.id);
@@ -82,7 +86,9 @@ describe('broker connections', () => {
         id: alice.id,
         subject: { iss: stack.dev.idp.issuer, sub: 'alice' },
         provider: 'reports',
-        account: { id: 'rs-user-alice', name: null },
+        account: { id: 'rs-user-alice', name: null, label: 'rs-user-alice' },
+        preferred: true,
+        preferredChosen: false,
         state: 'active',
         grantedScopes: expect.arrayContaining(['reports:read']),
         connectedAt: expect.stringMatching(/Z$/),

@@ -92,7 +92,10 @@ describe('webhook events of the broker', () => {
     const held = await query("SELECT * FROM secrets WHERE subject_sub = 'alice'");
     const box = secretsBox(stack);
     const stored = held.map((s) =>
-      box.open({ ciphertext: s.ciphertext, keyId: s.key_id }, `${s.subject_iss}\nalice\n${s.provider}\n${s.kind}`),
+      box.open(
+        { ciphertext: s.ciphertext, keyId: s.key_id },
+        `${s.subject_iss}\nalice\n${s.provider}\n${s.kind}\n${s.connection_id}`,
+      ),
     );
     expect(stored.length).toBeGreaterThan(0);
     const killed = await killStoredToken(stack, 'alice');
@@ -166,7 +169,7 @@ describe('webhook events of the broker', () => {
     const [sealed] = await query("SELECT * FROM secrets WHERE subject_sub = 'bob' AND kind = 'refresh_token'");
     const refreshToken = secretsBox(stack).open(
       { ciphertext: sealed.ciphertext, keyId: sealed.key_id },
-      `${sealed.subject_iss}\nbob\nreports\nrefresh_token`,
+      `${sealed.subject_iss}\nbob\nreports\nrefresh_token\n${sealed.connection_id}`,
     );
     const client = `${stack.dev.reports.brokerClientId}:${stack.secrets.brokerReportsClientSecret}`;
     const revoked = await stack.fetch(`${stack.dev.reports.issuer}/token/revocation`, {

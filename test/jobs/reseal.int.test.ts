@@ -13,6 +13,7 @@ import { appendObservations } from '../../src/ledger/ledgerRepo.js';
 import { sweepOnce } from '../../src/jobs/sweeps.js';
 import { verifyChain } from '../../src/ledger/chainVerifyRepo.js';
 import { insertPendingAuthorization, pkceAad } from '../../src/oauth/pendingAuthRepo.js';
+import { insertConnection, secretOwnerOf } from '../../src/secrets/connectionsRepo.js';
 import { aadOf, storeTokens } from '../../src/secrets/tokenVault.js';
 import { systemClock } from '../../src/shared/clock.js';
 import { createLogger } from '../../src/shared/logger.js';
@@ -29,6 +30,7 @@ const always = () => true;
 
 interface Seeded {
   navigationId: string;
+  connectionId: string;
   /** Each sealed value's plaintext, by where it lives. */
   plain: { token: string; refresh: string; verifier: string; args: string; handle: string };
   stateDigest: Buffer;
@@ -42,11 +44,24 @@ async function seedFlow(db: TestDb, box: SecretBox, sub: string): Promise<Seeded
   await insertNavigation(db.pool, navigation, undefined, box.seal(handle, handleAad(navigation.id)));
   const token = `access-canary-${randomBytes(8).toString('hex')}`;
   const refresh = `refresh-canary-${randomBytes(8).toString('hex')}`;
+  const connection = await insertConnection(
+    db.pool,
+    {
+      subject: navigation.subject,
+      provider: 'reports',
+      upstreamSubject: `u-${sub}`,
+      upstreamName: sub,
+      grantedScopes: [],
+      metadata: {},
+      apiBase: undefined,
+      navigationId: navigation.id,
+    },
+    new Date(),
+  );
   await storeTokens(
     db.pool,
     { box, clock: systemClock },
-    navigation.subject,
-    'reports',
+    secretOwnerOf(connection),
     { accessToken: token, refreshToken: refresh, expiresAt: undefined },
     navigation.id,
   );
@@ -83,13 +98,19 @@ async function seedFlow(db: TestDb, box: SecretBox, sub: string): Promise<Seeded
     },
     box.seal(args, argumentsAad(operationKey)),
   );
-  return { navigationId: navigation.id, plain: { token, refresh, verifier, args, handle }, stateDigest, operationKey };
+  return {
+    navigationId: navigation.id,
+    connectionId: connection.id,
+    plain: { token, refresh, verifier, args, handle },
+    stateDigest,
+    operationKey,
+  };
 }
 
 /** Every sealed value of a seeded flow, opened with `box` (throws if one does not open). */
 async function openAll(db: TestDb, box: SecretBox, seeded: Seeded, sub: string) {
   const one = async (sql: string) => (await db.pool.query<{ c: Buffer; k: string }>(sql, [seeded.navigationId])).rows;
-  const subject = { iss: 'https://idp.test', sub };
+  const owner = { connectionId: seeded.connectionId, subject: { iss: 'https://idp.test', sub }, provider: 'reports' };
   const [access] = await one(
     "SELECT ciphertext AS c, key_id AS k FROM secrets WHERE navigation_id = $1 AND kind = 'access_token'",
   );
@@ -108,8 +129,8 @@ async function openAll(db: TestDb, box: SecretBox, seeded: Seeded, sub: string) 
   const open = (row: { c: Buffer; k: string } | undefined, aad: string) =>
     box.open({ ciphertext: row!.c, keyId: row!.k }, aad);
   return {
-    token: open(access, aadOf(subject, 'reports', 'access_token')),
-    refresh: open(refresh, aadOf(subject, 'reports', 'refresh_token')),
+    token: open(access, aadOf(owner, 'access_token')),
+    refresh: open(refresh, aadOf(owner, 'refresh_token')),
     verifier: open(verifier, pkceAad(seeded.stateDigest, seeded.navigationId)),
     args: open(args, argumentsAad(seeded.operationKey)),
     handle: open(handle, handleAad(seeded.navigationId)),

@@ -21,9 +21,15 @@ describe('ledger queries over every state the transition table defines', () => {
   const insertSecret = async (navigationId: string | null) => {
     const id = randomUUID();
     const now = new Date();
+    // A secret belongs to a connection (migrations/0019_connection_accounts.sql): one of its own.
     await db.pool.query(
-      `INSERT INTO secrets (id, subject_iss, subject_sub, provider, kind, ciphertext, key_id, navigation_id, created_at, updated_at)
-       VALUES ($1, 'https://idp.test', $2, 'reports', 'access_token', $3, 'k1', $4, $5, $5)`,
+      `INSERT INTO connections (id, subject_iss, subject_sub, provider, connected_at, updated_at)
+       VALUES ($1, 'https://idp.test', $2, 'reports', $3, $3)`,
+      [id, `user-${id}`, now],
+    );
+    await db.pool.query(
+      `INSERT INTO secrets (id, connection_id, subject_iss, subject_sub, provider, kind, ciphertext, key_id, navigation_id, created_at, updated_at)
+       VALUES ($1, $1, 'https://idp.test', $2, 'reports', 'access_token', $3, 'k1', $4, $5, $5)`,
       [id, `user-${id}`, randomBytes(16), navigationId, now],
     );
     return id;

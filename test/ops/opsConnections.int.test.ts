@@ -19,11 +19,15 @@ describe('/ops/connections', () => {
   const connect = async (sub: 'alice' | 'bob') => {
     await connectThroughList(stack, tokens[sub], sub);
     const box = secretsBox(stack);
-    for (const r of await query('SELECT subject_iss, kind, ciphertext, key_id FROM secrets WHERE subject_sub = $1', [
-      sub,
-    ]))
+    for (const r of await query(
+      'SELECT subject_iss, connection_id, kind, ciphertext, key_id FROM secrets WHERE subject_sub = $1',
+      [sub],
+    ))
       held.push(
-        box.open({ ciphertext: r.ciphertext, keyId: r.key_id }, `${r.subject_iss}\n${sub}\nreports\n${r.kind}`),
+        box.open(
+          { ciphertext: r.ciphertext, keyId: r.key_id },
+          `${r.subject_iss}\n${sub}\nreports\n${r.kind}\n${r.connection_id}`,
+        ),
       );
     const [{ id }] = await query("SELECT id FROM connections WHERE subject_sub = $1 AND provider = 'reports'", [sub]);
     return id as string;

@@ -5,6 +5,7 @@ import { defineConnectionTool } from '../../src/mcp/defineConnectionTool.js';
 import { completeResult } from '../../src/mcp/defineTool.js';
 import { API_USER_AGENT } from '../../src/oauth/upstreamAccount.js';
 import { google as googleCatalogEntry } from '../../src/providers/catalog/google.js';
+import { findDefaultConnection } from '../../src/secrets/connectionsRepo.js';
 import { findSecrets } from '../../src/secrets/secretsRepo.js';
 import { openSecret } from '../../src/secrets/tokenVault.js';
 import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
@@ -287,9 +288,12 @@ describe('Google (catalog google, oidc) through its emulator', () => {
         .slice(-2)
         .map((c) => c.headers.authorization),
     ).toEqual([`Bearer ${issued[1]}`, `Bearer ${issued[2]}`]);
-    const stored = (await findSecrets(stack.db.pool, { iss: stack.dev.idp.issuer, sub: 'mallory' }, 'google')).find(
-      (s) => s.kind === 'refresh_token',
-    );
+    const stored = (
+      await findSecrets(
+        stack.db.pool,
+        (await findDefaultConnection(stack.db.pool, { iss: stack.dev.idp.issuer, sub: 'mallory' }, 'google'))!.id,
+      )
+    ).find((s) => s.kind === 'refresh_token');
     expect(openSecret(secretsBox(stack), stored!)).toBe(consentRefreshToken);
   });
 

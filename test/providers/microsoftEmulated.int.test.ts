@@ -4,6 +4,7 @@ import { defineConnectionTool } from '../../src/mcp/defineConnectionTool.js';
 import { completeResult } from '../../src/mcp/defineTool.js';
 import { API_USER_AGENT } from '../../src/oauth/upstreamAccount.js';
 import { microsoft as microsoftCatalogEntry } from '../../src/providers/catalog/microsoft.js';
+import { findDefaultConnection } from '../../src/secrets/connectionsRepo.js';
 import { findSecrets } from '../../src/secrets/secretsRepo.js';
 import { openSecret } from '../../src/secrets/tokenVault.js';
 import { startBrokerStack, type BrokerStack } from '../support/brokerStack.js';
@@ -267,9 +268,12 @@ describe('Microsoft Entra ID / Graph (catalog microsoft, oauth2, a tenant parame
         .slice(-2)
         .map((c) => c.headers.authorization),
     ).toEqual([`Bearer ${issued[1]}`, `Bearer ${issued[2]}`]);
-    const stored = (await findSecrets(stack.db.pool, { iss: stack.dev.idp.issuer, sub: 'mallory' }, 'microsoft')).find(
-      (s) => s.kind === 'refresh_token',
-    );
+    const stored = (
+      await findSecrets(
+        stack.db.pool,
+        (await findDefaultConnection(stack.db.pool, { iss: stack.dev.idp.issuer, sub: 'mallory' }, 'microsoft'))!.id,
+      )
+    ).find((s) => s.kind === 'refresh_token');
     expect(openSecret(secretsBox(stack), stored!)).toBe(refreshTokens[2]);
   });
 

@@ -233,9 +233,9 @@ describe('Postgres goes away and comes back', () => {
     };
 
     it.each([
-      ['the old tokens deleted', ['DELETE FROM secrets']],
-      ['the new tokens stored', ['INSERT INTO secrets']],
+      // A first connection: the connection is recorded, then its tokens stored (there are no old ones to delete).
       ['the connection recorded', ['INSERT INTO connections']],
+      ['the new tokens stored', ['INSERT INTO secrets']],
       ['the flow moved to verified', ['UPDATE elicitation_navigations']],
       ['the webhook event written', ['INSERT INTO webhook_events']],
       ['the other instances signalled', ['pg_notify']],

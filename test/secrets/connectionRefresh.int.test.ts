@@ -66,13 +66,18 @@ describe('refresh that survives rotation and races', () => {
       )
     )[0] as { id: string; state: string; version: string; lease_until: Date | null };
   const storedRefreshToken = async (login: string) => {
-    const { rows } = await stack.db.pool.query<{ ciphertext: Buffer; key_id: string; subject_iss: string }>(
-      "SELECT ciphertext, key_id, subject_iss FROM secrets WHERE subject_sub = $1 AND provider = 'reports' AND kind = 'refresh_token'",
+    const { rows } = await stack.db.pool.query<{
+      ciphertext: Buffer;
+      key_id: string;
+      subject_iss: string;
+      connection_id: string;
+    }>(
+      "SELECT ciphertext, key_id, subject_iss, connection_id FROM secrets WHERE subject_sub = $1 AND provider = 'reports' AND kind = 'refresh_token'",
       [login],
     );
     return secretsBox(stack).open(
       { ciphertext: rows[0]!.ciphertext, keyId: rows[0]!.key_id },
-      `${rows[0]!.subject_iss}\n${login}\nreports\nrefresh_token`,
+      `${rows[0]!.subject_iss}\n${login}\nreports\nrefresh_token\n${rows[0]!.connection_id}`,
     );
   };
 

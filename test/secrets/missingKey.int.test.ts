@@ -36,13 +36,13 @@ describe('values sealed under a key that is no longer configured', () => {
   it('a connection whose tokens no key opens is forgotten (connection_key_missing), the call asks to connect again, and connecting makes it work', async () => {
     await connectThroughList(stack, tokens.alice, 'alice');
     const [row] = await query(
-      "SELECT subject_iss, ciphertext, key_id, navigation_id FROM secrets WHERE subject_sub = 'alice' AND kind = 'access_token'",
+      "SELECT subject_iss, connection_id, ciphertext, key_id, navigation_id FROM secrets WHERE subject_sub = 'alice' AND kind = 'access_token'",
     );
     const retiredKid = row.key_id as string;
     // The token itself, as a canary: it must appear in no answer, page or log line.
     const token = secretsBox(stack).open(
       { ciphertext: row.ciphertext as Buffer, keyId: retiredKid },
-      `${row.subject_iss as string}\nalice\nreports\naccess_token`,
+      `${row.subject_iss as string}\nalice\nreports\naccess_token\n${row.connection_id as string}`,
     );
     const key = await retireEveryKey();
 

@@ -58,8 +58,13 @@ describe('stored Report Service tokens', () => {
   });
 
   it('forgets a connection whose refresh is refused (revoked grant), and asks to connect again', async () => {
-    const { rows } = await stack.db.pool.query<{ ciphertext: Buffer; key_id: string; subject_iss: string }>(
-      "SELECT ciphertext, key_id, subject_iss FROM secrets WHERE subject_sub = 'alice' AND kind = 'refresh_token'",
+    const { rows } = await stack.db.pool.query<{
+      ciphertext: Buffer;
+      key_id: string;
+      subject_iss: string;
+      connection_id: string;
+    }>(
+      "SELECT ciphertext, key_id, subject_iss, connection_id FROM secrets WHERE subject_sub = 'alice' AND kind = 'refresh_token'",
     );
     const box = createSecretBox(
       createKeyring(
@@ -69,7 +74,7 @@ describe('stored Report Service tokens', () => {
     );
     const refreshToken = box.open(
       { ciphertext: rows[0]!.ciphertext, keyId: rows[0]!.key_id },
-      `${rows[0]!.subject_iss}\nalice\nreports\nrefresh_token`,
+      `${rows[0]!.subject_iss}\nalice\nreports\nrefresh_token\n${rows[0]!.connection_id}`,
     );
     const basic = Buffer.from(
       `${stack.dev.reports.brokerClientId}:${stack.secrets.brokerReportsClientSecret}`,

@@ -1,6 +1,7 @@
 import { expect } from 'vitest';
 import { createKeyring } from '../../src/crypto/keyring.js';
 import { createSecretBox, type SecretBox } from '../../src/crypto/secretBox.js';
+import { aadOf } from '../../src/secrets/tokenVault.js';
 import { Secret } from '../../src/shared/secret.js';
 import type { BrokerStack } from './brokerStack.js';
 import { consentAndAuthorize, elicitConnection, openConnectLink, retryConnection } from './connectFlow.js';
@@ -29,17 +30,21 @@ export interface KilledToken {
 export async function killStoredToken(stack: BrokerStack, sub: string): Promise<KilledToken> {
   const { rows } = await stack.db.pool.query<{
     subject_iss: string;
+    connection_id: string;
     ciphertext: Buffer;
     key_id: string;
     navigation_id: string;
   }>(
-    "SELECT subject_iss, ciphertext, key_id, navigation_id FROM secrets WHERE subject_sub = $1 AND provider = 'reports' AND kind = 'access_token'",
+    "SELECT subject_iss, connection_id, ciphertext, key_id, navigation_id FROM secrets WHERE subject_sub = $1 AND provider = 'reports' AND kind = 'access_token'",
     [sub],
   );
   const row = rows[0];
   if (!row) throw new Error(`${sub} has no stored Report Service token`);
   const box = secretsBox(stack);
-  const aad = `${row.subject_iss}\n${sub}\nreports\naccess_token`;
+  const aad = aadOf(
+    { connectionId: row.connection_id, subject: { iss: row.subject_iss, sub }, provider: 'reports' },
+    'access_token',
+  );
   const live = box.open({ ciphertext: row.ciphertext, keyId: row.key_id }, aad);
   const dead = `${live.slice(0, -6)}${live.endsWith('AAAAAA') ? 'BBBBBB' : 'AAAAAA'}`;
   const sealed = box.seal(dead, aad);

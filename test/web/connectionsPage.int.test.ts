@@ -73,12 +73,16 @@ describe('GET /connections, its reconnect and its disconnect', () => {
     expect(done.json.result).toMatchObject({ resultType: 'complete', structuredContent: { status: 'created' } });
   };
   const storedTokens = async (login: string) => {
-    const rows = await query('SELECT subject_iss, kind, ciphertext, key_id FROM secrets WHERE subject_sub = $1', [
-      login,
-    ]);
+    const rows = await query(
+      'SELECT subject_iss, connection_id, kind, ciphertext, key_id FROM secrets WHERE subject_sub = $1',
+      [login],
+    );
     const box = secretsBox(stack);
     return rows.map((r) =>
-      box.open({ ciphertext: r.ciphertext, keyId: r.key_id }, `${r.subject_iss}\n${login}\nreports\n${r.kind}`),
+      box.open(
+        { ciphertext: r.ciphertext, keyId: r.key_id },
+        `${r.subject_iss}\n${login}\nreports\n${r.kind}\n${r.connection_id}`,
+      ),
     );
   };
   const flows = () =>
@@ -138,11 +142,13 @@ describe('GET /connections, its reconnect and its disconnect', () => {
     expect(forms.map((f) => [f.method, f.action, f.buttons.map((b) => b.text)])).toEqual([
       ['POST', `${stack.brokerUrl}/connections/${alice.id}/reconnect`, ['Reconnect Report Service']],
       ['POST', `${stack.brokerUrl}/connections/${alice.id}/disconnect`, ['Disconnect Report Service']],
+      ['POST', `${stack.brokerUrl}/connections/add`, ['Add another Report Service account']],
     ]);
-    // bob's works: nothing to reconnect, only to disconnect.
+    // bob's works: nothing to reconnect, only to disconnect (or to add another account).
     const bobs = await signedIn(stack, 'bob');
     expect(bobs.browser.forms(bobs.page).map((f) => f.action)).toEqual([
       `${stack.brokerUrl}/connections/${(await connectionOf('bob')).id}/disconnect`,
+      `${stack.brokerUrl}/connections/add`,
     ]);
   });
 

@@ -17,7 +17,15 @@ import type { Logger } from '../../shared/logger.js';
 import { connectRequestText, navigationRequest, runAccepted, type ConnectionCall } from '../connectionTool.js';
 import { isConnectionTool } from '../defineConnectionTool.js';
 import { isFormTool, type FormTool } from '../defineFormTool.js';
-import { errorResult, type ToolContext } from '../defineTool.js';
+import { completeResult, errorResult, type ToolContext } from '../defineTool.js';
+import {
+  accountAnswerOf,
+  accountQuestion,
+  candidateLabels,
+  namingConnection,
+  unknownAccountResult,
+} from '../accountChoice.js';
+import type { ConnectionRecord } from '../../secrets/connectionsRepo.js';
 import { ElicitResultSchema } from '../elicitationForms.js';
 import { elicitationModes, type CallToolResult, type ToolCallResult } from '../protocol.js';
 import type { McpToolDeps } from '../toolDeps.js';
@@ -131,7 +139,17 @@ async function connectionCall(
   const same = refused ? undefined : found;
   const joined = same ? await joinSameOperation(deps, call, ctx, same, jsonrpcId, session.closing) : undefined;
   if (joined) return joined;
-  let access = await connectionAccessFor(connection.vault, ctx.principal, call.provider, call.scopes);
+  let access = await connectionAccessFor(connection.vault, ctx.principal, call.provider, call.scopes, call.choice);
+  const providerName = broker.providers.get(call.provider)?.provider.displayName ?? call.provider;
+  if (access.kind === 'unknown_account') return unknownAccountResult(providerName, access);
+  if (access.kind === 'choose') {
+    const asked = await askWhichAccountOnStream(deps, call, ctx, channel, providerName, access.candidates);
+    if (asked.kind === 'result') return asked.result;
+    call = { ...call, choice: { ...call.choice, connectionId: asked.connectionId } };
+    access = await connectionAccessFor(connection.vault, ctx.principal, call.provider, call.scopes, call.choice);
+    // Changed meanwhile (refused, disconnected): the user is asked to connect, or on the next call again.
+    if (access.kind === 'choose' || access.kind === 'unknown_account') access = { kind: 'not_connected' };
+  }
   if (access.kind === 'connected') {
     // Never beside a flow still open for this operation: the user is connected (through another
     // flow), so that flow's requirement is met; settle it and accept the operation through it, once.
@@ -152,11 +170,11 @@ async function connectionCall(
       });
     }
     // A refused token is forgotten and the user is asked below, exactly as if never connected.
-    const outcome = await performOrForget(connection.vault, ctx.principal, call.provider, access.token, (live) =>
+    const outcome = await performOrForget(connection.vault, access, (live) =>
       call.perform(live, randomBytes(16).toString('hex')),
     );
-    if (!reconnectReasonOf(outcome)) return call.render(outcome);
-    access = { kind: 'not_connected' };
+    if (!reconnectReasonOf(outcome)) return namingConnection(call.render(outcome), access.connection);
+    access = { kind: 'not_connected', connection: access.connection };
   }
   if (!elicitationModes(ctx.capabilities).url) {
     throw new InvalidInputError(
@@ -223,6 +241,47 @@ async function connectionCall(
  * answers it; if the original gave up and the callback is verified, it accepts the operation itself.
  * Acceptance is unique, so nothing is done twice.
  */
+/**
+ * Several usable connections and nothing names one, on the legacy wire: the account question is a
+ * form elicitation nested in this call (its stream), admitted by the form guard first; the answer
+ * applies to this call only.
+ */
+async function askWhichAccountOnStream(
+  deps: LegacyToolDeps,
+  call: ConnectionCall,
+  ctx: ToolContext,
+  channel: RequestChannel,
+  providerName: string,
+  candidates: readonly ConnectionRecord[],
+): Promise<{ kind: 'chosen'; connectionId: string } | { kind: 'result'; result: ToolCallResult }> {
+  const labels = candidateLabels(candidates);
+  if (!elicitationModes(ctx.capabilities).form)
+    return {
+      kind: 'result',
+      result: errorResult(
+        `You have several ${providerName} accounts connected and no default: call again with account set to one of ${labels.map((l) => `"${l}"`).join(', ')}, or make one your default on the connections page. Nothing was done.`,
+        { status: 'account_required', accounts: labels },
+      ),
+    };
+  const form = accountQuestion(providerName, call.purpose, candidates);
+  await deps.toolDeps.forms.admit(form, {
+    tool: call.tool,
+    origin: 'broker',
+    actor: `mcp:${ctx.principal.sub}`,
+    requestId: ctx.requestId,
+    logger: deps.logger,
+  });
+  const answer = await channel.ask('elicitation/create', form.params, deps.waitMs);
+  const chosen = accountAnswerOf(answer?.['result'], candidates);
+  if (chosen.kind === 'chosen') return chosen;
+  return {
+    kind: 'result',
+    result: completeResult(`No account was chosen; ${call.purpose} was not done.`, {
+      status: chosen.kind === 'declined' ? 'declined' : 'cancelled',
+    }),
+  };
+}
+
 async function joinSameOperation(
   deps: LegacyToolDeps,
   call: ConnectionCall,

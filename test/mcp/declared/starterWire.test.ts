@@ -92,6 +92,8 @@ async function perform(
     provider: provider.id,
     upstreamSubject: 'u1',
     upstreamName: 'alice',
+    preferred: true,
+    preferredChosen: false,
     grantedScopes: provider.scopes,
     metadata,
     apiBase: undefined,
