@@ -9,6 +9,8 @@ import { createLogger } from '../../src/shared/logger.js';
 import { sampleValue } from '../support/metricsText.js';
 import { callTool, mcpPost, meta, tokenFor } from '../support/mcpWire.js';
 import { operatorCli } from '../support/operatorCli.js';
+import { connectSdkClient } from '../support/sdkClient.js';
+import type { BrowserResponse } from '../support/testBrowser.js';
 import { startUpstreamMcp, type UpstreamMcp } from '../support/upstreamMcp.js';
 import { useBrokerStack } from '../support/useBrokerStack.js';
 
@@ -214,6 +216,37 @@ describe('upstream MCP tools on /mcp', () => {
     const cleared = await cli('snapshot', 'flaky', '--clear');
     expect(cleared.output).toContain('Snapshot of flaky removed.');
     expect((await list(ops)).tools.map((t) => t.name)).not.toContain('flaky_create_note');
+  });
+
+  it('a 2025-11-25 host gets the nested elicitation, and the accepted call is sent once; its list is the same', async () => {
+    const ops = await tokenFor(stack, 'ops');
+    let browser: Promise<BrowserResponse> | undefined;
+    const sdk = await connectSdkClient(stack, ops, {
+      era: '2025-11-25',
+      url: (params) => {
+        browser = openConnectLink(stack, params.url, 'ops').then((run) => consentAndAuthorize(stack, run, 'ops'));
+        return { action: 'accept' };
+      },
+    });
+    try {
+      const result = await sdk.client.callTool({ name: 'up_create_note', arguments: { title: 'legacy' } });
+      expect((await browser)?.status).toBe(200);
+      expect(result.content).toEqual([{ type: 'text', text: 'Created "legacy" for up-ops.' }]);
+      expect(sdk.urlAsks).toHaveLength(1);
+      expect(callsOf(notes, 'legacy')).toHaveLength(1);
+      const [receipt, ...more] = (
+        await stack.db.pool.query(
+          `SELECT r.lineage, r.outcome_status FROM operation_receipts r JOIN elicitation_navigations n ON n.id = r.navigation_id
+            WHERE n.tool = 'up_create_note' AND n.subject_sub = 'ops'`,
+        )
+      ).rows;
+      expect(more).toEqual([]);
+      expect(receipt).toEqual({ lineage: 'nested', outcome_status: 'succeeded' });
+      const names = (await sdk.client.listTools()).tools.map((t) => t.name).filter((n) => n.startsWith('up_'));
+      expect(names).toEqual(['up_ask_color', 'up_create_note', 'up_fail_note', 'up_whoami']);
+    } finally {
+      await sdk.client.close();
+    }
   });
 
   it('an upstream 401 forgets the connection and the next call asks to connect again', async () => {
