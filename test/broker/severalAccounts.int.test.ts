@@ -92,6 +92,12 @@ describe('several accounts at one provider', () => {
     expect(done.json.result).toMatchObject({ resultType: 'complete', structuredContent: { status: 'created' } });
     const [first] = await connectionsOf('alice');
     expect(first).toMatchObject({ upstream_subject: ALICE_RS, preferred: true, preferred_chosen_at: null });
+    // The operation accepted after connecting names, on its receipt, the connection it ran on.
+    expect(
+      await query(
+        "SELECT r.connection_id FROM operation_receipts r JOIN elicitation_navigations n ON n.id = r.navigation_id WHERE n.subject_sub = 'alice'",
+      ),
+    ).toEqual([{ connection_id: first!.id }]);
 
     const { browser, page } = await signedIn(stack, 'alice');
     expect(page.text).toContain('Add another Report Service account');

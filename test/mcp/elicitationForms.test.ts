@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { deleteConfirmationContent, deleteConfirmationForm } from '../../src/mcp/elicitationForms.js';
+import {
+  accountChoiceContent,
+  accountChoiceForm,
+  deleteConfirmationContent,
+  deleteConfirmationForm,
+} from '../../src/mcp/elicitationForms.js';
 import type { ElicitFormRequest } from '../../src/mcp/protocol.js';
 import { auditFormSchema } from '../../src/security/formAudit.js';
 
@@ -19,7 +24,29 @@ const everyForm: [string, ElicitFormRequest][] = [
       { id: 'note_bbbbbbbbbbbb', title: 'TPS 2', createdAt: new Date() },
     ]),
   ],
+  [
+    'account choice, two accounts at one provider',
+    accountChoiceForm('GitHub', 'create the issue', [
+      { label: 'octo-work', connectedAt: new Date() },
+      { label: 'octo-home', connectedAt: new Date() },
+    ]),
+  ],
 ];
+
+describe('the account choice', () => {
+  it('offers exactly the accounts given, by label, and accepts only one of them', () => {
+    const form = accountChoiceForm('GitHub', 'create the issue', [
+      { label: 'octo-work', connectedAt: new Date('2026-01-02T00:00:00Z') },
+      { label: 'octo-home', connectedAt: new Date('2026-03-04T00:00:00Z') },
+    ]);
+    expect(form.params.requestedSchema.properties['account']).toMatchObject({ enum: ['octo-work', 'octo-home'] });
+    expect(form.params.message).toContain('• octo-work (connected 2026-01-02)');
+    const content = accountChoiceContent(['octo-work', 'octo-home']);
+    expect(content.safeParse({ account: 'octo-home' }).success).toBe(true);
+    expect(content.safeParse({ account: 'octo-other' }).success).toBe(false);
+    expect(content.safeParse({ account: 'octo-home', extra: 1 }).success).toBe(false);
+  });
+});
 
 describe('form-mode elicitations', () => {
   it.each(everyForm)('%s passes the form audit the broker applies before sending it', (_name, form) => {
