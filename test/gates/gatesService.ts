@@ -73,7 +73,12 @@ export async function startGatesService(settings: Record<string, string>): Promi
     runs.push(broker);
     await broker.waitFor('Press Ctrl-C to stop.', 90_000);
   };
-  await start({});
+  // A service that does not start leaves nothing behind (afterAll has no service to close).
+  await start({}).catch(async (err: unknown) => {
+    if (admin) await admin.query(`DROP SCHEMA ${schema} CASCADE`).finally(() => admin.end());
+    await rm(dataDir, { recursive: true, force: true });
+    throw err;
+  });
 
   const caPem = await readFile(join(dataDir, 'tls', 'ca.pem'), 'utf8');
   const certPem = await readFile(join(dataDir, 'tls', 'server.pem'), 'utf8');
