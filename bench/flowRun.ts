@@ -55,7 +55,7 @@ export interface FlowsPlan {
  * bound a user whose flows finish late would hold more, and the default
  * quota of open flows per user (src/broker/quotas.ts) would refuse the next.
  */
-const perUser = (plan: FlowsPlan) => Math.ceil(plan.concurrency / plan.users.length);
+const perUser = (plan: Pick<FlowsPlan, 'concurrency' | 'users'>) => Math.ceil(plan.concurrency / plan.users.length);
 
 export async function runFlows(
   stack: FlowStack,
@@ -78,6 +78,20 @@ export async function runFlows(
   const loop = monitorEventLoopDelay({ resolution: LOOP_RESOLUTION_MS });
   loop.enable();
   plan.onStart?.();
+  const { results, wallMs } = await driveFlows(ctx, plan);
+  const broker = await stack.broker.stats();
+  loop.disable();
+  return { results, wallMs, broker, benchLoopDelay: loopDelayOf(loop) };
+}
+
+/**
+ * plan.flows complete flows through `ctx`, plan.concurrency at a time, each user's flows at most
+ * their share of the concurrency at once (see perUser); the results in flow order.
+ */
+export async function driveFlows(
+  ctx: FlowContext,
+  plan: Omit<FlowsPlan, 'service' | 'onStart'>,
+): Promise<{ results: FlowResult[]; wallMs: number }> {
   const results: FlowResult[] = [];
   const pending = Array.from({ length: plan.flows }, (_, index) => index);
   const inFlight = new Map<string, number>();
@@ -101,8 +115,5 @@ export async function runFlows(
       }
     }),
   );
-  const wallMs = performance.now() - started;
-  const broker = await stack.broker.stats();
-  loop.disable();
-  return { results, wallMs, broker, benchLoopDelay: loopDelayOf(loop) };
+  return { results, wallMs: performance.now() - started };
 }

@@ -81,7 +81,7 @@ export function reportService(stack: FlowStack): FlowService {
  * "Authorize Connect Broker" the first time only (GitHub skips it for an app the user already
  * authorized for these scopes). Its issues are read at the emulator with the user's own token.
  */
-export function githubService(stack: FlowStack): FlowService {
+export function githubService(stack: Pick<FlowStack, 'dev' | 'fetch'>): FlowService {
   const github: DevGithub = stack.dev.github!;
   const readers = new Map<string, Promise<string>>();
   const readerOf = (login: string) =>

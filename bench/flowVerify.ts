@@ -53,9 +53,12 @@ export async function verifyFlows(
       );
     }
   }
+  // This run's receipts (bench:scale runs several on one database), and any that made nothing.
   const receipts = await deps.pool.query<{ title: string | null; outcome_status: string }>(
-    `SELECT ${service.receiptTitleSql} AS title, r.outcome_status FROM operation_receipts r JOIN elicitation_navigations n ON n.id = r.navigation_id WHERE n.tool = $1`,
-    [service.tool],
+    `SELECT * FROM (SELECT ${service.receiptTitleSql} AS title, r.outcome_status FROM operation_receipts r
+       JOIN elicitation_navigations n ON n.id = r.navigation_id WHERE n.tool = $1) t
+     WHERE t.title IS NULL OR starts_with(t.title, $2)`,
+    [service.tool, prefix],
   );
   const receiptsByTitle = new Map<string, number>();
   for (const r of receipts.rows)

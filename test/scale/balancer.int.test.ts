@@ -1,23 +1,25 @@
-import { copyFile, chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callTool as callMcpTool } from '../../bench/flowMcp.js';
+import { expectPage } from '../../bench/flowServices.js';
 import { fetchDevToken } from '../../src/cli/devToken.js';
 import { loadOrCreateDevSecrets } from '../../src/dev/devSecrets.js';
-import { githubDevProvider, startLocalDevStack, type DevStack } from '../../src/dev/devStack.js';
+import { startLocalDevStack, type DevStack } from '../../src/dev/devStack.js';
 import { DEV_PASSWORD } from '../../src/dev/devUsers.js';
 import { createFetch, type Fetch } from '../../src/shared/httpClient.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { loadOrCreateLocalTls, type TlsMaterial } from '../../src/tls/localCa.js';
 import { createRender } from '../../src/web/render.js';
-import { freePorts, runTs, type BrokerProcess } from '../support/brokerProcess.js';
+import { freePorts } from '../support/brokerProcess.js';
+import { startBrokerInstances, stopBrokerInstances, type BrokerInstance } from '../support/brokerInstances.js';
 import { GITHUB_FORMS } from '../support/connectFlow.js';
 import { devGithubIssues, devGithubToken } from '../support/devGithubReader.js';
-import { HAPROXY_BINARY, startHaproxy, type Balancer } from '../support/haproxy.js';
+import { HAPROXY_BINARY, SERVED_BY, startHaproxy, waitForServers, type Balancer } from '../support/haproxy.js';
 import { closeLegacy, LEGACY, until } from '../support/legacySdkClient.js';
 import { connectSdkClient } from '../support/sdkClient.js';
-import { createTestBrowser, type BrowserResponse } from '../support/testBrowser.js';
+import { createTestBrowser } from '../support/testBrowser.js';
 import { createTestDb, type TestDb } from '../support/testDb.js';
 
 // Three broker processes (src/main.ts, each its own child process and DATA_DIR) on one
@@ -40,7 +42,6 @@ const USERS = ['alice', 'bob', 'mallory'] as const;
 const FLOWS_PER_USER = 5;
 const LEGACY_USER = 'ops';
 const KILL_AFTER_COMPLETED = 4;
-const SERVED_BY = 'x-served-by';
 const TOOL = 'github_create_issue';
 const URL_ELICITATION = { elicitation: { url: {} } };
 
@@ -103,21 +104,13 @@ function balancedFetch(base: Fetch, run: Run, onServed?: (url: string, server: s
   }) as Fetch;
 }
 
-function expectPage(page: BrowserResponse, needle: string): BrowserResponse {
-  if (page.status !== 200 || !page.text.includes(needle))
-    throw new Error(
-      `expected "${needle}" at ${page.url}, got HTTP ${page.status}: ${page.text.replace(/\s+/g, ' ').slice(0, 200)}`,
-    );
-  return page;
-}
-
 describe.skipIf(!HAPROXY_BINARY)('three broker processes behind HAProxy (deploy/haproxy.cfg), one Postgres', () => {
   let dir: string;
   let db: TestDb;
   let tls: TlsMaterial;
   let dev: DevStack;
   let balancer: Balancer;
-  const instances: { name: string; process: BrokerProcess }[] = [];
+  const instances: BrokerInstance[] = [];
   const direct = () => createFetch({ extraCaPems: [tls.caPem], timeoutMs: 60_000 });
 
   beforeAll(async () => {
@@ -138,70 +131,31 @@ describe.skipIf(!HAPROXY_BINARY)('three broker processes behind HAProxy (deploy/
       brokerUrl: balancerUrl,
       github: true,
     });
-    const providersFile = join(dir, 'providers.json');
-    await writeFile(providersFile, JSON.stringify([githubDevProvider(dev.github!)]));
-    const databaseUrl = new URL(db.url.reveal());
-    databaseUrl.searchParams.set('options', `-c search_path=${db.schema}`);
-
-    const start = async (index: number) => {
-      const dataDir = join(dir, `broker${index + 1}`);
-      await mkdir(join(dataDir, 'tls'), { recursive: true, mode: 0o700 });
-      // One certificate for every instance (the balancer checks it against the CA).
-      for (const file of ['ca.pem', 'server.pem', 'server-key.pem', 'ca-key.pem'])
-        await copyFile(join(dir, 'tls', file), join(dataDir, 'tls', file));
-      const child = runTs('src/main.ts', [], {
-        DATA_DIR: dataDir,
-        HOST: '127.0.0.1',
-        PORT: String(ports[index]),
-        PUBLIC_URL: balancerUrl,
+    instances.push(
+      ...(await startBrokerInstances({
+        dir,
+        secrets,
+        dev,
+        balancerUrl,
+        ports,
+        databaseUrl: db.url.reveal(),
+        schema: db.schema,
         // In the PgBouncer pass (scripts/pgbouncer-pass.sh) through the pooler, LISTEN and migrations straight to Postgres.
-        ...(db.pooledUrl
-          ? { DATABASE_URL: db.pooledUrl.reveal(), DATABASE_DIRECT_URL: databaseUrl.href }
-          : { DATABASE_URL: databaseUrl.href }),
-        OIDC_ISSUER: dev.idp.issuer,
-        OIDC_CLIENT_SECRET: secrets.brokerIdpClientSecret,
-        SECRET_KEYS: secrets.secretKeys.map((k) => `${k.kid}:${k.key}`).join(','),
-        PROVIDERS_FILE: providersFile,
-        // Each development mode instance starts its own development servers: on free ports, unused here.
-        DEV_IDP_PORT: '0',
-        DEV_REPORTS_PORT: '0',
-        DEV_GITHUB_PORT: '0',
-        LOG_LEVEL: 'warn',
-      });
-      instances[index] = { name: `broker${index + 1}`, process: child };
-      await child.waitFor('Connect Broker is running.', 90_000);
-    };
-    // The first applies the migrations and seeds; the other two then start together.
-    await start(0);
-    await Promise.all([start(1), start(2)]);
+        ...(db.pooledUrl ? { pooledUrl: db.pooledUrl.reveal() } : {}),
+      })),
+    );
     balancer = await startHaproxy({
       port: balancerPort!,
       instances: ports.map((p) => `127.0.0.1:${p}`),
       tls,
       dir,
     });
-    // Until each of the three has answered /readyz through the balancer (its health checks see them up).
-    const seen = new Set<string>();
-    const fetch = direct();
-    for (let i = 0; i < 300 && seen.size < 3; i++) {
-      const response = await fetch(`${balancer.url}/readyz`).catch(() => undefined);
-      const server = response?.headers.get(SERVED_BY);
-      if (response?.status === 200 && server) seen.add(server);
-      await response?.body?.cancel().catch(() => undefined);
-      if (seen.size < 3) await sleep(100);
-    }
-    if (seen.size < 3)
-      throw new Error(`only ${[...seen].join(', ') || 'none'} answered through the balancer:\n${balancer.output()}`);
+    await waitForServers(balancer, direct(), 3);
   }, 240_000);
 
   afterAll(async () => {
     await balancer?.stop();
-    for (const instance of instances) {
-      if (instance.process.child.exitCode === null && instance.process.child.signalCode === null) {
-        instance.process.child.kill('SIGTERM');
-        await instance.process.exited;
-      }
-    }
+    await stopBrokerInstances(instances);
     await dev?.close(0);
     await db?.drop();
     await rm(dir, { recursive: true, force: true });

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Fetch } from '../../src/shared/httpClient.js';
 import type { TlsMaterial } from '../../src/tls/localCa.js';
 import { repoRoot } from './brokerProcess.js';
 
@@ -14,6 +15,9 @@ export const HAPROXY_BINARY = ['/usr/sbin/haproxy', '/usr/bin/haproxy', '/usr/lo
 );
 
 export const SHIPPED_HAPROXY_CFG = join(repoRoot, 'deploy', 'haproxy.cfg');
+
+/** The response header deploy/haproxy.cfg names the answering instance in. */
+export const SERVED_BY = 'x-served-by';
 
 export interface Balancer {
   url: string;
@@ -60,6 +64,20 @@ export async function startHaproxy(options: {
       clearTimeout(killer);
     },
   };
+}
+
+/** Until `count` instances have each answered /readyz through the balancer (its health checks see them up). */
+export async function waitForServers(balancer: Balancer, fetch: Fetch, count: number): Promise<void> {
+  const seen = new Set<string>();
+  for (let i = 0; i < 300 && seen.size < count; i++) {
+    const response = await fetch(`${balancer.url}/readyz`).catch(() => undefined);
+    const server = response?.headers.get(SERVED_BY);
+    if (response?.status === 200 && server) seen.add(server);
+    await response?.body?.cancel().catch(() => undefined);
+    if (seen.size < count) await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  if (seen.size < count)
+    throw new Error(`only ${[...seen].join(', ') || 'none'} answered through the balancer:\n${balancer.output()}`);
 }
 
 function run(command: string, args: string[], env: Record<string, string>): Promise<{ code: number; text: string }> {
