@@ -245,6 +245,9 @@ async function answerWhichAccount(
   return askToConnect(deps, ctx, call, binding, access);
 }
 
+// A flow's retry asks nobody which account: whether the user is connected is the default's (or the named one's) answer.
+const settling = (call: ConnectionCall): ConnectionChoice => ({ ...call.choice, ask: false });
+
 const providerNameOf = (deps: ConnectionToolDeps, call: ConnectionCall): string =>
   deps.broker.providers.get(call.provider)?.provider.displayName ?? call.provider;
 
@@ -276,12 +279,15 @@ async function settle(
       ctx,
       call,
       binding,
-      await connectionAccessFor(deps.vault, ctx.principal, call.provider, call.scopes),
+      await connectionAccessFor(deps.vault, ctx.principal, call.provider, call.scopes, settling(call)),
     );
   }
   // Connected meanwhile through another flow (the settling in the callback missed one started
   // just after it): the requirement is met; settle this one rather than wait for a second callback.
-  if ((await connectionAccessFor(deps.vault, ctx.principal, call.provider, call.scopes)).kind === 'connected') {
+  if (
+    (await connectionAccessFor(deps.vault, ctx.principal, call.provider, call.scopes, settling(call))).kind ===
+    'connected'
+  ) {
     const settled = await settleConnectedFlow(broker, navigationId, ctx.principal);
     if (settled?.status === State.REQUIREMENT_VERIFIED) return accept(deps, ctx, call, settled, binding, state);
   }
