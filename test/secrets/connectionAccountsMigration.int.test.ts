@@ -132,4 +132,28 @@ describe('the several-accounts migration on rows of the old layout', () => {
     const [moved] = await findSecrets(db.pool, second.id);
     expect(() => openSecret(box, moved!)).toThrow(SecretBoxError);
   });
+
+  it('keeps one connection per (subject, provider) for a provider whose accounts cannot be known, and one default', async () => {
+    await migrate(db.pool);
+    const write = {
+      subject: { iss: ISS, sub: 'carol' },
+      provider: 'notes-upstream',
+      upstreamSubject: undefined,
+      upstreamName: undefined,
+      grantedScopes: [],
+      metadata: {},
+      apiBase: undefined,
+      navigationId: undefined,
+    };
+    const first = await insertConnection(db.pool, write, new Date());
+    expect(first.preferred).toBe(true);
+    // NULLS NOT DISTINCT: no second connection with no account.
+    await expect(insertConnection(db.pool, write, new Date())).rejects.toThrow(/connections_account_key/);
+    // Nor two defaults for one subject and provider, whatever writes them.
+    const other = await insertConnection(db.pool, { ...write, upstreamSubject: 'known' }, new Date());
+    expect(other.preferred).toBe(false);
+    await expect(db.pool.query('UPDATE connections SET preferred = true WHERE id = $1', [other.id])).rejects.toThrow(
+      /connections_one_preferred/,
+    );
+  });
 });
