@@ -1,8 +1,15 @@
-import { Client, ProtocolError, StreamableHTTPClientTransport, type FetchLike } from '@modelcontextprotocol/client';
+import { createHash } from 'node:crypto';
+import {
+  Client,
+  ProtocolError,
+  StreamableHTTPClientTransport,
+  type FetchLike,
+  type ProtocolEra,
+} from '@modelcontextprotocol/client';
 import { OutcomeUnknownError } from '../broker/acceptOriginalOperation.js';
 import { UpstreamUnauthorizedError } from '../broker/forgetConnection.js';
 import { UnavailableError } from '../errors/appError.js';
-import { MODERN_VERSION } from '../mcp/protocol.js';
+import { LEGACY_VERSION, MODERN_VERSION } from '../mcp/protocol.js';
 import { FetchRefusedError, strictFetch, type Fetch } from '../shared/httpClient.js';
 
 export interface UpstreamMcpDeps {
@@ -51,6 +58,17 @@ export const MAX_UPSTREAM_ANSWER_BYTES = 2 * 1024 * 1024;
 // Socket errors that happen before a request leaves: the upstream never saw it.
 const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
 
+interface Session {
+  client: Client;
+  transport: StreamableHTTPClientTransport;
+  wire: Wire;
+  usedAt: number;
+}
+
+// 2025-11-25 sessions kept per (upstream, token), each ended after this long unused.
+const MAX_SESSIONS = 1_000;
+const SESSION_IDLE_MS = 5 * 60_000;
+
 interface Wire {
   /** The first failure the fetch saw, or the status of a refused answer. */
   failure: unknown;
@@ -61,14 +79,19 @@ interface Wire {
 
 /**
  * The official SDK client (`@modelcontextprotocol/client`) on one upstream MCP server, stateless
- * 2026-07-28, speaking for one user: their upstream access token as the bearer (never the host's),
+ * 2026-07-28 or a 2025-11-25 session per (upstream, user), speaking for one user: their upstream access token as the bearer (never the host's),
  * the broker's fetch with a deadline on each request, its answer bounded, no redirect followed
  * (the URL was checked by the URL policy when the entry was read, and a redirect would leave it).
  */
 export function createUpstreamMcp(deps: UpstreamMcpDeps) {
   // The SDK's own deadline comes after the fetch's, so the fetch's failure is the one that explains it.
   const sdkTimeout = deps.timeoutMs + 500;
-  async function withClient<T>(url: string, token: string, run: (client: Client, wire: Wire) => Promise<T>) {
+  // What each upstream speaks, learnt at its first connection: 2026-07-28 (stateless), or
+  // 2025-11-25, whose sessions (initialize, Mcp-Session-Id) are kept per (upstream, user's token).
+  const eras = new Map<string, ProtocolEra>();
+  const sessions = new Map<string, Session>();
+
+  function open(url: string, token: string, era: ProtocolEra | undefined): Session {
     const wire: Wire = { failure: undefined, status: undefined, sent: false };
     const bounded = strictFetch(deps.fetch, { maxBytes: MAX_UPSTREAM_ANSWER_BYTES });
     const fetch: FetchLike = async (input, init) => {
@@ -88,20 +111,73 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
       }
     };
     const client = new Client(deps.clientInfo, {
-      versionNegotiation: { mode: { pin: MODERN_VERSION } },
+      // Unknown yet: server/discover first, then initialize if the upstream is a 2025-11-25 one.
+      versionNegotiation: { mode: era === 'legacy' ? 'legacy' : era === 'modern' ? { pin: MODERN_VERSION } : 'auto' },
+      ...(era === 'legacy' && { supportedProtocolVersions: [LEGACY_VERSION] }),
       capabilities: {},
       inputRequired: { autoFulfill: false },
     });
-    const transport = new StreamableHTTPClientTransport(new URL(url), { fetch });
+    return { client, transport: new StreamableHTTPClientTransport(new URL(url), { fetch }), wire, usedAt: Date.now() };
+  }
+
+  async function withClient<T>(url: string, token: string, run: (client: Client, wire: Wire) => Promise<T>) {
+    const key = `${url}\n${createHash('sha256').update(token).digest('base64url')}`;
+    const kept = sessions.get(key);
+    if (kept) {
+      sessions.delete(key);
+      try {
+        return await runOn(kept, run, key);
+      } catch (err) {
+        // 404: the upstream ended the session (MCP 2025-11-25, Session Management) and did nothing
+        // with the request: initialise again, once, and send it on the new session.
+        if (kept.wire.status !== 404) throw err;
+        await kept.client.close().catch(() => undefined);
+      }
+    }
+    const fresh = open(url, token, eras.get(url));
     try {
-      await client.connect(transport, { timeout: sdkTimeout });
-      return await run(client, wire);
+      await fresh.client.connect(fresh.transport, { timeout: sdkTimeout });
+    } catch (err) {
+      await fresh.client.close().catch(() => undefined);
+      if (fresh.wire.status === 401)
+        throw new UpstreamUnauthorizedError('The upstream MCP server refused the access token.');
+      throw err;
+    }
+    const era = fresh.client.getProtocolEra();
+    if (era) eras.set(url, era);
+    return runOn(fresh, run, key);
+  }
+
+  /** Runs on a connected client; a 2025-11-25 session is kept for the next call, anything else closed. */
+  async function runOn<T>(session: Session, run: (client: Client, wire: Wire) => Promise<T>, key: string) {
+    const { client, wire } = session;
+    wire.failure = undefined;
+    wire.status = undefined;
+    wire.sent = false;
+    let keep = false;
+    try {
+      const result = await run(client, wire);
+      keep = client.getProtocolEra() === 'legacy';
+      return result;
     } catch (err) {
       if (wire.status === 401) throw new UpstreamUnauthorizedError('The upstream MCP server refused the access token.');
       throw err;
     } finally {
-      await client.close().catch(() => undefined);
+      if (keep) keepSession(key, session);
+      else if (!(session.wire.status === 404)) await client.close().catch(() => undefined);
     }
+  }
+
+  function keepSession(key: string, session: Session): void {
+    const now = Date.now();
+    session.usedAt = now;
+    sessions.set(key, session);
+    // Idle ones end, and the oldest go first past the bound (a Map iterates in insertion order).
+    for (const [k, s] of sessions)
+      if (sessions.size > MAX_SESSIONS || now - s.usedAt > SESSION_IDLE_MS) {
+        sessions.delete(k);
+        void s.client.close().catch(() => undefined);
+      } else break;
   }
 
   return {
@@ -163,7 +239,13 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
             return { kind: 'result', result: answer };
           } catch (err) {
             // A JSON-RPC error is the upstream's answer (on 200 or a 4xx of its own): it did not run the tool.
-            if (err instanceof ProtocolError && wire.failure === undefined && wire.status !== 401)
+            // (Not a 404: that is a 2025-11-25 session the upstream ended, answered by initialising again.)
+            if (
+              err instanceof ProtocolError &&
+              wire.failure === undefined &&
+              wire.status !== 401 &&
+              wire.status !== 404
+            )
               return { kind: 'error', code: err.code, message: err.message };
             throw err;
           }

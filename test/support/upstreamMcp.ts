@@ -3,7 +3,12 @@ import express from 'express';
 import { createLocalJWKSet, errors as joseErrors, jwtVerify } from 'jose';
 import { type KoaContextWithOIDC, Provider } from 'oidc-provider';
 import { z } from 'zod';
-import { toNodeHandler, type NodeIncomingMessageLike } from '@modelcontextprotocol/node';
+import { randomUUID } from 'node:crypto';
+import {
+  NodeStreamableHTTPServerTransport,
+  toNodeHandler,
+  type NodeIncomingMessageLike,
+} from '@modelcontextprotocol/node';
 import {
   bearerAuthChallengeResponse,
   createMcpHandler,
@@ -65,6 +70,12 @@ export interface UpstreamMcp {
    * (default 60 s), with a body that is not JSON-RPC, or by cutting the connection once it has read it.
    */
   behaviour: { mode: 'normal' | 'slow' | 'garbage' | 'reset' | 'refuse'; slowMs?: number };
+  /** The title of each note create_note made (what the tool did, where `calls` is what reached the server). */
+  created: string[];
+  /** 2025-11-25: whose token each initialize came with (its `sub`). */
+  initializes: string[];
+  /** 2025-11-25: the live sessions, by Mcp-Session-Id (clear it to end them all: the next request gets 404). */
+  sessions: Map<string, NodeStreamableHTTPServerTransport>;
   /** Stops the MCP server's listener only (its authorization server stays): connections are refused. */
   stopMcp(): Promise<void>;
   close(): Promise<void>;
@@ -88,6 +99,8 @@ export async function startUpstreamMcp(options: {
   staticRedirectUri?: string;
   /** A path for the authorization server's issuer (`/tenant`): discovery must then try the path forms. */
   issuerPath?: string;
+  /** 2025-11-25: initialize and sessions (Mcp-Session-Id, 404 for one it does not know) instead of stateless 2026-07-28. */
+  era?: '2026-07-28' | '2025-11-25';
 }): Promise<UpstreamMcp> {
   const mcpServer = await listenHttps(options.tls);
   const authServer = await listenHttps(options.tls);
@@ -107,6 +120,9 @@ export async function startUpstreamMcp(options: {
     bearers: [] as string[],
     calls: [] as UpstreamMcp['calls'],
     behaviour: { mode: 'normal' } as UpstreamMcp['behaviour'],
+    initializes: [] as string[],
+    created: [] as string[],
+    sessions: new Map<string, NodeStreamableHTTPServerTransport>(),
   };
 
   const base = buildProviderConfig({
@@ -181,7 +197,16 @@ export async function startUpstreamMcp(options: {
   app.use(pageErrors({ logger, render, brand: 'Upstream Notes' }));
   authServer.setHandler((req, res) => app(req, res));
 
-  mcpServer.setHandler(mcpListener({ url, issuer, jwks: toPublicJwks(keys), metadata: options.metadata, seen }));
+  mcpServer.setHandler(
+    mcpListener({
+      url,
+      issuer,
+      jwks: toPublicJwks(keys),
+      metadata: options.metadata,
+      era: options.era ?? '2026-07-28',
+      seen,
+    }),
+  );
   return {
     url,
     issuer,
@@ -208,7 +233,11 @@ function mcpListener(options: {
   issuer: string;
   jwks: ReturnType<typeof toPublicJwks>;
   metadata: MetadataPlacement;
-  seen: Pick<UpstreamMcp, 'requests' | 'accepted' | 'bearers' | 'calls' | 'behaviour'>;
+  era: '2026-07-28' | '2025-11-25';
+  seen: Pick<
+    UpstreamMcp,
+    'requests' | 'accepted' | 'bearers' | 'calls' | 'behaviour' | 'initializes' | 'sessions' | 'created'
+  >;
 }): (req: IncomingMessage, res: ServerResponse) => void {
   const origin = new URL(options.url).origin;
   const pathInserted = '/.well-known/oauth-protected-resource/mcp';
@@ -248,66 +277,69 @@ function mcpListener(options: {
       },
     },
   };
-  const handler = createMcpHandler(
-    (ctx) => {
-      const server = new McpServer({ name: 'upstream-notes', version: 'test' }, { capabilities: { tools: {} } });
-      const client = ctx.authInfo?.clientId ?? 'unknown';
-      const sub = String(ctx.authInfo?.extra?.['sub'] ?? 'unknown');
-      server.registerTool(
-        'whoami',
-        { description: 'The client the token was issued to.', inputSchema: z.strictObject({}) },
-        () => ({
-          content: [{ type: 'text', text: client }],
-        }),
-      );
-      server.registerTool(
-        'create_note',
-        {
-          title: 'Create a note',
-          description: 'Creates a note with this title for the signed-in user.',
-          inputSchema: z.strictObject({ title: z.string().min(1), tags: z.array(z.string()).optional() }),
-          annotations: { destructiveHint: false },
-        },
-        ({ title }) => ({
+  const build = (authInfo: AuthInfo | undefined) => {
+    const server = new McpServer({ name: 'upstream-notes', version: 'test' }, { capabilities: { tools: {} } });
+    const client = authInfo?.clientId ?? 'unknown';
+    const sub = String(authInfo?.extra?.['sub'] ?? 'unknown');
+    server.registerTool(
+      'whoami',
+      { description: 'The client the token was issued to.', inputSchema: z.strictObject({}) },
+      () => ({
+        content: [{ type: 'text', text: client }],
+      }),
+    );
+    server.registerTool(
+      'create_note',
+      {
+        title: 'Create a note',
+        description: 'Creates a note with this title for the signed-in user.',
+        inputSchema: z.strictObject({ title: z.string().min(1), tags: z.array(z.string()).optional() }),
+        annotations: { destructiveHint: false },
+      },
+      ({ title }) => {
+        options.seen.created.push(title);
+        return {
           content: [{ type: 'text', text: `Created "${title}" for ${sub}.` }],
           structuredContent: { title, owner: sub },
-        }),
-      );
-      server.registerTool(
-        'fail_note',
-        { description: 'Always answers a tool error.', inputSchema: z.strictObject({}) },
-        () => ({ isError: true, content: [{ type: 'text', text: 'The notebook is read-only.' }] }),
-      );
-      // Asks for a form before it acts (MCP 2026-07-28, input_required), which the broker does not relay yet.
-      server.registerTool(
-        'ask_color',
-        { description: 'Asks which colour, then answers it.', inputSchema: z.strictObject({}) },
-        () =>
-          inputRequired({
-            inputRequests: {
-              color: {
-                method: 'elicitation/create',
-                params: {
-                  mode: 'form',
-                  message: 'Which colour?',
-                  requestedSchema: { type: 'object', properties: { color: { type: 'string' } } },
-                },
+        };
+      },
+    );
+    server.registerTool(
+      'fail_note',
+      { description: 'Always answers a tool error.', inputSchema: z.strictObject({}) },
+      () => ({ isError: true, content: [{ type: 'text', text: 'The notebook is read-only.' }] }),
+    );
+    // Asks for a form before it acts (MCP 2026-07-28, input_required), which the broker does not relay yet.
+    server.registerTool(
+      'ask_color',
+      { description: 'Asks which colour, then answers it.', inputSchema: z.strictObject({}) },
+      () =>
+        inputRequired({
+          inputRequests: {
+            color: {
+              method: 'elicitation/create',
+              params: {
+                mode: 'form',
+                message: 'Which colour?',
+                requestedSchema: { type: 'object', properties: { color: { type: 'string' } } },
               },
             },
-          }),
+          },
+        }),
+    );
+    // A tool only alice has: a list that differs per user, which the broker must keep apart.
+    if (sub === 'up-alice')
+      server.registerTool(
+        'alice_diary',
+        { description: "Reads alice's diary.", inputSchema: z.strictObject({}) },
+        () => ({ content: [{ type: 'text', text: 'Dear diary.' }] }),
       );
-      // A tool only alice has: a list that differs per user, which the broker must keep apart.
-      if (sub === 'up-alice')
-        server.registerTool(
-          'alice_diary',
-          { description: "Reads alice's diary.", inputSchema: z.strictObject({}) },
-          () => ({ content: [{ type: 'text', text: 'Dear diary.' }] }),
-        );
-      return server;
-    },
-    { legacy: 'reject' },
-  );
-  const serve = toNodeHandler(handler);
+    return server;
+  };
+  const serve =
+    options.era === '2025-11-25'
+      ? sessionful(build, options.seen)
+      : toNodeHandler(createMcpHandler((ctx) => build(ctx.authInfo), { legacy: 'reject' }));
   return (req, res) => {
     const path = req.url?.split('?')[0] ?? '';
     options.seen.requests.push(`${req.method} ${path}`);
@@ -353,6 +385,40 @@ function mcpListener(options: {
       }
       await serve(Object.assign(req, { auth }) as NodeIncomingMessageLike, res, parsed);
     });
+  };
+}
+
+/**
+ * A 2025-11-25 server with sessions, as the SDK's Streamable HTTP transport keeps them: initialize
+ * makes one (for the token it came with), later requests name it in Mcp-Session-Id, one it does
+ * not know is answered 404.
+ */
+function sessionful(
+  build: (authInfo: AuthInfo | undefined) => McpServer,
+  seen: Pick<UpstreamMcp, 'initializes' | 'sessions'>,
+) {
+  return async (req: NodeIncomingMessageLike & { auth?: AuthInfo }, res: ServerResponse, parsed: unknown) => {
+    const id = req.headers['mcp-session-id'];
+    if (typeof id === 'string') {
+      const transport = seen.sessions.get(id);
+      if (!transport)
+        return void res
+          .writeHead(404, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32001, message: 'Session not found' } }));
+      return transport.handleRequest(req as IncomingMessage, res, parsed);
+    }
+    if ((parsed as { method?: unknown } | undefined)?.method !== 'initialize')
+      return void res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":"initialize first"}');
+    seen.initializes.push(String(req.auth?.extra?.['sub']));
+    const transport: NodeStreamableHTTPServerTransport = new NodeStreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      enableJsonResponse: true,
+      onsessioninitialized: (sessionId) => {
+        seen.sessions.set(sessionId, transport);
+      },
+    });
+    await build(req.auth).connect(transport);
+    await transport.handleRequest(req as IncomingMessage, res, parsed);
   };
 }
 

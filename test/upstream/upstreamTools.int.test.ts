@@ -21,11 +21,13 @@ import { useBrokerStack } from '../support/useBrokerStack.js';
 
 let notes: UpstreamMcp;
 let flaky: UpstreamMcp;
+let old: UpstreamMcp;
 const TIMEOUT_MS = 1_500;
 const METRICS_TOKEN = randomBytes(32).toString('base64url');
 const entries = () => [
   { id: 'upnotes', kind: 'mcp', url: notes.url, prefix: 'up', registration: 'auto', displayName: 'Up Notes' },
   { id: 'flaky', kind: 'mcp', url: flaky.url, prefix: 'flaky', registration: 'auto' },
+  { id: 'oldnotes', kind: 'mcp', url: old.url, prefix: 'old', registration: 'auto' },
 ];
 
 describe('upstream MCP tools on /mcp', () => {
@@ -36,9 +38,10 @@ describe('upstream MCP tools on /mcp', () => {
       metricsToken: METRICS_TOKEN,
       extraProviders: async ({ tls }) => {
         const fetch = createFetch({ extraCaPems: [tls.caPem] });
-        [notes, flaky] = await Promise.all([
+        [notes, flaky, old] = await Promise.all([
           startUpstreamMcp({ tls, fetch, registration: 'cimd', metadata: 'challenge' }),
           startUpstreamMcp({ tls, fetch, registration: 'dcr', metadata: 'path' }),
+          startUpstreamMcp({ tls, fetch, registration: 'cimd', metadata: 'challenge', era: '2025-11-25' }),
         ]);
         return entries();
       },
@@ -46,7 +49,7 @@ describe('upstream MCP tools on /mcp', () => {
     { users: ['alice', 'bob', 'mallory'] },
   );
   afterAll(async () => {
-    await Promise.all([notes?.close(), flaky?.close()]);
+    await Promise.all([notes?.close(), flaky?.close(), old?.close()]);
   });
 
   const list = async (token: string) => {
@@ -206,6 +209,7 @@ describe('upstream MCP tools on /mcp', () => {
     expect(rows.map((r) => [r.id, r.snapshot === null])).toEqual([
       ['upnotes', true],
       ['flaky', false],
+      ['oldnotes', true],
     ]);
     const after = await list(ops);
     expect(after.tools.find((t) => t.name === 'flaky_create_note')).toEqual({ ...tool, name: 'flaky_create_note' });
@@ -247,6 +251,22 @@ describe('upstream MCP tools on /mcp', () => {
     } finally {
       await sdk.client.close();
     }
+  });
+
+  it('a 2025-11-25 upstream: one initialize and session per user, kept across calls, initialised again on 404', async () => {
+    const { retried } = await connectThrough('alice', 'old_create_note', { title: 'old one' });
+    expect(textOf(retried)).toBe('Created "old one" for up-alice.');
+    const second = await callTool(stack, tokens.alice, 'old_create_note', { title: 'old two' });
+    expect(textOf(second)).toBe('Created "old two" for up-alice.');
+    // The broker's list and both calls went on one session of alice's.
+    expect(old.initializes).toEqual(['up-alice']);
+    // The upstream ends its sessions: the next call gets 404, initialises again and is sent once.
+    old.sessions.clear();
+    const third = await callTool(stack, tokens.alice, 'old_create_note', { title: 'old three' });
+    expect(textOf(third)).toBe('Created "old three" for up-alice.');
+    expect(old.initializes).toEqual(['up-alice', 'up-alice']);
+    // Done once each (the request that met the ended session reached the server and did nothing).
+    expect(old.created).toEqual(['old one', 'old two', 'old three']);
   });
 
   it('an upstream 401 forgets the connection and the next call asks to connect again', async () => {
