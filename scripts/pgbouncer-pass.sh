@@ -34,6 +34,16 @@ chmod 755 "$DIR"
 cleanup() {
   [ -f "$DIR/pgbouncer.pid" ] && kill "$(cat "$DIR/pgbouncer.pid")" 2>/dev/null || true
   rm -rf "$DIR"
+  # testDb's roles whose DROP ROLE met a server connection PgBouncer still held: theirs alone
+  # (test_ and 12 hex digits, as the schemas), once their schema is gone.
+  node -e "
+    const pg = require('pg');
+    const c = new pg.Client({ connectionString: process.argv[1] });
+    c.connect()
+      .then(() => c.query(\"SELECT rolname FROM pg_roles WHERE rolname ~ '^test_[0-9a-f]{12}$' AND NOT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = rolname)\"))
+      .then(async ({ rows }) => { for (const r of rows) await c.query('DROP ROLE ' + r.rolname).catch(() => undefined); })
+      .finally(() => c.end());
+  " "$DIRECT" 2>/dev/null || true
 }
 trap cleanup EXIT
 printf '"%s" ""\n' "$USER" >"$DIR/users.txt"
