@@ -158,6 +158,12 @@ export async function runAcceptedOperation(
   waitMs: number = deps.retryWaitMs,
   /** An operator's re-drive: an operation whose outcome is unknown is performed again. */
   unknownToo = false,
+  /**
+   * Whether the provider dedupes by the idempotency key. One that does not is never sent again
+   * after a performer that took the lease ended without an outcome (a crash, SIGKILL): it may have
+   * sent the call, so the outcome is unknown and recorded for an operator instead.
+   */
+  replayable = true,
 ): Promise<BusinessOutcome> {
   const owner = randomUUID();
   const deadline = Date.now() + waitMs;
@@ -172,8 +178,18 @@ export async function runAcceptedOperation(
       );
     const now = deps.clock.now();
     const until = new Date(now.getTime() + PERFORM_LEASE_MS);
-    if (await takePerformLease(deps.pool, current.id, owner, now, until, unknownToo))
+    if (await takePerformLease(deps.pool, current.id, owner, now, until, unknownToo)) {
+      // A lease that ran out without an outcome: its holder may have sent the call before it died.
+      if (!replayable && !unknownToo && current.performLeaseUntil !== undefined) {
+        await markOutcomeUnknown(deps.pool, current.id, owner, now);
+        await deps.signal.notify(deps.pool, current.navigationId);
+        throw new OutcomeUnknownError(
+          `An earlier attempt took it up at ${new Date(current.performLeaseUntil.getTime() - PERFORM_LEASE_MS).toISOString()} and ended without recording an answer.`,
+          { recorded: true },
+        );
+      }
       return perform(deps, current, owner, call);
+    }
     const remaining = deadline - Date.now();
     if (remaining <= 0) throw new PerformInProgressError();
     const free = async () => {

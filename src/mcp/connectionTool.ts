@@ -370,20 +370,27 @@ export async function runAccepted(
   receipt: OperationReceipt,
 ): Promise<ToolCallResult> {
   let used: ConnectionRecord | undefined;
-  const outcome = await runAcceptedOperation(deps.broker, receipt, async (key) => {
-    // Accepted already: nobody is asked which account any more; the default runs it (connectionChoice.ts).
-    const access = await connectionAccessFor(deps.vault, ctx.principal, call.provider, call.scopes, {
-      ...call.choice,
-      ask: false,
-    });
-    if (access.kind !== 'connected' && access.kind !== 'scopes_missing')
-      return reconnectOutcome(call.provider, 'not_connected');
-    // The provider would refuse it (or, worse, do part of it): not done, final, and said so.
-    if (access.kind === 'scopes_missing') return reconnectOutcome(call.provider, 'scopes_missing', access.missing);
-    used = access.connection;
-    await recordReceiptConnection(deps.broker.pool, receipt.id, access.connection.id);
-    return performOrForget(deps.vault, access, (live) => call.perform(live, key));
-  });
+  const outcome = await runAcceptedOperation(
+    deps.broker,
+    receipt,
+    async (key) => {
+      // Accepted already: nobody is asked which account any more; the default runs it (connectionChoice.ts).
+      const access = await connectionAccessFor(deps.vault, ctx.principal, call.provider, call.scopes, {
+        ...call.choice,
+        ask: false,
+      });
+      if (access.kind !== 'connected' && access.kind !== 'scopes_missing')
+        return reconnectOutcome(call.provider, 'not_connected');
+      // The provider would refuse it (or, worse, do part of it): not done, final, and said so.
+      if (access.kind === 'scopes_missing') return reconnectOutcome(call.provider, 'scopes_missing', access.missing);
+      used = access.connection;
+      await recordReceiptConnection(deps.broker.pool, receipt.id, access.connection.id);
+      return performOrForget(deps.vault, access, (live) => call.perform(live, key));
+    },
+    deps.broker.retryWaitMs,
+    false,
+    call.replayable,
+  );
   const reason = reconnectReasonOf(outcome);
   if (!reason) return used ? namingConnection(call.render(outcome), used) : call.render(outcome);
   const name = deps.broker.providers.get(call.provider)?.provider.displayName ?? call.provider;

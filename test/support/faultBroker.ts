@@ -50,6 +50,8 @@ export interface FaultBroker {
   token(login: string): Promise<string>;
   /** What the Report Service created (its own saved state: each report and the key it came with). */
   reportsSeen(): Promise<ReportSeen[]>;
+  /** What the GitHub-like provider created: its issues' titles (it honours a key too, but GitHub does not). */
+  issuesSeen(): Promise<{ title: string }[]>;
   /** The ledger's chain checked as `broker ledger verify` does; undefined when intact. */
   ledgerBreak(): Promise<unknown>;
   /** Milliseconds each start took to serve. */
@@ -154,6 +156,12 @@ export async function createFaultBroker(adminUrl: string): Promise<FaultBroker> 
         title: r.title,
         key: saved.idempotency?.find((i) => i.reportId === r.id)?.key,
       }));
+    },
+    async issuesSeen() {
+      const saved = JSON.parse(await readFile(join(dataDir, 'dev-github.json'), 'utf8').catch(() => '{}')) as {
+        issues?: { title: string }[];
+      };
+      return (saved.issues ?? []).map((i) => ({ title: i.title }));
     },
     ledgerBreak: async () => (await verifyChain(db)).firstBreak,
     async close() {

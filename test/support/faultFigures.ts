@@ -22,7 +22,7 @@ export interface RunFigures {
 }
 
 export async function figuresOf(run: string, broker: FaultBroker, ops: HostOp[], kills: number): Promise<RunFigures> {
-  const seen = await broker.reportsSeen();
+  const seen = [...(await broker.reportsSeen()), ...(await broker.issuesSeen())];
   const pending = (
     await broker.db.query<{ id: string }>("SELECT id FROM operation_receipts WHERE outcome_status = 'pending'")
   ).rows.map((r) => r.id);
@@ -87,11 +87,18 @@ export function useFaultRuns(title: string) {
       brokers.push(broker);
       return broker;
     },
-    async check(run: string, broker: FaultBroker, ops: HostOp[], kills: number): Promise<void> {
+    /** `forOperator`: how many of `ops` must end recorded for an operator rather than done. */
+    async check(run: string, broker: FaultBroker, ops: HostOp[], kills: number, forOperator = 0): Promise<void> {
       const figures = await figuresOf(run, broker, ops, kills);
       runs.push(figures);
       printFigures(figures);
-      expect(figures).toMatchObject({ lost: 0, doubled: 0, ledgerIntact: true, done: ops.length });
+      expect(figures).toMatchObject({
+        lost: 0,
+        doubled: 0,
+        ledgerIntact: true,
+        done: ops.length - forOperator,
+        operator: forOperator,
+      });
     },
   };
 }

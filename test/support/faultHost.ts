@@ -1,5 +1,12 @@
 import type { FaultBroker } from './faultBroker.js';
-import { consentAndAuthorize, openConnectLink, retryConnection, URL_CAPS } from './connectFlow.js';
+import {
+  consentAndAuthorize,
+  GITHUB_FORMS,
+  openConnectLink,
+  REPORTS_FORMS,
+  retryConnection,
+  URL_CAPS,
+} from './connectFlow.js';
 import { initialize, isElicitation, sleep, type Session } from './legacyFaultScenarios.js';
 import type { JsonRpc } from './legacyExchange.js';
 import { callTool, type WireResponse } from './mcpWire.js';
@@ -10,20 +17,44 @@ import { callTool, type WireResponse } from './mcpWire.js';
 
 export interface HostOp {
   title: string;
-  args: { title: string; body: string };
-  /** The host got the created report back. */
+  /** reports_create (the Report Service dedupes by Idempotency-Key) unless said otherwise. */
+  tool: string;
+  args: Record<string, string>;
+  /** The provider's consent forms for its connect link. */
+  forms: typeof REPORTS_FORMS;
+  /** The host got the created report (or issue) back. */
   done: boolean;
 }
 
-export const hostOp = (title: string): HostOp => ({ title, args: { title, body: `body of ${title}` }, done: false });
+export const hostOp = (title: string): HostOp => ({
+  title,
+  tool: 'reports_create',
+  args: { title, body: `body of ${title}` },
+  forms: REPORTS_FORMS,
+  done: false,
+});
+
+/** alice's github_create_issue in alice/demo: GitHub takes no idempotency key, so it is not replayable. */
+export const githubOp = (title: string): HostOp => ({
+  title,
+  tool: 'github_create_issue',
+  args: { repository: 'alice/demo', title, body: `body of ${title}` },
+  forms: GITHUB_FORMS,
+  done: false,
+});
 
 // How often the host calls again after "in progress" or a dropped connection, and for how long.
 const ATTEMPTS = 30;
 const PAUSE_MS = 1_000;
 
 /** alice opens the link and connects; returns whether the broker's done page answered. */
-export async function connectInBrowser(broker: FaultBroker, url: string): Promise<boolean> {
-  const done = await consentAndAuthorize(broker.stack, await openConnectLink(broker.stack, url, 'alice'), 'alice');
+export async function connectInBrowser(
+  broker: FaultBroker,
+  url: string,
+  forms: typeof REPORTS_FORMS = REPORTS_FORMS,
+): Promise<boolean> {
+  const run = await openConnectLink(broker.stack, url, 'alice');
+  const done = await consentAndAuthorize(broker.stack, run, 'alice', 'Allow', forms);
   return done.url.startsWith(`${broker.url}/connect/done`);
 }
 
@@ -32,16 +63,17 @@ interface ToolResult {
   isError?: boolean;
   requestState?: string;
   inputRequests?: { connect?: { params?: { url?: string } } };
-  structuredContent?: { report?: { id: string } };
+  structuredContent?: { report?: { id: string }; issue?: { number: number } };
   content?: { text?: string }[];
 }
 
 const textOf = (r: ToolResult | undefined) => (r?.content ?? []).map((c) => c.text ?? '').join(' ');
 const inProgress = (text: string) => /call again|in progress|being performed/i.test(text);
+const forOperator = (text: string) => /recorded for an operator/i.test(text);
 
 /** The first 2026-07-28 call: its URL elicitation (link and requestState). */
 export async function mrtrAsk(broker: FaultBroker, token: string, op: HostOp): Promise<{ url: string; state: string }> {
-  const response = await callTool(broker.stack, token, 'reports_create', op.args, {}, URL_CAPS);
+  const response = await callTool(broker.stack, token, op.tool, op.args, {}, URL_CAPS);
   const result = response.json.result as ToolResult | undefined;
   const url = result?.inputRequests?.connect?.params?.url;
   if (result?.resultType !== 'input_required' || !url || !result.requestState)
@@ -65,15 +97,15 @@ export async function mrtrFinish(
   const finished = new Set(start.finishedLinks ?? []);
   let last = '';
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-    if (pendingLink && (await connectInBrowser(broker, pendingLink).catch(() => false))) {
+    if (pendingLink && (await connectInBrowser(broker, pendingLink, op.forms).catch(() => false))) {
       finished.add(pendingLink);
       pendingLink = undefined;
     }
     let response: WireResponse;
     try {
       response = state
-        ? await retryConnection(broker.stack, token, 'reports_create', op.args, state, 'accept')
-        : await callTool(broker.stack, token, 'reports_create', op.args, {}, URL_CAPS);
+        ? await retryConnection(broker.stack, token, op.tool, op.args, state, 'accept')
+        : await callTool(broker.stack, token, op.tool, op.args, {}, URL_CAPS);
     } catch (err) {
       last = String(err);
       await sleep(PAUSE_MS);
@@ -88,17 +120,19 @@ export async function mrtrFinish(
       if (url && !finished.has(url)) pendingLink = url;
       continue;
     }
-    if (result && !result.isError && result.structuredContent?.report) {
+    if (result && !result.isError && (result.structuredContent?.report || result.structuredContent?.issue)) {
       op.done = true;
       return;
     }
+    // Not done, and not to be sent again: the operator reconciles it (figures count it as theirs).
+    if (result?.isError && forOperator(textOf(result))) return;
     if (result?.isError && inProgress(textOf(result))) {
       await sleep(PAUSE_MS);
       continue;
     }
-    throw new Error(`reports_create ${op.title}: ${response.status} ${response.text}`);
+    throw new Error(`${op.tool} ${op.title}: ${response.status} ${response.text}`);
   }
-  throw new Error(`reports_create ${op.title} never finished; last answer: ${last}`);
+  throw new Error(`${op.tool} ${op.title} never finished; last answer: ${last}`);
 }
 
 /** A 2025-11-25 nested call up to its elicitation, which the host accepts: the call then waits for the user. */
@@ -108,7 +142,7 @@ export async function nestedAsk(
   op: HostOp,
 ): Promise<{ session: Session; url: string; answer: (timeoutMs: number) => Promise<JsonRpc> }> {
   const session = await initialize(broker.stack, token);
-  const call = await session.start('tools/call', { name: 'reports_create', arguments: op.args });
+  const call = await session.start('tools/call', { name: op.tool, arguments: op.args });
   const asked = await call.next(isElicitation);
   void session.send({ id: asked.id, result: { action: 'accept' } }).catch(() => undefined);
   return {
@@ -121,7 +155,7 @@ export async function nestedAsk(
 /** A -32042 call (LEGACY_URL_ELICITATION=error): its link. */
 export async function errorAsk(broker: FaultBroker, token: string, op: HostOp): Promise<string> {
   const session = await initialize(broker.stack, token);
-  const { final } = await session.call('reports_create', op.args);
+  const { final } = await session.call(op.tool, op.args);
   const elicitations = (final.error?.data as { elicitations?: { url: string }[] } | undefined)?.elicitations;
   if (final.error?.code !== -32042 || !elicitations?.[0])
     throw new Error(`expected -32042, got ${JSON.stringify(final)}`);
@@ -143,16 +177,17 @@ export async function legacyFinish(
   let pendingLink = start.linkToFinish;
   let last = '';
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-    if (pendingLink && (await connectInBrowser(broker, pendingLink).catch(() => false))) pendingLink = undefined;
+    if (pendingLink && (await connectInBrowser(broker, pendingLink, op.forms).catch(() => false)))
+      pendingLink = undefined;
     let final: JsonRpc;
     try {
       const session = await initialize(broker.stack, token);
-      const call = await session.start('tools/call', { name: 'reports_create', arguments: op.args });
+      const call = await session.start('tools/call', { name: op.tool, arguments: op.args });
       const first = await call.next((m) => m.id === call.requestId || isElicitation(m), 60_000);
       if (isElicitation(first)) {
         await session.send({ id: first.id, result: { action: 'accept' } });
         // Finishing a link again is harmless (its flow is verified once); a new flow needs it.
-        await connectInBrowser(broker, first.params!['url'] as string).catch(() => false);
+        await connectInBrowser(broker, first.params!['url'] as string, op.forms).catch(() => false);
         pendingLink = undefined;
         final = await call.next((m) => m.id === call.requestId, 60_000);
       } else final = first;
@@ -173,11 +208,12 @@ export async function legacyFinish(
       pendingLink = elicitations[0].url;
       continue;
     }
+    if (result?.isError && forOperator(textOf(result))) return;
     if (result?.isError && inProgress(textOf(result))) {
       await sleep(PAUSE_MS);
       continue;
     }
-    throw new Error(`reports_create ${op.title}: ${last}`);
+    throw new Error(`${op.tool} ${op.title}: ${last}`);
   }
-  throw new Error(`reports_create ${op.title} never finished; last answer: ${last}`);
+  throw new Error(`${op.tool} ${op.title} never finished; last answer: ${last}`);
 }
