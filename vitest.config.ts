@@ -11,7 +11,12 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/**/*.int.test.ts', 'test/**/*.browser.test.ts', 'test/**/*.faults.test.ts'],
+          exclude: [
+            'test/**/*.int.test.ts',
+            'test/**/*.browser.test.ts',
+            'test/**/*.faults.test.ts',
+            'test/**/*.gates.test.ts',
+          ],
           setupFiles: ['test/support/setupNetwork.ts'],
         },
       },

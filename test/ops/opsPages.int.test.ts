@@ -210,7 +210,10 @@ describe('operator pages', () => {
     expect(csp).toContain("style-src 'self'");
     expect(page.text).not.toMatch(/<script\b|\sstyle=/i);
     expect(page.text.match(/<svg\b/g)).toHaveLength(3);
-    expect(page.text.match(/<tr class="gate" data-gate="/g)).toHaveLength(5);
+    // The ledger's gates; the tokens-outside-the-vault gate is judged only when tokens are given (the CLI's --tokens-file).
+    expect(page.text.match(/<tr class="gate" data-gate="/g)).toHaveLength(6);
+    expect(page.text).toContain('data-gate="accepted_more_than_once"');
+    expect(page.text).not.toContain('data-gate="tokens_outside_vault"');
     expect(page.text).toMatch(/<span class="verdict (pass|miss)">(PASS|MISS)<\/span>/);
     expect(page.text).toContain('<strong>5</strong> flows');
     expect(page.text).toContain('over the newest 1 verification ');
