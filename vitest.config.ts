@@ -38,7 +38,7 @@ export default defineConfig({
           name: 'faults',
           include: ['test/faults/**/*.faults.test.ts'],
           setupFiles: ['test/support/setupNetwork.ts'],
-          globalSetup: ['test/support/globalDb.ts'],
+          globalSetup: ['test/support/globalDb.ts', 'test/support/faultTotals.ts'],
           testTimeout: 150_000,
           hookTimeout: 60_000,
           // The files at once too: a run's CPU is its broker starts; the rest is idle waiting.

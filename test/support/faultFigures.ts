@@ -1,3 +1,4 @@
+import { appendFile } from 'node:fs/promises';
 import { afterAll, expect, inject } from 'vitest';
 import { createFaultBroker, type FaultBroker } from './faultBroker.js';
 import type { HostOp } from './faultHost.js';
@@ -92,6 +93,7 @@ export function useFaultRuns(title: string) {
       const figures = await figuresOf(run, broker, ops, kills);
       runs.push(figures);
       printFigures(figures);
+      await appendFile(inject('faultFiguresFile'), `${JSON.stringify(figures)}\n`);
       expect(figures).toMatchObject({
         lost: 0,
         doubled: 0,
