@@ -157,7 +157,7 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
         const at = p.authorizationEndpoint ?? p.issuer;
         return at === undefined ? [] : [new URL(at).origin];
       }),
-    ops: { broker, redrive, gateFigures: metrics.gateFigures },
+    ops: { broker, redrive, gateFigures: metrics.gateFigures, upstreamCalls: metrics.upstreamCallCounts },
     metrics,
   });
   const { hosts, origins } = allowedHostsFor(http.publicUrl);

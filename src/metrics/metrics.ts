@@ -35,6 +35,8 @@ export interface Metrics {
   formRefused(rule: FormAuditRule, origin: FormOrigin): void;
   /** One request to an upstream MCP server (src/upstream/upstreamTools.ts), by its provider id, kind and outcome. */
   upstreamCall(upstream: string, method: 'tools/call' | 'tools/list', outcome: UpstreamOutcome): void;
+  /** What upstreamCall counted on this instance, since this registry was made (the operator dashboard). */
+  upstreamCallCounts: UpstreamCallCountsReader;
   /** The release gates' figures, read at most once per gateCacheMs for every caller (gauges, dashboard). */
   gateFigures: GateFiguresReader;
 }
@@ -42,10 +44,21 @@ export interface Metrics {
 /** How a request to an upstream MCP server ended (an unknown outcome: sent, and no answer read). */
 export type UpstreamOutcome = 'ok' | 'tool_error' | 'upstream_error' | 'unauthorized' | 'unreachable' | 'unknown';
 
+export interface UpstreamCallCount {
+  upstream: string;
+  method: string;
+  outcome: UpstreamOutcome;
+  count: number;
+}
+
+/** In-memory counters: they start at zero with the process and are this instance's alone. */
+export type UpstreamCallCountsReader = () => Promise<{ since: Date; counts: UpstreamCallCount[] }>;
+
 const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
 export function createMetrics(deps: MetricsDeps): Metrics {
   const registry = new Registry();
+  const since = new Date((deps.now ?? Date.now)());
   if (deps.processMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'broker_' });
 
   const requests = new Counter({
@@ -127,6 +140,16 @@ export function createMetrics(deps: MetricsDeps): Metrics {
     },
     upstreamCall(upstream, method, outcome) {
       upstreamCalls.inc({ upstream, method, outcome });
+    },
+    async upstreamCallCounts() {
+      const { values } = await upstreamCalls.get();
+      const counts = values.map(({ labels, value }) => ({
+        upstream: String(labels.upstream),
+        method: String(labels.method),
+        outcome: labels.outcome as UpstreamOutcome,
+        count: value,
+      }));
+      return { since, counts };
     },
   };
 }

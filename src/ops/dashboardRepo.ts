@@ -79,3 +79,66 @@ export async function findReissuedFrom(db: Queryable, id: string): Promise<strin
   );
   return rows[0]?.reissued_from ?? undefined;
 }
+
+export interface ProviderConnections {
+  /** Users with a live connection (active or refreshing). */
+  users: number;
+  /** Live connections (a user may hold several accounts' connections at one provider). */
+  connections: number;
+  /** Connections that need the user again (the grant was refused or a token expired). */
+  needsReauth: number;
+}
+
+/** Connections per provider, for the given providers only (absent: none). The connections table holds one row per (user, provider, account). */
+export async function countConnectionsByProvider(
+  db: Queryable,
+  providers: readonly string[],
+): Promise<Map<string, ProviderConnections>> {
+  const { rows } = await db.query<{ provider: string; users: number; connections: number; needs_reauth: number }>(
+    `SELECT provider,
+            count(DISTINCT (subject_iss, subject_sub)) FILTER (WHERE state IN ('active', 'refreshing'))::int AS users,
+            count(*) FILTER (WHERE state IN ('active', 'refreshing'))::int AS connections,
+            count(*) FILTER (WHERE state = 'needs_reauth')::int AS needs_reauth
+       FROM connections WHERE provider = ANY($1) GROUP BY provider`,
+    [providers],
+  );
+  return new Map(
+    rows.map((r) => [r.provider, { users: r.users, connections: r.connections, needsReauth: r.needs_reauth }]),
+  );
+}
+
+export interface ProviderReceipts {
+  succeeded: number;
+  failed: number;
+  /** Sent, and no answer read: held for an operator (the reconcile page). */
+  unknown: number;
+  pending: number;
+}
+
+/**
+ * Accepted operations (calls that waited for a connect flow) per provider, by outcome, for the given
+ * providers only, across every instance: one pass over the receipts joined to their flows (the
+ * flow names the provider), grouped in Postgres.
+ */
+export async function countReceiptsByProvider(
+  db: Queryable,
+  providers: readonly string[],
+): Promise<Map<string, ProviderReceipts>> {
+  const { rows } = await db.query<{
+    provider: string;
+    succeeded: number;
+    failed: number;
+    unknown: number;
+    pending: number;
+  }>(
+    `SELECT n.provider,
+            count(*) FILTER (WHERE r.outcome_status = 'succeeded')::int AS succeeded,
+            count(*) FILTER (WHERE r.outcome_status = 'failed')::int AS failed,
+            count(*) FILTER (WHERE r.outcome_status = 'pending' AND r.outcome_unknown_at IS NOT NULL)::int AS unknown,
+            count(*) FILTER (WHERE r.outcome_status = 'pending' AND r.outcome_unknown_at IS NULL)::int AS pending
+       FROM operation_receipts r JOIN elicitation_navigations n ON n.id = r.navigation_id
+      WHERE n.provider = ANY($1) GROUP BY n.provider`,
+    [providers],
+  );
+  return new Map(rows.map(({ provider, ...counts }) => [provider, counts]));
+}

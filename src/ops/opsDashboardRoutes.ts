@@ -17,9 +17,16 @@ import {
   rowChart,
   seriesStart,
 } from './charts.js';
-import { countFlowsByState, countFlowsPerDay, findCompletionLatencyHistogram } from './dashboardRepo.js';
+import {
+  countConnectionsByProvider,
+  countFlowsByState,
+  countFlowsPerDay,
+  countReceiptsByProvider,
+  findCompletionLatencyHistogram,
+} from './dashboardRepo.js';
 import { operatorForm, pageModel, readAct } from './opsForms.js';
 import type { OpsRoutesDeps } from './opsDeps.js';
+import { upstreamRows } from './upstreamFigures.js';
 
 const DAYS = 30;
 /** The latency histogram covers this many of the newest verifications (a bounded read at any ledger size). */
@@ -33,24 +40,32 @@ export function toneOf(state: NavigationState): string {
   return verifiedStates.has(state) ? 'verified' : 'ended';
 }
 
-/** GET /ops: release gates, flows by state, completion latency, flows per day, webhook events, the kill switch. */
+/** GET /ops: release gates, flows by state, completion latency, flows per day, webhook events, upstream MCP servers, the kill switch. */
 export function opsDashboardRoutes(deps: OpsRoutesDeps): Router {
   const router = Router();
   const { pool, clock } = deps;
+  const upstreams = [...deps.ops.broker.providers.values()].flatMap(({ provider: p }) =>
+    p.upstream ? [{ id: p.id, prefix: p.upstream.prefix, url: p.upstream.url }] : [],
+  );
+  const upstreamIds = upstreams.map((u) => u.id);
 
   router.get('/', async (req, res) => {
     parseInput(z.strictObject({}), req.query, 'query');
     const now = clock.now();
-    const [gates, byState, perDay, latency, paused, stuck, pending, webhookEvents] = await Promise.all([
-      deps.ops.gateFigures(),
-      countFlowsByState(pool),
-      countFlowsPerDay(pool, seriesStart(now, DAYS)),
-      findCompletionLatencyHistogram(pool, LATENCY_BOUNDS_SECONDS, LATENCY_WINDOW),
-      findSwitch(pool, URL_ELICITATION_PAUSED),
-      findStuckFlows(pool, now, COUNT_CAP),
-      findApprovals(pool, 'pending', COUNT_CAP),
-      countEventsByState(pool),
-    ]);
+    const [gates, byState, perDay, latency, paused, stuck, pending, webhookEvents, connections, receipts, calls] =
+      await Promise.all([
+        deps.ops.gateFigures(),
+        countFlowsByState(pool),
+        countFlowsPerDay(pool, seriesStart(now, DAYS)),
+        findCompletionLatencyHistogram(pool, LATENCY_BOUNDS_SECONDS, LATENCY_WINDOW),
+        findSwitch(pool, URL_ELICITATION_PAUSED),
+        findStuckFlows(pool, now, COUNT_CAP),
+        findApprovals(pool, 'pending', COUNT_CAP),
+        countEventsByState(pool),
+        countConnectionsByProvider(pool, upstreamIds),
+        countReceiptsByProvider(pool, upstreamIds),
+        deps.ops.upstreamCalls(),
+      ]);
     const states = navigationStates.map((s) => ({ label: s, value: byState.get(s) ?? 0, tone: toneOf(s) }));
     const latencyCounts = fillBuckets(latency.buckets, LATENCY_BOUNDS_SECONDS.length + 1);
     const days = dailySeries(perDay, now, DAYS);
@@ -77,6 +92,8 @@ export function opsDashboardRoutes(deps: OpsRoutesDeps): Router {
           { labelEvery: 5 },
         ),
         days: DAYS,
+        upstreams: upstreamRows(upstreams, connections, receipts, calls.counts),
+        upstreamCallsSince: calls.since.toISOString(),
       }),
     );
   });

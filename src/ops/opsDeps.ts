@@ -1,6 +1,7 @@
 import type { BrokerDeps } from '../broker/brokerDeps.js';
 import type { RedriveDeps } from '../jobs/redrive.js';
 import type { GateFiguresReader } from '../metrics/gateMetrics.js';
+import type { UpstreamCallCountsReader } from '../metrics/metrics.js';
 import type { Render } from '../web/render.js';
 import type { OperatorGuardDeps } from './operatorGuard.js';
 
@@ -10,6 +11,8 @@ export interface OpsDeps {
   redrive: RedriveDeps;
   /** The process's cached gate figures (shared with /metrics). */
   gateFigures: GateFiguresReader;
+  /** This instance's counts of requests to upstream MCP servers (shared with /metrics). */
+  upstreamCalls: UpstreamCallCountsReader;
 }
 
 /** What the /ops routers are built from (opsRoutes.ts and each of its sub-routers). */
