@@ -15,21 +15,11 @@ const P99_TARGET_MS = 20;
 
 /** The figures as text: one table row per measurement, then the ratios and verdicts per case. */
 export function formatReport(measurements: readonly Measurement[], connections: number, seconds: number): string {
-  const header = ['case', 'server', 'req/s', 'p50 ms', 'p99 ms', 'CPU µs/req', 'requests', 'errors'];
-  const rows = measurements.map(({ caseName, server, result: r }) => [
-    caseName,
-    server,
-    r.requestsPerSecond.toFixed(0),
-    r.p50Ms.toFixed(2),
-    r.p99Ms.toFixed(2),
-    r.serverCpuUsPerRequest.toFixed(0),
-    String(r.requests),
-    String(r.errors),
-  ]);
+  const rows = measurements.map(({ caseName, server, result }) => resultRow(caseName, server, result));
   const out = [
     `${connections} connections, ${seconds} s measured per row after a warm-up`,
     '',
-    ...formatColumns(header, rows),
+    ...formatColumns(RESULT_HEADER, rows),
     '',
   ];
 
@@ -52,6 +42,23 @@ export function formatReport(measurements: readonly Measurement[], connections: 
       ...m.result.errorSamples.map((s) => `  ${s}`),
     );
   return out.join('\n');
+}
+
+/** The columns of one load run's row (resultRow). */
+export const RESULT_HEADER = ['case', 'server', 'req/s', 'p50 ms', 'p99 ms', 'CPU µs/req', 'requests', 'errors'];
+
+/** One load run as a row of RESULT_HEADER. */
+export function resultRow(caseName: string, server: string, r: LoadResult): string[] {
+  return [
+    caseName,
+    server,
+    r.requestsPerSecond.toFixed(0),
+    r.p50Ms.toFixed(2),
+    r.p99Ms.toFixed(2),
+    r.serverCpuUsPerRequest.toFixed(0),
+    String(r.requests),
+    String(r.errors),
+  ];
 }
 
 /** A header, a rule and the rows: the first two columns (names) left-aligned, the figures right-aligned. */

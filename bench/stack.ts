@@ -1,12 +1,23 @@
 import type { RequestListener } from 'node:http';
 import { readMigrations } from '../src/db/migrate.js';
 import { seedDevelopmentData } from '../src/dev/devSeed.js';
-import { githubDevProvider, reportServiceProvider, startLocalDevStack } from '../src/dev/devStack.js';
+import { createKeyring } from '../src/crypto/keyring.js';
+import { createSecretBox } from '../src/crypto/secretBox.js';
+import {
+  devUpstreamProvider,
+  githubDevProvider,
+  reportServiceProvider,
+  startLocalDevStack,
+} from '../src/dev/devStack.js';
+import type { Principal } from '../src/auth/principal.js';
+import { DEV_UPSTREAM_ID } from '../src/dev/devUpstream.js';
 import { resourceMetadataUrl } from '../src/mcp/protectedResourceRoutes.js';
 import { listenHttps, type RunningServer } from '../src/runtime/httpsServer.js';
 import type { Fetch } from '../src/shared/httpClient.js';
 import type { Logger } from '../src/shared/logger.js';
-import type { Secret } from '../src/shared/secret.js';
+import { accessTokenFor } from '../src/secrets/tokenVault.js';
+import { systemClock } from '../src/shared/clock.js';
+import { Secret } from '../src/shared/secret.js';
 import { atUrl, defaultSettings } from '../test/support/testSettings.js';
 import { createBenchBroker, type ExtraTools } from './benchBroker.js';
 import { openBenchResources, type BenchResources } from './benchResources.js';
@@ -27,6 +38,12 @@ export interface BenchStack {
    * only the Report Service, as the peer's tool set mirrors), at the same URL.
    */
   serveGithubTools(tools: ExtraTools): Promise<void>;
+  /** The development upstream MCP server's endpoint (memo, src/dev/devUpstream.ts). */
+  upstreamMcpUrl: string;
+  /** Puts a broker with the Report Service and memo as an upstream in place of the one serving, at the same URL. */
+  serveUpstream(): Promise<void>;
+  /** The user's upstream access token at memo, from the vault as the broker reads it (for the direct calls). */
+  upstreamToken(user: Principal): Promise<string | undefined>;
   close(): Promise<void>;
 }
 
@@ -54,7 +71,16 @@ export async function startBenchStack(options: {
     );
     const brokerUrl = `https://127.0.0.1:${broker.port}`;
     const mcpResourceUrl = `${brokerUrl}/mcp`;
-    const dev = await startLocalDevStack({ tls, fetch, secrets, render, logger, brokerUrl, github: true });
+    const dev = await startLocalDevStack({
+      tls,
+      fetch,
+      secrets,
+      render,
+      logger,
+      brokerUrl,
+      github: true,
+      upstream: true,
+    });
     defer(() => dev.close(0));
     const brokerPool = db.newPool();
     await seedDevelopmentData(brokerPool, dev.idp.issuer);
@@ -68,11 +94,22 @@ export async function startBenchStack(options: {
     let brokerServer = brokerFor([reportServiceProvider(dev, secrets)]);
     defer(() => brokerServer.close());
     brokerHandler = brokerServer.listener;
-    const serveGithubTools = async (tools: ExtraTools) => {
+    const serveInstead = async (providers: Record<string, unknown>[], tools: ExtraTools = []) => {
       const previous = brokerServer;
-      brokerServer = brokerFor([reportServiceProvider(dev, secrets), githubDevProvider(dev.github!)], tools);
+      brokerServer = brokerFor(providers, tools);
       brokerHandler = brokerServer.listener;
       await previous.close();
+    };
+    const serveGithubTools = (tools: ExtraTools) =>
+      serveInstead([reportServiceProvider(dev, secrets), githubDevProvider(dev.github!)], tools);
+    const serveUpstream = () => serveInstead([reportServiceProvider(dev, secrets), devUpstreamProvider(dev.upstream!)]);
+    // The vault's box as src/broker/buildBrokerDeps.ts builds it: the same keys, the same purpose.
+    const keys = secrets.secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) }));
+    const vault = {
+      pool: db.newPool(),
+      box: createSecretBox(createKeyring(keys, 'secrets')),
+      clock: systemClock,
+      providers: new Map(),
     };
 
     const peer = createPeerListener({
@@ -94,6 +131,9 @@ export async function startBenchStack(options: {
       caPem: tls.caPem,
       fetch,
       serveGithubTools,
+      upstreamMcpUrl: dev.upstream!.url,
+      serveUpstream,
+      upstreamToken: (user) => accessTokenFor(vault, user, DEV_UPSTREAM_ID),
       close,
     };
   } catch (err) {

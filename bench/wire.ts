@@ -6,10 +6,23 @@ export const CASES = ['tools/list', 'tools/call notes_list'] as const;
 export type PeerCaseName = (typeof CASES)[number];
 /** On the broker only: a TOOLS_FILE tool and the same call written with defineConnectionTool (bench/benchIssueTool.ts). */
 export const DECLARED_CASES = ['tools/call github_issue_coded', 'tools/call github_issue_declared'] as const;
-export type CaseName = PeerCaseName | (typeof DECLARED_CASES)[number];
+/**
+ * The development upstream MCP server's read-only list: proxied by the broker (memo_list, with
+ * alice's MCP token) and sent to the upstream directly (list, with her upstream token).
+ */
+export const UPSTREAM_CASES = ['tools/call memo_list', 'tools/call list'] as const;
+export type UpstreamCaseName = (typeof UPSTREAM_CASES)[number];
+export type CaseName = PeerCaseName | (typeof DECLARED_CASES)[number] | UpstreamCaseName;
 
 /** The issue the declared cases read: the first one opened in alice/demo at a fresh GitHub-like provider. */
 export const BENCH_ISSUE = { owner: 'alice', repo: 'demo', number: 1 } as const;
+
+/** The memo alice saves at the development upstream; both upstream cases list it. */
+export const BENCH_MEMO = 'bench:mcp lists this memo';
+
+function isUpstreamCase(name: CaseName): name is UpstreamCaseName {
+  return (UPSTREAM_CASES as readonly string[]).includes(name);
+}
 
 export const WORKSPACE = 'file:///work/notes/alice';
 const VERSION = '2026-07-28';
@@ -33,10 +46,8 @@ export function requestFor(name: CaseName, token: string): WireRequest {
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: META } }),
     };
   }
-  const [tool, args] =
-    name === 'tools/call notes_list'
-      ? ['notes_list', { workspaceUri: WORKSPACE }]
-      : [name.slice('tools/call '.length), BENCH_ISSUE];
+  const tool = name.slice('tools/call '.length);
+  const args = name === 'tools/call notes_list' ? { workspaceUri: WORKSPACE } : isUpstreamCase(name) ? {} : BENCH_ISSUE;
   return {
     headers: { ...headers, 'mcp-method': 'tools/call', 'mcp-name': tool },
     body: JSON.stringify({
@@ -80,6 +91,10 @@ export function problemWith(name: CaseName, status: number, contentType: string,
       : 'tools/list result without notes_list';
   }
   if (result['isError'] === true) return `tool error: ${JSON.stringify(result['content']).slice(0, 160)}`;
+  if (isUpstreamCase(name)) {
+    const text = (result['content'] as Json[] | undefined)?.[0]?.['text'];
+    return typeof text === 'string' && text.includes(BENCH_MEMO) ? undefined : `${name} returned no bench memo`;
+  }
   if (name !== 'tools/call notes_list') {
     const issue = result['structuredContent'] as Json | undefined;
     return issue?.['number'] === BENCH_ISSUE.number && typeof issue['title'] === 'string'
