@@ -68,8 +68,16 @@ export interface ConnectionCall {
   choice?: ConnectionChoice;
   /** Whether an unknown outcome may be performed again on its own (the provider dedupes by the key). */
   replayable: boolean;
-  perform(access: StoredAccess, idempotencyKey: string): Promise<BusinessOutcome>;
+  /** `direct`: performed for the host's request itself (no receipt), which may then ask the user on the way. */
+  perform(access: StoredAccess, idempotencyKey: string, direct?: DirectPerform): Promise<BusinessOutcome>;
   render(outcome: BusinessOutcome): ToolCallResult;
+}
+
+/** A connected call performed outside an accepted operation: the host request it answers. */
+export interface DirectPerform {
+  ctx: ToolContext;
+  /** 2025-11-25: asks the host on this call's stream (nested); its JSON-RPC answer, undefined when none came in time. */
+  ask?: (method: string, params: Record<string, unknown>) => Promise<Record<string, unknown> | undefined>;
 }
 
 const INPUT_KEY = 'connect';
@@ -165,7 +173,7 @@ async function runConnected(
   if (!needsApproval(deps.broker, call.tool, call.provider)) {
     // No receipt yet: a refused token is forgotten and the user asked exactly as if never
     // connected, so the host's retry after connecting does the operation, once.
-    const outcome = await performOrForget(deps.vault, access, (live) => call.perform(live, randomUUID()));
+    const outcome = await performOrForget(deps.vault, access, (live) => call.perform(live, randomUUID(), { ctx }));
     return reconnectReasonOf(outcome)
       ? askToConnect(deps, ctx, call, binding, { kind: 'not_connected', connection: access.connection })
       : namingConnection(call.render(outcome), access.connection);

@@ -12,6 +12,10 @@ import type { Clock } from '../shared/clock.js';
 // phase and a short expiry. Single use is enforced server-side by the nonce.
 
 const ISSUER = 'connect-broker';
+/** The most of an upstream MCP server's requestState the broker seals inside its own (its own stays under 8 KiB). */
+export const MAX_UPSTREAM_STATE = 4096;
+/** The most input requests one relayed answer may carry. */
+export const MAX_INPUT_KEYS = 20;
 const AUDIENCE = 'mrtr-request-state';
 
 const PayloadSchema = z.object({
@@ -30,6 +34,9 @@ const PayloadSchema = z.object({
   g: z.number().int().min(0).optional(),
   // The OAuth client the principal called through ('' when its token named none).
   ci: z.string().optional(),
+  // A relayed upstream's own requestState and the keys of the input it asked for.
+  us: z.string().max(MAX_UPSTREAM_STATE).optional(),
+  ik: z.array(z.string()).max(MAX_INPUT_KEYS).optional(),
 });
 
 export interface StateBinding {
@@ -50,6 +57,10 @@ export interface StateRefs {
   generation?: number;
   /** Overrides the codec's default lifetime (a connection may take longer than a confirmation). */
   ttlSeconds?: number;
+  /** An upstream MCP server's requestState, sealed inside this one and echoed to it on the retry. */
+  upstreamState?: string;
+  /** The keys of the input requests relayed from the upstream: the only inputResponses passed back. */
+  inputKeys?: string[];
 }
 
 export interface SealedState extends StateBinding {
@@ -58,10 +69,18 @@ export interface SealedState extends StateBinding {
   navigationId: string | undefined;
   generation: number;
   expiresAt: Date;
+  upstreamState: string | undefined;
+  inputKeys: string[];
 }
 
 export class RequestStateError extends Error {
   override name = 'RequestStateError';
+  /** Whether it is this caller's state for this call, sealed for another step of it (a tool with several kinds of state tries each). */
+  constructor(message: string, options?: ErrorOptions & { phase?: boolean }) {
+    super(message, options);
+    this.otherPhase = options?.phase === true;
+  }
+  readonly otherPhase: boolean;
 }
 
 export function argumentsDigest(values: readonly string[]): string {
@@ -99,6 +118,8 @@ export function createRequestStateCodec(deps: {
         c: candidates,
         ...(refs.navigationId ? { nv: refs.navigationId } : {}),
         g: generation,
+        ...(refs.upstreamState !== undefined && { us: refs.upstreamState }),
+        ...(refs.inputKeys !== undefined && { ik: refs.inputKeys }),
       })
         .setProtectedHeader({ alg: 'dir', enc: 'A256GCM', kid })
         .setIssuer(ISSUER)
@@ -115,6 +136,8 @@ export function createRequestStateCodec(deps: {
           navigationId: refs.navigationId,
           generation,
           expiresAt: new Date((now + ttl) * 1000),
+          upstreamState: refs.upstreamState,
+          inputKeys: refs.inputKeys ?? [],
         },
       };
     },
@@ -151,9 +174,11 @@ export function createRequestStateCodec(deps: {
         payload.ps === expected.principal.sub &&
         payload.m === expected.method &&
         payload.t === expected.tool &&
-        payload.ph === expected.phase &&
         (payload.ci ?? '') === (expected.clientId ?? '');
-      if (!matches) throw new RequestStateError('requestState belongs to another caller or another operation');
+      if (!matches || payload.ph !== expected.phase)
+        throw new RequestStateError('requestState belongs to another caller or another operation', {
+          phase: matches && payload.d === expected.digest,
+        });
       if (payload.d !== expected.digest)
         throw new RequestStateError('requestState was issued for different arguments; call the tool again without it');
       return {
@@ -163,6 +188,8 @@ export function createRequestStateCodec(deps: {
         navigationId: payload.nv,
         generation: payload.g ?? 0,
         expiresAt: new Date(payload.exp * 1000),
+        upstreamState: payload.us,
+        inputKeys: payload.ik ?? [],
       };
     },
   };

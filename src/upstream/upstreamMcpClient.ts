@@ -43,7 +43,16 @@ export type UpstreamCallAnswer =
   | { kind: 'result'; result: Record<string, unknown> }
   | { kind: 'error'; code: number; message: string }
   /** The upstream asks for the user's input before it acts (MCP 2026-07-28, input_required): nothing done yet. */
-  | { kind: 'input_required'; inputRequests: Record<string, unknown> };
+  | { kind: 'input_required'; inputRequests: Record<string, unknown>; requestState: string | undefined };
+
+/** What one tools/call carries beyond its arguments. */
+export interface UpstreamCallOptions {
+  /** The elicitation modes to declare (the host's, for this call); declared to 2026-07-28 upstreams only. */
+  elicitation?: { form: boolean; url: boolean };
+  /** The retry of an input_required answer: the user's answers, keyed as the upstream named them, and its requestState. */
+  inputResponses?: Record<string, unknown>;
+  requestState?: string;
+}
 
 /** The upstream could not be asked (refused the connection, no such host, its certificate): nothing was done there. */
 export class UpstreamUnreachableError extends UnavailableError {
@@ -57,6 +66,8 @@ export const MAX_UPSTREAM_ANSWER_BYTES = 2 * 1024 * 1024;
 
 // Socket errors that happen before a request leaves: the upstream never saw it.
 const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+type Elicitation = { form?: Record<string, never>; url?: Record<string, never> };
 
 interface Session {
   client: Client;
@@ -91,7 +102,7 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
   const eras = new Map<string, ProtocolEra>();
   const sessions = new Map<string, Session>();
 
-  function open(url: string, token: string, era: ProtocolEra | undefined): Session {
+  function open(url: string, token: string, era: ProtocolEra | undefined, elicitation?: Elicitation): Session {
     const wire: Wire = { failure: undefined, status: undefined, sent: false };
     const bounded = strictFetch(deps.fetch, { maxBytes: MAX_UPSTREAM_ANSWER_BYTES });
     const fetch: FetchLike = async (input, init) => {
@@ -114,13 +125,19 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
       // Unknown yet: server/discover first, then initialize if the upstream is a 2025-11-25 one.
       versionNegotiation: { mode: era === 'legacy' ? 'legacy' : era === 'modern' ? { pin: MODERN_VERSION } : 'auto' },
       ...(era === 'legacy' && { supportedProtocolVersions: [LEGACY_VERSION] }),
-      capabilities: {},
+      // A 2025-11-25 session would bring server-to-client requests, which the broker does not relay: nothing declared there.
+      capabilities: era === 'modern' && elicitation ? { elicitation } : {},
       inputRequired: { autoFulfill: false },
     });
     return { client, transport: new StreamableHTTPClientTransport(new URL(url), { fetch }), wire, usedAt: Date.now() };
   }
 
-  async function withClient<T>(url: string, token: string, run: (client: Client, wire: Wire) => Promise<T>) {
+  async function withClient<T>(
+    url: string,
+    token: string,
+    run: (client: Client, wire: Wire) => Promise<T>,
+    elicitation?: Elicitation,
+  ) {
     const key = `${url}\n${createHash('sha256').update(token).digest('base64url')}`;
     const kept = sessions.get(key);
     if (kept) {
@@ -134,7 +151,7 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
         await kept.client.close().catch(() => undefined);
       }
     }
-    const fresh = open(url, token, eras.get(url));
+    const fresh = open(url, token, eras.get(url), elicitation);
     try {
       await fresh.client.connect(fresh.transport, { timeout: sdkTimeout });
     } catch (err) {
@@ -216,40 +233,57 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
       name: string,
       args: Record<string, unknown>,
       definition: UpstreamTool,
+      options: UpstreamCallOptions = {},
     ): Promise<UpstreamCallAnswer> {
+      const modes = options.elicitation;
+      const elicitation =
+        modes && (modes.form || modes.url)
+          ? { ...(modes.form && { form: {} }), ...(modes.url && { url: {} }) }
+          : undefined;
       let wireSeen: Wire | undefined;
       try {
-        return await withClient(url, token, async (client, wire) => {
-          wireSeen = wire;
-          // The call's own wire state: connecting sent nothing that does anything.
-          wire.sent = false;
-          wire.failure = undefined;
-          wire.status = undefined;
-          try {
-            const result = await client.callTool(
-              { name, arguments: args },
-              { timeout: sdkTimeout, toolDefinition: definition as never, allowInputRequired: true },
-            );
-            const answer = result as Record<string, unknown>;
-            if (answer['resultType'] === 'input_required' || 'inputRequests' in answer || 'requestState' in answer)
-              return {
-                kind: 'input_required',
-                inputRequests: (answer['inputRequests'] ?? {}) as Record<string, unknown>,
-              };
-            return { kind: 'result', result: answer };
-          } catch (err) {
-            // A JSON-RPC error is the upstream's answer (on 200 or a 4xx of its own): it did not run the tool.
-            // (Not a 404: that is a 2025-11-25 session the upstream ended, answered by initialising again.)
-            if (
-              err instanceof ProtocolError &&
-              wire.failure === undefined &&
-              wire.status !== 401 &&
-              wire.status !== 404
-            )
-              return { kind: 'error', code: err.code, message: err.message };
-            throw err;
-          }
-        });
+        return await withClient(
+          url,
+          token,
+          async (client, wire) => {
+            wireSeen = wire;
+            // The call's own wire state: connecting sent nothing that does anything.
+            wire.sent = false;
+            wire.failure = undefined;
+            wire.status = undefined;
+            try {
+              const result = await client.callTool(
+                {
+                  name,
+                  arguments: args,
+                  ...(options.inputResponses !== undefined && { inputResponses: options.inputResponses }),
+                  ...(options.requestState !== undefined && { requestState: options.requestState }),
+                },
+                { timeout: sdkTimeout, toolDefinition: definition as never, allowInputRequired: true },
+              );
+              const answer = result as Record<string, unknown>;
+              if (answer['resultType'] === 'input_required' || 'inputRequests' in answer || 'requestState' in answer)
+                return {
+                  kind: 'input_required',
+                  inputRequests: (answer['inputRequests'] ?? {}) as Record<string, unknown>,
+                  requestState: typeof answer['requestState'] === 'string' ? answer['requestState'] : undefined,
+                };
+              return { kind: 'result', result: answer };
+            } catch (err) {
+              // A JSON-RPC error is the upstream's answer (on 200 or a 4xx of its own): it did not run the tool.
+              // (Not a 404: that is a 2025-11-25 session the upstream ended, answered by initialising again.)
+              if (
+                err instanceof ProtocolError &&
+                wire.failure === undefined &&
+                wire.status !== 401 &&
+                wire.status !== 404
+              )
+                return { kind: 'error', code: err.code, message: err.message };
+              throw err;
+            }
+          },
+          elicitation,
+        );
       } catch (err) {
         if (err instanceof UpstreamUnauthorizedError) throw err;
         const wire = wireSeen;

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import type { BusinessOutcome } from '../broker/acceptOriginalOperation.js';
@@ -8,7 +8,15 @@ import { runConnectionTool } from '../mcp/connectionTool.js';
 import type { ConnectionTool } from '../mcp/defineConnectionTool.js';
 import { defineTool, errorResult, parseArguments } from '../mcp/defineTool.js';
 import type { ToolCallResult } from '../mcp/protocol.js';
-import { argumentsDigest } from '../mcp/requestState.js';
+import { argumentsDigest, RequestStateError, type SealedState, type StateBinding } from '../mcp/requestState.js';
+import type { DirectPerform } from '../mcp/connectionTool.js';
+import type { ToolContext } from '../mcp/defineTool.js';
+import { ElicitResultSchema } from '../mcp/elicitationForms.js';
+import { elicitationModes } from '../mcp/protocol.js';
+import { invalidParams } from '../mcp/toMcp.js';
+import { ForbiddenError, InvalidInputError } from '../errors/appError.js';
+import { shippedProtectedDomains, type ProtectedDomains } from '../security/protectedDomains.js';
+import { judgeInputRequests, type RelayedInput } from './upstreamInput.js';
 import type { McpToolDeps } from '../mcp/toolDeps.js';
 import type { DynamicTools, ListHints, ToolListing } from '../mcp/toolRegistry.js';
 import { combineHints } from '../mcp/toolRegistry.js';
@@ -20,7 +28,9 @@ import { UpstreamUnreachableError } from './upstreamMcpClient.js';
 import type { Logger } from '../shared/logger.js';
 import { findSnapshot } from './snapshotsRepo.js';
 import { accessTokenFor, type TokenVaultDeps } from '../secrets/tokenVault.js';
-import type { UpstreamMcp, UpstreamTool, UpstreamToolList } from './upstreamMcpClient.js';
+import type { UpstreamCallAnswer, UpstreamMcp, UpstreamTool, UpstreamToolList } from './upstreamMcpClient.js';
+
+type UpstreamInputAnswer = Extract<UpstreamCallAnswer, { kind: 'input_required' }>;
 
 export interface UpstreamToolsDeps {
   /** The upstream MCP providers (kind mcp), as configured. */
@@ -34,6 +44,19 @@ export interface UpstreamToolsDeps {
   observe?: (upstream: string, method: 'tools/call' | 'tools/list', outcome: UpstreamOutcome) => void;
   /** How long a user's list is kept when the upstream gives no ttlMs (and the most it is kept). */
   listTtlMs?: number;
+  /** The domains a relayed link's lookalikes are judged against (the shipped list and the configured providers'). */
+  protectedDomains?: ProtectedDomains;
+}
+
+/** The phase a relayed upstream input_required's requestState is sealed for. */
+export const UPSTREAM_INPUT_PHASE = 'upstream_input';
+// A 2025-11-25 host is asked on the call's stream: at most this many rounds of questions for one call.
+const MAX_NESTED_ROUNDS = 5;
+
+/** The host's retry of a relayed input_required: what goes back to the upstream. */
+interface Resume {
+  inputResponses: Record<string, unknown>;
+  requestState: string | undefined;
 }
 
 // MCP 2026-07-28 tool names are 1-128 of [A-Za-z0-9_.-]; the broker's are at most 64 of [a-z0-9_-].
@@ -211,34 +234,62 @@ export function createUpstreamTools(deps: UpstreamToolsDeps): DynamicTools<McpTo
     }
   }
 
-  function connectionCall(provider: Provider, name: string, args: Record<string, unknown>): ConnectionCall {
+  function connectionCall(
+    provider: Provider,
+    name: string,
+    args: Record<string, unknown>,
+    toolDeps: McpToolDeps,
+    resume?: Resume,
+  ): ConnectionCall {
     const displayName = provider.displayName;
+    const requestDigest = argumentsDigest([name, canonicalJson(args)]);
+    const relay = (direct: DirectPerform, answer: UpstreamInputAnswer) =>
+      relayInput(toolDeps, direct, { provider, name, requestDigest }, answer);
     return {
       tool: name,
       provider: provider.id,
       // The upstream decides what its token may do; any connection to it will do.
       scopes: [],
       purpose: `use ${name} on ${displayName}`,
-      requestDigest: argumentsDigest([name, canonicalJson(args)]),
+      requestDigest,
       arguments: args,
       // MCP has no idempotency key: an unknown outcome waits for an operator.
       replayable: false,
-      async perform({ token }): Promise<BusinessOutcome> {
+      async perform({ token }, _key, direct): Promise<BusinessOutcome> {
         const served = (await listFor(provider, token)).served.get(name);
         if (!served)
           return {
             status: 'failed',
             outcome: { error: 'unknown_tool', message: `${displayName} has no tool ${name} for you.` },
           };
-        const answer = await counted(provider, 'tools/call', () =>
-          deps.mcp.callTool(provider.upstream!.url, token, served.upstream.name, args, served.upstream),
-        );
+        // Only the host's own request may be asked more (an accepted operation's receipt records a final outcome),
+        // and the upstream is offered no more than the host declared.
+        const elicitation = direct ? elicitationModes(direct.ctx.capabilities) : undefined;
+        let round: Resume | undefined = resume;
+        let answer: UpstreamCallAnswer;
+        for (let rounds = 0; ; rounds++) {
+          answer = await counted(provider, 'tools/call', () =>
+            deps.mcp.callTool(provider.upstream!.url, token, served.upstream.name, args, served.upstream, {
+              ...(elicitation && { elicitation }),
+              ...(round && { inputResponses: round.inputResponses }),
+              ...(round?.requestState !== undefined && { requestState: round.requestState }),
+            }),
+          );
+          if (answer.kind !== 'input_required' || !direct) break;
+          const relayed = await relay(direct, answer);
+          if (relayed.kind !== 'asked') return relayed.outcome;
+          if (rounds + 1 >= MAX_NESTED_ROUNDS)
+            return failed(
+              `${displayName} asked for input more than ${MAX_NESTED_ROUNDS} times for ${name}; nothing more was sent.`,
+            );
+          round = relayed.resume;
+        }
         if (answer.kind === 'input_required')
           return {
             status: 'failed',
             outcome: {
               error: 'input_required',
-              message: `${displayName} asked for more input before doing ${name} (${Object.keys(answer.inputRequests).length} request(s)), which the broker does not relay from upstream MCP servers yet: nothing was done.`,
+              message: `${displayName} asked for more input before doing ${name} (${Object.keys(answer.inputRequests).length} request(s)) after the operation was accepted, when nobody can be asked any more: nothing was done. Call the tool again as a new call; its questions are then relayed to you.`,
             },
           };
         if (answer.kind === 'error')
@@ -259,21 +310,129 @@ export function createUpstreamTools(deps: UpstreamToolsDeps): DynamicTools<McpTo
     };
   }
 
+  /**
+   * The host's side of one relayed input_required: on 2026-07-28, the broker's own input_required with
+   * the upstream's requestState sealed in the broker's; on 2025-11-25, each request asked on the
+   * call's stream and the answers collected for the upstream. Judged first (upstreamInput.ts).
+   */
+  async function relayInput(
+    toolDeps: McpToolDeps,
+    direct: DirectPerform,
+    call: { provider: Provider; name: string; requestDigest: string },
+    answer: UpstreamInputAnswer,
+  ): Promise<{ kind: 'done'; outcome: BusinessOutcome } | { kind: 'asked'; resume: Resume }> {
+    const { ctx } = direct;
+    const broker = toolDeps.connection.broker;
+    let judged: RelayedInput[];
+    try {
+      judged = await judgeInputRequests(
+        {
+          forms: toolDeps.forms,
+          asker: {
+            tool: call.name,
+            origin: 'upstream',
+            actor: `mcp:${ctx.principal.sub}`,
+            requestId: ctx.requestId,
+            logger: deps.logger,
+          },
+          modes: elicitationModes(ctx.capabilities),
+          allowLoopback: broker.allowLoopback,
+          protectedDomains: deps.protectedDomains ?? shippedProtectedDomains(),
+          displayName: call.provider.displayName,
+        },
+        answer.inputRequests,
+        answer.requestState,
+      );
+    } catch (err) {
+      if (!(err instanceof ForbiddenError)) throw err;
+      return { kind: 'done', outcome: { status: 'failed', outcome: { error: 'input_refused', message: err.message } } };
+    }
+    if (direct.ask) {
+      const inputResponses: Record<string, unknown> = {};
+      for (const input of judged) {
+        const params = input.mode === 'url' ? { ...input.params, elicitationId: randomUUID() } : input.params;
+        const reply = ElicitResultSchema.safeParse((await direct.ask('elicitation/create', params))?.['result']);
+        if (!reply.success)
+          return {
+            kind: 'done',
+            outcome: failed(
+              `${call.provider.displayName}'s question for ${call.name} was not answered; nothing was done.`,
+            ),
+          };
+        inputResponses[input.key] = reply.data;
+      }
+      return { kind: 'asked', resume: { inputResponses, requestState: answer.requestState } };
+    }
+    const { token } = await toolDeps.connection.requestState.seal(relayBinding(ctx, call.name, call.requestDigest), {
+      ...(answer.requestState !== undefined && { upstreamState: answer.requestState }),
+      inputKeys: judged.map((i) => i.key),
+    });
+    const relayed: ToolCallResult = {
+      resultType: 'input_required',
+      ...(judged.length > 0 && {
+        inputRequests: Object.fromEntries(
+          judged.map((i) => [i.key, { method: 'elicitation/create', params: i.params }]),
+        ),
+      }),
+      requestState: token,
+    } as ToolCallResult;
+    return { kind: 'done', outcome: { status: 'failed', outcome: { error: 'input_required', relayed } } };
+  }
+
+  /** The host's retry of a relayed input_required (its requestState sealed for UPSTREAM_INPUT_PHASE), else undefined. */
+  async function resumeOf(
+    toolDeps: McpToolDeps,
+    ctx: ToolContext,
+    name: string,
+    digest: string,
+  ): Promise<Resume | undefined> {
+    if (ctx.requestState === undefined) return undefined;
+    let state: SealedState;
+    try {
+      state = await toolDeps.connection.requestState.open(ctx.requestState, relayBinding(ctx, name, digest));
+    } catch (err) {
+      // Another step of this call (its connect flow, an account choice): runConnectionTool's.
+      if (err instanceof RequestStateError && err.otherPhase) return undefined;
+      if (err instanceof RequestStateError) throw invalidParams(err.message, { cause: err });
+      throw err;
+    }
+    const inputResponses: Record<string, unknown> = {};
+    for (const key of state.inputKeys) {
+      const raw = ctx.inputResponses?.[key];
+      if (raw === undefined) continue;
+      const reply = ElicitResultSchema.safeParse(raw);
+      if (!reply.success)
+        throw new InvalidInputError(`inputResponses.${key} is not an elicitation result ({action}). Nothing was done.`);
+      inputResponses[key] = reply.data;
+    }
+    return { inputResponses, requestState: state.upstreamState };
+  }
+
   function find(name: string): ConnectionTool | undefined {
     if (!TOOL_NAME.test(name)) return undefined;
     const provider = byPrefix.get(name.slice(0, name.indexOf('_')));
     if (!provider) return undefined;
-    const build = (rawArgs: unknown) =>
-      connectionCall(provider, name, parseArguments(name, ArgumentsSchema, rawArgs) as Record<string, unknown>);
+    const build = (rawArgs: unknown, toolDeps: McpToolDeps) =>
+      connectionCall(
+        provider,
+        name,
+        parseArguments(name, ArgumentsSchema, rawArgs) as Record<string, unknown>,
+        toolDeps,
+      );
     const tool = defineTool({
       name,
       title: name,
       description: `A tool of ${provider.displayName}.`,
       inputSchema: ArgumentsSchema,
-      handler: (input, ctx, toolDeps: McpToolDeps) =>
-        runConnectionTool(toolDeps.connection, ctx, connectionCall(provider, name, input)),
+      handler: async (input, ctx, toolDeps: McpToolDeps) => {
+        const args = input as Record<string, unknown>;
+        const resume = await resumeOf(toolDeps, ctx, name, argumentsDigest([name, canonicalJson(args)]));
+        // A relayed answer goes back to the upstream on a connected call, as the first one went.
+        const asked = resume ? { ...ctx, requestState: undefined, inputResponses: undefined } : ctx;
+        return runConnectionTool(toolDeps.connection, asked, connectionCall(provider, name, args, toolDeps, resume));
+      },
     });
-    return { ...tool, provider: provider.id, scopes: [], connectionCall: (rawArgs) => build(rawArgs) };
+    return { ...tool, provider: provider.id, scopes: [], connectionCall: build };
   }
 
   return {
@@ -287,8 +446,24 @@ export function createUpstreamTools(deps: UpstreamToolsDeps): DynamicTools<McpTo
   };
 }
 
+const failed = (message: string): BusinessOutcome => ({
+  status: 'failed',
+  outcome: { error: 'input_required', message },
+});
+
+const relayBinding = (ctx: ToolContext, tool: string, digest: string): StateBinding => ({
+  principal: ctx.principal,
+  clientId: ctx.clientId,
+  method: 'tools/call',
+  tool,
+  digest,
+  phase: UPSTREAM_INPUT_PHASE,
+});
+
 /** The upstream's result as the host gets it; the broker's own words for what went wrong before it. */
 function renderOutcome(outcome: Record<string, unknown>): ToolCallResult {
+  const relayed = outcome['relayed'];
+  if (typeof relayed === 'object' && relayed !== null) return relayed as ToolCallResult;
   const result = outcome['result'];
   if (typeof result === 'object' && result !== null)
     return { ...(result as object), resultType: 'complete' } as ToolCallResult;

@@ -40,6 +40,23 @@ describe('requestState', () => {
     await expect(codec().open(ofNone.token, ofClient)).rejects.toThrow(/another caller/);
   });
 
+  it("seals an upstream's requestState and input keys inside, and says when a state is only for another step of the call", async () => {
+    const relayed = { ...binding, phase: 'upstream_input' };
+    const { token } = await codec().seal(relayed, { upstreamState: 'upstream-state-canary', inputKeys: ['color'] });
+    expect(Buffer.from(token.split('.')[3] ?? '', 'base64url').toString()).not.toContain('canary');
+    await expect(codec().open(token, relayed)).resolves.toMatchObject({
+      upstreamState: 'upstream-state-canary',
+      inputKeys: ['color'],
+    });
+    await expect(codec().open(token, binding)).rejects.toMatchObject({ otherPhase: true });
+    // Another principal's, or other arguments': not merely another step.
+    const bob = { ...binding, principal: { iss: 'https://idp.test', sub: 'bob' } };
+    await expect(codec().open(token, bob)).rejects.toMatchObject({ otherPhase: false });
+    await expect(codec().open(token, { ...binding, digest: argumentsDigest(['other']) })).rejects.toMatchObject({
+      otherPhase: false,
+    });
+  });
+
   it('rejects a tampered state', async () => {
     const { token } = await codec().seal(binding, { candidates: ['note_aaaaaaaaaaaa'] });
     const parts = token.split('.');

@@ -10,6 +10,9 @@ import {
   type NodeIncomingMessageLike,
 } from '@modelcontextprotocol/node';
 import {
+  acceptedContent,
+  inputResponse,
+  type ServerContext,
   bearerAuthChallengeResponse,
   createMcpHandler,
   inputRequired,
@@ -76,6 +79,8 @@ export interface UpstreamMcp {
   initializes: string[];
   /** 2025-11-25: the live sessions, by Mcp-Session-Id (clear it to end them all: the next request gets 404). */
   sessions: Map<string, NodeStreamableHTTPServerTransport>;
+  /** Each retry that brought answers to one of its questions (input_required): the tool, the answers, the requestState echoed. */
+  answers: { tool: string; inputResponses: Record<string, unknown>; requestState: unknown }[];
   /** Stops the MCP server's listener only (its authorization server stays): connections are refused. */
   stopMcp(): Promise<void>;
   close(): Promise<void>;
@@ -101,6 +106,8 @@ export async function startUpstreamMcp(options: {
   issuerPath?: string;
   /** 2025-11-25: initialize and sessions (Mcp-Session-Id, 404 for one it does not know) instead of stateless 2026-07-28. */
   era?: '2026-07-28' | '2025-11-25';
+  /** Also serves ask_secret (a form asking for a password) and open_link (a URL elicitation of its `url` argument). */
+  eliciting?: boolean;
 }): Promise<UpstreamMcp> {
   const mcpServer = await listenHttps(options.tls);
   const authServer = await listenHttps(options.tls);
@@ -123,6 +130,7 @@ export async function startUpstreamMcp(options: {
     initializes: [] as string[],
     created: [] as string[],
     sessions: new Map<string, NodeStreamableHTTPServerTransport>(),
+    answers: [] as UpstreamMcp['answers'],
   };
 
   const base = buildProviderConfig({
@@ -204,6 +212,7 @@ export async function startUpstreamMcp(options: {
       jwks: toPublicJwks(keys),
       metadata: options.metadata,
       era: options.era ?? '2026-07-28',
+      eliciting: options.eliciting ?? false,
       seen,
     }),
   );
@@ -234,9 +243,10 @@ function mcpListener(options: {
   jwks: ReturnType<typeof toPublicJwks>;
   metadata: MetadataPlacement;
   era: '2026-07-28' | '2025-11-25';
+  eliciting: boolean;
   seen: Pick<
     UpstreamMcp,
-    'requests' | 'accepted' | 'bearers' | 'calls' | 'behaviour' | 'initializes' | 'sessions' | 'created'
+    'requests' | 'accepted' | 'bearers' | 'calls' | 'behaviour' | 'initializes' | 'sessions' | 'created' | 'answers'
   >;
 }): (req: IncomingMessage, res: ServerResponse) => void {
   const origin = new URL(options.url).origin;
@@ -309,12 +319,22 @@ function mcpListener(options: {
       { description: 'Always answers a tool error.', inputSchema: z.strictObject({}) },
       () => ({ isError: true, content: [{ type: 'text', text: 'The notebook is read-only.' }] }),
     );
-    // Asks for a form before it acts (MCP 2026-07-28, input_required), which the broker does not relay yet.
+    // Asks for a form before it acts (MCP 2026-07-28, input_required), with a requestState of its own;
+    // the retry that brings the answer (and that state back) gets it.
+    const answered = (tool: string, ctx: ServerContext) => {
+      const responses = ctx.mcpReq.inputResponses;
+      if (responses === undefined) return undefined;
+      options.seen.answers.push({ tool, inputResponses: responses, requestState: ctx.mcpReq.requestState() });
+      return responses;
+    };
     server.registerTool(
       'ask_color',
       { description: 'Asks which colour, then answers it.', inputSchema: z.strictObject({}) },
-      () =>
-        inputRequired({
+      (_args, ctx) => {
+        const color = acceptedContent<{ color?: unknown }>(answered('ask_color', ctx), 'color')?.color;
+        if (typeof color === 'string' && ctx.mcpReq.requestState() === 'asked-color')
+          return { content: [{ type: 'text', text: `Colour: ${color}` }] };
+        return inputRequired({
           inputRequests: {
             color: {
               method: 'elicitation/create',
@@ -325,8 +345,44 @@ function mcpListener(options: {
               },
             },
           },
-        }),
+          requestState: 'asked-color',
+        });
+      },
     );
+    if (options.eliciting) {
+      server.registerTool(
+        'ask_secret',
+        { description: 'Asks for a password in a form.', inputSchema: z.strictObject({}) },
+        (_args, ctx) =>
+          answered('ask_secret', ctx)
+            ? { content: [{ type: 'text', text: 'Got the password.' }] }
+            : inputRequired({
+                inputRequests: {
+                  login: {
+                    method: 'elicitation/create',
+                    params: {
+                      mode: 'form',
+                      message: 'Sign in again',
+                      requestedSchema: {
+                        type: 'object',
+                        properties: { password: { type: 'string', title: 'Password' } },
+                      },
+                    },
+                  },
+                },
+              }),
+      );
+      server.registerTool(
+        'open_link',
+        { description: 'Asks the user to open a link.', inputSchema: z.strictObject({ url: z.string() }) },
+        ({ url }, ctx) =>
+          inputResponse(answered('open_link', ctx), 'visit').kind === 'elicit'
+            ? { content: [{ type: 'text', text: 'Opened.' }] }
+            : inputRequired({
+                inputRequests: { visit: inputRequired.elicitUrl({ message: 'Finish at our site', url }) },
+              }),
+      );
+    }
     // A tool only alice has: a list that differs per user, which the broker must keep apart.
     if (sub === 'up-alice')
       server.registerTool(

@@ -152,12 +152,32 @@ describe('upstream MCP tools on /mcp', () => {
       isError: true,
       content: [{ type: 'text', text: 'The notebook is read-only.' }],
     });
-    // A tool that needs to ask the user first: the broker declares no elicitation to upstreams (it does
-    // not relay their forms yet), so the upstream refuses (-32021), which is relayed as a tool error.
+    // A tool that needs to ask the user first: the host declared forms, so the broker did too, and the
+    // upstream's form comes back as the broker's own input_required; the retry's answer goes upstream.
     const asked = await callTool(stack, tokens.alice, 'up_ask_color', {});
-    expect(resultOf(asked).isError).toBe(true);
-    expect(textOf(asked)).toContain('Up Notes answered up_ask_color with an error');
-    expect(textOf(asked)).toContain('capabilit');
+    const relayed = asked.json.result as {
+      resultType: string;
+      inputRequests: Record<string, unknown>;
+      requestState: string;
+    };
+    expect(relayed.resultType).toBe('input_required');
+    expect(Object.keys(relayed.inputRequests)).toEqual(['color']);
+    const answered = await callTool(
+      stack,
+      tokens.alice,
+      'up_ask_color',
+      {},
+      {
+        requestState: relayed.requestState,
+        inputResponses: { color: { action: 'accept', content: { color: 'red' } } },
+      },
+    );
+    expect(textOf(answered)).toBe('Colour: red');
+    // A host that declares no elicitation: none is declared upstream, which refuses (-32021), relayed as a tool error.
+    const refused = await callTool(stack, tokens.alice, 'up_ask_color', {}, {}, {});
+    expect(resultOf(refused).isError).toBe(true);
+    expect(textOf(refused)).toContain('Up Notes answered up_ask_color with an error');
+    expect(textOf(refused)).toContain('capabilit');
   });
 
   it('two instances racing one accepted call send it once', async () => {

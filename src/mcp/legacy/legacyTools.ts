@@ -171,7 +171,10 @@ async function connectionCall(
     }
     // A refused token is forgotten and the user is asked below, exactly as if never connected.
     const outcome = await performOrForget(connection.vault, access, (live) =>
-      call.perform(live, randomBytes(16).toString('hex')),
+      call.perform(live, randomBytes(16).toString('hex'), {
+        ctx,
+        ask: (method, params) => channel.ask(method, params, deps.waitMs),
+      }),
     );
     if (!reconnectReasonOf(outcome)) return namingConnection(call.render(outcome), access.connection);
     access = { kind: 'not_connected', connection: access.connection };
