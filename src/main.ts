@@ -57,7 +57,10 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
   closers.push({ name: 'run lock', close: lock.release });
 
   const tls = dev ? await loadOrCreateLocalTls(join(config.dataDir, 'tls')) : await readTls(config);
-  const fetch = createFetch({ extraCaPems: tls.caPem ? [tls.caPem] : [] });
+  const extraCaPems = tls.caPem ? [tls.caPem] : [];
+  const fetch = createFetch({ extraCaPems, timeoutMs: config.broker.providerTimeoutMs });
+  // Its own deadline: an upstream MCP server's tool may take longer (or shorter) than a provider's API.
+  const upstreamFetch = createFetch({ extraCaPems, timeoutMs: config.broker.upstreamTimeoutMs });
   const render = createRender({ cache: !dev });
 
   let databaseUrl = config.db.url;
@@ -161,6 +164,7 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     migrations: await readMigrations(),
     issuer,
     fetch,
+    upstreamFetch,
     secretKeys,
     version: packageVersion(),
     providers,

@@ -28,8 +28,6 @@ import { createUpstreamTools, prefixCollisions } from './upstream/upstreamTools.
 import type { McpToolDeps } from './mcp/toolDeps.js';
 import { toolScopeProblems, ToolModuleError } from './mcp/tools/toolModules.js';
 import type { Provider } from './providers/providerConfig.js';
-import { providerHosts } from './providers/providerHosts.js';
-import { protectedDomainsWith } from './security/protectedDomains.js';
 import type { Fetch } from './shared/httpClient.js';
 import type { Secret } from './shared/secret.js';
 
@@ -49,7 +47,10 @@ export interface ServerDeps extends Omit<
   'settings' | 'logins' | 'broker' | 'formActionOrigins' | 'metrics' | 'ops'
 > {
   settings: ServerSettings;
+  /** Every request to providers, identity providers and the webhook receiver (PROVIDER_TIMEOUT_MS its deadline). */
   fetch: Fetch;
+  /** Requests to upstream MCP servers, with UPSTREAM_TIMEOUT_MS as their deadline (default: `fetch`). */
+  upstreamFetch?: Fetch;
   secretKeys: readonly { kid: string; key: Secret }[];
   version: string;
   providers: readonly Provider[];
@@ -131,7 +132,7 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
       : createUpstreamTools({
           upstreams,
           mcp: createUpstreamMcp({
-            fetch: deps.fetch,
+            fetch: deps.upstreamFetch ?? deps.fetch,
             timeoutMs: deps.settings.broker.upstreamTimeoutMs,
             clientInfo: { name: 'connect-broker', version: deps.version },
           }),
@@ -139,7 +140,6 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
           pool: deps.pool,
           logger: deps.logger,
           observe: metrics.upstreamCall,
-          protectedDomains: protectedDomainsWith(providerHosts(deps.providers)),
         }),
   );
   const redrive: RedriveDeps = {

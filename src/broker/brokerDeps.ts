@@ -9,11 +9,12 @@ import type { WaitGate } from './quotas.js';
 
 /**
  * The broker slice of the configuration (config/config.ts) as the use cases read it, less what only
- * main.ts reads (the providers file) and the sweeper (its interval): a new setting there reaches them.
+ * main.ts reads (the providers file, the deadlines its fetches are built with) and the sweeper (its
+ * interval): a new setting there reaches them.
  */
 export type BrokerSettings = Omit<
   Config['broker'],
-  'providersFile' | 'providerSecret' | 'sweepIntervalMs' | 'upstreamTimeoutMs'
+  'providersFile' | 'providerSecret' | 'sweepIntervalMs' | 'upstreamTimeoutMs' | 'providerTimeoutMs'
 >;
 
 /** What the connection broker's use cases need; built once in server.ts. */

@@ -46,6 +46,7 @@ export function buildBrokerDeps(build: BrokerBuild): BrokerDeps {
     providerSecret: _secret,
     sweepIntervalMs: _sweep,
     upstreamTimeoutMs: _upstream,
+    providerTimeoutMs: _provider,
     ...settings
   } = build.settings.broker;
   const box = createSecretBox(createKeyring(build.secretKeys, 'secrets'));

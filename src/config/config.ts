@@ -83,6 +83,7 @@ const envSchema = z
       .default(900),
     RETRY_WAIT_MS: z.coerce.number().int().min(0).max(60_000).default(10_000),
     SWEEP_INTERVAL_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
+    PROVIDER_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
     UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
     LEGACY_URL_ELICITATION: z.enum(['nested', 'error']).default('nested'),
     LEGACY_WAIT_MS: z.coerce
@@ -290,6 +291,11 @@ export interface Config {
     /** How long a retry waits for a pending connection before answering input_required again. */
     retryWaitMs: number;
     sweepIntervalMs: number;
+    /**
+     * PROVIDER_TIMEOUT_MS: each request to a provider or an identity provider (discovery, a token
+     * endpoint, an API call, a revocation) and to the webhook receiver, its whole answer included.
+     */
+    providerTimeoutMs: number;
     /** UPSTREAM_TIMEOUT_MS: each request to an upstream MCP server (a proxied call, a tools/list), its whole answer included. */
     upstreamTimeoutMs: number;
   };
@@ -374,6 +380,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       navigationTtlSeconds: e.NAVIGATION_TTL_SECONDS,
       retryWaitMs: e.RETRY_WAIT_MS,
       sweepIntervalMs: e.SWEEP_INTERVAL_MS,
+      providerTimeoutMs: e.PROVIDER_TIMEOUT_MS,
       upstreamTimeoutMs: e.UPSTREAM_TIMEOUT_MS,
     },
     legacy: {

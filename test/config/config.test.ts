@@ -272,6 +272,14 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('bounds each request to a provider and to an upstream MCP server apart, 10 s each by default', () => {
+    const defaults = loadConfig({ NODE_ENV: 'development' });
+    expect([defaults.broker.providerTimeoutMs, defaults.broker.upstreamTimeoutMs]).toEqual([10_000, 10_000]);
+    const set = loadConfig({ NODE_ENV: 'development', PROVIDER_TIMEOUT_MS: '2500', UPSTREAM_TIMEOUT_MS: '60000' });
+    expect([set.broker.providerTimeoutMs, set.broker.upstreamTimeoutMs]).toEqual([2_500, 60_000]);
+    expect(problemsOf({ PROVIDER_TIMEOUT_MS: '50' }).map((p) => p.split(':')[0])).toEqual(['PROVIDER_TIMEOUT_MS']);
+  });
+
   it('never shows secrets when the config is printed', () => {
     const config = loadConfig(production);
     const printed = JSON.stringify(config) + String(config.oidc.clientSecret);
