@@ -28,6 +28,8 @@ import { createUpstreamTools, prefixCollisions } from './upstream/upstreamTools.
 import type { McpToolDeps } from './mcp/toolDeps.js';
 import { toolScopeProblems, ToolModuleError } from './mcp/tools/toolModules.js';
 import type { Provider } from './providers/providerConfig.js';
+import { providerHosts } from './providers/providerHosts.js';
+import { protectedDomainsWith } from './security/protectedDomains.js';
 import type { Fetch } from './shared/httpClient.js';
 import type { Secret } from './shared/secret.js';
 
@@ -140,6 +142,7 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
           pool: deps.pool,
           logger: deps.logger,
           observe: metrics.upstreamCall,
+          protectedDomains: protectedDomainsWith(providerHosts(deps.providers)),
         }),
   );
   const redrive: RedriveDeps = {
