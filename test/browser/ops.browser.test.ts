@@ -94,7 +94,7 @@ describe('operator pages in Chromium', () => {
     await page.waitForURL(`${stack.brokerUrl}/ops`);
     expect(await page.textContent('h1')).toBe('Operator dashboard');
     expect(await page.locator('svg.chart').count()).toBe(3);
-    expect(await page.locator('tr.gate').count()).toBe(5);
+    expect(await page.locator('tr.gate').count()).toBe(6);
     // app.css reached the SVG: the bars are coloured by class, not drawn in the default black.
     // (A string expression: this project's TypeScript has no DOM library.)
     const fill = await page.evaluate(`getComputedStyle(document.querySelector('svg.chart rect.bar-verified')).fill`);
