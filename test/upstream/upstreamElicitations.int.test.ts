@@ -24,7 +24,7 @@ describe('upstream elicitations relayed to the host', () => {
         ];
       },
     },
-    { users: ['alice'] },
+    { users: ['alice', 'bob'] },
   );
   afterAll(async () => {
     await notes?.close();
@@ -134,6 +134,26 @@ describe('upstream elicitations relayed to the host', () => {
         expect(sdk.urlAsks[0]!.message).toContain('The link opens example.com.');
       });
     expect(notes.answers.filter((a) => a.tool === 'open_link')).toHaveLength(2);
+  });
+
+  it('an accepted operation (the call waited for a connect flow) offers the upstream no elicitation: not done, sent once, and the next call relays the question', async () => {
+    const before = callsOf('ask_color');
+    const elicited = await elicitConnection(stack, tokens.bob, 'up_ask_color', {});
+    await consentAndAuthorize(stack, await openConnectLink(stack, elicited.url, 'bob'), 'bob');
+    const retried = await retryConnection(stack, tokens.bob, 'up_ask_color', {}, elicited.requestState, 'accept');
+    const result = retried.json.result as { isError?: boolean; content?: { text: string }[] };
+    expect(result.isError).toBe(true);
+    // Offered no elicitation there (as before), the upstream refuses with -32021, relayed: nothing done.
+    expect(result.content?.[0]?.text).toContain('Up Notes answered up_ask_color with an error');
+    expect(callsOf('ask_color') - before).toBe(1);
+    const bobs = await connectSdkClient(stack, tokens.bob, {
+      era: '2026-07-28',
+      form: () => ({ action: 'accept', content: { color: 'red' } }),
+    });
+    await using(bobs, async (sdk) => {
+      expect(textOf(await sdk.client.callTool({ name: 'up_ask_color', arguments: {} }))).toBe('Colour: red');
+    });
+    expect(callsOf('ask_color') - before).toBe(3);
   });
 
   it('a host that declares no elicitation is offered none: the upstream refuses, relayed as a tool error', async () => {
