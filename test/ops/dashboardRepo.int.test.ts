@@ -1,13 +1,23 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertNavigation } from '../../src/broker/navigationRepo.js';
+import {
+  insertReceiptOnce,
+  markOutcomeUnknown,
+  recordOutcome,
+  takePerformLease,
+} from '../../src/broker/receiptRepo.js';
 import { appendEntries, type LedgerEntry } from '../../src/ledger/ledgerRepo.js';
 import { LATENCY_BOUNDS_SECONDS } from '../../src/ops/charts.js';
 import {
+  countConnectionsByProvider,
   countFlowsByState,
   countFlowsPerDay,
+  countReceiptsByProvider,
   findCompletionLatencyHistogram,
   findReissuedFrom,
 } from '../../src/ops/dashboardRepo.js';
+import { insertConnection, moveConnection } from '../../src/secrets/connectionsRepo.js';
 import { navigationFixture } from '../support/navigationFixture.js';
 import { createTestDb, type TestDb } from '../support/testDb.js';
 
@@ -101,5 +111,76 @@ describe('dashboard aggregates', () => {
     const { rows } = await db.pool.query('SELECT id FROM elicitation_navigations WHERE reissued_from IS NOT NULL');
     expect(await findReissuedFrom(db.pool, rows[0].id)).toBe(c.id);
     expect(await findReissuedFrom(db.pool, c.id)).toBeUndefined();
+  });
+});
+
+// The upstream rows' figures: only the providers asked for, each counted in Postgres.
+describe('dashboard aggregates per upstream', () => {
+  let db: TestDb;
+  const now = new Date('2026-03-02T12:00:00.000Z');
+  const subject = (sub: string) => ({ iss: 'https://idp.test', sub });
+
+  beforeAll(async () => {
+    db = await createTestDb();
+    const connect = (sub: string, provider: string, account?: string) =>
+      insertConnection(
+        db.pool,
+        {
+          subject: subject(sub),
+          provider,
+          upstreamSubject: account,
+          upstreamName: undefined,
+          grantedScopes: [],
+          metadata: {},
+          apiBase: undefined,
+          navigationId: undefined,
+        },
+        now,
+      );
+    // alice holds two accounts' connections at memo, bob one, carol one that needs her again; dave is at the Report Service.
+    await connect('alice', 'memo', 'work');
+    await connect('alice', 'memo', 'home');
+    await connect('bob', 'memo');
+    const carol = await connect('carol', 'memo');
+    await moveConnection(db.pool, { id: carol.id, event: 'token_refused', now });
+    await connect('dave', 'reports');
+
+    // Receipts of memo's flows: two done, one failed, one whose answer was lost, one still running; one of the Report Service's.
+    const receipt = async (provider: string) => {
+      const flow = navigationFixture('MRTR_RETRY_ACCEPTED', { provider });
+      await insertNavigation(db.pool, flow);
+      const { receipt: r } = await insertReceiptOnce(db.pool, {
+        id: randomUUID(),
+        operationKey: randomUUID(),
+        navigationId: flow.id,
+        lineage: 'mrtr',
+        jsonrpcId: undefined,
+        retryGeneration: undefined,
+        requirementReceipt: 'test',
+        createdAt: now,
+      });
+      return r.id;
+    };
+    for (const status of ['succeeded', 'succeeded', 'failed'] as const)
+      await recordOutcome(db.pool, await receipt('memo'), status, {}, 'digest', now);
+    const lost = await receipt('memo');
+    const performer = randomUUID();
+    await takePerformLease(db.pool, lost, performer, now, new Date(now.getTime() + 60_000));
+    await markOutcomeUnknown(db.pool, lost, performer, now);
+    await receipt('memo');
+    await recordOutcome(db.pool, await receipt('reports'), 'succeeded', {}, 'digest', now);
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  it('counts users and live connections apart, and those that need the user again', async () => {
+    const counts = await countConnectionsByProvider(db.pool, ['memo', 'linear']);
+    expect([...counts]).toEqual([['memo', { users: 2, connections: 3, needsReauth: 1 }]]);
+  });
+
+  it('counts accepted calls by outcome, an unknown one apart from one still running', async () => {
+    const counts = await countReceiptsByProvider(db.pool, ['memo', 'linear']);
+    expect([...counts]).toEqual([['memo', { succeeded: 2, failed: 1, unknown: 1, pending: 1 }]]);
   });
 });
