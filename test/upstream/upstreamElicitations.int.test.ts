@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { consentAndAuthorize, elicitConnection, openConnectLink, retryConnection } from '../support/connectFlow.js';
+import { randomBytes } from 'node:crypto';
+import { createMetrics } from '../../src/metrics/metrics.js';
 import { createFetch } from '../../src/shared/httpClient.js';
+import { createLogger } from '../../src/shared/logger.js';
 import { connectSdkClient, toolCalls, type Era, type SdkClient } from '../support/sdkClient.js';
 import { startUpstreamMcp, type UpstreamMcp } from '../support/upstreamMcp.js';
 import { useBrokerStack } from '../support/useBrokerStack.js';
@@ -12,10 +15,13 @@ import { useBrokerStack } from '../support/useBrokerStack.js';
 
 let notes: UpstreamMcp;
 const CANARY = 'upstream-canary-0c6f2b9e41d7';
+const METRICS_TOKEN = randomBytes(32).toString('base64url');
 
 describe('upstream elicitations relayed to the host', () => {
   const { stack, tokens } = useBrokerStack(
     {
+      metrics: (pool) => createMetrics({ pool, logger: createLogger({ level: 'silent' }), gateCacheMs: 0 }),
+      metricsToken: METRICS_TOKEN,
       extraProviders: async ({ tls }) => {
         const fetch = createFetch({ extraCaPems: [tls.caPem] });
         notes = await startUpstreamMcp({ tls, fetch, registration: 'cimd', metadata: 'challenge', eliciting: true });
@@ -105,6 +111,14 @@ describe('upstream elicitations relayed to the host', () => {
         expect(sdk.formAsks, era).toEqual([]);
       });
     expect(notes.answers.filter((a) => a.tool === 'ask_secret')).toEqual([]);
+    // Each refusal counted as the audit counts every form's, by its rule and who wrote the form.
+    const metrics = await (
+      await stack.fetch(`${stack.brokerUrl}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })
+    ).text();
+    const refusals = [...metrics.matchAll(/^broker_form_refusals_total\{([^}]*)\} (\d+)/gm)]
+      .filter((m) => m[1]!.includes('origin="upstream"'))
+      .reduce((sum, m) => sum + Number(m[2]), 0);
+    expect(refusals).toBe(2);
   });
 
   it('an upstream link that is a lookalike or carries a credential never reaches the host; an allowed one does', async () => {
