@@ -4,6 +4,7 @@ import { REFUSAL_EVENTS } from '../../src/broker/advance.js';
 import { DEV_PASSWORD } from '../../src/dev/devUsers.js';
 import { elicitConnection, openConnectLink } from '../support/connectFlow.js';
 import { createTestBrowser } from '../support/testBrowser.js';
+import { internalErrors } from '../support/legacySdkClient.js';
 import { useBrokerStack } from '../support/useBrokerStack.js';
 
 // Property-based fuzzing of the browser's side of a connection, over real HTTPS against the real
@@ -347,17 +348,8 @@ describe('the connect and callback routes under property-based fuzzing', () => {
     return problems;
   }
 
-  const errorLines = (from: number) =>
-    stack.logs.slice(from).filter((line) => {
-      try {
-        return (JSON.parse(line) as { level?: number }).level! >= 50;
-      } catch {
-        return false;
-      }
-    });
-
   async function runBatch(batch: FuzzRequest[]): Promise<void> {
-    const mark = stack.logs.length;
+    const mark = internalErrors(stack).length;
     // In order, not at once: a refusal's quota check and its entry race between requests (harmless, but it makes the count below vary).
     const failures: string[] = [];
     for (const r of batch) {
@@ -369,7 +361,7 @@ describe('the connect and callback routes under property-based fuzzing', () => {
         );
     }
     expect(failures, 'answers that break the contract').toEqual([]);
-    expect(errorLines(mark), 'error lines in the broker log').toEqual([]);
+    expect(internalErrors(stack).slice(mark), 'error lines in the broker log').toEqual([]);
     const after = await snapshot();
     expect(after.flows, 'every flow where it was').toEqual(before.flows);
     expect(after.rows, 'nothing stored, nothing consumed').toEqual(before.rows);

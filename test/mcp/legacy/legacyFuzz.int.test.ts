@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { internalErrors } from '../../support/legacySdkClient.js';
 import { useBrokerStack } from '../../support/useBrokerStack.js';
 
 // Property-based fuzzing of /mcp on the 2025-11-25 era, inside real sessions: the other fuzz
@@ -280,17 +281,8 @@ describe('/mcp on 2025-11-25 sessions under property-based fuzzing', () => {
     return problems;
   }
 
-  const errorLines = (from: number) =>
-    stack.logs.slice(from).filter((line) => {
-      try {
-        return (JSON.parse(line) as { level?: number }).level! >= 50;
-      } catch {
-        return false;
-      }
-    });
-
   async function runBatch(batch: FuzzRequest[]): Promise<void> {
-    const mark = stack.logs.length;
+    const mark = internalErrors(stack).length;
     const answers = await Promise.all(batch.map(send));
     const failures = batch.flatMap((r, i) => {
       const problems = violations(r, answers[i]!);
@@ -301,7 +293,7 @@ describe('/mcp on 2025-11-25 sessions under property-based fuzzing', () => {
           ];
     });
     expect(failures, 'answers that break the contract').toEqual([]);
-    expect(errorLines(mark), 'error lines in the broker log').toEqual([]);
+    expect(internalErrors(stack).slice(mark), 'error lines in the broker log').toEqual([]);
     expect(await counts(), 'rows stored').toEqual(rows);
   }
 
