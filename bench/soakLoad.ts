@@ -66,7 +66,11 @@ export async function flowLoop(
     const login = logins[index % logins.length]!;
     const result = await runFlow(ctx, index, login, `${prefix}${index}`);
     counts.flows.push(result);
-    if (result.failure) counts.errors.push(`flow ${index} at ${result.failure.step}: ${result.failure.message}`);
+    if (result.failure) {
+      counts.errors.push(`flow ${index} at ${result.failure.step}: ${result.failure.message}`);
+      // A failing flow fails fast: pause rather than fill the window with failures.
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+    }
   }
 }
 
