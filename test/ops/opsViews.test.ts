@@ -51,6 +51,8 @@ describe('operator views', () => {
       latencyWindow: 5000,
       perDay: columnChart([{ label: '03-02', value: 3 }]),
       days: 30,
+      // No upstream MCP server configured: the section is left out.
+      upstreams: [],
     });
     expectSafe(html);
     expect(html.match(/<svg\b/g)).toHaveLength(3);
