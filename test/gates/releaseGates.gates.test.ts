@@ -285,6 +285,28 @@ describe('release gates', () => {
     expect(await countFor(service, 'operation_receipts', second.id)).toBe(0);
   }, 60_000);
 
+  it("a cross-domain redirect of the provider's answer, to another service's callback, is refused and stores nothing", async () => {
+    await forgetConnections(service);
+    const flow = await elicitFlow(service, witness, tokens.alice, 'Redirected elsewhere');
+    const { browser, callbackUrl } = await authorizeUntilCallback(service.stack, flow.url);
+    // The Report Service's code and state, sent on to the GitHub-like provider's callback: a code is
+    // never taken to another provider's token endpoint (RFC 9700 §4.4).
+    const elsewhere = new URL(callbackUrl);
+    elsewhere.pathname = '/oauth/callback/github';
+    expect((await browser.get(elsewhere.href)).status).toBe(403);
+    expect(await countFor(service, 'secrets', flow.id)).toBe(0);
+    expect((await flowRow(service, flow.id)).status).toBe('OUT_OF_BAND_PENDING');
+    expect(await eventsOf(service, flow.id)).toContainEqual(
+      expect.objectContaining({
+        event: 'callback_redirect_mismatch',
+        evidence: expect.objectContaining({ deliveredTo: 'github' }),
+      }),
+    );
+    // The transaction is spent on the refusal: alice starts over on the same link, and the call completes once.
+    await completeInBrowser(service.stack, flow.url);
+    await expectAcceptedOnce(flow);
+  }, 60_000);
+
   it('2025-11-25 nested: a completion notice posted by the client, the completion arriving before the host answers, and a retry in flight cause one effect', async () => {
     await forgetConnections(service);
     const session = await initialize(service.stack, tokens.alice);
