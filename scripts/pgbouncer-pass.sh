@@ -25,7 +25,8 @@ read -r HOST PORT USER DB LISTEN < <(node -e "
   const u = new URL(process.argv[1]);
   const s = require('net').createServer().listen(0, '127.0.0.1', () => {
     const free = s.address().port;
-    s.close(() => console.log(u.hostname, u.port || 5432, decodeURIComponent(u.username) || 'postgres', u.pathname.slice(1) || 'postgres', free));
+    // One string: console.log colours a number when FORCE_COLOR is set (as CI sets it), and read would take the escapes.
+    s.close(() => console.log([u.hostname, u.port || 5432, decodeURIComponent(u.username) || 'postgres', u.pathname.slice(1) || 'postgres', free].join(' ')));
   });
 " "$DIRECT")
 
