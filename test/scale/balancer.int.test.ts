@@ -82,6 +82,9 @@ function balancedFetch(base: Fetch, run: Run, onServed?: (url: string, server: s
     const url = input instanceof Request ? input.url : String(input);
     for (let attempt = 1; ; attempt++) {
       let response: Response | undefined;
+      // Sent after the kill: the dead instance must never answer it. (One sent before may have been
+      // answered just before the kill and be read after it.)
+      const sentAfterKill = run.killedAt !== undefined;
       try {
         response = await base(input, init);
       } catch (err) {
@@ -91,7 +94,7 @@ function balancedFetch(base: Fetch, run: Run, onServed?: (url: string, server: s
       if (response && (server !== undefined || ![502, 503, 504].includes(response.status))) {
         if (server !== undefined) {
           count(run.hits, server);
-          if (run.killedAt !== undefined) count(run.hitsAfterKill, server);
+          if (sentAfterKill) count(run.hitsAfterKill, server);
           onServed?.(url, server);
         }
         return response;
