@@ -57,10 +57,12 @@ async function refreshOnce(
   connectionId: string,
   freshFor: (s: StoredSecret | undefined) => boolean,
 ): Promise<RefreshResult> {
-  const [connection, secrets] = await Promise.all([
-    findConnectionById(deps.pool, connectionId),
-    findSecrets(deps.pool, connectionId),
-  ]);
+  // The connection first, then its secrets: each read sees what had committed when it began, so the
+  // secrets are never older than the connection. Read side by side, a winner's refresh could commit
+  // between them: its new version with the old tokens, and this caller would lease that version and
+  // spend the rotated-out refresh token (the provider then ends the grant).
+  const connection = await findConnectionById(deps.pool, connectionId);
+  const secrets = await findSecrets(deps.pool, connectionId);
   const access = secrets.find((s) => s.kind === 'access_token');
   const refresh = secrets.find((s) => s.kind === 'refresh_token');
   if (!connection || !access || !usableStates.has(connection.state)) return { kind: 'reconnect' };
