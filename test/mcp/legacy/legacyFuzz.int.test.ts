@@ -273,10 +273,12 @@ describe('/mcp on 2025-11-25 sessions under property-based fuzzing', () => {
     if (a.text.includes('"code":-32603')) problems.push('an internal error (-32603)');
     if (/"error"\s*:\s*"internal"/.test(a.text)) problems.push('an internal tool error');
     if (a.type.includes('html') && /<script>alert/.test(a.text)) problems.push('echoes markup');
-    // Another user, or no valid bearer, is never served in alice's session. An initialize is
-    // answered with a session of its own, whatever session header it carried.
+    // Another user, or no valid bearer, is never served in alice's session: a 2xx that is not a
+    // JSON-RPC error. An initialize is answered with a session of its own, whatever session header
+    // it carried, or refused (-32602, on 200 as every JSON-RPC error of a request).
     const ownSession = a.session !== null && !sessions.includes(a.session);
-    if (r.who !== 'alice' && r.session && sessions.includes(r.session) && a.status < 300 && !ownSession)
+    const refused = /^\s*\{"jsonrpc":"2\.0","id":[^{]*"error":\{/.test(a.text);
+    if (r.who !== 'alice' && r.session && sessions.includes(r.session) && a.status < 300 && !ownSession && !refused)
       problems.push(`${r.who} served in alice's session`);
     return problems;
   }
