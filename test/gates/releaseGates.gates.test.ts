@@ -343,6 +343,30 @@ describe('release gates', () => {
     oldSession = await initialize(service.stack, tokens.alice);
   }, 60_000);
 
+  it('2025-11-25 nested: a retry sent while the call still waits for the user joins it, and both end with the one effect', async () => {
+    await forgetConnections(service);
+    const session = await initialize(service.stack, tokens.alice);
+    const args = { title: 'Nested, retried before connecting', body: 'b' };
+    const original = await session.start('tools/call', { name: 'reports_create', arguments: args });
+    const asked = await original.next(isElicitation);
+    const url = asked.params!['url'] as string;
+    witness.linkEmitted(url);
+    // Not awaited: the retry's answer opens only once the operation has an outcome, so a host that
+    // waited for it before the user connected would wait out LEGACY_WAIT_MS on both calls.
+    const retrying = session.start('tools/call', { name: 'reports_create', arguments: args });
+    await sleep(200);
+    await completeInBrowser(service.stack, url);
+    expect((await session.send({ id: asked.id, result: { action: 'accept' } })).status).toBe(202);
+    const first = await original.next((m) => m.id === original.requestId, LEGACY_WAIT_MS);
+    const retry = await retrying;
+    const second = await retry.next((m) => m.id === retry.requestId, LEGACY_WAIT_MS);
+    expect(first.result).toMatchObject({ structuredContent: { status: 'created' } });
+    expect(reportOf(second)).toBe(reportOf(first));
+    expect(retry.messages.filter(isElicitation)).toEqual([]);
+    expect(await countFor(service, 'operation_receipts', elicitationIdOf(asked))).toBe(1);
+    expect(await reportsTitled(service, args.title)).toBe(1);
+  }, 60_000);
+
   it('2025-11-25 -32042 (LEGACY_URL_ELICITATION=error): retried twice, in turn and racing, accepts once', async () => {
     // Hosts go away with the old process (their streams would only fail); the raw session stays.
     for (const c of clients.splice(0)) await c.client.close().catch(() => undefined);
