@@ -1,6 +1,6 @@
 import { InvalidInputError } from '../errors/appError.js';
 import type { Config } from '../config/config.js';
-import type { Pool } from '../db/pool.js';
+import type { Pool, Queryable } from '../db/pool.js';
 import { withTransaction } from '../db/transaction.js';
 import type { OidcClient } from '../oauth/oauthClient.js';
 import type { Clock } from '../shared/clock.js';
@@ -110,7 +110,7 @@ export async function completeSignIn(
     ...(login.maxAgeSeconds !== undefined && { maxAgeSeconds: login.maxAgeSeconds }),
   });
   const newCookie = randomToken();
-  await withTransaction(deps.pool, async (tx) => {
+  const store = async (tx: Queryable) => {
     if (cookies.session) await deleteSession(tx, digestOf(cookies.session));
     await insertSession(
       tx,
@@ -126,7 +126,9 @@ export async function completeSignIn(
       },
       now,
     );
-  });
+  };
+  // The previous session ends with the new one's start; a first sign-in is one INSERT and needs no transaction.
+  await (cookies.session ? withTransaction(deps.pool, store) : store(deps.pool));
   return { newCookie, returnTo: login.returnTo, loginCookie: rest };
 }
 

@@ -1,0 +1,75 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { Fetch } from '../../src/shared/httpClient.js';
+import { consentAndAuthorize, elicitConnection, openConnectLink, retryConnection } from '../support/connectFlow.js';
+import { createTestBrowser } from '../support/testBrowser.js';
+import { useBrokerStack } from '../support/useBrokerStack.js';
+
+// The statements one complete connect flow sends to Postgres, step by step (BEGIN and COMMIT count):
+// each is a round trip made while the request holds a pooled connection, so under load they are
+// the flow's latency (npm run bench:flow measures the same per step). The bounds are the figures
+// of a flow with nothing in its way; a statement added to a step must show up here.
+const BOUNDS: Record<string, number> = {
+  'POST /mcp elicit': 12,
+  'GET /connect/:handle': 4,
+  'GET /auth/callback': 1,
+  'POST /connect/:handle': 12,
+  'GET /oauth/callback/reports': 17,
+  'GET /connect/done': 2,
+  'POST /mcp retry': 20,
+};
+
+describe('the statements of one connect flow', () => {
+  const { stack, tokens } = useBrokerStack({}, { users: ['alice'] });
+
+  // Every statement of this process: the broker runs in it, and the development servers use no database.
+  let statements = 0;
+  const query = pg.Client.prototype.query;
+  beforeAll(() => {
+    vi.spyOn(pg.Client.prototype, 'query').mockImplementation(function (this: pg.Client, ...args: unknown[]) {
+      statements++;
+      return (query as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof query);
+  });
+  afterAll(() => {
+    vi.restoreAllMocks();
+  });
+
+  it(`sends at most ${JSON.stringify(BOUNDS)}`, async () => {
+    const args = { title: 'Counted', body: '' };
+    const during = async <T>(fn: () => Promise<T>) => {
+      const before = statements;
+      const value = await fn();
+      return { value, n: statements - before };
+    };
+    const elicit = await during(() => elicitConnection(stack, tokens.alice, 'reports_create', args));
+
+    const byStep = new Map<string, number>();
+    const counted: Fetch = (async (input: Parameters<Fetch>[0], init?: Parameters<Fetch>[1]) => {
+      const url = new URL(String(input));
+      const { value, n } = await during(() => stack.fetch(input, init));
+      if (url.origin === stack.brokerUrl) {
+        const step = `${init?.method ?? 'GET'} ${url.pathname.replace(/^\/connect\/[\w-]{43}$/, '/connect/:handle')}`;
+        byStep.set(step, (byStep.get(step) ?? 0) + n);
+      }
+      return value;
+    }) as Fetch;
+    const run = await openConnectLink(stack, elicit.value.url, 'alice', createTestBrowser({ fetch: counted }));
+    const done = await consentAndAuthorize(stack, run, 'alice');
+    expect(done.status).toBe(200);
+    const retry = await during(() =>
+      retryConnection(stack, tokens.alice, 'reports_create', args, elicit.value.requestState, 'accept'),
+    );
+    expect(retry.value.json.result).toMatchObject({ structuredContent: { status: 'created' } });
+
+    const measured: Record<string, number> = {
+      'POST /mcp elicit': elicit.n,
+      ...Object.fromEntries(byStep),
+      'POST /mcp retry': retry.n,
+    };
+    const over = Object.entries(measured).filter(([step, n]) => n > (BOUNDS[step] ?? 0));
+    expect(over, JSON.stringify(measured)).toEqual([]);
+    // Counted at all: every step named reads or writes something.
+    expect(Object.keys(BOUNDS).filter((step) => !(measured[step]! > 0))).toEqual([]);
+  });
+});
