@@ -70,10 +70,13 @@ export async function acceptOriginalOperation(
       throw new ForbiddenError('This connection flow was started by another client of this user.');
     if (navigation.tool !== op.tool || navigation.requestDigest !== op.requestDigest)
       throw new ConflictError('This connection flow was started for another operation.');
-    const existing = await findReceiptByKey(tx, key);
-    if (existing) return { receipt: existing, created: false };
-    if (navigation.status !== State.REQUIREMENT_VERIFIED)
+    // A receipt and its flow's move past REQUIREMENT_VERIFIED commit together: a flow locked there has
+    // none yet (insertReceiptOnce finds it all the same), so only another state needs to look one up.
+    if (navigation.status !== State.REQUIREMENT_VERIFIED) {
+      const existing = await findReceiptByKey(tx, key);
+      if (existing) return { receipt: existing, created: false };
       throw new ConflictError(`This operation cannot be accepted while the connection is ${navigation.status}.`);
+    }
     // The lineages cannot be swapped: a navigation is accepted only on the path that started it.
     if (navigation.lineage !== op.lineage)
       throw new ConflictError(`This connection flow belongs to the ${navigation.lineage} lineage, not ${op.lineage}.`);

@@ -4,7 +4,13 @@ import { withTransaction } from '../db/transaction.js';
 import { appendEntries, appendEntry, countEntries, type LedgerEntry } from '../ledger/ledgerRepo.js';
 import type { NavigationRecord } from '../flow/navigationRecord.js';
 import { compareAndSetStatus, lockNavigation } from './navigationRepo.js';
-import { canTransition, nextState, type NavigationEvent } from '../flow/navigationStates.js';
+import {
+  canTransition,
+  mayStillTake,
+  nextState,
+  type NavigationEvent,
+  type NavigationState,
+} from '../flow/navigationStates.js';
 
 export interface Actor {
   actor: string;
@@ -12,19 +18,12 @@ export interface Actor {
   now: Date;
 }
 
-/**
- * Moves a navigation by one event, or by a chain of them: the table decides
- * each next state, one UPDATE is a compare-and-set on (id, status,
- * row_version) to the last, and one ledger entry per step is written in the
- * same transaction (the caller's `tx`).
- */
-export async function advance(
-  tx: Queryable,
+/** The ledger entries of a chain of events from the navigation's state (the table decides each next state), and where it ends. */
+function stepsOf(
   navigation: NavigationRecord,
   events: NavigationEvent | readonly NavigationEvent[],
   by: Actor,
-  extra: { stateNonceDigest?: Buffer } = {},
-): Promise<NavigationRecord> {
+): { steps: LedgerEntry[]; status: NavigationState } {
   const steps: LedgerEntry[] = [];
   let status = navigation.status;
   for (const event of typeof events === 'string' ? [events] : events) {
@@ -40,6 +39,23 @@ export async function advance(
     });
     status = to;
   }
+  return { steps, status };
+}
+
+/**
+ * Moves a navigation by one event, or by a chain of them: the table decides
+ * each next state, one UPDATE is a compare-and-set on (id, status,
+ * row_version) to the last, and one ledger entry per step is written in the
+ * same transaction (the caller's `tx`).
+ */
+export async function advance(
+  tx: Queryable,
+  navigation: NavigationRecord,
+  events: NavigationEvent | readonly NavigationEvent[],
+  by: Actor,
+  extra: { stateNonceDigest?: Buffer } = {},
+): Promise<NavigationRecord> {
+  const { steps, status } = stepsOf(navigation, events, by);
   const updated = await compareAndSetStatus(tx, {
     id: navigation.id,
     from: navigation.status,
@@ -51,6 +67,37 @@ export async function advance(
   if (!updated) throw new ConflictError('This connection flow changed meanwhile. Try again.');
   await appendEntries(tx, steps);
   return updated;
+}
+
+/**
+ * A new navigation that moves on in its creating transaction (created, then presented), where nobody
+ * can see it in between: `insert` writes it as the table's events leave it, with the row version the
+ * move gives it, and one statement writes the ledger's entries, its creation (`created`, which moves
+ * nothing) then each step. The same rows as an INSERT then advance(), without the UPDATE.
+ */
+export async function insertAdvanced(
+  tx: Queryable,
+  created: NavigationRecord,
+  events: NavigationEvent | readonly NavigationEvent[],
+  by: Actor,
+  insert: (born: NavigationRecord) => Promise<void>,
+): Promise<NavigationRecord> {
+  const { steps, status } = stepsOf(created, events, by);
+  const born: NavigationRecord = { ...created, status, rowVersion: created.rowVersion + 1, updatedAt: by.now };
+  await insert(born);
+  await appendEntries(tx, [
+    {
+      navigationId: created.id,
+      fromStatus: created.status,
+      toStatus: created.status,
+      event: 'created',
+      actor: by.actor,
+      evidence: by.evidence ?? {},
+      at: by.now,
+    },
+    ...steps,
+  ]);
+  return born;
 }
 
 /** A ledger entry for something refused or observed that moves nothing (a subject mismatch, a replayed callback). */
@@ -103,16 +150,22 @@ export async function recordRefusal(
 /**
  * Applies a host's or the system's event if the table allows it from where the navigation is now
  * (locked); otherwise does nothing. For answers that may arrive late or twice (host accept, expiry).
+ * Returns the navigation as it is then. `seen`, the navigation as the caller read it before: one
+ * whose state can never take the event again (mayStillTake) is returned as it is, without a
+ * transaction, as the locked row could only refuse it too.
  */
 export async function advanceIfAllowed(
   deps: { pool: Pool; clock: { now(): Date } },
   navigationId: string,
   event: NavigationEvent,
   actor: string,
-): Promise<void> {
-  await withTransaction(deps.pool, async (tx) => {
+  seen?: NavigationRecord,
+): Promise<NavigationRecord | undefined> {
+  if (seen?.id === navigationId && !mayStillTake(seen.status, event)) return seen;
+  return withTransaction(deps.pool, async (tx) => {
     const locked = await lockNavigation(tx, navigationId);
     if (locked && canTransition(locked.status, event))
-      await advance(tx, locked, event, { actor, now: deps.clock.now() });
+      return advance(tx, locked, event, { actor, now: deps.clock.now() });
+    return locked;
   });
 }

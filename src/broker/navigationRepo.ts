@@ -182,30 +182,34 @@ export async function lockPrincipalQuota(db: Queryable, subject: { iss: string; 
   ]);
 }
 
-/** How many flows the subject started since `since`, and when the oldest of them began. */
-export async function countNavigationsSince(
-  db: Queryable,
-  subject: { iss: string; sub: string },
-  since: Date,
-): Promise<{ count: number; oldest: Date | undefined }> {
-  const { rows } = await db.query<{ n: number; oldest: Date | null }>(
-    'SELECT count(*)::int AS n, min(created_at) AS oldest FROM elicitation_navigations WHERE subject_iss = $1 AND subject_sub = $2 AND created_at > $3',
-    [subject.iss, subject.sub, since],
-  );
-  return { count: rows[0]?.n ?? 0, oldest: rows[0]?.oldest ?? undefined };
-}
-
-/** How many flows of (subject, provider) are open and not past their expiry, and when the first of them expires. */
-export async function countOpenNavigations(
+/**
+ * The principal's two quota counts in one statement: the flows it started since `since` (and when
+ * the oldest of them began), and its flows of `provider` open and not past their expiry at `now`
+ * (and when the first of them expires).
+ */
+export async function countQuotaFlows(
   db: Queryable,
   subject: { iss: string; sub: string },
   provider: string,
+  since: Date,
   now: Date,
-): Promise<{ count: number; firstExpiry: Date | undefined }> {
-  const { rows } = await db.query<{ n: number; first: Date | null }>(
-    `SELECT count(*)::int AS n, min(expires_at) AS first FROM elicitation_navigations
-      WHERE subject_iss = $1 AND subject_sub = $2 AND provider = $3 AND status = ANY($4) AND expires_at > $5`,
-    [subject.iss, subject.sub, provider, [...openStates], now],
+): Promise<{
+  recent: { count: number; oldest: Date | undefined };
+  open: { count: number; firstExpiry: Date | undefined };
+}> {
+  const { rows } = await db.query<{ recent: number; oldest: Date | null; open: number; first: Date | null }>(
+    `SELECT count(*) FILTER (WHERE created_at > $3)::int AS recent,
+            min(created_at) FILTER (WHERE created_at > $3) AS oldest,
+            count(*) FILTER (WHERE provider = $4 AND status = ANY($5) AND expires_at > $6)::int AS open,
+            min(expires_at) FILTER (WHERE provider = $4 AND status = ANY($5) AND expires_at > $6) AS first
+       FROM elicitation_navigations
+      WHERE subject_iss = $1 AND subject_sub = $2
+        AND (created_at > $3 OR (provider = $4 AND status = ANY($5) AND expires_at > $6))`,
+    [subject.iss, subject.sub, since, provider, [...openStates], now],
   );
-  return { count: rows[0]?.n ?? 0, firstExpiry: rows[0]?.first ?? undefined };
+  const r = rows[0];
+  return {
+    recent: { count: r?.recent ?? 0, oldest: r?.oldest ?? undefined },
+    open: { count: r?.open ?? 0, firstExpiry: r?.first ?? undefined },
+  };
 }

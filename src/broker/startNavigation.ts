@@ -7,12 +7,11 @@ import { NotFoundError, RateLimitedError, UnavailableError } from '../errors/app
 import { findSwitch, URL_ELICITATION_PAUSED } from '../ledger/operatorRepo.js';
 import { checkUrl } from '../security/urlPolicy.js';
 import { digestOf, randomToken } from '../shared/tokens.js';
-import { advance, recordWithoutMoving } from './advance.js';
+import { insertAdvanced } from './advance.js';
 import { callbackPathFor, DONE_PATH, type BrokerDeps } from './brokerDeps.js';
 import type { NavigationRecord } from '../flow/navigationRecord.js';
 import {
-  countNavigationsSince,
-  countOpenNavigations,
+  countQuotaFlows,
   findLatestForOperation,
   findSealedHandle,
   insertNavigation,
@@ -97,9 +96,9 @@ export async function startNavigation(
   const sealedHandle = deps.box.seal(handle, handleAad(created.id));
   const navigation = await withTransaction(deps.pool, async (tx) => {
     if (!request.reissue) await checkQuotas(tx, deps, request, now);
-    await insertNavigation(tx, created, request.reissue?.from, sealedHandle);
-    await recordWithoutMoving(tx, created, 'created', by);
-    return advance(tx, created, request.alreadyConnected ? 'connection_present' : 'present', by);
+    return insertAdvanced(tx, created, request.alreadyConnected ? 'connection_present' : 'present', by, (born) =>
+      insertNavigation(tx, born, request.reissue?.from, sealedHandle),
+    );
   });
   return { navigation, connectUrl };
 }
@@ -122,7 +121,13 @@ const HOUR_MS = 3600_000;
 async function checkQuotas(tx: Queryable, deps: BrokerDeps, request: NavigationRequest, now: Date): Promise<void> {
   const { quotas } = deps;
   await lockPrincipalQuota(tx, request.principal);
-  const recent = await countNavigationsSince(tx, request.principal, new Date(now.getTime() - HOUR_MS));
+  const { recent, open } = await countQuotaFlows(
+    tx,
+    request.principal,
+    request.provider,
+    new Date(now.getTime() - HOUR_MS),
+    now,
+  );
   if (recent.count >= quotas.navigationsPerHour) {
     const retryAfter = ((recent.oldest?.getTime() ?? now.getTime()) + HOUR_MS - now.getTime()) / 1000;
     throw new RateLimitedError(
@@ -131,7 +136,6 @@ async function checkQuotas(tx: Queryable, deps: BrokerDeps, request: NavigationR
     );
   }
   if (request.alreadyConnected) return;
-  const open = await countOpenNavigations(tx, request.principal, request.provider, now);
   if (open.count >= quotas.openPerProvider) {
     const retryAfter = ((open.firstExpiry?.getTime() ?? now.getTime()) - now.getTime()) / 1000;
     throw new RateLimitedError(

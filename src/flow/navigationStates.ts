@@ -145,6 +145,15 @@ function reachableFrom(start: NavigationState): Set<NavigationState> {
   return seen;
 }
 
+/**
+ * Whether `event` is allowed from `from` or from any state the table can still reach from it. A flow
+ * read in a state where this is false can never take the event, however it moves meanwhile.
+ */
+export function mayStillTake(from: NavigationState, event: NavigationEvent): boolean {
+  const reachable = reachableFrom(from);
+  return transitions.some((t) => t.event === event && reachable.has(t.from));
+}
+
 /** REQUIREMENT_VERIFIED and every state after it: the user finished connecting. Derived from the table. */
 export const verifiedStates: ReadonlySet<NavigationState> = reachableFrom(State.REQUIREMENT_VERIFIED);
 

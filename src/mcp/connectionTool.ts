@@ -132,6 +132,7 @@ export async function runConnectionTool(
     throw invalidParams('requestState belongs to another client of this user; call the tool again without it');
 
   const raw = ctx.inputResponses?.[INPUT_KEY];
+  let seen: NavigationRecord | undefined = navigation;
   if (raw !== undefined) {
     const reply = ElicitResultSchema.safeParse(raw);
     if (!reply.success)
@@ -139,7 +140,7 @@ export async function runConnectionTool(
         `inputResponses.${INPUT_KEY} is not an elicitation result ({action}). Nothing was done.`,
       );
     if (reply.data.action === 'decline') {
-      await advanceIfAllowed(deps.broker, navigation.id, 'host_decline', `mcp:${ctx.principal.sub}`);
+      await advanceIfAllowed(deps.broker, navigation.id, 'host_decline', `mcp:${ctx.principal.sub}`, navigation);
       return completeResult(`You declined to connect; ${call.purpose} was not done.`, { status: 'declined' });
     }
     if (reply.data.action === 'cancel') {
@@ -151,9 +152,9 @@ export async function runConnectionTool(
         },
       );
     }
-    await advanceIfAllowed(deps.broker, navigation.id, 'host_accept', `mcp:${ctx.principal.sub}`);
+    seen = await advanceIfAllowed(deps.broker, navigation.id, 'host_accept', `mcp:${ctx.principal.sub}`, navigation);
   }
-  return settle(deps, ctx, call, binding, state);
+  return settle(deps, ctx, call, binding, state, seen);
 }
 
 /** The call on a usable connection: at once, or, beside an open flow or for approval, through a receipt. */
@@ -259,18 +260,28 @@ const settling = (call: ConnectionCall): ConnectionChoice => ({ ...call.choice, 
 const providerNameOf = (deps: ConnectionToolDeps, call: ConnectionCall): string =>
   deps.broker.providers.get(call.provider)?.provider.displayName ?? call.provider;
 
+/**
+ * The retry of a flow: its outcome once accepted, or its acceptance once verified, or a bounded wait.
+ * `seen`, the flow as this request read it: reading it before its receipt is safe, as a flow that
+ * moves on only moves towards its receipt. Seen verified, it needs no receipt read: the acceptance
+ * finds any receipt under the flow's lock (acceptOriginalOperation).
+ */
 async function settle(
   deps: ConnectionToolDeps,
   ctx: ToolContext,
   call: ConnectionCall,
   binding: StateBinding,
   state: SealedState,
+  seen?: NavigationRecord,
 ): Promise<ToolCallResult> {
   const { broker } = deps;
   const navigationId = state.navigationId!;
-  const receipt = await findReceiptByNavigation(broker.pool, navigationId);
-  if (receipt) return runAccepted(deps, ctx, call, receipt);
-  const navigation = (await findNavigationById(broker.pool, navigationId))!;
+  const read = seen?.id === navigationId ? seen : await findNavigationById(broker.pool, navigationId);
+  if (read?.status !== State.REQUIREMENT_VERIFIED) {
+    const receipt = await findReceiptByNavigation(broker.pool, navigationId);
+    if (receipt) return runAccepted(deps, ctx, call, receipt);
+  }
+  const navigation = read!;
   if (declinedStates.has(navigation.status))
     return completeResult(`You declined to connect; ${call.purpose} was not done.`, { status: 'declined' });
   if (navigation.status === State.REQUIREMENT_VERIFIED || navigation.status === State.OPERATION_REJECTED)

@@ -10,13 +10,13 @@ import { useBrokerStack } from '../support/useBrokerStack.js';
 // the flow's latency (npm run bench:flow measures the same per step). The bounds are the figures
 // of a flow with nothing in its way; a statement added to a step must show up here.
 const BOUNDS: Record<string, number> = {
-  'POST /mcp elicit': 12,
+  'POST /mcp elicit': 9,
   'GET /connect/:handle': 4,
   'GET /auth/callback': 1,
   'POST /connect/:handle': 12,
   'GET /oauth/callback/reports': 17,
   'GET /connect/done': 2,
-  'POST /mcp retry': 20,
+  'POST /mcp retry': 14,
 };
 
 describe('the statements of one connect flow', () => {
