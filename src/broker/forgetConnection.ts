@@ -92,6 +92,9 @@ export async function forgetConnection(
   });
 }
 
+// touchConnection's own bound: last_used_at moves at most once a minute.
+const TOUCH_EVERY_MS = 60_000;
+
 /** A stored token and the record of the connection it belongs to. */
 export interface StoredAccess {
   token: string;
@@ -111,7 +114,10 @@ export async function performOrForget(
   const { connection, token } = access;
   try {
     // Every call through a stored token passes here: what the connections page shows as last used.
-    await touchConnection(deps.pool, connection.id, deps.clock.now());
+    // The record was read for this call: noted less than a minute ago, the update would change nothing.
+    const now = deps.clock.now();
+    if (!connection.lastUsedAt || now.getTime() - connection.lastUsedAt.getTime() >= TOUCH_EVERY_MS)
+      await touchConnection(deps.pool, connection.id, now);
     return await perform(access);
   } catch (err) {
     if (!(err instanceof UpstreamUnauthorizedError)) throw err;

@@ -20,6 +20,8 @@ import { createDevAuthServer } from './devAuthServer.js';
 export const DEV_UPSTREAM_ID = 'memo';
 const SCOPE = 'memo';
 const MAX_MEMOS = 100;
+// How long a host or the broker may keep memo's tool list.
+const LIST_TTL_MS = 10 * 60_000;
 
 /**
  * The development upstream MCP server: the official SDK's stateless (2026-07-28) handler with two
@@ -85,7 +87,12 @@ export async function createDevUpstream(options: {
     createMcpHandler(
       (ctx) => {
         const sub = String(ctx.authInfo?.extra?.['sub'] ?? '');
-        const server = new McpServer({ name: 'memo', version: 'development' }, { capabilities: { tools: {} } });
+        // Its two tools are the same for everyone and never change: a list any cache may keep and share
+        // (MCP 2026-07-28, caching: cacheScope public for a list identical for all users).
+        const server = new McpServer(
+          { name: 'memo', version: 'development' },
+          { capabilities: { tools: {} }, cacheHints: { 'tools/list': { ttlMs: LIST_TTL_MS, cacheScope: 'public' } } },
+        );
         server.registerTool(
           'save',
           {

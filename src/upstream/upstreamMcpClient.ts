@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import {
   Client,
+  type DiscoverResult,
   ProtocolError,
   StreamableHTTPClientTransport,
   type FetchLike,
@@ -69,16 +70,22 @@ const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREAC
 
 type Elicitation = { form?: Record<string, never>; url?: Record<string, never> };
 
-interface Session {
+/** One connected SDK client, kept for the next calls of its (upstream, user's token, modes): many at once. */
+interface Kept {
   client: Client;
-  transport: StreamableHTTPClientTransport;
-  wire: Wire;
+  /** Its key in `kept`, and whose it is: the upstream and the token's digest (a 401 drops all of theirs). */
+  key: string;
+  owner: string;
   usedAt: number;
+  /** Calls running on it: a client dropped while some run is closed when the last one ends. */
+  running: number;
+  dropped: boolean;
 }
 
-// 2025-11-25 sessions kept per (upstream, token), each ended after this long unused.
-const MAX_SESSIONS = 1_000;
-const SESSION_IDLE_MS = 5 * 60_000;
+// Connected clients kept per (upstream, user's token; on 2026-07-28 also the elicitation modes declared),
+// each ended after this long unused, the least recently used first past the bound.
+const MAX_CLIENTS = 1_000;
+const CLIENT_IDLE_MS = 5 * 60_000;
 
 interface Wire {
   /** The first failure the fetch saw, or the status of a refused answer. */
@@ -88,25 +95,46 @@ interface Wire {
   sent: boolean;
 }
 
+const newWire = (): Wire => ({ failure: undefined, status: undefined, sent: false });
+
+// Names the call a request belongs to, between the SDK and the broker's fetch, which removes it: never sent.
+const CALL_HEADER = 'x-connect-broker-call';
+
 /**
  * The official SDK client (`@modelcontextprotocol/client`) on one upstream MCP server, stateless
- * 2026-07-28 or a 2025-11-25 session per (upstream, user), speaking for one user: their upstream access token as the bearer (never the host's),
+ * 2026-07-28 or a 2025-11-25 session, speaking for one user: their upstream access token as the bearer (never the host's),
  * the broker's fetch with a deadline on each request, its answer bounded, no redirect followed
  * (the URL was checked by the URL policy when the entry was read, and a redirect would leave it).
+ * Clients stay connected between calls and serve concurrent ones.
  */
 export function createUpstreamMcp(deps: UpstreamMcpDeps) {
   // The SDK's own deadline comes after the fetch's, so the fetch's failure is the one that explains it.
   const sdkTimeout = deps.timeoutMs + 500;
-  // What each upstream speaks, learnt at its first connection: 2026-07-28 (stateless), or
-  // 2025-11-25, whose sessions (initialize, Mcp-Session-Id) are kept per (upstream, user's token).
+  // What each upstream speaks, learnt at its first connection: 2026-07-28 (stateless), or 2025-11-25 (sessions).
   const eras = new Map<string, ProtocolEra>();
-  const sessions = new Map<string, Session>();
+  // Each user's server/discover answer, adopted by their other clients: the SDK reuses one only within
+  // one authorization context (ConnectOptions.prior), so it is kept per (upstream, token), not per upstream.
+  const discovered = new Map<string, { discover: DiscoverResult; usedAt: number }>();
+  const kept = new Map<string, Kept>();
+  const opening = new Map<string, Promise<Kept>>();
+  // Each running call's wire state, by the tag its requests carry. One client serves concurrent calls
+  // and its transport has one fetch for its life, so the fetch is told whose request it sends: the SDK
+  // passes a request's own headers (RequestOptions.headers) to the transport with it, on every page and
+  // retry of it. (AsyncLocalStorage would do it without a tag, but on Node 20 it installs a promise
+  // hook that every promise in the process then pays: 2-3 % of the broker's CPU in bench:mcp's profile.)
+  const calls = new Map<string, Wire>();
+  let lastCall = 0;
+  const bounded = strictFetch(deps.fetch, { maxBytes: MAX_UPSTREAM_ANSWER_BYTES });
 
-  function open(url: string, token: string, era: ProtocolEra | undefined, elicitation?: Elicitation): Session {
-    const wire: Wire = { failure: undefined, status: undefined, sent: false };
-    const bounded = strictFetch(deps.fetch, { maxBytes: MAX_UPSTREAM_ANSWER_BYTES });
-    const fetch: FetchLike = async (input, init) => {
+  const ownerOf = (url: string, token: string) => `${url}\n${createHash('sha256').update(token).digest('base64url')}`;
+
+  /** The transport's fetch: `own` is the wire of the requests no call tags (connecting, the SDK's own notifications). */
+  function fetchFor(token: string, own: Wire): FetchLike {
+    return async (input, init) => {
       const headers = new Headers(init?.headers);
+      const tag = headers.get(CALL_HEADER);
+      headers.delete(CALL_HEADER);
+      const wire = (tag !== null && calls.get(tag)) || own;
       headers.set('authorization', `Bearer ${token}`);
       // Sent from here on, unless the socket says it never left.
       const before = wire.sent;
@@ -121,88 +149,164 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
         throw err;
       }
     };
+  }
+
+  /** A new connected client; a 401 while connecting is UpstreamUnauthorizedError. */
+  async function open(url: string, token: string, owner: string, key: string, elicitation?: Elicitation) {
+    const era = eras.get(url);
     const client = new Client(deps.clientInfo, {
       // Unknown yet: server/discover first, then initialize if the upstream is a 2025-11-25 one.
       versionNegotiation: { mode: era === 'legacy' ? 'legacy' : era === 'modern' ? { pin: MODERN_VERSION } : 'auto' },
       ...(era === 'legacy' && { supportedProtocolVersions: [LEGACY_VERSION] }),
       // A 2025-11-25 session would bring server-to-client requests, which the broker does not relay: nothing declared there.
-      capabilities: era === 'modern' && elicitation ? { elicitation } : {},
+      capabilities: era !== 'legacy' && elicitation ? { elicitation } : {},
       inputRequired: { autoFulfill: false },
     });
-    return { client, transport: new StreamableHTTPClientTransport(new URL(url), { fetch }), wire, usedAt: Date.now() };
+    // Connecting sends nothing that does anything: its wire is the client's own, no call's.
+    const wire = newWire();
+    const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: fetchFor(token, wire) });
+    const prior = era === 'modern' ? discovered.get(owner) : undefined;
+    if (prior) remember(owner, prior.discover);
+    try {
+      await client.connect(transport, {
+        timeout: sdkTimeout,
+        ...(prior && { prior: { kind: 'modern', discover: prior.discover } }),
+      });
+    } catch (err) {
+      await client.close().catch(() => undefined);
+      if (wire.status === 401) {
+        forget(owner);
+        throw new UpstreamUnauthorizedError('The upstream MCP server refused the access token.');
+      }
+      throw err;
+    }
+    const spoken = client.getProtocolEra();
+    if (spoken) eras.set(url, spoken);
+    const discover = client.getDiscoverResult();
+    if (spoken === 'modern' && discover) remember(owner, discover);
+    // A first connection that found a 2025-11-25 upstream: its session declares nothing, so one per user.
+    const entry: Kept = {
+      client,
+      key: spoken === 'legacy' ? owner : key,
+      owner,
+      usedAt: Date.now(),
+      running: 0,
+      dropped: false,
+    };
+    const previous = kept.get(entry.key);
+    if (previous) drop(previous);
+    keep(entry);
+    return entry;
   }
 
+  /** A kept client for (url, token, modes), or a new one: one connection at a time per key. */
+  async function acquire(url: string, token: string, elicitation?: Elicitation): Promise<Kept> {
+    const owner = ownerOf(url, token);
+    const key =
+      eras.get(url) === 'legacy' ? owner : `${owner}\n${elicitation?.form ? 'f' : ''}${elicitation?.url ? 'u' : ''}`;
+    sweep();
+    const found = kept.get(key);
+    if (found) {
+      found.usedAt = Date.now();
+      keep(found);
+      return found;
+    }
+    let pending = opening.get(key);
+    if (!pending) {
+      pending = open(url, token, owner, key, elicitation).finally(() => opening.delete(key));
+      opening.set(key, pending);
+    }
+    return pending;
+  }
+
+  /** Kept as the most recently used (a Map iterates in insertion order), the least recently used dropped past the bound. */
+  function keep(entry: Kept): void {
+    kept.delete(entry.key);
+    kept.set(entry.key, entry);
+    while (kept.size > MAX_CLIENTS) drop(kept.values().next().value!);
+  }
+
+  /** The user's discover answer, as the most recently used. */
+  function remember(owner: string, discover: DiscoverResult): void {
+    discovered.delete(owner);
+    discovered.set(owner, { discover, usedAt: Date.now() });
+    while (discovered.size > MAX_CLIENTS) discovered.delete(discovered.keys().next().value!);
+  }
+
+  /** Ends the clients (and forgets the discover answers) unused for CLIENT_IDLE_MS, the least recently used first. */
+  function sweep(): void {
+    const now = Date.now();
+    for (const entry of kept.values()) {
+      if (now - entry.usedAt <= CLIENT_IDLE_MS) break;
+      drop(entry);
+    }
+    for (const [owner, entry] of discovered) {
+      if (now - entry.usedAt <= CLIENT_IDLE_MS) break;
+      discovered.delete(owner);
+    }
+  }
+
+  /** Not handed out again; closed once no call runs on it (closing the transport would end theirs). */
+  function drop(entry: Kept): void {
+    if (kept.get(entry.key) === entry) kept.delete(entry.key);
+    entry.dropped = true;
+    if (entry.running === 0) void entry.client.close().catch(() => undefined);
+  }
+
+  /** Everything kept for this token at this upstream: it was refused. */
+  function forget(owner: string): void {
+    discovered.delete(owner);
+    for (const entry of [...kept.values()]) if (entry.owner === owner) drop(entry);
+  }
+
+  /**
+   * Runs `run` on a connected client with `wire` as the call's own (`run` passes `headers` with each
+   * request it makes). A 401 drops the token's clients (UpstreamUnauthorizedError); a 404 on a 2025-11-25 session, which the upstream ended (MCP
+   * 2025-11-25, Session Management) without doing anything, initialises again once; any other failure
+   * drops the client (a transport in an unknown state), never the calls running on it.
+   */
   async function withClient<T>(
     url: string,
     token: string,
-    run: (client: Client, wire: Wire) => Promise<T>,
+    wire: Wire,
+    run: (client: Client, headers: Record<string, string>) => Promise<T>,
     elicitation?: Elicitation,
-  ) {
-    const key = `${url}\n${createHash('sha256').update(token).digest('base64url')}`;
-    const kept = sessions.get(key);
-    if (kept) {
-      sessions.delete(key);
+  ): Promise<T> {
+    const tag = String(++lastCall);
+    for (let attempt = 0; ; attempt++) {
+      const entry = await acquire(url, token, elicitation);
+      Object.assign(wire, newWire());
+      calls.set(tag, wire);
+      entry.running++;
       try {
-        return await runOn(kept, run, key);
+        return await run(entry.client, { [CALL_HEADER]: tag });
       } catch (err) {
-        // 404: the upstream ended the session (MCP 2025-11-25, Session Management) and did nothing
-        // with the request: initialise again, once, and send it on the new session.
-        if (kept.wire.status !== 404) throw err;
-        await kept.client.close().catch(() => undefined);
+        if (wire.status === 401) {
+          forget(entry.owner);
+          throw new UpstreamUnauthorizedError('The upstream MCP server refused the access token.');
+        }
+        const answered = err instanceof ProtocolError && wire.failure === undefined && wire.status === undefined;
+        if (!answered) {
+          drop(entry);
+          // And what it said it speaks: the next client asks again (it may have changed).
+          discovered.delete(entry.owner);
+        }
+        if (wire.status === 404 && entry.client.getProtocolEra() === 'legacy' && attempt === 0) continue;
+        throw err;
+      } finally {
+        calls.delete(tag);
+        entry.running--;
+        if (entry.dropped && entry.running === 0) void entry.client.close().catch(() => undefined);
       }
     }
-    const fresh = open(url, token, eras.get(url), elicitation);
-    try {
-      await fresh.client.connect(fresh.transport, { timeout: sdkTimeout });
-    } catch (err) {
-      await fresh.client.close().catch(() => undefined);
-      if (fresh.wire.status === 401)
-        throw new UpstreamUnauthorizedError('The upstream MCP server refused the access token.');
-      throw err;
-    }
-    const era = fresh.client.getProtocolEra();
-    if (era) eras.set(url, era);
-    return runOn(fresh, run, key);
-  }
-
-  /** Runs on a connected client; a 2025-11-25 session is kept for the next call, anything else closed. */
-  async function runOn<T>(session: Session, run: (client: Client, wire: Wire) => Promise<T>, key: string) {
-    const { client, wire } = session;
-    wire.failure = undefined;
-    wire.status = undefined;
-    wire.sent = false;
-    let keep = false;
-    try {
-      const result = await run(client, wire);
-      keep = client.getProtocolEra() === 'legacy';
-      return result;
-    } catch (err) {
-      if (wire.status === 401) throw new UpstreamUnauthorizedError('The upstream MCP server refused the access token.');
-      throw err;
-    } finally {
-      if (keep) keepSession(key, session);
-      else if (!(session.wire.status === 404)) await client.close().catch(() => undefined);
-    }
-  }
-
-  function keepSession(key: string, session: Session): void {
-    const now = Date.now();
-    session.usedAt = now;
-    sessions.set(key, session);
-    // Idle ones end, and the oldest go first past the bound (a Map iterates in insertion order).
-    for (const [k, s] of sessions)
-      if (sessions.size > MAX_SESSIONS || now - s.usedAt > SESSION_IDLE_MS) {
-        sessions.delete(k);
-        void s.client.close().catch(() => undefined);
-      } else break;
   }
 
   return {
     /** The user's tools/list at the upstream, every page. */
     async listTools(url: string, token: string): Promise<UpstreamToolList> {
       try {
-        return await withClient(url, token, async (client) => {
-          const listed = (await client.listTools(undefined, { timeout: sdkTimeout, cacheMode: 'bypass' })) as {
+        return await withClient(url, token, newWire(), async (client, headers) => {
+          const listed = (await client.listTools(undefined, { timeout: sdkTimeout, cacheMode: 'bypass', headers })) as {
             tools: UpstreamTool[];
             ttlMs?: unknown;
             cacheScope?: unknown;
@@ -240,17 +344,14 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
         modes && (modes.form || modes.url)
           ? { ...(modes.form && { form: {} }), ...(modes.url && { url: {} }) }
           : undefined;
-      let wireSeen: Wire | undefined;
+      // This call's own wire state: connecting (or another call on the same client) sends nothing it counts.
+      const wire = newWire();
       try {
         return await withClient(
           url,
           token,
-          async (client, wire) => {
-            wireSeen = wire;
-            // The call's own wire state: connecting sent nothing that does anything.
-            wire.sent = false;
-            wire.failure = undefined;
-            wire.status = undefined;
+          wire,
+          async (client, headers) => {
             try {
               const result = await client.callTool(
                 {
@@ -259,7 +360,7 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
                   ...(options.inputResponses !== undefined && { inputResponses: options.inputResponses }),
                   ...(options.requestState !== undefined && { requestState: options.requestState }),
                 },
-                { timeout: sdkTimeout, toolDefinition: definition as never, allowInputRequired: true },
+                { timeout: sdkTimeout, toolDefinition: definition as never, allowInputRequired: true, headers },
               );
               const answer = result as Record<string, unknown>;
               if (answer['resultType'] === 'input_required' || 'inputRequests' in answer || 'requestState' in answer)
@@ -286,11 +387,10 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
         );
       } catch (err) {
         if (err instanceof UpstreamUnauthorizedError) throw err;
-        const wire = wireSeen;
         // Refused before it was sent (connecting, or the call itself), or answered 4xx: not done there.
-        if (!wire || !wire.sent || (wire.status !== undefined && wire.status >= 400 && wire.status < 500))
+        if (!wire.sent || (wire.status !== undefined && wire.status >= 400 && wire.status < 500))
           throw new UpstreamUnreachableError(
-            `The upstream MCP server could not be asked (${describe(wire?.failure ?? err)}).`,
+            `The upstream MCP server could not be asked (${describe(wire.failure ?? err)}).`,
             {
               cause: err,
             },

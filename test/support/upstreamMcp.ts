@@ -68,11 +68,18 @@ export interface UpstreamMcp {
   bearers: string[];
   /** Each tools/call that reached the MCP server: the tool, its arguments, whose token (undefined: refused). */
   calls: { tool: string; args: unknown; sub: string | undefined }[];
+  /** The JSON-RPC method of each POST to /mcp, in order (a notification's too; a response to its request: `response`). */
+  methods: string[];
+  /** The name of every request header the MCP endpoint received. */
+  headerNames: Set<string>;
+  /** A tools/call whose arguments' `title` is a key here waits for that promise before it is answered. */
+  gates: Map<string, Promise<void>>;
   /**
    * How the MCP server answers a tools/call from now on: as the SDK does, after `slowMs`
-   * (default 60 s), with a body that is not JSON-RPC, or by cutting the connection once it has read it.
+   * (default 60 s), with a body that is not JSON-RPC, or by cutting the connection once it has read it;
+   * with `onlyTitle`, only the calls whose arguments' `title` is that one (the others as the SDK does).
    */
-  behaviour: { mode: 'normal' | 'slow' | 'garbage' | 'reset' | 'refuse'; slowMs?: number };
+  behaviour: { mode: 'normal' | 'slow' | 'garbage' | 'reset' | 'refuse'; slowMs?: number; onlyTitle?: string };
   /** The title of each note create_note made (what the tool did, where `calls` is what reached the server). */
   created: string[];
   /** 2025-11-25: whose token each initialize came with (its `sub`). */
@@ -108,6 +115,8 @@ export async function startUpstreamMcp(options: {
   era?: '2026-07-28' | '2025-11-25';
   /** Also serves ask_secret (a form asking for a password) and open_link (a URL elicitation of its `url` argument). */
   eliciting?: boolean;
+  /** The ttlMs its tools/list answers with (2026-07-28; private, as the list differs per user); else the SDK's 0. */
+  listTtlMs?: number;
 }): Promise<UpstreamMcp> {
   const mcpServer = await listenHttps(options.tls);
   const authServer = await listenHttps(options.tls);
@@ -126,6 +135,9 @@ export async function startUpstreamMcp(options: {
     accepted: [] as UpstreamMcp['accepted'],
     bearers: [] as string[],
     calls: [] as UpstreamMcp['calls'],
+    methods: [] as string[],
+    headerNames: new Set<string>(),
+    gates: new Map<string, Promise<void>>(),
     behaviour: { mode: 'normal' } as UpstreamMcp['behaviour'],
     initializes: [] as string[],
     created: [] as string[],
@@ -213,6 +225,7 @@ export async function startUpstreamMcp(options: {
       metadata: options.metadata,
       era: options.era ?? '2026-07-28',
       eliciting: options.eliciting ?? false,
+      ...(options.listTtlMs !== undefined && { listTtlMs: options.listTtlMs }),
       seen,
     }),
   );
@@ -244,9 +257,21 @@ function mcpListener(options: {
   metadata: MetadataPlacement;
   era: '2026-07-28' | '2025-11-25';
   eliciting: boolean;
+  listTtlMs?: number;
   seen: Pick<
     UpstreamMcp,
-    'requests' | 'accepted' | 'bearers' | 'calls' | 'behaviour' | 'initializes' | 'sessions' | 'created' | 'answers'
+    | 'requests'
+    | 'accepted'
+    | 'bearers'
+    | 'calls'
+    | 'methods'
+    | 'headerNames'
+    | 'gates'
+    | 'behaviour'
+    | 'initializes'
+    | 'sessions'
+    | 'created'
+    | 'answers'
   >;
 }): (req: IncomingMessage, res: ServerResponse) => void {
   const origin = new URL(options.url).origin;
@@ -288,7 +313,15 @@ function mcpListener(options: {
     },
   };
   const build = (authInfo: AuthInfo | undefined) => {
-    const server = new McpServer({ name: 'upstream-notes', version: 'test' }, { capabilities: { tools: {} } });
+    const server = new McpServer(
+      { name: 'upstream-notes', version: 'test' },
+      {
+        capabilities: { tools: {} },
+        ...(options.listTtlMs !== undefined && {
+          cacheHints: { 'tools/list': { ttlMs: options.listTtlMs, cacheScope: 'private' as const } },
+        }),
+      },
+    );
     const client = authInfo?.clientId ?? 'unknown';
     const sub = String(authInfo?.extra?.['sub'] ?? 'unknown');
     server.registerTool(
@@ -403,6 +436,7 @@ function mcpListener(options: {
       return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(document));
     if (path !== '/mcp') return void res.writeHead(404).end();
     if (req.headers.authorization !== undefined) options.seen.bearers.push(req.headers.authorization);
+    for (const name of Object.keys(req.headers)) options.seen.headerNames.add(name);
     void readBody(req).then(async (body) => {
       let parsed: unknown;
       try {
@@ -418,13 +452,19 @@ function mcpListener(options: {
         return void res.writeHead(answer.status, Object.fromEntries(answer.headers)).end(await answer.text());
       }
       const message = parsed as { method?: unknown; params?: { name?: unknown; arguments?: unknown } } | undefined;
+      if (req.method === 'POST')
+        options.seen.methods.push(typeof message?.method === 'string' ? message.method : 'response');
       if (message?.method === 'tools/call') {
         options.seen.calls.push({
           tool: String(message.params?.name),
           args: message.params?.arguments,
           sub: auth.extra?.['sub'] as string | undefined,
         });
-        const { mode, slowMs } = options.seen.behaviour;
+        const title = (message.params?.arguments as { title?: unknown } | undefined)?.title;
+        const { onlyTitle, slowMs } = options.seen.behaviour;
+        const mode = onlyTitle === undefined || onlyTitle === title ? options.seen.behaviour.mode : 'normal';
+        const gate = typeof title === 'string' ? options.seen.gates.get(title) : undefined;
+        if (gate) await gate;
         if (mode === 'garbage')
           return void res.writeHead(200, { 'content-type': 'application/json' }).end('{"jsonrpc": tr');
         if (mode === 'reset') return void req.socket.destroy();
