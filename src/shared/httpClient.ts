@@ -40,9 +40,15 @@ export class FetchRefusedError extends Error {
  * Wraps a fetch for documents the broker trusts (discovery metadata, key
  * sets): a redirect is refused rather than followed, so the document comes
  * from the URL that was checked, and a body over `maxBytes` is refused
- * before it is parsed. The answer is buffered; read it as usual.
+ * before it is parsed. The answer is buffered; read it as usual. With `eventStream`, an answer of
+ * type text/event-stream (MCP's Streamable HTTP, which may send requests before its answer and wait
+ * for theirs) is passed on as it comes instead, each chunk given to `eventStream` on the way, and
+ * fails once more than `maxBytes` have come.
  */
-export function strictFetch(fetch: Fetch, options: { maxBytes: number }): Fetch {
+export function strictFetch(
+  fetch: Fetch,
+  options: { maxBytes: number; eventStream?: (chunk: Uint8Array) => void },
+): Fetch {
   return (async (input: Parameters<Fetch>[0], init?: Parameters<Fetch>[1]) => {
     const url = input instanceof Request ? input.url : String(input);
     const response = await fetch(input, { ...init, redirect: 'manual' });
@@ -52,6 +58,26 @@ export function strictFetch(fetch: Fetch, options: { maxBytes: number }): Fetch 
     };
     if (response.type === 'opaqueredirect' || (response.status >= 300 && response.status < 400))
       return refuse(`answered a redirect (${response.status}), which is not followed`);
+    const seen = options.eventStream;
+    if (seen && response.body && /^text\/event-stream\b/i.test(response.headers.get('content-type') ?? '')) {
+      let size = 0;
+      const body = response.body.pipeThrough(
+        new TransformStream<Uint8Array, Uint8Array>({
+          transform(chunk, controller) {
+            size += chunk.byteLength;
+            if (size > options.maxBytes)
+              return controller.error(new FetchRefusedError(`${url} answered more than ${options.maxBytes} bytes`));
+            seen(chunk);
+            controller.enqueue(chunk);
+          },
+        }),
+      );
+      return new Response(body, {
+        status: response.status,
+        statusText: response.statusText,
+        headers: response.headers,
+      });
+    }
     const body = await readBoundedBody(response, options.maxBytes);
     if (body === undefined) throw new FetchRefusedError(`${url} answered more than ${options.maxBytes} bytes`);
     // fetch has already decoded the body, so its encoding and length no longer describe it.

@@ -53,7 +53,20 @@ export interface UpstreamCallOptions {
   /** The retry of an input_required answer: the user's answers, keyed as the upstream named them, and its requestState. */
   inputResponses?: Record<string, unknown>;
   requestState?: string;
+  /**
+   * Answers an `elicitation/create` a 2025-11-25 upstream sends on this call's stream (MCP
+   * 2025-11-25, Elicitation): the user's answer, or a JSON-RPC error for the upstream to decide on.
+   * Without it, the upstream is answered CANNOT_ASK.
+   */
+  ask?: (params: Record<string, unknown>) => Promise<UpstreamAskAnswer>;
 }
+
+/** The broker's answer to one upstream question: the user's (an ElicitResult), or an error the upstream gets instead. */
+export type UpstreamAskAnswer =
+  { kind: 'answer'; result: Record<string, unknown> } | { kind: 'error'; code: number; message: string };
+
+/** JSON-RPC "method not found" (JSON-RPC 2.0, §5.1): nobody can be asked on this call. */
+export const CANNOT_ASK = -32601;
 
 /** The upstream could not be asked (refused the connection, no such host, its certificate): nothing was done there. */
 export class UpstreamUnreachableError extends UnavailableError {
@@ -97,6 +110,12 @@ interface Wire {
 
 const newWire = (): Wire => ({ failure: undefined, status: undefined, sent: false });
 
+/** One running call: what reached the upstream, and who answers its questions. */
+interface CallState {
+  wire: Wire;
+  ask?: UpstreamCallOptions['ask'];
+}
+
 // Names the call a request belongs to, between the SDK and the broker's fetch, which removes it: never sent.
 const CALL_HEADER = 'x-connect-broker-call';
 
@@ -122,9 +141,12 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
   // passes a request's own headers (RequestOptions.headers) to the transport with it, on every page and
   // retry of it. (AsyncLocalStorage would do it without a tag, but on Node 20 it installs a promise
   // hook that every promise in the process then pays: 2-3 % of the broker's CPU in bench:mcp's profile.)
-  const calls = new Map<string, Wire>();
+  const calls = new Map<string, CallState>();
   let lastCall = 0;
-  const bounded = strictFetch(deps.fetch, { maxBytes: MAX_UPSTREAM_ANSWER_BYTES });
+  // The upstream's requests seen on a call's event stream, by JSON-RPC id: the call they belong to (its tag).
+  // A 2025-11-25 server sends a request about a client's request on that request's stream (MCP
+  // 2025-11-25, Streamable HTTP), and the SDK's handler is not told which stream it came on.
+  const askedOn = new Map<string, string>();
 
   const ownerOf = (url: string, token: string) => `${url}\n${createHash('sha256').update(token).digest('base64url')}`;
 
@@ -134,8 +156,12 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
       const headers = new Headers(init?.headers);
       const tag = headers.get(CALL_HEADER);
       headers.delete(CALL_HEADER);
-      const wire = (tag !== null && calls.get(tag)) || own;
+      const wire = (tag !== null && calls.get(tag)?.wire) || own;
       headers.set('authorization', `Bearer ${token}`);
+      const bounded = strictFetch(deps.fetch, {
+        maxBytes: MAX_UPSTREAM_ANSWER_BYTES,
+        ...(tag !== null && { eventStream: requestsOnStream((id) => askedOn.set(id, tag)) }),
+      });
       // Sent from here on, unless the socket says it never left.
       const before = wire.sent;
       wire.sent = true;
@@ -154,14 +180,22 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
   /** A new connected client; a 401 while connecting is UpstreamUnauthorizedError. */
   async function open(url: string, token: string, owner: string, key: string, elicitation?: Elicitation) {
     const era = eras.get(url);
+    // A 2025-11-25 session is declared both elicitation modes: the broker decides per call who can be asked.
+    // (So is a first connection, which may become one; a 2026-07-28 client declares the call's modes.)
+    const capabilities = era !== 'modern' ? { elicitation: { form: {}, url: {} } } : elicitation ? { elicitation } : {};
     const client = new Client(deps.clientInfo, {
       // Unknown yet: server/discover first, then initialize if the upstream is a 2025-11-25 one.
       versionNegotiation: { mode: era === 'legacy' ? 'legacy' : era === 'modern' ? { pin: MODERN_VERSION } : 'auto' },
       ...(era === 'legacy' && { supportedProtocolVersions: [LEGACY_VERSION] }),
-      // A 2025-11-25 session would bring server-to-client requests, which the broker does not relay: nothing declared there.
-      capabilities: era !== 'legacy' && elicitation ? { elicitation } : {},
+      capabilities,
       inputRequired: { autoFulfill: false },
     });
+    if (era !== 'modern')
+      client.setRequestHandler(
+        'elicitation/create',
+        // The caller's answer is an ElicitResult, checked there (ElicitResultSchema).
+        async (request, ctx) => (await answerAsk(request, ctx)) as { action: 'accept' | 'decline' | 'cancel' },
+      );
     // Connecting sends nothing that does anything: its wire is the client's own, no call's.
     const wire = newWire();
     const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: fetchFor(token, wire) });
@@ -184,7 +218,13 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
     if (spoken) eras.set(url, spoken);
     const discover = client.getDiscoverResult();
     if (spoken === 'modern' && discover) remember(owner, discover);
-    // A first connection that found a 2025-11-25 upstream: its session declares nothing, so one per user.
+    // The first connection found a 2026-07-28 upstream: made again declaring the call's modes, its
+    // discover answer adopted (nothing sent).
+    if (era === undefined && spoken === 'modern') {
+      await client.close().catch(() => undefined);
+      return open(url, token, owner, key, elicitation);
+    }
+    // A 2025-11-25 session declares the same whatever the modes: one per user.
     const entry: Kept = {
       client,
       key: spoken === 'legacy' ? owner : key,
@@ -197,6 +237,26 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
     if (previous) drop(previous);
     keep(entry);
     return entry;
+  }
+
+  /**
+   * An upstream's elicitation/create, answered by the call whose stream brought it. One that came on
+   * no call's stream (the session's own, which the spec keeps for messages unrelated to a running
+   * request), or on a call nobody can be asked for, gets CANNOT_ASK: a JSON-RPC error the upstream
+   * decides on, never an answer the user did not give (a `decline` would be one).
+   */
+  async function answerAsk(
+    request: { params?: unknown },
+    ctx: { mcpReq: { id: unknown } },
+  ): Promise<Record<string, unknown>> {
+    const id = JSON.stringify(ctx.mcpReq.id);
+    const tag = askedOn.get(id);
+    askedOn.delete(id);
+    const ask = tag === undefined ? undefined : calls.get(tag)?.ask;
+    if (!ask) throw new ProtocolError(CANNOT_ASK, 'The broker cannot ask the user on this call.');
+    const answer = await ask((request.params ?? {}) as Record<string, unknown>);
+    if (answer.kind === 'error') throw new ProtocolError(answer.code, answer.message);
+    return answer.result;
   }
 
   /** A kept client for (url, token, modes), or a new one: one connection at a time per key. */
@@ -271,12 +331,13 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
     wire: Wire,
     run: (client: Client, headers: Record<string, string>) => Promise<T>,
     elicitation?: Elicitation,
+    ask?: UpstreamCallOptions['ask'],
   ): Promise<T> {
     const tag = String(++lastCall);
     for (let attempt = 0; ; attempt++) {
       const entry = await acquire(url, token, elicitation);
       Object.assign(wire, newWire());
-      calls.set(tag, wire);
+      calls.set(tag, { wire, ...(ask && { ask }) });
       entry.running++;
       try {
         return await run(entry.client, { [CALL_HEADER]: tag });
@@ -295,6 +356,7 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
         throw err;
       } finally {
         calls.delete(tag);
+        for (const [id, on] of askedOn) if (on === tag) askedOn.delete(id);
         entry.running--;
         if (entry.dropped && entry.running === 0) void entry.client.close().catch(() => undefined);
       }
@@ -384,6 +446,7 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
             }
           },
           elicitation,
+          options.ask,
         );
       } catch (err) {
         if (err instanceof UpstreamUnauthorizedError) throw err;
@@ -431,4 +494,33 @@ function describe(err: unknown): string {
     if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET') return 'closed the connection';
   }
   return 'gave no answer the broker can read';
+}
+
+/**
+ * Reads an event stream as it passes (the SSE format, HTML Living Standard §9.2): each JSON-RPC
+ * request in a `data` field has its id (as JSON) given to `found`. Nothing is changed or held back.
+ */
+function requestsOnStream(found: (id: string) => void): (chunk: Uint8Array) => void {
+  const decoder = new TextDecoder();
+  let pending = '';
+  let data: string[] = [];
+  return (chunk) => {
+    pending += decoder.decode(chunk, { stream: true });
+    const lines = pending.split(/\r\n|\r|\n/);
+    pending = lines.pop() ?? '';
+    for (const line of lines) {
+      if (line.startsWith('data:')) data.push(line.slice(line.startsWith('data: ') ? 6 : 5));
+      else if (line === '' && data.length > 0) {
+        const event = data.join('\n');
+        data = [];
+        try {
+          const message = JSON.parse(event) as { method?: unknown; id?: unknown };
+          if (typeof message.method === 'string' && (typeof message.id === 'string' || typeof message.id === 'number'))
+            found(JSON.stringify(message.id));
+        } catch {
+          // Not JSON: the SDK reports it.
+        }
+      }
+    }
+  };
 }

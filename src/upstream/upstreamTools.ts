@@ -28,7 +28,15 @@ import { UpstreamUnreachableError } from './upstreamMcpClient.js';
 import type { Logger } from '../shared/logger.js';
 import { findSnapshot } from './snapshotsRepo.js';
 import { accessTokenFor, type TokenVaultDeps } from '../secrets/tokenVault.js';
-import type { UpstreamCallAnswer, UpstreamMcp, UpstreamTool, UpstreamToolList } from './upstreamMcpClient.js';
+import { CANNOT_ASK } from './upstreamMcpClient.js';
+import type {
+  UpstreamAskAnswer,
+  UpstreamCallAnswer,
+  UpstreamMcp,
+  UpstreamTool,
+  UpstreamToolList,
+} from './upstreamMcpClient.js';
+import type { InputJudge } from './upstreamInput.js';
 
 type UpstreamInputAnswer = Extract<UpstreamCallAnswer, { kind: 'input_required' }>;
 
@@ -265,12 +273,17 @@ export function createUpstreamTools(deps: UpstreamToolsDeps): DynamicTools<McpTo
         // Only the host's own request may be asked more (an accepted operation's receipt records a final outcome),
         // and the upstream is offered no more than the host declared.
         const elicitation = direct ? elicitationModes(direct.ctx.capabilities) : undefined;
+        // A 2025-11-25 upstream's own questions on the call's stream: asked of this host when it can be, and why not when not.
+        const notes: string[] = [];
+        const ask = (params: Record<string, unknown>) =>
+          askForUpstream(toolDeps, direct, { provider, name }, params, notes);
         let round: Resume | undefined = resume;
         let answer: UpstreamCallAnswer;
         for (let rounds = 0; ; rounds++) {
           answer = await counted(provider, 'tools/call', () =>
             deps.mcp.callTool(provider.upstream!.url, token, served.upstream.name, args, served.upstream, {
               ...(elicitation && { elicitation }),
+              ask,
               ...(round && { inputResponses: round.inputResponses }),
               ...(round?.requestState !== undefined && { requestState: round.requestState }),
             }),
@@ -298,12 +311,12 @@ export function createUpstreamTools(deps: UpstreamToolsDeps): DynamicTools<McpTo
             outcome: {
               error: 'upstream_error',
               code: answer.code,
-              message: `${displayName} answered ${name} with an error: ${answer.message}`,
+              message: [`${displayName} answered ${name} with an error: ${answer.message}`, ...notes].join(' '),
             },
           };
         return {
           status: answer.result['isError'] === true ? 'failed' : 'succeeded',
-          outcome: { result: answer.result },
+          outcome: { result: answer.result, ...(notes.length > 0 && { notes }) },
         };
       },
       render: ({ outcome }) => renderOutcome(outcome),
@@ -322,27 +335,9 @@ export function createUpstreamTools(deps: UpstreamToolsDeps): DynamicTools<McpTo
     answer: UpstreamInputAnswer,
   ): Promise<{ kind: 'done'; outcome: BusinessOutcome } | { kind: 'asked'; resume: Resume }> {
     const { ctx } = direct;
-    const broker = toolDeps.connection.broker;
     let judged: RelayedInput[];
     try {
-      judged = await judgeInputRequests(
-        {
-          forms: toolDeps.forms,
-          asker: {
-            tool: call.name,
-            origin: 'upstream',
-            actor: `mcp:${ctx.principal.sub}`,
-            requestId: ctx.requestId,
-            logger: deps.logger,
-          },
-          modes: elicitationModes(ctx.capabilities),
-          allowLoopback: broker.allowLoopback,
-          protectedDomains: deps.protectedDomains ?? shippedProtectedDomains(),
-          displayName: call.provider.displayName,
-        },
-        answer.inputRequests,
-        answer.requestState,
-      );
+      judged = await judgeInputRequests(judgeFor(toolDeps, ctx, call), answer.inputRequests, answer.requestState);
     } catch (err) {
       if (!(err instanceof ForbiddenError)) throw err;
       return { kind: 'done', outcome: { status: 'failed', outcome: { error: 'input_refused', message: err.message } } };
@@ -377,6 +372,70 @@ export function createUpstreamTools(deps: UpstreamToolsDeps): DynamicTools<McpTo
       requestState: token,
     } as ToolCallResult;
     return { kind: 'done', outcome: { status: 'failed', outcome: { error: 'input_required', relayed } } };
+  }
+
+  /** How an upstream's questions on a call of `ctx`'s are judged (upstreamInput.ts). */
+  function judgeFor(toolDeps: McpToolDeps, ctx: ToolContext, call: { provider: Provider; name: string }): InputJudge {
+    return {
+      forms: toolDeps.forms,
+      asker: {
+        tool: call.name,
+        origin: 'upstream',
+        actor: `mcp:${ctx.principal.sub}`,
+        requestId: ctx.requestId,
+        logger: deps.logger,
+      },
+      modes: elicitationModes(ctx.capabilities),
+      allowLoopback: toolDeps.connection.broker.allowLoopback,
+      protectedDomains: deps.protectedDomains ?? shippedProtectedDomains(),
+      displayName: call.provider.displayName,
+    };
+  }
+
+  /**
+   * A 2025-11-25 upstream's elicitation/create during a call (a server-to-client request on the
+   * call's stream), judged as an input_required's are. Asked of a 2025-11-25 host that declared its
+   * mode, nested on the call's stream, and its answer returned. Otherwise the upstream gets a JSON-RPC
+   * error, never a `decline` (an answer the user did not give), and decides what to do; the host is
+   * told why in the result (`notes`): CANNOT_ASK when nobody can be asked (an accepted operation, a
+   * 2026-07-28 host, which has no server-to-client channel and whose retry may reach another
+   * instance, a mode the host did not declare, no answer), -32602 when the question was refused (a
+   * form the form audit refuses, a link the URL classifier blocks): the host never sees it.
+   */
+  async function askForUpstream(
+    toolDeps: McpToolDeps,
+    direct: DirectPerform | undefined,
+    call: { provider: Provider; name: string },
+    params: Record<string, unknown>,
+    notes: string[],
+  ): Promise<UpstreamAskAnswer> {
+    const from = `${call.provider.displayName} asked a question during ${call.name}`;
+    const cannot = (why: string): UpstreamAskAnswer => {
+      notes.push(`${from} that was not shown: ${why}; it was told the broker cannot ask the user.`);
+      return { kind: 'error', code: CANNOT_ASK, message: `The broker cannot ask the user on this call: ${why}.` };
+    };
+    if (!direct) return cannot('the call was accepted after a connect flow, when nobody can be asked any more');
+    if (!direct.ask) return cannot('this client speaks MCP 2026-07-28, where a server cannot ask during a call');
+    const mode = params['mode'] === 'url' ? 'url' : 'form';
+    if (!elicitationModes(direct.ctx.capabilities)[mode])
+      return cannot(`this client did not declare ${mode} elicitation`);
+    let judged: RelayedInput[];
+    try {
+      judged = await judgeInputRequests(
+        judgeFor(toolDeps, direct.ctx, call),
+        { question: { method: 'elicitation/create', params } },
+        undefined,
+      );
+    } catch (err) {
+      if (!(err instanceof ForbiddenError)) throw err;
+      notes.push(err.message);
+      return { kind: 'error', code: -32602, message: 'The broker refused to show this request to the user.' };
+    }
+    const [input] = judged;
+    const shown = input!.mode === 'url' ? { ...input!.params, elicitationId: randomUUID() } : input!.params;
+    const reply = ElicitResultSchema.safeParse((await direct.ask('elicitation/create', shown))?.['result']);
+    if (!reply.success) return cannot('the user gave no answer');
+    return { kind: 'answer', result: reply.data };
   }
 
   /** The host's retry of a relayed input_required (its requestState sealed for UPSTREAM_INPUT_PHASE), else undefined. */
@@ -465,8 +524,18 @@ function renderOutcome(outcome: Record<string, unknown>): ToolCallResult {
   const relayed = outcome['relayed'];
   if (typeof relayed === 'object' && relayed !== null) return relayed as ToolCallResult;
   const result = outcome['result'];
-  if (typeof result === 'object' && result !== null)
-    return { ...(result as object), resultType: 'complete' } as ToolCallResult;
+  if (typeof result === 'object' && result !== null) {
+    // What the broker did not ask for the upstream, after its own content.
+    const notes = Array.isArray(outcome['notes']) ? (outcome['notes'] as unknown[]).map(String) : [];
+    const content = (result as { content?: unknown }).content;
+    return {
+      ...(result as object),
+      ...(notes.length > 0 && {
+        content: [...(Array.isArray(content) ? content : []), ...notes.map((text) => ({ type: 'text', text }))],
+      }),
+      resultType: 'complete',
+    } as ToolCallResult;
+  }
   return errorResult(String(outcome['message'] ?? 'The upstream MCP server did not answer.'), outcome);
 }
 

@@ -70,6 +70,8 @@ export interface UpstreamMcp {
   calls: { tool: string; args: unknown; sub: string | undefined }[];
   /** The JSON-RPC method of each POST to /mcp, in order (a notification's too; a response to its request: `response`). */
   methods: string[];
+  /** Each JSON-RPC response the broker posted to one of its requests (2025-11-25: an elicitation's answer or error). */
+  responses: Record<string, unknown>[];
   /** The name of every request header the MCP endpoint received. */
   headerNames: Set<string>;
   /** A tools/call whose arguments' `title` is a key here waits for that promise before it is answered. */
@@ -115,6 +117,8 @@ export async function startUpstreamMcp(options: {
   era?: '2026-07-28' | '2025-11-25';
   /** Also serves ask_secret (a form asking for a password) and open_link (a URL elicitation of its `url` argument). */
   eliciting?: boolean;
+  /** 2025-11-25: answer on an event stream (where its requests to the client go, before the answer) instead of JSON. */
+  streams?: boolean;
   /** The ttlMs its tools/list answers with (2026-07-28; private, as the list differs per user); else the SDK's 0. */
   listTtlMs?: number;
 }): Promise<UpstreamMcp> {
@@ -137,6 +141,7 @@ export async function startUpstreamMcp(options: {
     calls: [] as UpstreamMcp['calls'],
     methods: [] as string[],
     headerNames: new Set<string>(),
+    responses: [] as Record<string, unknown>[],
     gates: new Map<string, Promise<void>>(),
     behaviour: { mode: 'normal' } as UpstreamMcp['behaviour'],
     initializes: [] as string[],
@@ -226,6 +231,7 @@ export async function startUpstreamMcp(options: {
       era: options.era ?? '2026-07-28',
       eliciting: options.eliciting ?? false,
       ...(options.listTtlMs !== undefined && { listTtlMs: options.listTtlMs }),
+      streams: options.streams ?? false,
       seen,
     }),
   );
@@ -258,6 +264,7 @@ function mcpListener(options: {
   era: '2026-07-28' | '2025-11-25';
   eliciting: boolean;
   listTtlMs?: number;
+  streams: boolean;
   seen: Pick<
     UpstreamMcp,
     | 'requests'
@@ -266,6 +273,7 @@ function mcpListener(options: {
     | 'calls'
     | 'methods'
     | 'headerNames'
+    | 'responses'
     | 'gates'
     | 'behaviour'
     | 'initializes'
@@ -427,7 +435,7 @@ function mcpListener(options: {
   };
   const serve =
     options.era === '2025-11-25'
-      ? sessionful(build, options.seen)
+      ? sessionful(build, options.seen, options.streams)
       : toNodeHandler(createMcpHandler((ctx) => build(ctx.authInfo), { legacy: 'reject' }));
   return (req, res) => {
     const path = req.url?.split('?')[0] ?? '';
@@ -454,6 +462,8 @@ function mcpListener(options: {
       const message = parsed as { method?: unknown; params?: { name?: unknown; arguments?: unknown } } | undefined;
       if (req.method === 'POST')
         options.seen.methods.push(typeof message?.method === 'string' ? message.method : 'response');
+      if (req.method === 'POST' && message && typeof message.method !== 'string')
+        options.seen.responses.push(message as Record<string, unknown>);
       if (message?.method === 'tools/call') {
         options.seen.calls.push({
           tool: String(message.params?.name),
@@ -492,6 +502,7 @@ function mcpListener(options: {
 function sessionful(
   build: (authInfo: AuthInfo | undefined) => McpServer,
   seen: Pick<UpstreamMcp, 'initializes' | 'sessions'>,
+  streams: boolean,
 ) {
   return async (req: NodeIncomingMessageLike & { auth?: AuthInfo }, res: ServerResponse, parsed: unknown) => {
     const id = req.headers['mcp-session-id'];
@@ -508,7 +519,7 @@ function sessionful(
     seen.initializes.push(String(req.auth?.extra?.['sub']));
     const transport: NodeStreamableHTTPServerTransport = new NodeStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
-      enableJsonResponse: true,
+      enableJsonResponse: !streams,
       onsessioninitialized: (sessionId) => {
         seen.sessions.set(sessionId, transport);
       },
