@@ -3,7 +3,7 @@ import type { Pool, Queryable } from '../db/pool.js';
 import { withTransaction } from '../db/transaction.js';
 import { appendEntries, appendEntry, countEntries, type LedgerEntry } from '../ledger/ledgerRepo.js';
 import type { NavigationRecord } from '../flow/navigationRecord.js';
-import { compareAndSetStatus, lockNavigation } from './navigationRepo.js';
+import { compareAndSetEach, compareAndSetStatus, lockNavigation } from './navigationRepo.js';
 import {
   canTransition,
   mayStillTake,
@@ -66,6 +66,34 @@ export async function advance(
   });
   if (!updated) throw new ConflictError('This connection flow changed meanwhile. Try again.');
   await appendEntries(tx, steps);
+  return updated;
+}
+
+/**
+ * advance() for several navigations, each by its own events, in two statements: one compare-and-set
+ * for all, then every ledger entry, in the order given (the order the caller locked them in). One
+ * that another writer moved first fails them all, as advance() fails.
+ */
+export async function advanceEach(
+  tx: Queryable,
+  moves: readonly { navigation: NavigationRecord; events: NavigationEvent | readonly NavigationEvent[]; by: Actor }[],
+): Promise<NavigationRecord[]> {
+  const planned = moves.map((m) => ({ ...m, ...stepsOf(m.navigation, m.events, m.by) }));
+  const updated = await compareAndSetEach(
+    tx,
+    planned.map((m) => ({
+      id: m.navigation.id,
+      from: m.navigation.status,
+      to: m.status,
+      rowVersion: m.navigation.rowVersion,
+      now: m.by.now,
+    })),
+  );
+  if (updated.length !== moves.length) throw new ConflictError('This connection flow changed meanwhile. Try again.');
+  await appendEntries(
+    tx,
+    planned.flatMap((m) => m.steps),
+  );
   return updated;
 }
 

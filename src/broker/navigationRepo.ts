@@ -116,6 +116,35 @@ export async function compareAndSetStatus(
   return rows[0] ? fromRow(rows[0]) : undefined;
 }
 
+/**
+ * compareAndSetStatus for several navigations in one statement, each on its own (id, status,
+ * row_version); returns those it moved, in the order given. Fewer than given means another writer
+ * moved one first.
+ */
+export async function compareAndSetEach(
+  db: Queryable,
+  changes: readonly { id: string; from: NavigationState; to: NavigationState; rowVersion: number; now: Date }[],
+): Promise<NavigationRecord[]> {
+  if (changes.length === 0) return [];
+  const { rows } = await db.query<NavigationRow>(
+    `UPDATE elicitation_navigations
+        SET status = c.to_status, row_version = row_version + 1, updated_at = c.at
+       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::int[], $5::timestamptz[])
+            AS c(change_id, from_status, to_status, seen_version, at)
+      WHERE id = c.change_id AND status = c.from_status AND row_version = c.seen_version
+      RETURNING ${COLUMNS}`,
+    [
+      changes.map((c) => c.id),
+      changes.map((c) => c.from),
+      changes.map((c) => c.to),
+      changes.map((c) => c.rowVersion),
+      changes.map((c) => c.now),
+    ],
+  );
+  const moved = new Map(rows.map((r) => [r.id, fromRow(r)]));
+  return changes.map((c) => moved.get(c.id)).filter((n) => n !== undefined);
+}
+
 /** The newest navigations (up to `limit`) a subject started for one operation (tool + argument digest), in any lineage. */
 export async function findLatestForOperation(
   db: Queryable,

@@ -1,36 +1,39 @@
 import { samePrincipal, type Principal } from '../auth/principal.js';
 import type { Queryable } from '../db/pool.js';
 import { withTransaction } from '../db/transaction.js';
-import { advance, type Actor } from './advance.js';
+import { advance, advanceEach, type Actor } from './advance.js';
 import type { BrokerDeps } from './brokerDeps.js';
 import type { NavigationRecord } from '../flow/navigationRecord.js';
 import { lockNavigation, lockOpenNavigationsFor } from './navigationRepo.js';
-import { canTransition } from '../flow/navigationStates.js';
+import { canTransition, type NavigationEvent } from '../flow/navigationStates.js';
 
-const EVENT = 'connection_present';
+const EVENT: NavigationEvent = 'connection_present';
 
 /**
- * Once a connection for (principal, provider) is verified, every other open
- * flow of that pair has its requirement met too. They are settled in the
- * verifying transaction (REQUIREMENT_VERIFIED, evidence naming the flow that
- * connected), so each one's operation is accepted once, through its own
- * lineage and receipt, and no caller performs it beside a flow still open.
- * Waiting calls on any instance are woken on COMMIT.
+ * Verifies the flow whose callback stored a connection for (principal, provider) and settles every
+ * other open flow of that pair by it, in the verifying transaction (REQUIREMENT_VERIFIED, evidence
+ * naming the flow that connected), so each one's operation is accepted once, through its own
+ * lineage and receipt, and no caller performs it beside a flow still open. They move in one
+ * compare-and-set and one ledger statement, and are signalled in one: waiting calls on any instance
+ * are woken on COMMIT.
  */
-export async function settleSiblingFlows(
+export async function verifyAndSettle(
   tx: Queryable,
   deps: Pick<BrokerDeps, 'signal'>,
-  verified: NavigationRecord,
+  navigation: NavigationRecord,
+  events: readonly NavigationEvent[],
   by: Actor,
-): Promise<NavigationRecord[]> {
-  const open = await lockOpenNavigationsFor(tx, verified.subject, verified.provider, verified.id);
-  const settled: NavigationRecord[] = [];
-  for (const sibling of open) {
-    if (!canTransition(sibling.status, EVENT)) continue;
-    settled.push(await advance(tx, sibling, EVENT, { ...by, evidence: { ...by.evidence, connectedBy: verified.id } }));
-    await deps.signal.notify(tx, sibling.id);
-  }
-  return settled;
+): Promise<{ verified: NavigationRecord; settled: NavigationRecord[] }> {
+  const open = await lockOpenNavigationsFor(tx, navigation.subject, navigation.provider, navigation.id);
+  const siblingBy = { ...by, evidence: { ...by.evidence, connectedBy: navigation.id } };
+  const [verified, ...settled] = await advanceEach(tx, [
+    { navigation, events, by },
+    ...open
+      .filter((sibling) => canTransition(sibling.status, EVENT))
+      .map((sibling) => ({ navigation: sibling, events: EVENT, by: siblingBy })),
+  ]);
+  await deps.signal.notify(tx, [verified!.id, ...settled.map((s) => s.id)]);
+  return { verified: verified!, settled };
 }
 
 /**

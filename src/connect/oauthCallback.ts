@@ -19,12 +19,12 @@ import type { Queryable } from '../db/pool.js';
 import { flowTargetOf, targetConnectionOf } from '../broker/startReconnect.js';
 import { storeTokens } from '../secrets/tokenVault.js';
 import { digestOf } from '../shared/tokens.js';
-import { advance, recordRefusal, type REFUSAL_EVENTS } from '../broker/advance.js';
+import { recordRefusal, type REFUSAL_EVENTS } from '../broker/advance.js';
 import type { BrokerDeps } from '../broker/brokerDeps.js';
 import type { NavigationRecord } from '../flow/navigationRecord.js';
-import { findNavigationById, lockNavigation, lockOpenNavigationsFor } from '../broker/navigationRepo.js';
+import { findNavigationById, lockOpenNavigationsFor } from '../broker/navigationRepo.js';
 import { RECONNECT, State } from '../flow/navigationStates.js';
-import { settleSiblingFlows } from '../broker/settleOpenFlows.js';
+import { verifyAndSettle } from '../broker/settleOpenFlows.js';
 import { reachFaultPoint } from '../shared/faultPoints.js';
 
 /**
@@ -147,8 +147,9 @@ export async function completeCallback(
     // Every open flow of the pair first, in id order, before anything is written: locking only this
     // one, two callbacks of one user (or a callback beside a consent, queued on the ledger's chain
     // lock) would each hold a flow the other must settle, and Postgres would abort one of them.
-    await lockOpenNavigationsFor(tx, navigation.subject, navigation.provider);
-    let locked = await lockNavigation(tx, navigation.id);
+    const open = await lockOpenNavigationsFor(tx, navigation.subject, navigation.provider);
+    // Waiting for this callback, it is one of them, locked and read just now; else it moved meanwhile.
+    const locked = open.find((n) => n.id === navigation.id);
     if (locked?.status !== State.OUT_OF_BAND_PENDING)
       throw new ConflictError('This connection was completed meanwhile. Return to your app.');
     const { connection } = grant;
@@ -174,12 +175,10 @@ export async function completeCallback(
       ? await replaceConnection(tx, existing.id, facts, now)
       : await insertConnection(tx, facts, now);
     await storeTokens(tx, deps, secretOwnerOf(record), grant.tokens, locked.id);
-    locked = await advance(tx, locked, ['callback_received', 'callback_verified'], by);
-    await enqueueEvent(tx, connectionCreated(record, locked.id, now));
-    await deps.signal.notify(tx, locked.id);
-    await settleSiblingFlows(tx, deps, locked, by);
+    const { verified } = await verifyAndSettle(tx, deps, locked, ['callback_received', 'callback_verified'], by);
+    await enqueueEvent(tx, connectionCreated(record, verified.id, now));
     reachFaultPoint('callback.before_commit');
-    return { verified: locked };
+    return { verified };
   });
   if ('verified' in stored) return stored.verified;
   const again =

@@ -14,13 +14,13 @@ const BOUNDS: Record<string, number> = {
   'GET /connect/:handle': 4,
   'GET /auth/callback': 1,
   'POST /connect/:handle': 12,
-  'GET /oauth/callback/reports': 17,
+  'GET /oauth/callback/reports': 16,
   'GET /connect/done': 2,
   'POST /mcp retry': 14,
 };
 
 describe('the statements of one connect flow', () => {
-  const { stack, tokens } = useBrokerStack({}, { users: ['alice'] });
+  const { stack, tokens } = useBrokerStack({}, { users: ['alice', 'bob'] });
 
   // Every statement of this process: the broker runs in it, and the development servers use no database.
   let statements = 0;
@@ -35,26 +35,30 @@ describe('the statements of one connect flow', () => {
     vi.restoreAllMocks();
   });
 
+  const during = async <T>(fn: () => Promise<T>) => {
+    const before = statements;
+    const value = await fn();
+    return { value, n: statements - before };
+  };
+  /** A browser whose requests to the broker add their statements to `byStep`, by method and path. */
+  const countingBrowser = (byStep: Map<string, number>) =>
+    createTestBrowser({
+      fetch: (async (input: Parameters<Fetch>[0], init?: Parameters<Fetch>[1]) => {
+        const url = new URL(String(input));
+        const { value, n } = await during(() => stack.fetch(input, init));
+        if (url.origin === stack.brokerUrl) {
+          const step = `${init?.method ?? 'GET'} ${url.pathname.replace(/^\/connect\/[\w-]{43}$/, '/connect/:handle')}`;
+          byStep.set(step, (byStep.get(step) ?? 0) + n);
+        }
+        return value;
+      }) as Fetch,
+    });
+
   it(`sends at most ${JSON.stringify(BOUNDS)}`, async () => {
     const args = { title: 'Counted', body: '' };
-    const during = async <T>(fn: () => Promise<T>) => {
-      const before = statements;
-      const value = await fn();
-      return { value, n: statements - before };
-    };
     const elicit = await during(() => elicitConnection(stack, tokens.alice, 'reports_create', args));
-
     const byStep = new Map<string, number>();
-    const counted: Fetch = (async (input: Parameters<Fetch>[0], init?: Parameters<Fetch>[1]) => {
-      const url = new URL(String(input));
-      const { value, n } = await during(() => stack.fetch(input, init));
-      if (url.origin === stack.brokerUrl) {
-        const step = `${init?.method ?? 'GET'} ${url.pathname.replace(/^\/connect\/[\w-]{43}$/, '/connect/:handle')}`;
-        byStep.set(step, (byStep.get(step) ?? 0) + n);
-      }
-      return value;
-    }) as Fetch;
-    const run = await openConnectLink(stack, elicit.value.url, 'alice', createTestBrowser({ fetch: counted }));
+    const run = await openConnectLink(stack, elicit.value.url, 'alice', countingBrowser(byStep));
     const done = await consentAndAuthorize(stack, run, 'alice');
     expect(done.status).toBe(200);
     const retry = await during(() =>
@@ -71,5 +75,19 @@ describe('the statements of one connect flow', () => {
     expect(over, JSON.stringify(measured)).toEqual([]);
     // Counted at all: every step named reads or writes something.
     expect(Object.keys(BOUNDS).filter((step) => !(measured[step]! > 0))).toEqual([]);
+  });
+
+  it('settles the other open flows of the user in the same statements as a callback that settles none', async () => {
+    const flows = [];
+    for (const title of ['First', 'Second', 'Third'])
+      flows.push(await elicitConnection(stack, tokens.bob, 'reports_create', { title, body: '' }));
+    const byStep = new Map<string, number>();
+    const run = await openConnectLink(stack, flows[0]!.url, 'bob', countingBrowser(byStep));
+    expect((await consentAndAuthorize(stack, run, 'bob')).status).toBe(200);
+    const { rows } = await stack.db.pool.query<{ status: string; n: number }>(
+      `SELECT status, count(*)::int AS n FROM elicitation_navigations WHERE subject_sub = 'bob' GROUP BY status`,
+    );
+    expect(rows).toEqual([{ status: 'REQUIREMENT_VERIFIED', n: 3 }]);
+    expect(byStep.get('GET /oauth/callback/reports')).toBeLessThanOrEqual(BOUNDS['GET /oauth/callback/reports']!);
   });
 });
