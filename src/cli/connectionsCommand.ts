@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { buildBrokerDeps } from '../broker/buildBrokerDeps.js';
 import type { Config } from '../config/config.js';
-import { createPool, type Pool } from '../db/pool.js';
+import type { Pool } from '../db/pool.js';
 import { AppError } from '../errors/appError.js';
 import { describeRevocation, revokeConnection } from '../ops/connectionRevocation.js';
 import type { OperatorAct } from '../ops/recovery.js';
@@ -9,8 +9,8 @@ import { connectionStates, type ConnectionState } from '../secrets/connectionSta
 import { accountLabelOf, listConnections, type ConnectionRecord } from '../secrets/connectionsRepo.js';
 import { systemClock } from '../shared/clock.js';
 import { createLogger } from '../shared/logger.js';
-import { databaseUrl, deploymentFetch, deploymentKeys, deploymentProviders } from './deployment.js';
-import { authenticateOperator, OperatorAuthError } from './operatorAuth.js';
+import { deploymentFetch, deploymentKeys, deploymentProviders } from './deployment.js';
+import { withOperator } from './operatorAuth.js';
 import { formatTable } from './table.js';
 
 export class ConnectionsCommandError extends Error {
@@ -137,29 +137,27 @@ export async function connectionsCommand(
     },
   });
   const input = sub === 'list' ? listInput(values, positionals) : revokeInput(values, positionals);
-  const pool = createPool({ url: await databaseUrl(config), poolMax: 2 }, createLogger({ level: 'silent' }));
-  try {
-    const { actor, subject } = await authenticateOperator(config, pool, `connections ${sub}`).catch((err: unknown) => {
-      if (err instanceof OperatorAuthError) throw new ConnectionsCommandError(err.message, err.exitCode);
-      throw err;
-    });
-    if ('limit' in input) {
-      const found = await listConnections(pool, input);
-      out(
-        values.json
-          ? JSON.stringify(found.map(asJson))
-          : found.length === 0
-            ? 'No connections.'
-            : formatTable(HEADERS, found.map(row)),
-      );
-      return 0;
-    }
-    const result = await revoke(config, pool, input.id, { reason: input.reason, actor, subject });
-    out(values.json ? JSON.stringify(result) : describeRevocation(result));
-    return result.atProvider === 'revoked' ? 0 : 1;
-  } finally {
-    await pool.end();
-  }
+  return withOperator(
+    config,
+    `connections ${sub}`,
+    (message, exitCode) => new ConnectionsCommandError(message, exitCode),
+    async (pool, { actor, subject }) => {
+      if ('limit' in input) {
+        const found = await listConnections(pool, input);
+        out(
+          values.json
+            ? JSON.stringify(found.map(asJson))
+            : found.length === 0
+              ? 'No connections.'
+              : formatTable(HEADERS, found.map(row)),
+        );
+        return 0;
+      }
+      const result = await revoke(config, pool, input.id, { reason: input.reason, actor, subject });
+      out(values.json ? JSON.stringify(result) : describeRevocation(result));
+      return result.atProvider === 'revoked' ? 0 : 1;
+    },
+  );
 }
 
 // The running broker's providers, keys and fetch: the provider is called from here, as from a page.

@@ -1,10 +1,8 @@
 import { parseArgs } from 'node:util';
 import type { Config } from '../config/config.js';
-import { createPool } from '../db/pool.js';
 import { countSealedByKey, sealedKinds, type SealedKind } from '../jobs/resealRepo.js';
-import { createLogger } from '../shared/logger.js';
-import { databaseUrl, deploymentKeys } from './deployment.js';
-import { authenticateOperator, OperatorAuthError } from './operatorAuth.js';
+import { deploymentKeys } from './deployment.js';
+import { withOperator } from './operatorAuth.js';
 import { formatTable } from './table.js';
 
 export class KeysCommandError extends Error {
@@ -115,16 +113,14 @@ export async function keysCommand(
   if (sub !== 'status') throw new KeysCommandError(usage);
   const { values } = parseArgs({ args: rest, strict: true, options: { json: { type: 'boolean', default: false } } });
   const configured = (await deploymentKeys(config)).map((k) => k.kid);
-  const pool = createPool({ url: await databaseUrl(config), poolMax: 2 }, createLogger({ level: 'silent' }));
-  try {
-    await authenticateOperator(config, pool, 'keys status').catch((err: unknown) => {
-      if (err instanceof OperatorAuthError) throw new KeysCommandError(err.message, err.exitCode);
-      throw err;
-    });
-    const status = keysStatus(configured, await countSealedByKey(pool));
-    out(values.json ? JSON.stringify(status) : formatKeysStatus(status));
-    return status.keys.some((k) => k.state === 'missing') ? 1 : 0;
-  } finally {
-    await pool.end();
-  }
+  return withOperator(
+    config,
+    'keys status',
+    (message, exitCode) => new KeysCommandError(message, exitCode),
+    async (pool) => {
+      const status = keysStatus(configured, await countSealedByKey(pool));
+      out(values.json ? JSON.stringify(status) : formatKeysStatus(status));
+      return status.keys.some((k) => k.state === 'missing') ? 1 : 0;
+    },
+  );
 }

@@ -1,7 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import type { Config } from '../config/config.js';
-import { createPool } from '../db/pool.js';
 import { AGE_HINT, parseAge } from '../ledger/flowAge.js';
 import { scanForTokens } from '../ledger/gateScanRepo.js';
 import { evaluateGates } from '../ledger/gates.js';
@@ -13,10 +12,9 @@ import {
   findStuckFlows,
 } from '../ledger/ledgerQueriesRepo.js';
 import { lineages, navigationStates, State } from '../flow/navigationStates.js';
-import { databaseUrl } from './deployment.js';
 import { formatTable } from './table.js';
 import { actionCommands, ActionError, runAction, type ActionCommand } from './ledgerActions.js';
-import { authenticateOperator, OperatorAuthError } from './operatorAuth.js';
+import { withOperator } from './operatorAuth.js';
 import { readAnchorFile, runAnchorExport, runVerify, VerifyInputError } from './ledgerVerify.js';
 import { createLogger } from '../shared/logger.js';
 
@@ -112,127 +110,126 @@ export async function ledgerCommand(
     if (raw !== undefined && !allowed.includes(raw))
       throw new LedgerCommandError(`--${name} must be one of: ${allowed.join(', ')}`);
   };
-  const pool = createPool({ url: await databaseUrl(config), poolMax: 4 }, logger);
   const now = new Date();
   const print = (data: unknown, text: () => string) => out(values.json ? JSON.stringify(data) : text());
-  try {
-    const { actor, subject } = await authenticateOperator(config, pool, `ledger ${sub}`).catch((err: unknown) => {
-      if (err instanceof OperatorAuthError) throw new LedgerCommandError(err.message, err.exitCode);
-      throw err;
-    });
-    if ((actionCommands as readonly string[]).includes(sub)) {
-      const input = {
-        command: sub as ActionCommand,
-        id: positionals[0],
-        reason: values.reason,
-        json: values.json,
-        waitSeconds: number('wait', values.wait, 0)!,
-        actor,
-        subject,
-      };
-      return await runAction(config, pool, logger, input, out).catch((err: unknown) => {
-        throw err instanceof ActionError ? new LedgerCommandError(err.message) : err;
-      });
-    }
-    if (sub === 'flows' || sub === 'stuck') {
-      oneOf('state', values.state, navigationStates);
-      oneOf('lineage', values.lineage, lineages);
-      const limit = number('limit', values.limit, 50)!;
-      const olderThan = age(values['older-than']);
-      const flows =
-        sub === 'stuck'
-          ? await findStuckFlows(pool, now, limit)
-          : await findFlows(
-              pool,
-              {
-                limit,
-                ...(values.state ? { state: values.state } : {}),
-                ...(values.lineage ? { lineage: values.lineage } : {}),
-                ...(values.subject ? { subject: values.subject } : {}),
-                ...(values.provider ? { provider: values.provider } : {}),
-                ...(values.tool ? { tool: values.tool } : {}),
-                ...(olderThan !== undefined ? { olderThanSeconds: olderThan } : {}),
-              },
-              now,
-            );
-      print(flows, () =>
-        flows.length === 0
-          ? 'No flows.'
-          : formatTable(
-              ['id', 'status', 'lineage', 'subject', 'provider', 'tool', 'created', 'expires'],
-              flows.map((f) => [
-                f.id,
-                f.status,
-                f.lineage,
-                f.subject,
-                f.provider,
-                f.tool,
-                f.createdAt.toISOString(),
-                f.expiresAt.toISOString(),
-              ]),
-            ),
-      );
-      return 0;
-    }
-    if (sub === 'flow') {
-      const id = positionals[0] ?? '';
-      if (!/^[0-9a-f-]{36}$/i.test(id)) throw new LedgerCommandError('Usage: broker ledger flow <navigation id>');
-      const detail = await findFlowDetail(pool, id);
-      if (!detail) throw new LedgerCommandError(`No flow ${id}.`);
-      print(detail, () =>
-        [
-          `Flow ${detail.flow.id}: ${detail.flow.status} (${detail.flow.lineage}), ${detail.flow.subject} → ${detail.flow.provider} at ${detail.flow.targetHost}, to ${detail.flow.purpose}`,
-          `Created ${detail.flow.createdAt.toISOString()}, expires ${detail.flow.expiresAt.toISOString()}`,
-          `Consent: ${detail.consent ? `${detail.consent.browserSub} at ${detail.consent.at.toISOString()} for ${detail.consent.destination}` : 'none'}`,
-          `Receipt: ${detail.receipt ? `${detail.receipt.id} ${detail.receipt.outcomeStatus} (${detail.receipt.lineage}${detail.receipt.jsonrpcId ? `, JSON-RPC id ${detail.receipt.jsonrpcId}` : ''})` : 'none'}`,
-          '',
-          formatTable(
-            ['at', 'from', 'to', 'event', 'actor'],
-            detail.events.map((e) => [e.at.toISOString(), e.from, e.to, e.event, e.actor]),
-          ),
-        ].join('\n'),
-      );
-      return 0;
-    }
-    if (sub === 'gates') {
-      const tokens = await tokensToFind(values['tokens-file']);
-      const figures = await findGateFigures(pool);
-      if (tokens) figures.tokensOutsideVault = await scanForTokens(pool, tokens);
-      const gates = evaluateGates(figures);
-      print(gates, () =>
-        formatTable(
-          ['gate', 'figure', 'target', 'result'],
-          gates.map((g) => [g.gate, g.figure, g.target, g.pass ? 'PASS' : 'MISS']),
-        ),
-      );
-      return gates.every((g) => g.pass) ? 0 : 1;
-    }
-    if (sub === 'reconcile') {
-      const findings = await findReconcileFindings(pool, now, number('grace', values.grace, 300)!);
-      print(findings, () =>
-        findings.length === 0
-          ? 'Nothing to reconcile.'
-          : formatTable(
-              ['kind', 'id', 'detail'],
-              findings.map((f) => [f.kind, f.id, f.detail]),
-            ),
-      );
-      return findings.length > 0 ? 1 : 0;
-    }
-    try {
-      if (sub === 'anchor') {
-        if (positionals[0] !== 'export' || positionals.length > 1)
-          throw new LedgerCommandError('Usage: broker ledger anchor export');
-        return await runAnchorExport(pool, now, out);
+  return withOperator(
+    config,
+    `ledger ${sub}`,
+    (message, exitCode) => new LedgerCommandError(message, exitCode),
+    async (pool, { actor, subject }) => {
+      if ((actionCommands as readonly string[]).includes(sub)) {
+        const input = {
+          command: sub as ActionCommand,
+          id: positionals[0],
+          reason: values.reason,
+          json: values.json,
+          waitSeconds: number('wait', values.wait, 0)!,
+          actor,
+          subject,
+        };
+        return await runAction(config, pool, logger, input, out).catch((err: unknown) => {
+          throw err instanceof ActionError ? new LedgerCommandError(err.message) : err;
+        });
       }
-      const anchor = values.anchor === undefined ? undefined : await readAnchorFile(values.anchor);
-      return await runVerify(pool, { anchor, json: values.json }, out, progress);
-    } catch (err) {
-      throw err instanceof VerifyInputError ? new LedgerCommandError(err.message) : err;
-    }
-  } finally {
-    await pool.end();
-  }
+      if (sub === 'flows' || sub === 'stuck') {
+        oneOf('state', values.state, navigationStates);
+        oneOf('lineage', values.lineage, lineages);
+        const limit = number('limit', values.limit, 50)!;
+        const olderThan = age(values['older-than']);
+        const flows =
+          sub === 'stuck'
+            ? await findStuckFlows(pool, now, limit)
+            : await findFlows(
+                pool,
+                {
+                  limit,
+                  ...(values.state ? { state: values.state } : {}),
+                  ...(values.lineage ? { lineage: values.lineage } : {}),
+                  ...(values.subject ? { subject: values.subject } : {}),
+                  ...(values.provider ? { provider: values.provider } : {}),
+                  ...(values.tool ? { tool: values.tool } : {}),
+                  ...(olderThan !== undefined ? { olderThanSeconds: olderThan } : {}),
+                },
+                now,
+              );
+        print(flows, () =>
+          flows.length === 0
+            ? 'No flows.'
+            : formatTable(
+                ['id', 'status', 'lineage', 'subject', 'provider', 'tool', 'created', 'expires'],
+                flows.map((f) => [
+                  f.id,
+                  f.status,
+                  f.lineage,
+                  f.subject,
+                  f.provider,
+                  f.tool,
+                  f.createdAt.toISOString(),
+                  f.expiresAt.toISOString(),
+                ]),
+              ),
+        );
+        return 0;
+      }
+      if (sub === 'flow') {
+        const id = positionals[0] ?? '';
+        if (!/^[0-9a-f-]{36}$/i.test(id)) throw new LedgerCommandError('Usage: broker ledger flow <navigation id>');
+        const detail = await findFlowDetail(pool, id);
+        if (!detail) throw new LedgerCommandError(`No flow ${id}.`);
+        print(detail, () =>
+          [
+            `Flow ${detail.flow.id}: ${detail.flow.status} (${detail.flow.lineage}), ${detail.flow.subject} → ${detail.flow.provider} at ${detail.flow.targetHost}, to ${detail.flow.purpose}`,
+            `Created ${detail.flow.createdAt.toISOString()}, expires ${detail.flow.expiresAt.toISOString()}`,
+            `Consent: ${detail.consent ? `${detail.consent.browserSub} at ${detail.consent.at.toISOString()} for ${detail.consent.destination}` : 'none'}`,
+            `Receipt: ${detail.receipt ? `${detail.receipt.id} ${detail.receipt.outcomeStatus} (${detail.receipt.lineage}${detail.receipt.jsonrpcId ? `, JSON-RPC id ${detail.receipt.jsonrpcId}` : ''})` : 'none'}`,
+            '',
+            formatTable(
+              ['at', 'from', 'to', 'event', 'actor'],
+              detail.events.map((e) => [e.at.toISOString(), e.from, e.to, e.event, e.actor]),
+            ),
+          ].join('\n'),
+        );
+        return 0;
+      }
+      if (sub === 'gates') {
+        const tokens = await tokensToFind(values['tokens-file']);
+        const figures = await findGateFigures(pool);
+        if (tokens) figures.tokensOutsideVault = await scanForTokens(pool, tokens);
+        const gates = evaluateGates(figures);
+        print(gates, () =>
+          formatTable(
+            ['gate', 'figure', 'target', 'result'],
+            gates.map((g) => [g.gate, g.figure, g.target, g.pass ? 'PASS' : 'MISS']),
+          ),
+        );
+        return gates.every((g) => g.pass) ? 0 : 1;
+      }
+      if (sub === 'reconcile') {
+        const findings = await findReconcileFindings(pool, now, number('grace', values.grace, 300)!);
+        print(findings, () =>
+          findings.length === 0
+            ? 'Nothing to reconcile.'
+            : formatTable(
+                ['kind', 'id', 'detail'],
+                findings.map((f) => [f.kind, f.id, f.detail]),
+              ),
+        );
+        return findings.length > 0 ? 1 : 0;
+      }
+      try {
+        if (sub === 'anchor') {
+          if (positionals[0] !== 'export' || positionals.length > 1)
+            throw new LedgerCommandError('Usage: broker ledger anchor export');
+          return await runAnchorExport(pool, now, out);
+        }
+        const anchor = values.anchor === undefined ? undefined : await readAnchorFile(values.anchor);
+        return await runVerify(pool, { anchor, json: values.json }, out, progress);
+      } catch (err) {
+        throw err instanceof VerifyInputError ? new LedgerCommandError(err.message) : err;
+      }
+    },
+    { poolMax: 4, logger },
+  );
 }
 
 /** The tokens of `--tokens-file`: one a line, blank lines skipped; a file that cannot be read is a usage error. */

@@ -1,12 +1,13 @@
 import { hasOperatorRole } from '../auth/operatorRole.js';
 import type { Principal } from '../auth/principal.js';
 import type { Config } from '../config/config.js';
-import type { Pool } from '../db/pool.js';
+import { createPool, type Pool } from '../db/pool.js';
 import { AppError } from '../errors/appError.js';
 import { recordOperatorAction } from '../ledger/operatorRepo.js';
 import { createClaimsVerifier } from '../mcp/mcpAuth.js';
 import { systemClock } from '../shared/clock.js';
-import { deploymentFetch } from './deployment.js';
+import { createLogger, type Logger } from '../shared/logger.js';
+import { databaseUrl, deploymentFetch } from './deployment.js';
 
 export class OperatorAuthError extends Error {
   constructor(
@@ -70,4 +71,33 @@ export async function authenticateOperator(
     );
   }
   return { actor, subject: verified.principal };
+}
+
+/** The operator a command runs as: its identity, and the actor recorded with its actions. */
+export type Operator = Awaited<ReturnType<typeof authenticateOperator>>;
+
+/**
+ * Every operator command's start and end: a small pool on the deployment's database, the operator
+ * authenticated (a refusal thrown as the command's own error, `refused`, with its exit code), then
+ * `run`; the pool ends whatever happens.
+ */
+export async function withOperator<T>(
+  config: Readonly<Config>,
+  command: string,
+  refused: (message: string, exitCode: 2 | 3) => Error,
+  run: (pool: Pool, operator: Operator) => Promise<T>,
+  options: { poolMax?: number; logger?: Logger } = {},
+): Promise<T> {
+  const pool = createPool(
+    { url: await databaseUrl(config), poolMax: options.poolMax ?? 2 },
+    options.logger ?? createLogger({ level: 'silent' }),
+  );
+  try {
+    const operator = await authenticateOperator(config, pool, command).catch((err: unknown) => {
+      throw err instanceof OperatorAuthError ? refused(err.message, err.exitCode) : err;
+    });
+    return await run(pool, operator);
+  } finally {
+    await pool.end();
+  }
 }

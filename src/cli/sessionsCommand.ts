@@ -1,12 +1,9 @@
 import { parseArgs } from 'node:util';
 import { findLiveSessions, type SessionListing } from '../auth/webSessionRepo.js';
 import type { Config } from '../config/config.js';
-import { createPool } from '../db/pool.js';
 import { AppError } from '../errors/appError.js';
 import { describeTarget, parseSessionTarget, revokeSessions } from '../ops/sessionRevocation.js';
-import { createLogger } from '../shared/logger.js';
-import { databaseUrl } from './deployment.js';
-import { authenticateOperator, OperatorAuthError } from './operatorAuth.js';
+import { withOperator } from './operatorAuth.js';
 import { formatTable } from './table.js';
 
 export class SessionsCommandError extends Error {
@@ -93,41 +90,39 @@ export async function sessionsCommand(
     },
   });
   const input = sub === 'list' ? listInput(values, positionals) : revokeInput(values, positionals);
-  const pool = createPool({ url: await databaseUrl(config), poolMax: 2 }, createLogger({ level: 'silent' }));
-  try {
-    const { actor, subject } = await authenticateOperator(config, pool, `sessions ${sub}`).catch((err: unknown) => {
-      if (err instanceof OperatorAuthError) throw new SessionsCommandError(err.message, err.exitCode);
-      throw err;
-    });
-    if (input.sub === 'list') {
-      const sessions = await findLiveSessions(
-        pool,
-        { limit: input.limit, ...(input.subject !== undefined && { subject: input.subject }) },
-        new Date(),
-      );
-      out(
-        values.json
-          ? JSON.stringify(sessions)
-          : sessions.length === 0
-            ? 'No live sessions.'
-            : formatTable(HEADERS, sessions.map(row)),
-      );
-      return 0;
-    }
-    const revoked = await revokeSessions(pool, input.target, { reason: input.reason, actor, subject }, new Date());
-    const what = describeTarget(input.target);
-    if (values.json) out(JSON.stringify({ target: input.target, revoked }));
-    else if (revoked.length === 0) out(`No live session matched ${what}: nothing revoked (recorded).`);
-    else
-      out(
-        [
-          `Revoked ${revoked.length} session${revoked.length === 1 ? '' : 's'} (${what}); each browser is signed out on its next request.`,
-          '',
-          formatTable(HEADERS, revoked.map(row)),
-        ].join('\n'),
-      );
-    return revoked.length === 0 ? 1 : 0;
-  } finally {
-    await pool.end();
-  }
+  return withOperator(
+    config,
+    `sessions ${sub}`,
+    (message, exitCode) => new SessionsCommandError(message, exitCode),
+    async (pool, { actor, subject }) => {
+      if (input.sub === 'list') {
+        const sessions = await findLiveSessions(
+          pool,
+          { limit: input.limit, ...(input.subject !== undefined && { subject: input.subject }) },
+          new Date(),
+        );
+        out(
+          values.json
+            ? JSON.stringify(sessions)
+            : sessions.length === 0
+              ? 'No live sessions.'
+              : formatTable(HEADERS, sessions.map(row)),
+        );
+        return 0;
+      }
+      const revoked = await revokeSessions(pool, input.target, { reason: input.reason, actor, subject }, new Date());
+      const what = describeTarget(input.target);
+      if (values.json) out(JSON.stringify({ target: input.target, revoked }));
+      else if (revoked.length === 0) out(`No live session matched ${what}: nothing revoked (recorded).`);
+      else
+        out(
+          [
+            `Revoked ${revoked.length} session${revoked.length === 1 ? '' : 's'} (${what}); each browser is signed out on its next request.`,
+            '',
+            formatTable(HEADERS, revoked.map(row)),
+          ].join('\n'),
+        );
+      return revoked.length === 0 ? 1 : 0;
+    },
+  );
 }
