@@ -10,6 +10,8 @@ import type { Lineage } from '../flow/navigationStates.js';
 import { lockNavigation } from './navigationRepo.js';
 import { acceptEvents, State } from '../flow/navigationStates.js';
 import {
+  awaitHostInput,
+  extendPerformLease,
   findReceiptById,
   findReceiptByKey,
   insertReceiptOnce,
@@ -136,6 +138,26 @@ export class OutcomeUnknownError extends UnavailableError {
   }
 }
 
+/**
+ * Thrown by a perform whose provider did nothing and asked the host for more input (an upstream MCP
+ * server's input_required): not an outcome. The receipt stays pending, out of the re-drive sweep
+ * until `until`, and the host's answer performs this same operation (acceptOriginalOperation's receipt).
+ */
+export class InputRequiredError extends Error {
+  override name = 'InputRequiredError';
+  constructor(
+    /** What the host is answered: the questions, with a state that names this receipt. */
+    readonly relayed: object,
+    /** When that state expires: the host's answer cannot come later. */
+    readonly until: Date,
+  ) {
+    super('The provider asked for more input; nothing was done.');
+  }
+}
+
+/** Given to a perform: keeps its lease `ms` longer than now, while it waits on the host (a nested question). */
+export type HoldLease = (ms: number) => Promise<void>;
+
 // Longer than any business call may take (the injected fetch gives up after 10 s), so a lease
 // ends only when its holder finished or died; a dead holder's lease simply runs out.
 const PERFORM_LEASE_MS = 30_000;
@@ -157,7 +179,7 @@ const recordedOutcome = (r: OperationReceipt): BusinessOutcome | undefined =>
 export async function runAcceptedOperation(
   deps: BrokerDeps,
   receipt: OperationReceipt,
-  call: (idempotencyKey: string) => Promise<BusinessOutcome>,
+  call: (idempotencyKey: string, hold: HoldLease) => Promise<BusinessOutcome>,
   waitMs: number = deps.retryWaitMs,
   /** An operator's re-drive: an operation whose outcome is unknown is performed again. */
   unknownToo = false,
@@ -216,13 +238,21 @@ async function perform(
   deps: BrokerDeps,
   receipt: OperationReceipt,
   owner: string,
-  call: (idempotencyKey: string) => Promise<BusinessOutcome>,
+  call: (idempotencyKey: string, hold: HoldLease) => Promise<BusinessOutcome>,
 ): Promise<BusinessOutcome> {
   let result: BusinessOutcome;
+  const hold: HoldLease = (ms) =>
+    extendPerformLease(deps.pool, receipt.id, owner, new Date(deps.clock.now().getTime() + ms + PERFORM_LEASE_MS));
   try {
     reachFaultPoint('operation.before_call');
-    result = await call(receipt.id);
+    result = await call(receipt.id, hold);
   } catch (err) {
+    if (err instanceof InputRequiredError) {
+      await awaitHostInput(deps.pool, receipt.id, owner, err.until);
+      // Wakes identical calls waiting for the lease: each may now ask the upstream (which does nothing either).
+      await deps.signal.notify(deps.pool, receipt.navigationId);
+      throw err;
+    }
     if (err instanceof OutcomeUnknownError) {
       await markOutcomeUnknown(deps.pool, receipt.id, owner, deps.clock.now());
       // Wakes identical calls waiting for it: they answer the same, without sending it.

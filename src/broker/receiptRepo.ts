@@ -154,6 +154,28 @@ export async function markOutcomeUnknown(db: Queryable, id: string, owner: strin
   );
 }
 
+/** Lengthens `owner`'s perform lease to `until` (the performer waits on the host's answer first). */
+export async function extendPerformLease(db: Queryable, id: string, owner: string, until: Date): Promise<void> {
+  await db.query(
+    `UPDATE operation_receipts SET perform_lease_until = GREATEST(perform_lease_until, $3)
+      WHERE id = $1 AND perform_lease_owner = $2 AND outcome_status = 'pending'`,
+    [id, owner, until],
+  );
+}
+
+/**
+ * The provider did nothing and asked the host for more: `owner`'s lease is given back, the receipt
+ * stays pending with no outcome, and the re-drive sweep leaves it alone until `until` (when the
+ * host's answer can no longer come), so the host's answer resumes this same operation.
+ */
+export async function awaitHostInput(db: Queryable, id: string, owner: string, until: Date): Promise<void> {
+  await db.query(
+    `UPDATE operation_receipts SET perform_lease_owner = NULL, perform_lease_until = NULL, redrive_after = $3
+      WHERE id = $1 AND perform_lease_owner = $2 AND outcome_status = 'pending'`,
+    [id, owner, until],
+  );
+}
+
 /** Gives a perform lease back early (the call failed before an outcome): the next caller need not wait for it to expire. */
 export async function releasePerformLease(db: Queryable, id: string, owner: string): Promise<void> {
   await db.query(

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   acceptOriginalOperation,
+  InputRequiredError,
   runAcceptedOperation,
   type BusinessOutcome,
 } from '../broker/acceptOriginalOperation.js';
@@ -73,11 +74,22 @@ export interface ConnectionCall {
   render(outcome: BusinessOutcome): ToolCallResult;
 }
 
-/** A connected call performed outside an accepted operation: the host request it answers. */
+/** A call performed while the host request it answers is there, which may then ask the user on the way. */
 export interface DirectPerform {
   ctx: ToolContext;
   /** 2025-11-25: asks the host on this call's stream (nested); its JSON-RPC answer, undefined when none came in time. */
   ask?: (method: string, params: Record<string, unknown>) => Promise<Record<string, unknown> | undefined>;
+  /**
+   * Performed for an accepted operation, through this receipt: a question relayed to the host without
+   * `ask` is thrown as InputRequiredError (nothing done, no outcome recorded), its state naming the receipt.
+   */
+  receiptId?: string;
+}
+
+/** How an accepted operation's host request may be asked on its stream (2025-11-25): the question, and its bound. */
+export interface HostStream {
+  ask: NonNullable<DirectPerform['ask']>;
+  waitMs: number;
 }
 
 const INPUT_KEY = 'connect';
@@ -387,29 +399,48 @@ export async function runAccepted(
   ctx: ToolContext,
   call: ConnectionCall,
   receipt: OperationReceipt,
+  stream?: HostStream,
 ): Promise<ToolCallResult> {
   let used: ConnectionRecord | undefined;
-  const outcome = await runAcceptedOperation(
-    deps.broker,
-    receipt,
-    async (key) => {
-      // Accepted already: nobody is asked which account any more; the default runs it (connectionChoice.ts).
-      const access = await connectionAccessFor(deps.vault, ctx.principal, call.provider, call.scopes, {
-        ...call.choice,
-        ask: false,
-      });
-      if (access.kind !== 'connected' && access.kind !== 'scopes_missing')
-        return reconnectOutcome(call.provider, 'not_connected');
-      // The provider would refuse it (or, worse, do part of it): not done, final, and said so.
-      if (access.kind === 'scopes_missing') return reconnectOutcome(call.provider, 'scopes_missing', access.missing);
-      used = access.connection;
-      await recordReceiptConnection(deps.broker.pool, receipt.id, access.connection.id);
-      return performOrForget(deps.vault, access, (live) => call.perform(live, key));
-    },
-    deps.broker.retryWaitMs,
-    false,
-    call.replayable,
-  );
+  let outcome: BusinessOutcome;
+  try {
+    outcome = await runAcceptedOperation(
+      deps.broker,
+      receipt,
+      async (key, hold) => {
+        // Accepted already: nobody is asked which account any more; the default runs it (connectionChoice.ts).
+        const access = await connectionAccessFor(deps.vault, ctx.principal, call.provider, call.scopes, {
+          ...call.choice,
+          ask: false,
+        });
+        if (access.kind !== 'connected' && access.kind !== 'scopes_missing')
+          return reconnectOutcome(call.provider, 'not_connected');
+        // The provider would refuse it (or, worse, do part of it): not done, final, and said so.
+        if (access.kind === 'scopes_missing') return reconnectOutcome(call.provider, 'scopes_missing', access.missing);
+        used = access.connection;
+        await recordReceiptConnection(deps.broker.pool, receipt.id, access.connection.id);
+        // The host's request is here: the provider may ask it more (nested on its stream, the lease held
+        // while the user answers; else relayed as this request's answer, which is then no outcome).
+        const direct: DirectPerform = {
+          ctx,
+          receiptId: receipt.id,
+          ...(stream && {
+            ask: async (method, params) => {
+              await hold(stream.waitMs);
+              return stream.ask(method, params);
+            },
+          }),
+        };
+        return performOrForget(deps.vault, access, (live) => call.perform(live, key, direct));
+      },
+      deps.broker.retryWaitMs,
+      false,
+      call.replayable,
+    );
+  } catch (err) {
+    if (err instanceof InputRequiredError) return err.relayed as ToolCallResult;
+    throw err;
+  }
   const reason = reconnectReasonOf(outcome);
   if (!reason) return used ? namingConnection(call.render(outcome), used) : call.render(outcome);
   const name = deps.broker.providers.get(call.provider)?.provider.displayName ?? call.provider;

@@ -37,6 +37,8 @@ const PayloadSchema = z.object({
   // A relayed upstream's own requestState and the keys of the input it asked for.
   us: z.string().max(MAX_UPSTREAM_STATE).optional(),
   ik: z.array(z.string()).max(MAX_INPUT_KEYS).optional(),
+  // The accepted operation (its receipt) a relayed upstream question belongs to.
+  rc: z.string().optional(),
 });
 
 export interface StateBinding {
@@ -61,6 +63,8 @@ export interface StateRefs {
   upstreamState?: string;
   /** The keys of the input requests relayed from the upstream: the only inputResponses passed back. */
   inputKeys?: string[];
+  /** The receipt of the accepted operation whose upstream asked: the answer resumes that operation. */
+  receiptId?: string;
 }
 
 export interface SealedState extends StateBinding {
@@ -71,6 +75,7 @@ export interface SealedState extends StateBinding {
   expiresAt: Date;
   upstreamState: string | undefined;
   inputKeys: string[];
+  receiptId: string | undefined;
 }
 
 export class RequestStateError extends Error {
@@ -120,6 +125,7 @@ export function createRequestStateCodec(deps: {
         g: generation,
         ...(refs.upstreamState !== undefined && { us: refs.upstreamState }),
         ...(refs.inputKeys !== undefined && { ik: refs.inputKeys }),
+        ...(refs.receiptId !== undefined && { rc: refs.receiptId }),
       })
         .setProtectedHeader({ alg: 'dir', enc: 'A256GCM', kid })
         .setIssuer(ISSUER)
@@ -138,6 +144,7 @@ export function createRequestStateCodec(deps: {
           expiresAt: new Date((now + ttl) * 1000),
           upstreamState: refs.upstreamState,
           inputKeys: refs.inputKeys ?? [],
+          receiptId: refs.receiptId,
         },
       };
     },
@@ -190,6 +197,7 @@ export function createRequestStateCodec(deps: {
         expiresAt: new Date(payload.exp * 1000),
         upstreamState: payload.us,
         inputKeys: payload.ik ?? [],
+        receiptId: payload.rc,
       };
     },
   };

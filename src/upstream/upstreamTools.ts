@@ -4,7 +4,7 @@ import type { Principal } from '../auth/principal.js';
 import type { BusinessOutcome } from '../broker/acceptOriginalOperation.js';
 import { UpstreamUnauthorizedError } from '../broker/forgetConnection.js';
 import type { ConnectionCall } from '../mcp/connectionTool.js';
-import { runConnectionTool } from '../mcp/connectionTool.js';
+import { runAccepted, runConnectionTool } from '../mcp/connectionTool.js';
 import type { ConnectionTool } from '../mcp/defineConnectionTool.js';
 import { defineTool, errorResult, parseArguments } from '../mcp/defineTool.js';
 import type { ToolCallResult } from '../mcp/protocol.js';
@@ -23,7 +23,8 @@ import { combineHints } from '../mcp/toolRegistry.js';
 import type { Provider } from '../providers/providerConfig.js';
 import type { Pool } from '../db/pool.js';
 import type { UpstreamOutcome } from '../metrics/metrics.js';
-import { OutcomeUnknownError } from '../broker/acceptOriginalOperation.js';
+import { InputRequiredError, operationKey, OutcomeUnknownError } from '../broker/acceptOriginalOperation.js';
+import { findReceiptById } from '../broker/receiptRepo.js';
 import { UpstreamUnreachableError } from './upstreamMcpClient.js';
 import type { Logger } from '../shared/logger.js';
 import { findSnapshot } from './snapshotsRepo.js';
@@ -65,6 +66,8 @@ const MAX_NESTED_ROUNDS = 5;
 interface Resume {
   inputResponses: Record<string, unknown>;
   requestState: string | undefined;
+  /** The accepted operation the question was asked for: the answer resumes it, through its receipt. */
+  receiptId?: string | undefined;
 }
 
 // MCP 2026-07-28 tool names are 1-128 of [A-Za-z0-9_.-]; the broker's are at most 64 of [a-z0-9_-].
@@ -270,8 +273,8 @@ export function createUpstreamTools(deps: UpstreamToolsDeps): DynamicTools<McpTo
             status: 'failed',
             outcome: { error: 'unknown_tool', message: `${displayName} has no tool ${name} for you.` },
           };
-        // Only the host's own request may be asked more (an accepted operation's receipt records a final outcome),
-        // and the upstream is offered no more than the host declared.
+        // Only while the host's request is here may the upstream ask (a sweep's or a callback's perform
+        // has none), and it is offered no more than the host declared.
         const elicitation = direct ? elicitationModes(direct.ctx.capabilities) : undefined;
         // A 2025-11-25 upstream's own questions on the call's stream: asked of this host when it can be, and why not when not.
         const notes: string[] = [];
@@ -290,6 +293,8 @@ export function createUpstreamTools(deps: UpstreamToolsDeps): DynamicTools<McpTo
           );
           if (answer.kind !== 'input_required' || !direct) break;
           const relayed = await relay(direct, answer);
+          // An accepted operation's question is no outcome: its receipt stays pending for the host's answer.
+          if (relayed.kind === 'relayed') throw new InputRequiredError(relayed.result, relayed.until);
           if (relayed.kind !== 'asked') return relayed.outcome;
           if (rounds + 1 >= MAX_NESTED_ROUNDS)
             return failed(
@@ -302,7 +307,7 @@ export function createUpstreamTools(deps: UpstreamToolsDeps): DynamicTools<McpTo
             status: 'failed',
             outcome: {
               error: 'input_required',
-              message: `${displayName} asked for more input before doing ${name} (${Object.keys(answer.inputRequests).length} request(s)) after the operation was accepted, when nobody can be asked any more: nothing was done. Call the tool again as a new call; its questions are then relayed to you.`,
+              message: `${displayName} asked for more input before doing ${name} (${Object.keys(answer.inputRequests).length} request(s)) while the operation was performed without you (after you connected, with your request gone), when nobody can be asked: nothing was done. Call the tool again as a new call; its questions are then relayed to you.`,
             },
           };
         if (answer.kind === 'error')
@@ -333,7 +338,11 @@ export function createUpstreamTools(deps: UpstreamToolsDeps): DynamicTools<McpTo
     direct: DirectPerform,
     call: { provider: Provider; name: string; requestDigest: string },
     answer: UpstreamInputAnswer,
-  ): Promise<{ kind: 'done'; outcome: BusinessOutcome } | { kind: 'asked'; resume: Resume }> {
+  ): Promise<
+    | { kind: 'done'; outcome: BusinessOutcome }
+    | { kind: 'asked'; resume: Resume }
+    | { kind: 'relayed'; result: ToolCallResult; until: Date }
+  > {
     const { ctx } = direct;
     let judged: RelayedInput[];
     try {
@@ -358,10 +367,14 @@ export function createUpstreamTools(deps: UpstreamToolsDeps): DynamicTools<McpTo
       }
       return { kind: 'asked', resume: { inputResponses, requestState: answer.requestState } };
     }
-    const { token } = await toolDeps.connection.requestState.seal(relayBinding(ctx, call.name, call.requestDigest), {
-      ...(answer.requestState !== undefined && { upstreamState: answer.requestState }),
-      inputKeys: judged.map((i) => i.key),
-    });
+    const { token, state } = await toolDeps.connection.requestState.seal(
+      relayBinding(ctx, call.name, call.requestDigest),
+      {
+        ...(answer.requestState !== undefined && { upstreamState: answer.requestState }),
+        inputKeys: judged.map((i) => i.key),
+        ...(direct.receiptId !== undefined && { receiptId: direct.receiptId }),
+      },
+    );
     const relayed: ToolCallResult = {
       resultType: 'input_required',
       ...(judged.length > 0 && {
@@ -371,6 +384,7 @@ export function createUpstreamTools(deps: UpstreamToolsDeps): DynamicTools<McpTo
       }),
       requestState: token,
     } as ToolCallResult;
+    if (direct.receiptId !== undefined) return { kind: 'relayed', result: relayed, until: state.expiresAt };
     return { kind: 'done', outcome: { status: 'failed', outcome: { error: 'input_required', relayed } } };
   }
 
@@ -397,7 +411,7 @@ export function createUpstreamTools(deps: UpstreamToolsDeps): DynamicTools<McpTo
    * call's stream), judged as an input_required's are. Asked of a 2025-11-25 host that declared its
    * mode, nested on the call's stream, and its answer returned. Otherwise the upstream gets a JSON-RPC
    * error, never a `decline` (an answer the user did not give), and decides what to do; the host is
-   * told why in the result (`notes`): CANNOT_ASK when nobody can be asked (an accepted operation, a
+   * told why in the result (`notes`): CANNOT_ASK when nobody can be asked (a re-drive, with no host request, a
    * 2026-07-28 host, which has no server-to-client channel and whose retry may reach another
    * instance, a mode the host did not declare, no answer), -32602 when the question was refused (a
    * form the form audit refuses, a link the URL classifier blocks): the host never sees it.
@@ -414,7 +428,7 @@ export function createUpstreamTools(deps: UpstreamToolsDeps): DynamicTools<McpTo
       notes.push(`${from} that was not shown: ${why}; it was told the broker cannot ask the user.`);
       return { kind: 'error', code: CANNOT_ASK, message: `The broker cannot ask the user on this call: ${why}.` };
     };
-    if (!direct) return cannot('the call was accepted after a connect flow, when nobody can be asked any more');
+    if (!direct) return cannot('the call was performed without your request (a re-drive), when nobody can be asked');
     if (!direct.ask) return cannot('this client speaks MCP 2026-07-28, where a server cannot ask during a call');
     const mode = params['mode'] === 'url' ? 'url' : 'form';
     if (!elicitationModes(direct.ctx.capabilities)[mode])
@@ -464,7 +478,23 @@ export function createUpstreamTools(deps: UpstreamToolsDeps): DynamicTools<McpTo
         throw new InvalidInputError(`inputResponses.${key} is not an elicitation result ({action}). Nothing was done.`);
       inputResponses[key] = reply.data;
     }
-    return { inputResponses, requestState: state.upstreamState };
+    return { inputResponses, requestState: state.upstreamState, receiptId: state.receiptId };
+  }
+
+  /** The receipt a relayed question's state names: this caller's accepted operation of this call, else refused. */
+  async function receiptFor(toolDeps: McpToolDeps, ctx: ToolContext, call: ConnectionCall, receiptId: string) {
+    const receipt = await findReceiptById(toolDeps.connection.broker.pool, receiptId);
+    const key =
+      receipt &&
+      operationKey({
+        principal: ctx.principal,
+        tool: call.tool,
+        requestDigest: call.requestDigest,
+        navigationId: receipt.navigationId,
+      });
+    if (!receipt || key !== receipt.operationKey)
+      throw invalidParams('requestState names no operation of this call; call the tool again without it');
+    return receipt;
   }
 
   function find(name: string): ConnectionTool | undefined {
@@ -486,9 +516,12 @@ export function createUpstreamTools(deps: UpstreamToolsDeps): DynamicTools<McpTo
       handler: async (input, ctx, toolDeps: McpToolDeps) => {
         const args = input as Record<string, unknown>;
         const resume = await resumeOf(toolDeps, ctx, name, argumentsDigest([name, canonicalJson(args)]));
-        // A relayed answer goes back to the upstream on a connected call, as the first one went.
+        // A relayed answer goes back to the upstream as the first call went: connected, or through its receipt.
         const asked = resume ? { ...ctx, requestState: undefined, inputResponses: undefined } : ctx;
-        return runConnectionTool(toolDeps.connection, asked, connectionCall(provider, name, args, toolDeps, resume));
+        const call = connectionCall(provider, name, args, toolDeps, resume);
+        if (resume?.receiptId !== undefined)
+          return runAccepted(toolDeps.connection, asked, call, await receiptFor(toolDeps, ctx, call, resume.receiptId));
+        return runConnectionTool(toolDeps.connection, asked, call);
       },
     });
     return { ...tool, provider: provider.id, scopes: [], connectionCall: build };

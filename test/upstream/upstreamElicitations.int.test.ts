@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { createMetrics } from '../../src/metrics/metrics.js';
 import { createFetch } from '../../src/shared/httpClient.js';
 import { createLogger } from '../../src/shared/logger.js';
+import { callTool } from '../support/mcpWire.js';
 import { connectSdkClient, toolCalls, type Era, type SdkClient } from '../support/sdkClient.js';
 import { startUpstreamMcp, type UpstreamMcp } from '../support/upstreamMcp.js';
 import { useBrokerStack } from '../support/useBrokerStack.js';
@@ -30,7 +31,7 @@ describe('upstream elicitations relayed to the host', () => {
         ];
       },
     },
-    { users: ['alice', 'bob'] },
+    { users: ['alice', 'bob', 'mallory'] },
   );
   afterAll(async () => {
     await notes?.close();
@@ -150,24 +151,111 @@ describe('upstream elicitations relayed to the host', () => {
     expect(notes.answers.filter((a) => a.tool === 'open_link')).toHaveLength(2);
   });
 
-  it('an accepted operation (the call waited for a connect flow) offers the upstream no elicitation: not done, sent once, and the next call relays the question', async () => {
+  const BOTH = { elicitation: { url: {}, form: {} } };
+  const answerOf = (color: string) => ({ inputResponses: { color: { action: 'accept', content: { color } } } });
+  const colorAnswers = () => notes.answers.filter((a) => a.tool === 'ask_color').length;
+  const receiptsOf = async (sub: string) =>
+    (
+      await stack.db.pool.query<{ id: string; lineage: string; outcome_status: string; waits: boolean }>(
+        `SELECT r.id, r.lineage, r.outcome_status, r.redrive_after > now() AS waits
+           FROM operation_receipts r JOIN elicitation_navigations n ON n.id = r.navigation_id
+          WHERE n.tool = 'up_ask_color' AND n.subject_sub = $1`,
+        [sub],
+      )
+    ).rows;
+
+  it('2026-07-28 host: an accepted operation (the call waited for a connect flow) relays the upstream question; the answer resumes that operation, done once across retries and instances', async () => {
     const before = callsOf('ask_color');
+    const answersBefore = colorAnswers();
     const elicited = await elicitConnection(stack, tokens.bob, 'up_ask_color', {});
     await consentAndAuthorize(stack, await openConnectLink(stack, elicited.url, 'bob'), 'bob');
-    const retried = await retryConnection(stack, tokens.bob, 'up_ask_color', {}, elicited.requestState, 'accept');
-    const result = retried.json.result as { isError?: boolean; content?: { text: string }[] };
-    expect(result.isError).toBe(true);
-    // Offered no elicitation there (as before), the upstream refuses with -32021, relayed: nothing done.
-    expect(result.content?.[0]?.text).toContain('Up Notes answered up_ask_color with an error');
+    const extra = { requestState: elicited.requestState, inputResponses: { connect: { action: 'accept' } } };
+    const retried = await callTool(stack, tokens.bob, 'up_ask_color', {}, extra, BOTH);
+    const asked = retried.json.result as {
+      resultType: string;
+      requestState: string;
+      inputRequests: Record<string, { method: string; params: { message: string; requestedSchema: unknown } }>;
+    };
+    // The upstream's question, admitted by the form audit, is the host's; its state sealed in the broker's.
+    expect(asked.resultType).toBe('input_required');
+    expect(Object.keys(asked.inputRequests)).toEqual(['color']);
+    expect(asked.inputRequests['color']!.method).toBe('elicitation/create');
+    expect(asked.inputRequests['color']!.params.message).toContain('Which colour?');
+    expect(asked.inputRequests['color']!.params.requestedSchema).toEqual({
+      type: 'object',
+      properties: { color: { type: 'string' } },
+    });
+    expect(asked.requestState).not.toContain('asked-color');
     expect(callsOf('ask_color') - before).toBe(1);
-    const bobs = await connectSdkClient(stack, tokens.bob, {
-      era: '2026-07-28',
-      form: () => ({ action: 'accept', content: { color: 'red' } }),
+    // Nothing was done: the receipt records no outcome, and the sweep leaves it to the host's answer.
+    const [pending, ...others] = await receiptsOf('bob');
+    expect(others).toEqual([]);
+    expect(pending).toMatchObject({ lineage: 'mrtr', outcome_status: 'pending', waits: true });
+
+    // Another user cannot answer it: the state is bob's (nothing sent).
+    const stolen = await callTool(
+      stack,
+      tokens.alice,
+      'up_ask_color',
+      {},
+      { ...answerOf('red'), requestState: asked.requestState },
+      BOTH,
+    );
+    expect(stolen.json.error).toMatchObject({ code: -32602 });
+    expect(callsOf('ask_color') - before).toBe(1);
+
+    // The host's answer, sent twice at once to the two instances, resumes the same operation: one effective call.
+    const answer = { ...answerOf('red'), requestState: asked.requestState };
+    const answered = await Promise.all([
+      callTool(stack, tokens.bob, 'up_ask_color', {}, answer, BOTH),
+      callTool(stack, tokens.bob, 'up_ask_color', {}, answer, BOTH, { baseUrl: stack.secondUrl }),
+    ]);
+    for (const a of answered) expect(textOf(a.json.result as { content?: unknown })).toBe('Colour: red');
+    expect(colorAnswers() - answersBefore).toBe(1);
+    expect(notes.answers.at(-1)).toEqual({
+      tool: 'ask_color',
+      inputResponses: { color: { action: 'accept', content: { color: 'red' } } },
+      requestState: 'asked-color',
     });
-    await using(bobs, async (sdk) => {
-      expect(textOf(await sdk.client.callTool({ name: 'up_ask_color', arguments: {} }))).toBe('Colour: red');
+    // Later duplicates (the answer again, the connect retry again) read the recorded outcome.
+    const again = await callTool(stack, tokens.bob, 'up_ask_color', {}, answer, BOTH);
+    expect(textOf(again.json.result as { content?: unknown })).toBe('Colour: red');
+    const connectAgain = await callTool(stack, tokens.bob, 'up_ask_color', {}, extra, BOTH);
+    expect(textOf(connectAgain.json.result as { content?: unknown })).toBe('Colour: red');
+    expect(callsOf('ask_color') - before).toBe(2);
+    expect(colorAnswers() - answersBefore).toBe(1);
+    expect(await receiptsOf('bob')).toEqual([{ ...pending, outcome_status: 'succeeded', waits: true }]);
+  });
+
+  it('2025-11-25 host: the nested call waiting for the connect flow asks the upstream question on its stream; done once', async () => {
+    const before = callsOf('ask_color');
+    const answersBefore = colorAnswers();
+    let browser: Promise<{ status: number }> | undefined;
+    const sdk = await connectSdkClient(stack, tokens.mallory, {
+      era: '2025-11-25',
+      url: (params) => {
+        browser = openConnectLink(stack, params.url, 'mallory').then((run) =>
+          consentAndAuthorize(stack, run, 'mallory'),
+        );
+        return { action: 'accept' };
+      },
+      form: () => ({ action: 'accept', content: { color: 'teal' } }),
     });
-    expect(callsOf('ask_color') - before).toBe(3);
+    await using(sdk, async () => {
+      const result = await sdk.client.callTool({ name: 'up_ask_color', arguments: {} });
+      expect((await browser)?.status).toBe(200);
+      expect(textOf(result)).toBe('Colour: teal');
+      expect(sdk.urlAsks).toHaveLength(1);
+      expect(sdk.formAsks).toHaveLength(1);
+      expect(sdk.formAsks[0]!.message).toContain('Which colour?');
+      expect(toolCalls(sdk.sent)).toHaveLength(1);
+    });
+    expect(callsOf('ask_color') - before).toBe(2);
+    expect(colorAnswers() - answersBefore).toBe(1);
+    expect(notes.answers.at(-1)).toMatchObject({
+      inputResponses: { color: { action: 'accept', content: { color: 'teal' } } },
+    });
+    expect((await receiptsOf('mallory')).map((r) => [r.lineage, r.outcome_status])).toEqual([['nested', 'succeeded']]);
   });
 
   it('a host that declares no elicitation is offered none: the upstream refuses, relayed as a tool error', async () => {

@@ -137,7 +137,7 @@ async function connectionCall(
   const receipt = found && (await findReceiptByNavigation(broker.pool, found.id));
   const refused = receipt && reconnectReasonOf({ status: receipt.outcomeStatus, outcome: receipt.outcome });
   const same = refused ? undefined : found;
-  const joined = same ? await joinSameOperation(deps, call, ctx, same, jsonrpcId, session.closing) : undefined;
+  const joined = same ? await joinSameOperation(deps, call, ctx, same, jsonrpcId, session.closing, channel) : undefined;
   if (joined) return joined;
   let access = await connectionAccessFor(connection.vault, ctx.principal, call.provider, call.scopes, call.choice);
   const providerName = broker.providers.get(call.provider)?.provider.displayName ?? call.provider;
@@ -155,7 +155,8 @@ async function connectionCall(
     // flow), so that flow's requirement is met; settle it and accept the operation through it, once.
     if (same && openStates.has(same.status)) {
       const settled = await settleConnectedFlow(broker, same.id, ctx.principal);
-      const through = settled && (await joinSameOperation(deps, call, ctx, settled, jsonrpcId, session.closing));
+      const through =
+        settled && (await joinSameOperation(deps, call, ctx, settled, jsonrpcId, session.closing, channel));
       if (through) return through;
     }
     if (needsApproval(broker, call.tool, call.provider)) {
@@ -165,7 +166,7 @@ async function connectionCall(
         ...navigationRequest(ctx, call, 'error_retry'),
         alreadyConnected: true,
       });
-      return acceptAndRun(deps, call, ctx, navigation.id, 'error_retry', {
+      return acceptAndRun(deps, call, ctx, channel, navigation.id, 'error_retry', {
         retryGeneration: navigation.retryGeneration + 1,
       });
     }
@@ -234,7 +235,7 @@ async function connectionCall(
     session.notified.add(navigation.id);
     channel.notify('notifications/elicitation/complete', { elicitationId: navigation.id });
   }
-  return acceptAndRun(deps, call, ctx, navigation.id, 'nested', { jsonrpcId: String(jsonrpcId) });
+  return acceptAndRun(deps, call, ctx, channel, navigation.id, 'nested', { jsonrpcId: String(jsonrpcId) });
 }
 
 /**
@@ -292,6 +293,7 @@ async function joinSameOperation(
   navigation: NavigationRecord,
   jsonrpcId: string | number,
   closing: AbortSignal,
+  channel: RequestChannel,
 ): Promise<ToolCallResult | undefined> {
   const { broker } = deps.toolDeps.connection;
   const isVerified = async () => isVerifiedNow(broker, navigation.id);
@@ -303,7 +305,7 @@ async function joinSameOperation(
         broker.signal.waitFor(navigation.id, broker.retryWaitMs, isVerified),
       ));
     if (!ready) return undefined;
-    return acceptAndRun(deps, call, ctx, navigation.id, 'error_retry', {
+    return acceptAndRun(deps, call, ctx, channel, navigation.id, 'error_retry', {
       retryGeneration: navigation.retryGeneration + 1,
     });
   }
@@ -318,13 +320,15 @@ async function joinSameOperation(
       `This operation is waiting for you to finish connecting (${call.purpose}); it will be done once. Call again after connecting.`,
     );
   }
-  return acceptAndRun(deps, call, ctx, navigation.id, 'nested', { jsonrpcId: String(jsonrpcId) });
+  return acceptAndRun(deps, call, ctx, channel, navigation.id, 'nested', { jsonrpcId: String(jsonrpcId) });
 }
 
+/** Accepts the operation (once) and performs it; the provider's questions are asked on this call's stream. */
 async function acceptAndRun(
   deps: LegacyToolDeps,
   call: ConnectionCall,
   ctx: ToolContext,
+  channel: RequestChannel,
   navigationId: string,
   lineage: 'nested' | 'error_retry',
   extra: { jsonrpcId?: string; retryGeneration?: number },
@@ -347,7 +351,10 @@ async function acceptAndRun(
     arguments: call.arguments,
     ...extra,
   });
-  return runAccepted(deps.toolDeps.connection, ctx, call, receipt);
+  return runAccepted(deps.toolDeps.connection, ctx, call, receipt, {
+    ask: (method, params) => channel.ask(method, params, deps.waitMs),
+    waitMs: deps.waitMs,
+  });
 }
 
 // Verified, or already accepted by another call for the same operation (which then holds the receipt).
