@@ -11,9 +11,8 @@ import type { UpstreamEntry } from '../upstream/upstreamEntry.js';
 import { UpstreamSetupError } from '../upstream/upstreamErrors.js';
 import { clearSnapshot, listSnapshots, pinSnapshot } from '../upstream/snapshotsRepo.js';
 import { parseToolSnapshot } from '../upstream/toolSnapshot.js';
-import { databaseUrl, deploymentFetch, deploymentKeys } from './deployment.js';
+import { databaseUrl, deploymentFetch, deploymentKeys, deploymentProviders } from './deployment.js';
 import { authenticateOperator, OperatorAuthError } from './operatorAuth.js';
-import { loadProviders } from './providersCommand.js';
 import { formatTable } from './table.js';
 
 export class UpstreamsCommandError extends Error {
@@ -28,15 +27,17 @@ export class UpstreamsCommandError extends Error {
 const TIMEOUT_MS = 10_000;
 
 const MAX_SNAPSHOT_BYTES = 1024 * 1024;
+const NONE = 'No upstream MCP servers (kind: mcp) in PROVIDERS_FILE, and no development one.';
 
 const usage = `Usage: broker upstreams list [--json]
        broker upstreams check [--json]
        broker upstreams snapshot <id> --file <tools.json> | --clear
 
-  list      Each upstream MCP server of PROVIDERS_FILE: its prefix, URL, registration, and the
-            snapshot pinned for it (no network access).
+  list      Each upstream MCP server the running broker serves (PROVIDERS_FILE's, and outside
+            production the development one npm start runs at DEV_UPSTREAM_PORT): its prefix, URL,
+            registration, and the snapshot pinned for it (no network access).
 
-  check   Resolves each upstream MCP server of PROVIDERS_FILE (kind: mcp) as its first connection
+  check   Resolves each of those upstream MCP servers (kind: mcp) as its first connection
           would: its 401 challenge, its protected resource metadata, its authorization server's
           metadata, and the broker's client there (the pre-registered one, the broker's Client ID
           Metadata Document, or a Dynamic Client Registration: made now if none is stored, and
@@ -76,13 +77,14 @@ export async function upstreamsCommand(
     },
   });
   const dev = config.mode !== 'production';
-  const upstreams = (await loadProviders(config, dev)).filter(
+  // What the running broker serves: PROVIDERS_FILE, and outside production npm start's development upstream.
+  const upstreams = (await deploymentProviders(config)).filter(
     (p): p is Provider & { upstream: UpstreamEntry } => p.upstream !== undefined,
   );
   if (sub === 'snapshot') return snapshot(config, upstreams, positionals, values, out);
   if (sub === 'list') return list(config, upstreams, values.json, out);
   if (upstreams.length === 0) {
-    out(values.json ? '[]' : 'No upstream MCP servers (kind: mcp) in PROVIDERS_FILE.');
+    out(values.json ? '[]' : NONE);
     return 0;
   }
   const pool = createPool({ url: await databaseUrl(config), poolMax: 2 }, createLogger({ level: 'silent' }));
@@ -156,7 +158,7 @@ async function list(
       };
     });
     if (json) out(JSON.stringify(rows));
-    else if (rows.length === 0) out('No upstream MCP servers (kind: mcp) in PROVIDERS_FILE.');
+    else if (rows.length === 0) out(NONE);
     else
       out(
         formatTable(
@@ -188,7 +190,7 @@ async function snapshot(
     throw new UpstreamsCommandError(usage);
   if (!upstreams.some((p) => p.id === id))
     throw new UpstreamsCommandError(
-      `No upstream MCP server ${id} in PROVIDERS_FILE (upstreams: ${upstreams.map((p) => p.id).join(', ') || 'none'}).`,
+      `No upstream MCP server ${id} is served (upstreams: ${upstreams.map((p) => p.id).join(', ') || 'none'}).`,
     );
   // Checked whole before anything is stored.
   let tools;

@@ -24,6 +24,8 @@ export async function operatorCli(
     OIDC_ISSUER: stack.dev.idp.issuer,
     PUBLIC_URL: stack.brokerUrl,
     BROKER_OPERATOR_TOKEN: await tokenFor(stack, login),
+    // The stack's development upstream MCP server where it runs one; 0 (left out) where it runs none.
+    DEV_UPSTREAM_PORT: stack.dev.upstream ? new URL(stack.dev.upstream.url).port : '0',
     ...extra,
   };
   return async (...args) => {
