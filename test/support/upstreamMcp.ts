@@ -121,6 +121,8 @@ export async function startUpstreamMcp(options: {
   streams?: boolean;
   /** The ttlMs its tools/list answers with (2026-07-28; private, as the list differs per user); else the SDK's 0. */
   listTtlMs?: number;
+  /** Marks its tools/list public (cacheScope public, this ttlMs) and serves every user the same list (no alice_diary). */
+  publicListTtlMs?: number;
 }): Promise<UpstreamMcp> {
   const mcpServer = await listenHttps(options.tls);
   const authServer = await listenHttps(options.tls);
@@ -231,6 +233,7 @@ export async function startUpstreamMcp(options: {
       era: options.era ?? '2026-07-28',
       eliciting: options.eliciting ?? false,
       ...(options.listTtlMs !== undefined && { listTtlMs: options.listTtlMs }),
+      ...(options.publicListTtlMs !== undefined && { publicListTtlMs: options.publicListTtlMs }),
       streams: options.streams ?? false,
       seen,
     }),
@@ -264,6 +267,7 @@ function mcpListener(options: {
   era: '2026-07-28' | '2025-11-25';
   eliciting: boolean;
   listTtlMs?: number;
+  publicListTtlMs?: number;
   streams: boolean;
   seen: Pick<
     UpstreamMcp,
@@ -327,6 +331,9 @@ function mcpListener(options: {
         capabilities: { tools: {} },
         ...(options.listTtlMs !== undefined && {
           cacheHints: { 'tools/list': { ttlMs: options.listTtlMs, cacheScope: 'private' as const } },
+        }),
+        ...(options.publicListTtlMs !== undefined && {
+          cacheHints: { 'tools/list': { ttlMs: options.publicListTtlMs, cacheScope: 'public' as const } },
         }),
       },
     );
@@ -425,7 +432,7 @@ function mcpListener(options: {
       );
     }
     // A tool only alice has: a list that differs per user, which the broker must keep apart.
-    if (sub === 'up-alice')
+    if (sub === 'up-alice' && options.publicListTtlMs === undefined)
       server.registerTool(
         'alice_diary',
         { description: "Reads alice's diary.", inputSchema: z.strictObject({}) },
