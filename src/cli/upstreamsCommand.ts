@@ -8,11 +8,12 @@ import type { Provider } from '../providers/providerConfig.js';
 import { createLogger } from '../shared/logger.js';
 import { createUpstreamClient, type ResolvedUpstream } from '../upstream/upstreamClient.js';
 import type { UpstreamEntry } from '../upstream/upstreamEntry.js';
+import type { UpstreamTool } from '../upstream/upstreamMcpClient.js';
 import { UpstreamSetupError } from '../upstream/upstreamErrors.js';
 import { clearSnapshot, listSnapshots, pinSnapshot } from '../upstream/snapshotsRepo.js';
 import { parseToolSnapshot } from '../upstream/toolSnapshot.js';
 import { databaseUrl, deploymentFetch, deploymentKeys, deploymentProviders } from './deployment.js';
-import { authenticateOperator, OperatorAuthError } from './operatorAuth.js';
+import { withOperator } from './operatorAuth.js';
 import { formatTable } from './table.js';
 
 export class UpstreamsCommandError extends Error {
@@ -193,7 +194,7 @@ async function snapshot(
       `No upstream MCP server ${id} is served (upstreams: ${upstreams.map((p) => p.id).join(', ') || 'none'}).`,
     );
   // Checked whole before anything is stored.
-  let tools;
+  let tools: UpstreamTool[] | undefined;
   if (values.file !== undefined) {
     const text = await readFile(values.file, 'utf8').catch((err: unknown) => {
       throw new UpstreamsCommandError(`Cannot read ${values.file}: ${(err as Error).message}`);
@@ -211,22 +212,20 @@ async function snapshot(
       throw new UpstreamsCommandError(`${values.file} is not a tool list:\n  ${parsed.problems.join('\n  ')}`);
     tools = parsed.tools;
   }
-  const pool = createPool({ url: await databaseUrl(config), poolMax: 2 }, createLogger({ level: 'silent' }));
-  try {
-    const { actor } = await authenticateOperator(config, pool, 'upstreams snapshot').catch((err: unknown) => {
-      if (err instanceof OperatorAuthError) throw new UpstreamsCommandError(err.message, err.exitCode);
-      throw err;
-    });
-    if (!tools) {
-      out((await clearSnapshot(pool, id)) ? `Snapshot of ${id} removed.` : `${id} had no snapshot.`);
+  return withOperator(
+    config,
+    'upstreams snapshot',
+    (message, exitCode) => new UpstreamsCommandError(message, exitCode),
+    async (pool, { actor }) => {
+      if (!tools) {
+        out((await clearSnapshot(pool, id)) ? `Snapshot of ${id} removed.` : `${id} had no snapshot.`);
+        return 0;
+      }
+      await pinSnapshot(pool, { provider: id, tools, pinnedBy: actor, pinnedAt: new Date() });
+      out(
+        `Pinned ${tools.length} tools for ${id}: ${tools.map((t) => t.name).join(', ')}. Users not connected to it see them from their next tools/list.`,
+      );
       return 0;
-    }
-    await pinSnapshot(pool, { provider: id, tools, pinnedBy: actor, pinnedAt: new Date() });
-    out(
-      `Pinned ${tools.length} tools for ${id}: ${tools.map((t) => t.name).join(', ')}. Users not connected to it see them from their next tools/list.`,
-    );
-    return 0;
-  } finally {
-    await pool.end();
-  }
+    },
+  );
 }
