@@ -1,9 +1,9 @@
 import { ConflictError } from '../errors/appError.js';
 import type { Pool, Queryable } from '../db/pool.js';
 import { withTransaction } from '../db/transaction.js';
-import { appendEntries, appendEntry, countEntries, type LedgerEntry } from '../ledger/ledgerRepo.js';
-import type { NavigationRecord } from '../flow/navigationRecord.js';
-import { compareAndSetEach, compareAndSetStatus, lockNavigation } from './navigationRepo.js';
+import { appendEntry, countEntries, writeWithEntries, type FlowWrite, type LedgerEntry } from '../ledger/ledgerRepo.js';
+import { fromRow, type NavigationRecord, type NavigationRow } from '../flow/navigationRecord.js';
+import { compareAndSetEachWrite, compareAndSetWrite, lockNavigation, movedInOrder } from './navigationRepo.js';
 import {
   canTransition,
   mayStillTake,
@@ -46,7 +46,7 @@ function stepsOf(
  * Moves a navigation by one event, or by a chain of them: the table decides
  * each next state, one UPDATE is a compare-and-set on (id, status,
  * row_version) to the last, and one ledger entry per step is written in the
- * same transaction (the caller's `tx`).
+ * same statement (in the caller's `tx`).
  */
 export async function advance(
   tx: Queryable,
@@ -56,22 +56,25 @@ export async function advance(
   extra: { stateNonceDigest?: Buffer } = {},
 ): Promise<NavigationRecord> {
   const { steps, status } = stepsOf(navigation, events, by);
-  const updated = await compareAndSetStatus(tx, {
-    id: navigation.id,
-    from: navigation.status,
-    to: status,
-    rowVersion: navigation.rowVersion,
-    now: by.now,
-    ...extra,
-  });
+  const [updated] = await writeWithEntries<NavigationRow>(
+    tx,
+    compareAndSetWrite({
+      id: navigation.id,
+      from: navigation.status,
+      to: status,
+      rowVersion: navigation.rowVersion,
+      now: by.now,
+      ...extra,
+    }),
+    steps,
+  );
   if (!updated) throw new ConflictError('This connection flow changed meanwhile. Try again.');
-  await appendEntries(tx, steps);
-  return updated;
+  return fromRow(updated);
 }
 
 /**
- * advance() for several navigations, each by its own events, in two statements: one compare-and-set
- * for all, then every ledger entry, in the order given (the order the caller locked them in). One
+ * advance() for several navigations, each by its own events, in one statement: one compare-and-set
+ * for all, and every ledger entry, in the order given (the order the caller locked them in). One
  * that another writer moved first fails them all, as advance() fails.
  */
 export async function advanceEach(
@@ -79,41 +82,40 @@ export async function advanceEach(
   moves: readonly { navigation: NavigationRecord; events: NavigationEvent | readonly NavigationEvent[]; by: Actor }[],
 ): Promise<NavigationRecord[]> {
   const planned = moves.map((m) => ({ ...m, ...stepsOf(m.navigation, m.events, m.by) }));
-  const updated = await compareAndSetEach(
+  const changes = planned.map((m) => ({
+    id: m.navigation.id,
+    from: m.navigation.status,
+    to: m.status,
+    rowVersion: m.navigation.rowVersion,
+    now: m.by.now,
+  }));
+  const rows = await writeWithEntries<NavigationRow>(
     tx,
-    planned.map((m) => ({
-      id: m.navigation.id,
-      from: m.navigation.status,
-      to: m.status,
-      rowVersion: m.navigation.rowVersion,
-      now: m.by.now,
-    })),
-  );
-  if (updated.length !== moves.length) throw new ConflictError('This connection flow changed meanwhile. Try again.');
-  await appendEntries(
-    tx,
+    compareAndSetEachWrite(changes),
     planned.flatMap((m) => m.steps),
   );
+  const updated = movedInOrder(changes, rows);
+  if (updated.length !== moves.length) throw new ConflictError('This connection flow changed meanwhile. Try again.');
   return updated;
 }
 
 /**
- * A new navigation that moves on in its creating transaction (created, then presented), where nobody
- * can see it in between: `insert` writes it as the table's events leave it, with the row version the
- * move gives it, and one statement writes the ledger's entries, its creation (`created`, which moves
- * nothing) then each step. The same rows as an INSERT then advance(), without the UPDATE.
+ * A new navigation that moves on as it is created (created, then presented), where nobody can see
+ * it in between: `insert` is the statement writing it as the table's events leave it, with the row
+ * version the move gives it, and the same statement writes the ledger's entries, its creation
+ * (`created`, which moves nothing) then each step. The same rows as an INSERT then advance(),
+ * without the UPDATE.
  */
 export async function insertAdvanced(
   tx: Queryable,
   created: NavigationRecord,
   events: NavigationEvent | readonly NavigationEvent[],
   by: Actor,
-  insert: (born: NavigationRecord) => Promise<void>,
+  insert: (born: NavigationRecord) => FlowWrite,
 ): Promise<NavigationRecord> {
   const { steps, status } = stepsOf(created, events, by);
   const born: NavigationRecord = { ...created, status, rowVersion: created.rowVersion + 1, updatedAt: by.now };
-  await insert(born);
-  await appendEntries(tx, [
+  await writeWithEntries(tx, insert(born), [
     {
       navigationId: created.id,
       fromStatus: created.status,

@@ -1,5 +1,6 @@
 import type { Sealed } from '../crypto/secretBox.js';
 import type { Queryable } from '../db/pool.js';
+import type { FlowWrite } from '../ledger/ledgerRepo.js';
 import { fromRow, type NavigationRecord, type NavigationRow } from '../flow/navigationRecord.js';
 import { expirableStates, openStates, type NavigationState } from '../flow/navigationStates.js';
 
@@ -18,10 +19,17 @@ export async function insertNavigation(
   reissuedFrom?: string,
   handle?: Sealed,
 ): Promise<void> {
-  await db.query(
-    `INSERT INTO elicitation_navigations (${COLUMNS}, reissued_from, handle_sealed, handle_key_id)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)`,
-    [
+  const { text, values } = insertNavigationWrite(n, reissuedFrom, handle);
+  await db.query(text, values);
+}
+
+/** insertNavigation as a statement returning the row, for a caller that writes more in the same one. */
+export function insertNavigationWrite(n: NavigationRecord, reissuedFrom?: string, handle?: Sealed): FlowWrite {
+  return {
+    text: `INSERT INTO elicitation_navigations (${COLUMNS}, reissued_from, handle_sealed, handle_key_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)
+     RETURNING ${COLUMNS}`,
+    values: [
       n.id,
       n.recordVersion,
       n.serverId,
@@ -49,7 +57,7 @@ export async function insertNavigation(
       handle?.ciphertext ?? null,
       handle?.keyId ?? null,
     ],
-  );
+  };
 }
 
 export async function findNavigationById(db: Queryable, id: string): Promise<NavigationRecord | undefined> {
@@ -90,57 +98,55 @@ export async function lockNavigation(db: Queryable, id: string): Promise<Navigat
   return rows[0] ? fromRow(rows[0]) : undefined;
 }
 
+export interface StatusChange {
+  id: string;
+  from: NavigationState;
+  to: NavigationState;
+  rowVersion: number;
+  now: Date;
+  stateNonceDigest?: Buffer;
+}
+
 /**
- * Compare-and-set on (id, status, row_version). Zero rows means another
- * writer moved it first; the caller decides (usually ConflictError).
+ * Compare-and-set on (id, status, row_version), as a statement returning the row it moved. Zero
+ * rows means another writer moved it first; the caller decides (usually ConflictError).
  */
-export async function compareAndSetStatus(
-  db: Queryable,
-  change: {
-    id: string;
-    from: NavigationState;
-    to: NavigationState;
-    rowVersion: number;
-    now: Date;
-    stateNonceDigest?: Buffer;
-  },
-): Promise<NavigationRecord | undefined> {
-  const { rows } = await db.query<NavigationRow>(
-    `UPDATE elicitation_navigations
+export function compareAndSetWrite(change: StatusChange): FlowWrite {
+  return {
+    text: `UPDATE elicitation_navigations
         SET status = $3, row_version = row_version + 1, updated_at = $5,
             state_nonce_digest = COALESCE($6, state_nonce_digest)
       WHERE id = $1 AND status = $2 AND row_version = $4
       RETURNING ${COLUMNS}`,
-    [change.id, change.from, change.to, change.rowVersion, change.now, change.stateNonceDigest ?? null],
-  );
-  return rows[0] ? fromRow(rows[0]) : undefined;
+    values: [change.id, change.from, change.to, change.rowVersion, change.now, change.stateNonceDigest ?? null],
+  };
 }
 
 /**
- * compareAndSetStatus for several navigations in one statement, each on its own (id, status,
- * row_version); returns those it moved, in the order given. Fewer than given means another writer
- * moved one first.
+ * compareAndSetWrite for several navigations in one statement, each on its own (id, status,
+ * row_version), returning the rows of those it moved (fewer than given means another writer moved
+ * one first). `movedInOrder` puts them back in the order given.
  */
-export async function compareAndSetEach(
-  db: Queryable,
-  changes: readonly { id: string; from: NavigationState; to: NavigationState; rowVersion: number; now: Date }[],
-): Promise<NavigationRecord[]> {
-  if (changes.length === 0) return [];
-  const { rows } = await db.query<NavigationRow>(
-    `UPDATE elicitation_navigations
+export function compareAndSetEachWrite(changes: readonly Omit<StatusChange, 'stateNonceDigest'>[]): FlowWrite {
+  return {
+    text: `UPDATE elicitation_navigations
         SET status = c.to_status, row_version = row_version + 1, updated_at = c.at
        FROM unnest($1::uuid[], $2::text[], $3::text[], $4::int[], $5::timestamptz[])
             AS c(change_id, from_status, to_status, seen_version, at)
       WHERE id = c.change_id AND status = c.from_status AND row_version = c.seen_version
       RETURNING ${COLUMNS}`,
-    [
+    values: [
       changes.map((c) => c.id),
       changes.map((c) => c.from),
       changes.map((c) => c.to),
       changes.map((c) => c.rowVersion),
       changes.map((c) => c.now),
     ],
-  );
+  };
+}
+
+/** The rows of compareAndSetEachWrite as records, in the order of `changes`. */
+export function movedInOrder(changes: readonly { id: string }[], rows: readonly NavigationRow[]): NavigationRecord[] {
   const moved = new Map(rows.map((r) => [r.id, fromRow(r)]));
   return changes.map((c) => moved.get(c.id)).filter((n) => n !== undefined);
 }

@@ -14,7 +14,7 @@ import {
   countQuotaFlows,
   findLatestForOperation,
   findSealedHandle,
-  insertNavigation,
+  insertNavigationWrite,
   lockPrincipalQuota,
 } from './navigationRepo.js';
 import { openStates, State, type FlowLineage } from '../flow/navigationStates.js';
@@ -97,7 +97,7 @@ export async function startNavigation(
   const navigation = await withTransaction(deps.pool, async (tx) => {
     if (!request.reissue) await checkQuotas(tx, deps, request, now);
     return insertAdvanced(tx, created, request.alreadyConnected ? 'connection_present' : 'present', by, (born) =>
-      insertNavigation(tx, born, request.reissue?.from, sealedHandle),
+      insertNavigationWrite(born, request.reissue?.from, sealedHandle),
     );
   });
   return { navigation, connectUrl };

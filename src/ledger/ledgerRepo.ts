@@ -46,6 +46,50 @@ export async function appendEntries(db: Queryable, entries: readonly LedgerEntry
   );
 }
 
+/** A statement that writes flows (elicitation_navigations) and returns their rows, `id` among them. */
+export interface FlowWrite {
+  text: string;
+  values: unknown[];
+}
+
+/**
+ * `write` and the ledger entries of what it did, in one statement (a data-modifying WITH): the
+ * entries are appended after it, in the order given, each extending its flow's chain through the
+ * same trigger and per-flow lock as appendEntries, taken once `write` holds the flow's row. An entry
+ * whose flow `write` did not return is not written, so a compare-and-set that moved nothing records
+ * nothing. Returns the rows `write` returned.
+ */
+export async function writeWithEntries<R extends { id: string }>(
+  db: Queryable,
+  write: FlowWrite,
+  entries: readonly LedgerEntry[],
+): Promise<R[]> {
+  const at = (i: number) => `$${write.values.length + i}`;
+  const { rows } = await db.query<R>(
+    `WITH written AS (${write.text}),
+     appended AS (
+       INSERT INTO navigation_events (navigation_id, from_status, to_status, event, actor, evidence, created_at)
+       SELECT e.navigation_id, e.from_status, e.to_status, e.event, e.actor, e.evidence, e.at
+         FROM unnest(${at(1)}::uuid[], ${at(2)}::text[], ${at(3)}::text[], ${at(4)}::text[], ${at(5)}::text[],
+                     ${at(6)}::jsonb[], ${at(7)}::timestamptz[]) WITH ORDINALITY
+              AS e(navigation_id, from_status, to_status, event, actor, evidence, at, ord)
+        WHERE e.navigation_id IN (SELECT id FROM written)
+        ORDER BY e.ord)
+     SELECT * FROM written`,
+    [
+      ...write.values,
+      entries.map((e) => e.navigationId),
+      entries.map((e) => e.fromStatus),
+      entries.map((e) => e.toStatus),
+      entries.map((e) => e.event),
+      entries.map((e) => e.actor),
+      entries.map((e) => JSON.stringify(e.evidence)),
+      entries.map((e) => e.at),
+    ],
+  );
+  return rows;
+}
+
 /** Something that happened to a flow's values and moves nothing (a re-seal, a key found missing). */
 export type Observation = Omit<LedgerEntry, 'fromStatus' | 'toStatus'>;
 

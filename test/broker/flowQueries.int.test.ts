@@ -10,13 +10,13 @@ import { useBrokerStack } from '../support/useBrokerStack.js';
 // the flow's latency (npm run bench:flow measures the same per step). The bounds are the figures
 // of a flow with nothing in its way; a statement added to a step must show up here.
 const BOUNDS: Record<string, number> = {
-  'POST /mcp elicit': 9,
+  'POST /mcp elicit': 8,
   'GET /connect/:handle': 4,
   'GET /auth/callback': 1,
-  'POST /connect/:handle': 12,
-  'GET /oauth/callback/reports': 16,
+  'POST /connect/:handle': 11,
+  'GET /oauth/callback/reports': 15,
   'GET /connect/done': 2,
-  'POST /mcp retry': 14,
+  'POST /mcp retry': 13,
 };
 
 describe('the statements of one connect flow', () => {
