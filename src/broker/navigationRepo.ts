@@ -181,20 +181,19 @@ export async function lockOverdueNavigations(db: Queryable, now: Date, limit: nu
 }
 
 /**
- * The open flows of one (subject, provider), but `exceptId` when given, locked for this
- * transaction, in id order so two settling transactions cannot deadlock.
+ * The open flows of one (subject, provider), locked for this transaction, in id order so two
+ * settling transactions cannot deadlock.
  */
 export async function lockOpenNavigationsFor(
   db: Queryable,
   subject: { iss: string; sub: string },
   provider: string,
-  exceptId?: string,
 ): Promise<NavigationRecord[]> {
   const { rows } = await db.query<NavigationRow>(
     `SELECT ${COLUMNS} FROM elicitation_navigations
-      WHERE subject_iss = $1 AND subject_sub = $2 AND provider = $3 AND status = ANY($4) AND id IS DISTINCT FROM $5::uuid
+      WHERE subject_iss = $1 AND subject_sub = $2 AND provider = $3 AND status = ANY($4)
       ORDER BY id FOR NO KEY UPDATE`,
-    [subject.iss, subject.sub, provider, [...openStates], exceptId ?? null],
+    [subject.iss, subject.sub, provider, [...openStates]],
   );
   return rows.map(fromRow);
 }

@@ -4,7 +4,7 @@ import { withTransaction } from '../db/transaction.js';
 import { advance, advanceEach, type Actor } from './advance.js';
 import type { BrokerDeps } from './brokerDeps.js';
 import type { NavigationRecord } from '../flow/navigationRecord.js';
-import { lockNavigation, lockOpenNavigationsFor } from './navigationRepo.js';
+import { lockNavigation } from './navigationRepo.js';
 import { canTransition, type NavigationEvent } from '../flow/navigationStates.js';
 
 const EVENT: NavigationEvent = 'connection_present';
@@ -14,8 +14,9 @@ const EVENT: NavigationEvent = 'connection_present';
  * other open flow of that pair by it, in the verifying transaction (REQUIREMENT_VERIFIED, evidence
  * naming the flow that connected), so each one's operation is accepted once, through its own
  * lineage and receipt, and no caller performs it beside a flow still open. They move in one
- * compare-and-set and one ledger statement, and are signalled in one: waiting calls on any instance
- * are woken on COMMIT.
+ * statement with their ledger entries, and are signalled in one: waiting calls on any instance
+ * are woken on COMMIT. `open`: the pair's open flows, the caller's transaction has locked in id
+ * order (lockOpenNavigationsFor, before it wrote anything), `navigation` among them.
  */
 export async function verifyAndSettle(
   tx: Queryable,
@@ -23,13 +24,13 @@ export async function verifyAndSettle(
   navigation: NavigationRecord,
   events: readonly NavigationEvent[],
   by: Actor,
+  open: readonly NavigationRecord[],
 ): Promise<{ verified: NavigationRecord; settled: NavigationRecord[] }> {
-  const open = await lockOpenNavigationsFor(tx, navigation.subject, navigation.provider, navigation.id);
   const siblingBy = { ...by, evidence: { ...by.evidence, connectedBy: navigation.id } };
   const [verified, ...settled] = await advanceEach(tx, [
     { navigation, events, by },
     ...open
-      .filter((sibling) => canTransition(sibling.status, EVENT))
+      .filter((sibling) => sibling.id !== navigation.id && canTransition(sibling.status, EVENT))
       .map((sibling) => ({ navigation: sibling, events: EVENT, by: siblingBy })),
   ]);
   await deps.signal.notify(tx, [verified!.id, ...settled.map((s) => s.id)]);

@@ -4,7 +4,7 @@ import type { SecretBox } from '../crypto/secretBox.js';
 import type { Pool, Queryable } from '../db/pool.js';
 import type { ProviderClient, ProviderTokens } from '../oauth/providerClient.js';
 import type { Clock } from '../shared/clock.js';
-import { upsertSecret, type AadLayout, type SecretKind, type StoredSecret } from './secretsRepo.js';
+import { upsertSecrets, type AadLayout, type SecretKind, type StoredSecret } from './secretsRepo.js';
 
 export interface TokenVaultDeps {
   pool: Pool;
@@ -40,24 +40,25 @@ export async function storeTokens(
   tokens: ProviderTokens,
   navigationId: string | undefined,
 ): Promise<void> {
-  const now = deps.clock.now();
-  const write = async (kind: SecretKind, value: string, expiresAt: Date | undefined) => {
+  const seal = (kind: SecretKind, value: string, expiresAt: Date | undefined) => {
     const sealed = deps.box.seal(value, aadOf(owner, kind));
-    await upsertSecret(
-      tx,
-      {
-        connectionId: owner.connectionId,
-        subject: owner.subject,
-        provider: owner.provider,
-        kind,
-        ciphertext: sealed.ciphertext,
-        keyId: sealed.keyId,
-        expiresAt,
-        navigationId,
-      },
-      now,
-    );
+    return {
+      connectionId: owner.connectionId,
+      subject: owner.subject,
+      provider: owner.provider,
+      kind,
+      ciphertext: sealed.ciphertext,
+      keyId: sealed.keyId,
+      expiresAt,
+      navigationId,
+    };
   };
-  await write('access_token', tokens.accessToken, tokens.expiresAt);
-  if (tokens.refreshToken) await write('refresh_token', tokens.refreshToken, undefined);
+  await upsertSecrets(
+    tx,
+    [
+      seal('access_token', tokens.accessToken, tokens.expiresAt),
+      ...(tokens.refreshToken ? [seal('refresh_token', tokens.refreshToken, undefined)] : []),
+    ],
+    deps.clock.now(),
+  );
 }

@@ -56,17 +56,16 @@ const fromRow = (r: Row): StoredSecret => ({
 
 export type SecretWrite = Omit<StoredSecret, 'id' | 'rowVersion' | 'aadLayout'>;
 
-/** Inserts or replaces the secret of (connection, kind), sealed under the current AAD layout. */
-export async function upsertSecret(db: Queryable, s: SecretWrite, now: Date): Promise<void> {
-  await db.query(
-    `INSERT INTO secrets (id, connection_id, subject_iss, subject_sub, provider, kind, ciphertext, key_id, aad_layout, expires_at, navigation_id, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 2, $9, $10, $11, $11)
-     ON CONFLICT (connection_id, kind) DO UPDATE
-        SET ciphertext = EXCLUDED.ciphertext, key_id = EXCLUDED.key_id, aad_layout = EXCLUDED.aad_layout,
-            expires_at = EXCLUDED.expires_at,
-            navigation_id = COALESCE(EXCLUDED.navigation_id, secrets.navigation_id),
-            row_version = secrets.row_version + 1, updated_at = EXCLUDED.updated_at`,
-    [
+/**
+ * Inserts or replaces the secrets of (connection, kind), sealed under the current AAD layout, in one
+ * statement (at most one of each kind per connection).
+ */
+export async function upsertSecrets(db: Queryable, secrets: readonly SecretWrite[], now: Date): Promise<void> {
+  if (secrets.length === 0) return;
+  const values: unknown[] = [now];
+  const rows = secrets.map((s) => {
+    const n = values.length;
+    values.push(
       randomUUID(),
       s.connectionId,
       s.subject.iss,
@@ -77,8 +76,19 @@ export async function upsertSecret(db: Queryable, s: SecretWrite, now: Date): Pr
       s.keyId,
       s.expiresAt ?? null,
       s.navigationId ?? null,
-      now,
-    ],
+    );
+    const p = (i: number) => `$${n + i}`;
+    return `(${p(1)}::uuid, ${p(2)}::uuid, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)}, ${p(7)}::bytea, ${p(8)}, 2, ${p(9)}::timestamptz, ${p(10)}::uuid, $1::timestamptz, $1::timestamptz)`;
+  });
+  await db.query(
+    `INSERT INTO secrets (id, connection_id, subject_iss, subject_sub, provider, kind, ciphertext, key_id, aad_layout, expires_at, navigation_id, created_at, updated_at)
+     VALUES ${rows.join(', ')}
+     ON CONFLICT (connection_id, kind) DO UPDATE
+        SET ciphertext = EXCLUDED.ciphertext, key_id = EXCLUDED.key_id, aad_layout = EXCLUDED.aad_layout,
+            expires_at = EXCLUDED.expires_at,
+            navigation_id = COALESCE(EXCLUDED.navigation_id, secrets.navigation_id),
+            row_version = secrets.row_version + 1, updated_at = EXCLUDED.updated_at`,
+    values,
   );
 }
 
