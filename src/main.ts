@@ -16,7 +16,7 @@ import { listenHttps } from './runtime/httpsServer.js';
 import { AlreadyRunningError, acquireRunLock } from './runtime/runLock.js';
 import { stopSignalHandler } from './runtime/stopSignals.js';
 import { systemClock } from './shared/clock.js';
-import { createFetch } from './shared/httpClient.js';
+import { createFetch, createRequestFetch } from './shared/httpClient.js';
 import { createLogger, type Logger } from './shared/logger.js';
 import { armFaultPoint } from './shared/faultPoints.js';
 import { Secret } from './shared/secret.js';
@@ -60,7 +60,8 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
   const extraCaPems = tls.caPem ? [tls.caPem] : [];
   const fetch = createFetch({ extraCaPems, timeoutMs: config.broker.providerTimeoutMs });
   // Its own deadline: an upstream MCP server's tool may take longer (or shorter) than a provider's API.
-  const upstreamFetch = createFetch({ extraCaPems, timeoutMs: config.broker.upstreamTimeoutMs });
+  // On undici's request, not fetch: one upstream request per proxied tool call (shared/requestFetch.ts).
+  const upstreamFetch = createRequestFetch({ extraCaPems, timeoutMs: config.broker.upstreamTimeoutMs });
   const render = createRender({ cache: !dev });
 
   let databaseUrl = config.db.url;

@@ -1,6 +1,7 @@
 import { createSecureContext, rootCertificates } from 'node:tls';
 import { Agent } from 'undici';
 import { readBoundedBody } from './boundedBody.js';
+import { requestFetch } from './requestFetch.js';
 
 export type Fetch = typeof fetch;
 
@@ -10,15 +11,8 @@ export type Fetch = typeof fetch;
  * is no switch that turns verification off. It is the global fetch with a
  * dispatcher, so nock still sees every request in tests.
  */
-export function createFetch(options: { extraCaPems?: readonly string[]; timeoutMs?: number } = {}): Fetch {
-  // One TLS context for every connection: building it from the ~140 system roots costs tens of
-  // milliseconds of CPU, which undici would otherwise pay again on each new connection.
-  const secureContext = createSecureContext({ ca: [...rootCertificates, ...(options.extraCaPems ?? [])] });
-  const dispatcher = new Agent({
-    connect: { secureContext, rejectUnauthorized: true },
-    headersTimeout: options.timeoutMs ?? 10_000,
-    bodyTimeout: options.timeoutMs ?? 10_000,
-  });
+export function createFetch(options: FetchOptions = {}): Fetch {
+  const dispatcher = verifyingAgent(options);
   const timeoutMs = options.timeoutMs ?? 10_000;
   return ((input: Parameters<Fetch>[0], init?: Parameters<Fetch>[1]) =>
     fetch(input, {
@@ -30,6 +24,31 @@ export function createFetch(options: { extraCaPems?: readonly string[]; timeoutM
       // undici's dispatcher option is not in the DOM RequestInit type
       ...({ dispatcher } as object),
     })) as Fetch;
+}
+
+/**
+ * createFetch's TLS and deadline on undici's `request` (shared/requestFetch.ts): for the upstream
+ * MCP servers' calls, one per proxied tool call, where fetch's own cost shows. It never follows a
+ * redirect, and tests cannot intercept it with nock (they run real servers for upstreams).
+ */
+export function createRequestFetch(options: FetchOptions = {}): Fetch {
+  return requestFetch(verifyingAgent(options), options.timeoutMs ?? 10_000);
+}
+
+interface FetchOptions {
+  extraCaPems?: readonly string[];
+  timeoutMs?: number;
+}
+
+function verifyingAgent(options: FetchOptions): Agent {
+  // One TLS context for every connection: building it from the ~140 system roots costs tens of
+  // milliseconds of CPU, which undici would otherwise pay again on each new connection.
+  const secureContext = createSecureContext({ ca: [...rootCertificates, ...(options.extraCaPems ?? [])] });
+  return new Agent({
+    connect: { secureContext, rejectUnauthorized: true },
+    headersTimeout: options.timeoutMs ?? 10_000,
+    bodyTimeout: options.timeoutMs ?? 10_000,
+  });
 }
 
 export class FetchRefusedError extends Error {

@@ -19,7 +19,7 @@ import type { Metrics } from '../../src/metrics/metrics.js';
 import { createOidcClient } from '../../src/oauth/oauthClient.js';
 import { listenHttps } from '../../src/runtime/httpsServer.js';
 import { systemClock, type Clock } from '../../src/shared/clock.js';
-import { createFetch, type Fetch } from '../../src/shared/httpClient.js';
+import { createFetch, createRequestFetch, type Fetch } from '../../src/shared/httpClient.js';
 import { Secret } from '../../src/shared/secret.js';
 import { loadOrCreateLocalTls, type TlsMaterial } from '../../src/tls/localCa.js';
 import { parseProviders } from '../../src/providers/providerConfig.js';
@@ -149,6 +149,8 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
   const providers = parseProviders([...builtIn, ...extra], { allowLoopback: true });
   const servers: BrokerServer[] = [];
   const brokerFetch = options.brokerFetch ? options.brokerFetch(fetch) : fetch;
+  // As main.ts builds it, unless the test routes the broker's requests itself.
+  const upstreamFetch = options.brokerFetch ? brokerFetch : createRequestFetch({ extraCaPems: [tls.caPem] });
   const settings = atUrl(stackSettings(options), publicUrl, mcpResourceUrl);
   let secretKeys: readonly { kid: string; key: string }[] = secrets.secretKeys;
   const listenerFor = (pool: Pool, publicUrl: URL): RequestListener => {
@@ -171,6 +173,7 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
       migrations,
       issuer: options.mcpIssuer ?? dev.idp.issuer,
       fetch: brokerFetch,
+      upstreamFetch,
       secretKeys: secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) })),
       version: 'test',
       providers,
