@@ -75,6 +75,7 @@ const TOOL_NAME = /^[a-z0-9_-]{1,64}$/;
 const DEFAULT_LIST_TTL_MS = 60_000;
 const MAX_LIST_TTL_MS = 10 * 60_000;
 const MAX_CACHED_LISTS = 10_000;
+const MAX_FOUND = 1_000;
 // What a host may keep a list holding a pinned snapshot for: an operator's change shows within it.
 const SNAPSHOT_TTL_MS = 30_000;
 const ArgumentsSchema = z.looseObject({});
@@ -497,11 +498,24 @@ export function createUpstreamTools(deps: UpstreamToolsDeps): DynamicTools<McpTo
     return receipt;
   }
 
+  // Each name's tool, built once (its descriptor is a JSON Schema conversion): names are the caller's, so at most MAX_FOUND.
+  const found = new Map<string, ConnectionTool>();
   function find(name: string): ConnectionTool | undefined {
+    const known = found.get(name);
+    if (known) return known;
+    const tool = build(name);
+    if (!tool) return undefined;
+    found.set(name, tool);
+    // Oldest first out: a Map iterates in insertion order.
+    if (found.size > MAX_FOUND) found.delete(found.keys().next().value!);
+    return tool;
+  }
+
+  function build(name: string): ConnectionTool | undefined {
     if (!TOOL_NAME.test(name)) return undefined;
     const provider = byPrefix.get(name.slice(0, name.indexOf('_')));
     if (!provider) return undefined;
-    const build = (rawArgs: unknown, toolDeps: McpToolDeps) =>
+    const callOf = (rawArgs: unknown, toolDeps: McpToolDeps) =>
       connectionCall(
         provider,
         name,
@@ -524,7 +538,7 @@ export function createUpstreamTools(deps: UpstreamToolsDeps): DynamicTools<McpTo
         return runConnectionTool(toolDeps.connection, asked, call);
       },
     });
-    return { ...tool, provider: provider.id, scopes: [], connectionCall: build };
+    return { ...tool, provider: provider.id, scopes: [], connectionCall: callOf };
   }
 
   return {
