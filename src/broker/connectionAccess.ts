@@ -1,6 +1,6 @@
 import type { Principal } from '../auth/principal.js';
 import { missingScopes } from '../providers/scopes.js';
-import type { ConnectionRecord } from '../secrets/connectionsRepo.js';
+import { findConnectionsWithAccessFor, type ConnectionRecord } from '../secrets/connectionsRepo.js';
 import { accessTokenForConnection, type TokenVaultDeps } from '../secrets/tokenVault.js';
 import { chooseConnection, type ConnectionChoice } from './connectionChoice.js';
 
@@ -28,11 +28,17 @@ export async function connectionAccessFor(
   scopes: readonly string[],
   choice: ConnectionChoice = {},
 ): Promise<ConnectionAccess> {
-  const chosen = await chooseConnection(vault.pool, subject, provider, choice);
+  // The connections and their access tokens in one read: a connected call's first round trip is its only one here.
+  const listed = await findConnectionsWithAccessFor(vault.pool, subject, provider);
+  const chosen = chooseConnection(
+    listed.map((l) => l.connection),
+    choice,
+  );
   if (chosen.kind === 'ask') return { kind: 'choose', candidates: chosen.candidates };
   if (chosen.kind === 'unknown_account') return chosen;
   const { connection } = chosen;
-  const token = connection && (await accessTokenForConnection(vault, connection.id));
+  const read = connection && listed.find((l) => l.connection.id === connection.id)?.access;
+  const token = connection && (await accessTokenForConnection(vault, connection.id, read));
   if (!connection || !token) return { kind: 'not_connected', connection };
   const facts = vault.providers.get(provider)?.provider;
   const missing = scopes.length === 0 || !facts ? [] : missingScopes(facts, connection.grantedScopes, scopes);

@@ -1,7 +1,5 @@
-import type { Principal } from '../auth/principal.js';
-import type { Queryable } from '../db/pool.js';
 import { usableStates } from '../secrets/connectionStates.js';
-import { accountLabelOf, findConnectionsFor, type ConnectionRecord } from '../secrets/connectionsRepo.js';
+import { accountLabelOf, type ConnectionRecord } from '../secrets/connectionsRepo.js';
 
 /** What names the connection a call runs on: the tool's `account` argument, or the choice the user made when asked. */
 export interface ConnectionChoice {
@@ -34,14 +32,9 @@ const names = (c: ConnectionRecord, account: string) =>
  * 5. otherwise, with several usable connections, the user is asked which (a form elicitation), unless
  *    `ask` is false (an operation already accepted): then the default, else the oldest usable.
  * With no usable connection, the default (possibly needing a reconnect) is the one the connect flow targets.
+ * `all` is the user's connections to the provider in findConnectionsFor's order (default first).
  */
-export async function chooseConnection(
-  db: Queryable,
-  subject: Principal,
-  provider: string,
-  choice: ConnectionChoice = {},
-): Promise<ChosenConnection> {
-  const all = await findConnectionsFor(db, subject, provider);
+export function chooseConnection(all: readonly ConnectionRecord[], choice: ConnectionChoice = {}): ChosenConnection {
   if (choice.account !== undefined) {
     const named = all.find((c) => names(c, choice.account!));
     if (named) return { kind: 'chosen', connection: named };

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/principal.js';
 import type { Queryable } from '../db/pool.js';
 import { fromStatesOf, toStateOf, type ConnectionEvent, type ConnectionState } from './connectionStates.js';
+import { secretColumnsAs, secretOfJoined, type StoredSecret } from './secretsRepo.js';
 
 /** A connection's record beside its tokens (migrations/0011_connections.sql): never a token. */
 export interface ConnectionRecord {
@@ -147,6 +148,29 @@ export async function findConnectionsFor(
     [subject.iss, subject.sub, provider],
   );
   return rows.map(fromRow);
+}
+
+/** A connection and its access token's secret, when it has one (read together: one round trip for a call). */
+export interface ConnectionWithAccess {
+  connection: ConnectionRecord;
+  access: StoredSecret | undefined;
+}
+
+/** findConnectionsFor's connections, in its order, each with its access token's secret, in one statement. */
+export async function findConnectionsWithAccessFor(
+  db: Queryable,
+  subject: Principal,
+  provider: string,
+): Promise<ConnectionWithAccess[]> {
+  const { rows } = await db.query<Row & Record<string, unknown>>(
+    `SELECT c.*, ${secretColumnsAs('s', 'secret_')}
+       FROM connections c
+       LEFT JOIN secrets s ON s.connection_id = c.id AND s.kind = 'access_token'
+      WHERE c.subject_iss = $1 AND c.subject_sub = $2 AND c.provider = $3
+      ORDER BY c.preferred DESC, c.connected_at, c.id`,
+    [subject.iss, subject.sub, provider],
+  );
+  return rows.map((row) => ({ connection: fromRow(row), access: secretOfJoined(row, 'secret_') }));
 }
 
 /**

@@ -34,10 +34,13 @@ export async function accessTokenFor(
 export async function accessTokenForConnection(
   deps: TokenVaultDeps,
   connectionId: string,
+  /** Its access token's secret as just read with the connection (findConnectionsWithAccessFor), when it was. */
+  read?: StoredSecret,
 ): Promise<string | undefined> {
   const fresh = (s: StoredSecret | undefined) =>
     s !== undefined &&
     (s.expiresAt === undefined || s.expiresAt.getTime() > deps.clock.now().getTime() + REFRESH_MARGIN_MS);
+  if (read && fresh(read) && !keyMissing(deps.box, read)) return openSecret(deps.box, read);
   const stored = await findSecrets(deps.pool, connectionId);
   if (stored.length === 0) return undefined; // never connected, or forgotten: nothing to refresh
   const access = stored.find((s) => s.kind === 'access_token');
