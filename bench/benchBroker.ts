@@ -19,6 +19,8 @@ export interface BenchBrokerBase {
   render: Render;
   /** Trusts the bench's CA; the broker calls the identity provider and the providers with it. */
   fetch: Fetch;
+  /** The upstream MCP servers' fetch, as main.ts builds it (createRequestFetch), on the same CA. */
+  upstreamFetch?: Fetch;
   dev: DevStack;
   secrets: DevSecrets;
   migrations: MigrationFile[];
@@ -55,6 +57,7 @@ export function createBenchBroker(
     migrations: base.migrations,
     issuer: dev.idp.issuer,
     fetch,
+    ...(base.upstreamFetch && { upstreamFetch: base.upstreamFetch }),
     secretKeys: secrets.secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) })),
     version: 'bench',
     providers: parseProviders(instance.providers, { allowLoopback: true }),

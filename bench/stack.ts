@@ -13,7 +13,7 @@ import type { Principal } from '../src/auth/principal.js';
 import { DEV_UPSTREAM_ID } from '../src/dev/devUpstream.js';
 import { resourceMetadataUrl } from '../src/mcp/protectedResourceRoutes.js';
 import { listenHttps, type RunningServer } from '../src/runtime/httpsServer.js';
-import type { Fetch } from '../src/shared/httpClient.js';
+import { createRequestFetch, type Fetch } from '../src/shared/httpClient.js';
 import type { Logger } from '../src/shared/logger.js';
 import { accessTokenFor } from '../src/secrets/tokenVault.js';
 import { systemClock } from '../src/shared/clock.js';
@@ -22,6 +22,7 @@ import { atUrl, defaultSettings } from '../test/support/testSettings.js';
 import { createBenchBroker, type ExtraTools } from './benchBroker.js';
 import { openBenchResources, type BenchResources } from './benchResources.js';
 import { createPeerListener } from './peerServer.js';
+import { startUpstreamProcess } from './upstreamProcess.js';
 
 export interface BenchStack {
   brokerUrl: string;
@@ -38,8 +39,10 @@ export interface BenchStack {
    * only the Report Service, as the peer's tool set mirrors), at the same URL.
    */
   serveGithubTools(tools: ExtraTools): Promise<void>;
-  /** The development upstream MCP server's endpoint (memo, src/dev/devUpstream.ts). */
+  /** The development upstream MCP server's endpoint (memo, src/dev/devUpstream.ts), in its own process. */
   upstreamMcpUrl: string;
+  /** memo's process's CPU time so far. */
+  upstreamCpuUsage(): Promise<NodeJS.CpuUsage>;
   /** Puts a broker with the Report Service and memo as an upstream in place of the one serving, at the same URL. */
   serveUpstream(): Promise<void>;
   /** The user's upstream access token at memo, from the vault as the broker reads it (for the direct calls). */
@@ -79,12 +82,14 @@ export async function startBenchStack(options: {
       logger,
       brokerUrl,
       github: true,
-      upstream: true,
     });
     defer(() => dev.close(0));
+    const memo = await startUpstreamProcess(tls, brokerUrl);
+    defer(memo.close);
     const brokerPool = db.newPool();
     await seedDevelopmentData(brokerPool, dev.idp.issuer);
-    const base = { logger, render, fetch, dev, secrets, migrations: await readMigrations() };
+    const upstreamFetch = createRequestFetch({ extraCaPems: [tls.caPem] });
+    const base = { logger, render, fetch, upstreamFetch, dev, secrets, migrations: await readMigrations() };
     // The configuration's defaults (src/config/config.ts), as a deployment gets them.
     const settings = atUrl(defaultSettings(), new URL(brokerUrl), mcpResourceUrl);
     const brokerFor = (providers: Record<string, unknown>[], extraTools: ExtraTools = []) =>
@@ -102,7 +107,7 @@ export async function startBenchStack(options: {
     };
     const serveGithubTools = (tools: ExtraTools) =>
       serveInstead([reportServiceProvider(dev, secrets), githubDevProvider(dev.github!)], tools);
-    const serveUpstream = () => serveInstead([reportServiceProvider(dev, secrets), devUpstreamProvider(dev.upstream!)]);
+    const serveUpstream = () => serveInstead([reportServiceProvider(dev, secrets), devUpstreamProvider(memo)]);
     // The vault's box as src/broker/buildBrokerDeps.ts builds it: the same keys, the same purpose.
     const keys = secrets.secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) }));
     const vault = {
@@ -131,7 +136,8 @@ export async function startBenchStack(options: {
       caPem: tls.caPem,
       fetch,
       serveGithubTools,
-      upstreamMcpUrl: dev.upstream!.url,
+      upstreamMcpUrl: memo.url,
+      upstreamCpuUsage: memo.cpuUsage,
       serveUpstream,
       upstreamToken: (user) => accessTokenFor(vault, user, DEV_UPSTREAM_ID),
       close,

@@ -14,8 +14,12 @@ import { BENCH_MEMO, UPSTREAM_CASES } from './wire.js';
 const [PROXIED, DIRECT] = UPSTREAM_CASES;
 
 export interface UpstreamRuns {
+  /** At the bench's connections (16), each row's throughput. */
   proxied: LoadResult;
   direct: LoadResult;
+  /** At one connection: what the broker adds to one call's latency when nothing waits in a queue. */
+  proxiedAlone: LoadResult;
+  directAlone: LoadResult;
 }
 
 /**
@@ -52,16 +56,33 @@ export async function checkUpstream(stack: BenchStack, token: string, upstreamTo
   return [...proxied.failures, ...direct.failures];
 }
 
-/** The direct window, then the proxied one, with the same connections, warm-up and duration. */
+/**
+ * The direct window, then the proxied one, with the same connections, warm-up and duration; then the
+ * same two at one connection. memo's process's CPU is counted over each window beside this one's.
+ */
 export async function measureUpstream(
   stack: BenchStack,
   job: Omit<LoadJob, 'url' | 'caseName' | 'token'>,
   tokens: { mcp: string; upstream: string },
   progress: (line: string) => void,
 ): Promise<UpstreamRuns> {
-  const direct = await runLoad({ ...job, url: stack.upstreamMcpUrl, caseName: DIRECT, token: tokens.upstream });
-  progress(`${DIRECT} on memo directly: ${direct.requestsPerSecond.toFixed(0)} req/s`);
-  const proxied = await runLoad({ ...job, url: stack.brokerMcpUrl, caseName: PROXIED, token: tokens.mcp });
-  progress(`${PROXIED} through the broker: ${proxied.requestsPerSecond.toFixed(0)} req/s`);
-  return { proxied, direct };
+  const pair = async (connections: number) => {
+    const at = { ...job, connections };
+    const direct = await runLoad(
+      { ...at, url: stack.upstreamMcpUrl, caseName: DIRECT, token: tokens.upstream },
+      stack.upstreamCpuUsage,
+    );
+    progress(`${DIRECT} on memo directly, ${connections} connection(s): ${direct.requestsPerSecond.toFixed(0)} req/s`);
+    const proxied = await runLoad(
+      { ...at, url: stack.brokerMcpUrl, caseName: PROXIED, token: tokens.mcp },
+      stack.upstreamCpuUsage,
+    );
+    progress(
+      `${PROXIED} through the broker, ${connections} connection(s): ${proxied.requestsPerSecond.toFixed(0)} req/s`,
+    );
+    return { direct, proxied };
+  };
+  const loaded = await pair(job.connections);
+  const alone = await pair(1);
+  return { ...loaded, proxiedAlone: alone.proxied, directAlone: alone.direct };
 }
