@@ -55,6 +55,23 @@ export async function advance(
   by: Actor,
   extra: { stateNonceDigest?: Buffer } = {},
 ): Promise<NavigationRecord> {
+  const updated = await advanceUnlessMoved(tx, navigation, events, by, extra);
+  if (!updated) throw new ConflictError('This connection flow changed meanwhile. Try again.');
+  return updated;
+}
+
+/**
+ * advance() from a navigation as the caller read it, unlocked: its compare-and-set holds the row
+ * from then on, as a lock taken before would. Another writer that moved it first is no error here:
+ * nothing is written, and the caller locks it and decides again.
+ */
+export async function advanceUnlessMoved(
+  tx: Queryable,
+  navigation: NavigationRecord,
+  events: NavigationEvent | readonly NavigationEvent[],
+  by: Actor,
+  extra: { stateNonceDigest?: Buffer } = {},
+): Promise<NavigationRecord | undefined> {
   const { steps, status } = stepsOf(navigation, events, by);
   const [updated] = await writeWithEntries<NavigationRow>(
     tx,
@@ -68,8 +85,7 @@ export async function advance(
     }),
     steps,
   );
-  if (!updated) throw new ConflictError('This connection flow changed meanwhile. Try again.');
-  return fromRow(updated);
+  return updated && fromRow(updated);
 }
 
 /**

@@ -9,7 +9,7 @@ import { accountLabelOf } from '../secrets/connectionsRepo.js';
 import { flowTargetOf, targetConnectionOf } from '../broker/startReconnect.js';
 import { checkUrl } from '../security/urlPolicy.js';
 import { digestOf } from '../shared/tokens.js';
-import { advance, recordRefusal } from '../broker/advance.js';
+import { advance, advanceUnlessMoved, recordRefusal } from '../broker/advance.js';
 import type { BrokerDeps } from '../broker/brokerDeps.js';
 import { recordConsent } from './consentRepo.js';
 import type { NavigationRecord } from '../flow/navigationRecord.js';
@@ -114,6 +114,12 @@ export async function viewConnect(
   };
 }
 
+/** USER_REVIEW → NAVIGATION_ACCEPTED → OUT_OF_BAND_PENDING, or the last step only, or none. */
+const consentSteps = (navigation: NavigationRecord): 'browser_consent'[] =>
+  Array<'browser_consent'>(
+    navigation.status === State.USER_REVIEW ? 2 : navigation.status === State.NAVIGATION_ACCEPTED ? 1 : 0,
+  ).fill('browser_consent');
+
 /**
  * POST /connect/{handle}: the signed-in subject's explicit consent. Records
  * the consent receipt, moves the navigation to OUT_OF_BAND_PENDING and stores
@@ -145,23 +151,29 @@ export async function consentToConnect(deps: BrokerDeps, handle: string, browser
         `Connecting is paused by the operator (${paused.reason}). Nothing was sent to the provider; try again later.`,
         { expose: true },
       );
-    let navigation = await lockNavigation(tx, found.id);
-    if (!navigation) throw new NotFoundError('This connect link is not known.');
-    const reason = closedReason(deps, navigation);
-    if (reason)
-      throw new ConflictError(
-        reason === 'verified'
-          ? 'This service is already connected. Return to your app.'
-          : 'This connect link has expired or was declined. Return to your app and try again.',
-      );
     const by = { actor: `browser:${browser.sub}`, now, evidence: { destination: target.host } };
+    // The flow as read above, moved by compare-and-set, which holds its row from then on as the lock
+    // would; one this consent does not move, or that another writer moved meanwhile (a second
+    // consent at once), is locked and decided on again.
+    let navigation =
+      !closedReason(deps, found) && consentSteps(found).length > 0
+        ? await advanceUnlessMoved(tx, found, consentSteps(found), by, { stateNonceDigest: stateDigest })
+        : undefined;
+    if (!navigation) {
+      const locked = await lockNavigation(tx, found.id);
+      if (!locked) throw new NotFoundError('This connect link is not known.');
+      const reason = closedReason(deps, locked);
+      if (reason)
+        throw new ConflictError(
+          reason === 'verified'
+            ? 'This service is already connected. Return to your app.'
+            : 'This connect link has expired or was declined. Return to your app and try again.',
+        );
+      const steps = consentSteps(locked);
+      navigation =
+        steps.length > 0 ? await advance(tx, locked, steps, by, { stateNonceDigest: stateDigest }) : locked;
+    }
     await recordConsent(tx, navigation.id, browser, `${target.protocol}//${target.host}`, now);
-    // USER_REVIEW → NAVIGATION_ACCEPTED → OUT_OF_BAND_PENDING, or the last step only.
-    const steps = navigation.status === State.USER_REVIEW ? 2 : navigation.status === State.NAVIGATION_ACCEPTED ? 1 : 0;
-    if (steps > 0)
-      navigation = await advance(tx, navigation, Array<'browser_consent'>(steps).fill('browser_consent'), by, {
-        stateNonceDigest: stateDigest,
-      });
     const sealed = deps.box.seal(authorization.codeVerifier, pkceAad(stateDigest, navigation.id));
     await insertPendingAuthorization(tx, {
       stateDigest,

@@ -8,7 +8,7 @@ import { useBrokerStack } from '../support/useBrokerStack.js';
 // one back with a lock of its own until the other is queued where it would
 // deadlock, then lets go. Postgres aborted one of them before the fixes.
 describe('flow locks and the ledger', () => {
-  const { stack, tokens } = useBrokerStack({}, { users: ['alice', 'bob'] });
+  const { stack, tokens } = useBrokerStack({}, { users: ['alice', 'bob', 'mallory'] });
 
   // Two links of one user for one provider, both at the provider's Allow page: each verifying
   // transaction locked its own flow, then waited for the other's to settle it as a sibling.
@@ -134,6 +134,59 @@ describe('flow locks and the ledger', () => {
       "SELECT status FROM elicitation_navigations WHERE subject_sub = 'bob'",
     );
     expect(flows).toEqual([{ status: 'REQUIREMENT_VERIFIED' }]);
+  });
+
+  // A consent moves the flow by compare-and-set from the flow as its request read it; the second of
+  // two at once finds it moved, locks it and goes on from there, as a consent of a flow already
+  // pending does: both reach the provider, and the flow moves once.
+  it('two consents of one link at once both reach the provider: the flow moves once, with one consent receipt', async () => {
+    const link = await elicitConnection(stack, tokens.mallory, 'reports_create', { title: 'two consents', body: '' });
+    const run = await openConnectLink(stack, link.url, 'mallory');
+    const { rows: flows } = await stack.db.pool.query<{ id: string }>(
+      'SELECT id FROM elicitation_navigations WHERE subject_sub = $1 AND status = $2',
+      ['mallory', 'USER_REVIEW'],
+    );
+    expect(flows).toHaveLength(1);
+    const holder = await stack.db.pool.connect();
+    let answers: BrowserResponse[];
+    try {
+      await holder.query('BEGIN');
+      const { rows } = await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+      await holder.query('SELECT id FROM elicitation_navigations WHERE id = $1 FOR UPDATE', [flows[0]!.id]);
+      const consents = Promise.all([1, 2].map(() => run.browser.submitForm(run.review, {}, { form: '/connect/' })));
+      await until(
+        async () => (await stack.db.pool.query<{ n: number }>(QUEUED_BEHIND, [rows[0]!.pid])).rows[0]!.n === 2,
+      );
+      await holder.query('COMMIT');
+      answers = await consents;
+    } finally {
+      holder.release();
+    }
+
+    for (const answer of answers)
+      expect({ status: answer.status, url: new URL(answer.url).origin }).toEqual({
+        status: 200,
+        url: new URL(stack.dev.reports.issuer).origin,
+      });
+    const id = flows[0]!.id;
+    const { rows: moves } = await stack.db.pool.query(
+      "SELECT from_status, to_status FROM navigation_events WHERE navigation_id = $1 AND event = 'browser_consent' ORDER BY flow_seq",
+      [id],
+    );
+    expect(moves).toEqual([
+      { from_status: 'USER_REVIEW', to_status: 'NAVIGATION_ACCEPTED' },
+      { from_status: 'NAVIGATION_ACCEPTED', to_status: 'OUT_OF_BAND_PENDING' },
+    ]);
+    const count = async (table: string) =>
+      (
+        await stack.db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table} WHERE navigation_id = $1`, [
+          id,
+        ])
+      ).rows[0]!.n;
+    expect({ receipts: await count('consent_receipts'), redirects: await count('oauth_transactions') }).toEqual({
+      receipts: 1,
+      redirects: 2,
+    });
   });
 });
 
