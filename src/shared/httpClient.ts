@@ -31,8 +31,8 @@ export function createFetch(options: FetchOptions = {}): Fetch {
  * MCP servers' calls, one per proxied tool call, where fetch's own cost shows. It never follows a
  * redirect, and tests cannot intercept it with nock (they run real servers for upstreams).
  */
-export function createRequestFetch(options: FetchOptions = {}): Fetch {
-  return requestFetch(verifyingAgent(options), options.timeoutMs ?? 10_000);
+export function createRequestFetch(options: FetchOptions & { maxBytes?: number } = {}): Fetch {
+  return requestFetch(verifyingAgent(options), options.timeoutMs ?? 10_000, options.maxBytes);
 }
 
 interface FetchOptions {

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { request } from 'undici';
-import type { Fetch } from './httpClient.js';
+import { FetchRefusedError, type Fetch } from './httpClient.js';
 
 /**
  * A fetch on undici's `request` for the calls the broker makes on a hot path (an upstream MCP
@@ -11,9 +11,11 @@ import type { Fetch } from './httpClient.js';
  * on: a Response (an event stream passed on as it comes, any other body buffered), no redirect ever
  * followed (a 3xx is the answer, as with `redirect: 'manual'`), the caller's signal, and failures
  * that name their cause (`code`) as fetch's `cause` does. Bodies are strings, bytes or
- * URLSearchParams: what the broker sends; anything else is refused before anything is sent.
+ * URLSearchParams: what the broker sends; anything else is refused before anything is sent. A
+ * buffered answer over `maxBytes` is refused (FetchRefusedError) as it comes, never held whole; the
+ * caller's own bound (strictFetch) may be smaller.
  */
-export function requestFetch(dispatcher: Dispatcher, timeoutMs: number): Fetch {
+export function requestFetch(dispatcher: Dispatcher, timeoutMs: number, maxBytes = MAX_BUFFERED_BYTES): Fetch {
   return (async (input: Parameters<Fetch>[0], init: Parameters<Fetch>[1] = {}) => {
     if (input instanceof Request) throw new TypeError('requestFetch takes a URL, not a Request');
     const headers = new Headers(init.headers);
@@ -45,8 +47,25 @@ export function requestFetch(dispatcher: Dispatcher, timeoutMs: number): Fetch {
         status,
         headers: responseHeaders,
       });
-    return new Response(new Uint8Array(await answer.body.arrayBuffer()), { status, headers: responseHeaders });
+    return new Response(await bounded(answer.body, String(input), maxBytes), { status, headers: responseHeaders });
   }) as Fetch;
+}
+
+// What requestFetch holds of one answer at most, whatever its caller's bound.
+const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
+
+async function bounded(body: Dispatcher.ResponseData['body'], url: string, maxBytes: number): Promise<Uint8Array> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    size += chunk.byteLength;
+    if (size > maxBytes) {
+      body.destroy();
+      throw new FetchRefusedError(`${url} answered more than ${maxBytes} bytes`);
+    }
+    chunks.push(chunk);
+  }
+  return new Uint8Array(Buffer.concat(chunks, size));
 }
 
 function bodyOf(body: RequestInit['body'], headers: Headers): string | Uint8Array | undefined {

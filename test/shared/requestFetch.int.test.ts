@@ -17,13 +17,15 @@ type Route = (req: IncomingMessage, res: ServerResponse) => void;
 let dir: string;
 let server: HttpsTestServer;
 let fetch: Fetch;
+let caPem: string;
 let routes: Record<string, Route>;
 let seen: { method: string; path: string; headers: IncomingMessage['headers']; body: string }[];
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'request-fetch-'));
   const tls = await loadOrCreateLocalTls(join(dir, 'tls'));
-  fetch = createRequestFetch({ extraCaPems: [tls.caPem], timeoutMs: 500 });
+  caPem = tls.caPem;
+  fetch = createRequestFetch({ extraCaPems: [caPem], timeoutMs: 500 });
   server = await listenHttps(tls);
   server.setHandler((req, res) => {
     let body = '';
@@ -137,6 +139,29 @@ describe('createRequestFetch', () => {
       (err: unknown) => err,
     );
     expect(failure).toMatchObject({ code: 'ECONNREFUSED' });
+  });
+
+  it('refuses an answer over its bound (chunked, so only the bytes read can tell), and takes one within it', async () => {
+    const small = createRequestFetch({ extraCaPems: [caPem], timeoutMs: 2_000, maxBytes: 64 * 1024 });
+    let written = 0;
+    routes['/big'] = (_req, res) => {
+      // Chunked (no Content-Length), written until the client goes away or 4 MiB are out.
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const more = () => {
+        while (written < 4 * 1024 * 1024 && !res.destroyed) {
+          written += 16 * 1024;
+          if (!res.write(Buffer.alloc(16 * 1024, 0x20))) return void res.once('drain', more);
+        }
+        res.end();
+      };
+      more();
+    };
+    await expect(small(`${server.origin}/big`)).rejects.toMatchObject({
+      name: 'FetchRefusedError',
+      message: expect.stringContaining('more than 65536 bytes'),
+    });
+    routes['/fits'] = (_req, res) => void res.writeHead(200).end(Buffer.alloc(60 * 1024, 0x61));
+    expect((await (await small(`${server.origin}/fits`)).arrayBuffer()).byteLength).toBe(60 * 1024);
   });
 
   it('refuses a body type the broker never sends, before anything is sent', async () => {
