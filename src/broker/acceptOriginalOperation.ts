@@ -1,11 +1,13 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/principal.js';
 import { samePrincipal } from '../auth/principal.js';
+import type { Queryable } from '../db/pool.js';
 import { withTransaction } from '../db/transaction.js';
 import { ConflictError, ForbiddenError, NotFoundError, UnavailableError } from '../errors/appError.js';
-import { advance } from './advance.js';
+import { advance, advanceUnlessMoved } from './advance.js';
 import { isApproved } from './approvals.js';
 import type { BrokerDeps } from './brokerDeps.js';
+import type { NavigationRecord } from '../flow/navigationRecord.js';
 import type { Lineage } from '../flow/navigationStates.js';
 import { lockNavigation } from './navigationRepo.js';
 import { acceptEvents, State } from '../flow/navigationStates.js';
@@ -57,21 +59,30 @@ export function operationKey(
  * this principal and this operation; the receipt is inserted under its unique
  * key; the navigation moves to the lineage's accepted state with its ledger
  * entry. A second attempt, from any lineage or instance, finds the receipt.
+ * `seen`, the navigation as the caller read it: seen verified, it is checked as the locked row
+ * would be (only its status can change, and the compare-and-set checks that) and moved first, by
+ * the compare-and-set that holds its row from then on as the lock would; moved meanwhile, it is
+ * locked and decided on again.
  */
 export async function acceptOriginalOperation(
   deps: BrokerDeps,
   op: OriginalOperation,
+  seen?: NavigationRecord,
 ): Promise<{ receipt: OperationReceipt; created: boolean }> {
   const key = operationKey(op);
+  if (seen?.id === op.navigationId && seen.status === State.REQUIREMENT_VERIFIED) {
+    const accepted = await withTransaction(deps.pool, (tx) => acceptVerified(deps, tx, op, key, seen, true)).catch(
+      (err: unknown) => {
+        if (err instanceof ReceiptBeforeMove) return undefined;
+        throw err;
+      },
+    );
+    if (accepted) return accepted;
+  }
   return withTransaction(deps.pool, async (tx) => {
     const navigation = await lockNavigation(tx, op.navigationId);
     if (!navigation) throw new NotFoundError('This connection flow is not known.');
-    if (!samePrincipal(navigation.subject, op.principal))
-      throw new ForbiddenError('This connection flow belongs to another user.');
-    if ((navigation.clientId ?? '') !== (op.clientId ?? ''))
-      throw new ForbiddenError('This connection flow was started by another client of this user.');
-    if (navigation.tool !== op.tool || navigation.requestDigest !== op.requestDigest)
-      throw new ConflictError('This connection flow was started for another operation.');
+    checkOperation(navigation, op);
     // A receipt and its flow's move past REQUIREMENT_VERIFIED commit together: a flow locked there has
     // none yet (insertReceiptOnce finds it all the same), so only another state needs to look one up.
     if (navigation.status !== State.REQUIREMENT_VERIFIED) {
@@ -79,35 +90,63 @@ export async function acceptOriginalOperation(
       if (existing) return { receipt: existing, created: false };
       throw new ConflictError(`This operation cannot be accepted while the connection is ${navigation.status}.`);
     }
-    // The lineages cannot be swapped: a navigation is accepted only on the path that started it.
-    if (navigation.lineage !== op.lineage)
-      throw new ConflictError(`This connection flow belongs to the ${navigation.lineage} lineage, not ${op.lineage}.`);
-    // A high-risk operation is accepted only after an operator approved it (broker/approvals.ts).
-    if (!(await isApproved(deps, tx, navigation)))
-      throw new ConflictError("This operation is waiting for an operator's approval.");
-    const now = deps.clock.now();
-    const { receipt, created } = await insertReceiptOnce(
-      tx,
-      {
-        id: randomUUID(),
-        operationKey: key,
-        navigationId: navigation.id,
-        lineage: op.lineage,
-        jsonrpcId: op.jsonrpcId,
-        retryGeneration: op.retryGeneration,
-        requirementReceipt: `verified:${navigation.id}:v${navigation.rowVersion}`,
-        createdAt: now,
-      },
-      deps.box.seal(JSON.stringify(op.arguments), argumentsAad(key)),
-    );
-    if (created)
-      await advance(tx, navigation, acceptEvents[op.lineage], {
-        actor: `mcp:${op.principal.sub}`,
-        now,
-        evidence: { receiptId: receipt.id, lineage: op.lineage },
-      });
-    return { receipt, created };
+    return (await acceptVerified(deps, tx, op, key, navigation, false))!;
   });
+}
+
+/** A flow seen verified and moved held a receipt all the same: its transaction is undone, and the lock decides. */
+class ReceiptBeforeMove extends Error {}
+
+/** The flow is this principal's and client's, for this operation. */
+function checkOperation(navigation: NavigationRecord, op: OriginalOperation): void {
+  if (!samePrincipal(navigation.subject, op.principal))
+    throw new ForbiddenError('This connection flow belongs to another user.');
+  if ((navigation.clientId ?? '') !== (op.clientId ?? ''))
+    throw new ForbiddenError('This connection flow was started by another client of this user.');
+  if (navigation.tool !== op.tool || navigation.requestDigest !== op.requestDigest)
+    throw new ConflictError('This connection flow was started for another operation.');
+}
+
+/**
+ * The acceptance of a verified flow in `tx`: locked by the caller, or `unlocked` (seen verified,
+ * checked here, and moved first by compare-and-set; undefined when another writer moved it).
+ */
+async function acceptVerified(
+  deps: BrokerDeps,
+  tx: Queryable,
+  op: OriginalOperation,
+  key: string,
+  navigation: NavigationRecord,
+  unlocked: boolean,
+): Promise<{ receipt: OperationReceipt; created: boolean } | undefined> {
+  if (unlocked) checkOperation(navigation, op);
+  // The lineages cannot be swapped: a navigation is accepted only on the path that started it.
+  if (navigation.lineage !== op.lineage)
+    throw new ConflictError(`This connection flow belongs to the ${navigation.lineage} lineage, not ${op.lineage}.`);
+  const now = deps.clock.now();
+  const id = randomUUID();
+  const by = { actor: `mcp:${op.principal.sub}`, now, evidence: { receiptId: id, lineage: op.lineage } };
+  if (unlocked && !(await advanceUnlessMoved(tx, navigation, acceptEvents[op.lineage], by))) return undefined;
+  // A high-risk operation is accepted only after an operator approved it (broker/approvals.ts).
+  if (!(await isApproved(deps, tx, navigation)))
+    throw new ConflictError("This operation is waiting for an operator's approval.");
+  const { receipt, created } = await insertReceiptOnce(
+    tx,
+    {
+      id,
+      operationKey: key,
+      navigationId: navigation.id,
+      lineage: op.lineage,
+      jsonrpcId: op.jsonrpcId,
+      retryGeneration: op.retryGeneration,
+      requirementReceipt: `verified:${navigation.id}:v${navigation.rowVersion}`,
+      createdAt: now,
+    },
+    deps.box.seal(JSON.stringify(op.arguments), argumentsAad(key)),
+  );
+  if (unlocked && !created) throw new ReceiptBeforeMove();
+  if (!unlocked && created) await advance(tx, navigation, acceptEvents[op.lineage], by);
+  return { receipt, created };
 }
 
 export type BusinessOutcome = { status: 'succeeded' | 'failed'; outcome: Record<string, unknown> };

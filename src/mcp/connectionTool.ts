@@ -374,15 +374,19 @@ async function accept(
       },
     };
   }
-  const { receipt } = await acceptOriginalOperation(deps.broker, {
-    navigationId: navigation.id,
-    principal: ctx.principal,
-    tool: call.tool,
-    requestDigest: call.requestDigest,
-    lineage: 'mrtr',
-    arguments: call.arguments,
-    clientId: ctx.clientId,
-  });
+  const { receipt } = await acceptOriginalOperation(
+    deps.broker,
+    {
+      navigationId: navigation.id,
+      principal: ctx.principal,
+      tool: call.tool,
+      requestDigest: call.requestDigest,
+      lineage: 'mrtr',
+      arguments: call.arguments,
+      clientId: ctx.clientId,
+    },
+    navigation,
+  );
   return runAccepted(deps, ctx, call, receipt);
 }
 

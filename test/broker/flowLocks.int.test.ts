@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import type { Pool } from '../../src/db/pool.js';
 import { DEV_PASSWORD } from '../../src/dev/devUsers.js';
-import { elicitConnection, openConnectLink } from '../support/connectFlow.js';
+import { consentAndAuthorize, elicitConnection, openConnectLink, retryConnection } from '../support/connectFlow.js';
 import type { BrowserResponse } from '../support/testBrowser.js';
 import { useBrokerStack } from '../support/useBrokerStack.js';
 
@@ -8,7 +9,7 @@ import { useBrokerStack } from '../support/useBrokerStack.js';
 // one back with a lock of its own until the other is queued where it would
 // deadlock, then lets go. Postgres aborted one of them before the fixes.
 describe('flow locks and the ledger', () => {
-  const { stack, tokens } = useBrokerStack({}, { users: ['alice', 'bob', 'mallory'] });
+  const { stack, tokens } = useBrokerStack({}, { users: ['alice', 'bob', 'mallory', 'ops'] });
 
   // Two links of one user for one provider, both at the provider's Allow page: each verifying
   // transaction locked its own flow, then waited for the other's to settle it as a sibling.
@@ -147,21 +148,9 @@ describe('flow locks and the ledger', () => {
       ['mallory', 'USER_REVIEW'],
     );
     expect(flows).toHaveLength(1);
-    const holder = await stack.db.pool.connect();
-    let answers: BrowserResponse[];
-    try {
-      await holder.query('BEGIN');
-      const { rows } = await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-      await holder.query('SELECT id FROM elicitation_navigations WHERE id = $1 FOR UPDATE', [flows[0]!.id]);
-      const consents = Promise.all([1, 2].map(() => run.browser.submitForm(run.review, {}, { form: '/connect/' })));
-      await until(
-        async () => (await stack.db.pool.query<{ n: number }>(QUEUED_BEHIND, [rows[0]!.pid])).rows[0]!.n === 2,
-      );
-      await holder.query('COMMIT');
-      answers = await consents;
-    } finally {
-      holder.release();
-    }
+    const answers = await whileHeld(stack.db.pool, flows[0]!.id, 2, () =>
+      Promise.all([1, 2].map(() => run.browser.submitForm(run.review, {}, { form: '/connect/' }))),
+    );
 
     for (const answer of answers)
       expect({ status: answer.status, url: new URL(answer.url).origin }).toEqual({
@@ -188,6 +177,42 @@ describe('flow locks and the ledger', () => {
       redirects: 2,
     });
   });
+
+  // An MRTR retry accepts the flow by compare-and-set from the flow as its request read it; the
+  // second of two at once finds it moved, locks it and finds the first one's receipt.
+  it('two retries of one verified flow at once accept it once: one receipt, one report, both answered with it', async () => {
+    const args = { title: 'two retries', body: '' };
+    const link = await elicitConnection(stack, tokens.ops, 'reports_create', args);
+    const run = await openConnectLink(stack, link.url, 'ops');
+    expect((await consentAndAuthorize(stack, run, 'ops')).status).toBe(200);
+    const { rows: flows } = await stack.db.pool.query<{ id: string }>(
+      'SELECT id FROM elicitation_navigations WHERE subject_sub = $1 AND status = $2',
+      ['ops', 'REQUIREMENT_VERIFIED'],
+    );
+    expect(flows).toHaveLength(1);
+    const id = flows[0]!.id;
+    const answers = await whileHeld(stack.db.pool, id, 2, () =>
+      Promise.all(
+        [1, 2].map(() => retryConnection(stack, tokens.ops, 'reports_create', args, link.requestState, 'accept')),
+      ),
+    );
+
+    const reports = answers.map((a) => {
+      expect(a.json.result).toMatchObject({ resultType: 'complete', structuredContent: { status: 'created' } });
+      return (a.json.result as { structuredContent: { report: { id: string } } }).structuredContent.report.id;
+    });
+    expect(new Set(reports).size).toBe(1);
+    const { rows: receipts } = await stack.db.pool.query(
+      'SELECT outcome_status FROM operation_receipts WHERE navigation_id = $1',
+      [id],
+    );
+    expect(receipts).toEqual([{ outcome_status: 'succeeded' }]);
+    const { rows: accepted } = await stack.db.pool.query(
+      'SELECT from_status, to_status FROM navigation_events WHERE navigation_id = $1 AND from_status = $2',
+      [id, 'REQUIREMENT_VERIFIED'],
+    );
+    expect(accepted).toEqual([{ from_status: 'REQUIREMENT_VERIFIED', to_status: 'MRTR_RETRY_ACCEPTED' }]);
+  });
 });
 
 /** The backend waiting for the given one, if any. */
@@ -197,6 +222,22 @@ const BLOCKED_BY = 'SELECT pid FROM pg_stat_activity WHERE $1::int = ANY(pg_bloc
 const QUEUED_BEHIND = `WITH direct AS (SELECT pid FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid)))
   SELECT ((SELECT count(*) FROM direct) + (SELECT count(*) FROM pg_stat_activity
     WHERE pid NOT IN (SELECT pid FROM direct) AND pg_blocking_pids(pid) && ARRAY(SELECT pid FROM direct)))::int AS n`;
+
+/** Runs `start` while a transaction holds the flow FOR UPDATE, and lets go once `queued` backends wait behind it. */
+async function whileHeld<T>(pool: Pool, flowId: string, queued: number, start: () => Promise<T>): Promise<T> {
+  const holder = await pool.connect();
+  try {
+    await holder.query('BEGIN');
+    const { rows } = await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    await holder.query('SELECT id FROM elicitation_navigations WHERE id = $1 FOR UPDATE', [flowId]);
+    const started = start();
+    await until(async () => (await pool.query<{ n: number }>(QUEUED_BEHIND, [rows[0]!.pid])).rows[0]!.n === queued);
+    await holder.query('COMMIT');
+    return await started;
+  } finally {
+    holder.release();
+  }
+}
 
 /** Polls the database (no fixed pause) until `probe` gives a value: the transactions get there when the machine lets them. */
 async function until<T>(probe: () => Promise<T | undefined | false>): Promise<T> {

@@ -16,7 +16,7 @@ const BOUNDS: Record<string, number> = {
   'POST /connect/:handle': 10,
   'GET /oauth/callback/reports': 13,
   'GET /connect/done': 2,
-  'POST /mcp retry': 13,
+  'POST /mcp retry': 11,
 };
 
 describe('the statements of one connect flow', () => {
