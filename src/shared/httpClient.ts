@@ -1,7 +1,6 @@
 import { createSecureContext, rootCertificates } from 'node:tls';
 import { Agent } from 'undici';
 import { readBoundedBody } from './boundedBody.js';
-import { requestFetch } from './requestFetch.js';
 
 export type Fetch = typeof fetch;
 
@@ -26,21 +25,13 @@ export function createFetch(options: FetchOptions = {}): Fetch {
     })) as Fetch;
 }
 
-/**
- * createFetch's TLS and deadline on undici's `request` (shared/requestFetch.ts): for the upstream
- * MCP servers' calls, one per proxied tool call, where fetch's own cost shows. It never follows a
- * redirect, and tests cannot intercept it with nock (they run real servers for upstreams).
- */
-export function createRequestFetch(options: FetchOptions & { maxBytes?: number } = {}): Fetch {
-  return requestFetch(verifyingAgent(options), options.timeoutMs ?? 10_000, options.maxBytes);
-}
-
-interface FetchOptions {
+export interface FetchOptions {
   extraCaPems?: readonly string[];
   timeoutMs?: number;
 }
 
-function verifyingAgent(options: FetchOptions): Agent {
+/** The undici Agent createFetch and createRequestFetch (requestFetch.ts) dispatch on: verified TLS, the deadline as its timeouts. */
+export function verifyingAgent(options: FetchOptions): Agent {
   // One TLS context for every connection: building it from the ~140 system roots costs tens of
   // milliseconds of CPU, which undici would otherwise pay again on each new connection.
   const secureContext = createSecureContext({ ca: [...rootCertificates, ...(options.extraCaPems ?? [])] });

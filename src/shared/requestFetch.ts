@@ -1,7 +1,16 @@
 import { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { request } from 'undici';
-import { FetchRefusedError, type Fetch } from './httpClient.js';
+import { FetchRefusedError, verifyingAgent, type Fetch, type FetchOptions } from './httpClient.js';
+
+/**
+ * createFetch's TLS and deadline on undici's `request` (requestFetch below): for the upstream MCP
+ * servers' calls, one per proxied tool call, where fetch's own cost shows. It never follows a
+ * redirect, and tests cannot intercept it with nock (they run real servers for upstreams).
+ */
+export function createRequestFetch(options: FetchOptions & { maxBytes?: number } = {}): Fetch {
+  return requestFetch(verifyingAgent(options), options.timeoutMs ?? 10_000, options.maxBytes);
+}
 
 /**
  * A fetch on undici's `request` for the calls the broker makes on a hot path (an upstream MCP

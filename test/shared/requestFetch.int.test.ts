@@ -4,7 +4,8 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createRequestFetch, type Fetch } from '../../src/shared/httpClient.js';
+import type { Fetch } from '../../src/shared/httpClient.js';
+import { createRequestFetch } from '../../src/shared/requestFetch.js';
 import { loadOrCreateLocalTls } from '../../src/tls/localCa.js';
 import { listenHttps, type HttpsTestServer } from '../support/httpsTestServer.js';
 
