@@ -3,7 +3,7 @@ import { samePrincipal } from '../auth/principal.js';
 import { withTransaction } from '../db/transaction.js';
 import { ConflictError, ForbiddenError, NotFoundError, UnavailableError } from '../errors/appError.js';
 import { readSwitchHoldingPause, URL_ELICITATION_PAUSED } from '../ledger/operatorRepo.js';
-import { insertPendingAuthorization, pkceAad } from '../oauth/pendingAuthRepo.js';
+import { pendingAuthorizationInsert, pkceAad } from '../oauth/pendingAuthRepo.js';
 import { missingScopes, scopesToRequest } from '../providers/scopes.js';
 import { accountLabelOf } from '../secrets/connectionsRepo.js';
 import { flowTargetOf, targetConnectionOf } from '../broker/startReconnect.js';
@@ -173,9 +173,8 @@ export async function consentToConnect(deps: BrokerDeps, handle: string, browser
       navigation =
         steps.length > 0 ? await advance(tx, locked, steps, by, { stateNonceDigest: stateDigest }) : locked;
     }
-    await recordConsent(tx, navigation.id, browser, `${target.protocol}//${target.host}`, now);
     const sealed = deps.box.seal(authorization.codeVerifier, pkceAad(stateDigest, navigation.id));
-    await insertPendingAuthorization(tx, {
+    const redirect = pendingAuthorizationInsert({
       stateDigest,
       navigationId: navigation.id,
       provider: navigation.provider,
@@ -189,6 +188,7 @@ export async function consentToConnect(deps: BrokerDeps, handle: string, browser
       // Never outlives the navigation it belongs to.
       expiresAt: new Date(Math.min(now.getTime() + PENDING_TTL_MS, navigation.expiresAt.getTime())),
     });
+    await recordConsent(tx, navigation.id, browser, `${target.protocol}//${target.host}`, now, redirect);
   });
   return authorization.url;
 }

@@ -2,17 +2,25 @@ import { randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/principal.js';
 import type { Queryable } from '../db/pool.js';
 
-/** Records the consent once per navigation; a second consent (a retried redirect) keeps the first receipt. */
+/**
+ * Records the consent once per navigation; a second consent (a retried redirect) keeps the first
+ * receipt. `alongside`, another INSERT of the consent's transaction (its OAuth transaction), runs
+ * in the same statement.
+ */
 export async function recordConsent(
   db: Queryable,
   navigationId: string,
   browser: Principal,
   displayedDestination: string,
   now: Date,
+  alongside: { text: string; values: unknown[] },
 ): Promise<void> {
+  const at = (i: number) => `$${alongside.values.length + i}`;
   await db.query(
-    `INSERT INTO consent_receipts (id, navigation_id, browser_iss, browser_sub, displayed_destination, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (navigation_id) DO NOTHING`,
-    [randomUUID(), navigationId, browser.iss, browser.sub, displayedDestination, now],
+    `WITH consent AS (
+       INSERT INTO consent_receipts (id, navigation_id, browser_iss, browser_sub, displayed_destination, created_at)
+       VALUES (${at(1)}, ${at(2)}, ${at(3)}, ${at(4)}, ${at(5)}, ${at(6)}) ON CONFLICT (navigation_id) DO NOTHING)
+     ${alongside.text}`,
+    [...alongside.values, randomUUID(), navigationId, browser.iss, browser.sub, displayedDestination, now],
   );
 }

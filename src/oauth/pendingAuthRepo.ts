@@ -47,10 +47,16 @@ export const pkceAad = (stateDigest: Buffer, navigationId: string): string =>
   `pkce\n${stateDigest.toString('hex')}\n${navigationId}`;
 
 export async function insertPendingAuthorization(db: Queryable, p: PendingAuthorization): Promise<void> {
-  await db.query(
-    `INSERT INTO oauth_transactions (state_digest, navigation_id, provider, code_verifier_sealed, key_id, nonce, redirect_uri, browser_iss, browser_sub, created_at, expires_at)
+  const { text, values } = pendingAuthorizationInsert(p);
+  await db.query(text, values);
+}
+
+/** insertPendingAuthorization as a statement, for a caller that writes more in the same one. */
+export function pendingAuthorizationInsert(p: PendingAuthorization): { text: string; values: unknown[] } {
+  return {
+    text: `INSERT INTO oauth_transactions (state_digest, navigation_id, provider, code_verifier_sealed, key_id, nonce, redirect_uri, browser_iss, browser_sub, created_at, expires_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-    [
+    values: [
       p.stateDigest,
       p.navigationId,
       p.provider,
@@ -63,7 +69,7 @@ export async function insertPendingAuthorization(db: Queryable, p: PendingAuthor
       p.createdAt,
       p.expiresAt,
     ],
-  );
+  };
 }
 
 /**

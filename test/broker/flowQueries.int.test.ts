@@ -13,7 +13,7 @@ const BOUNDS: Record<string, number> = {
   'POST /mcp elicit': 8,
   'GET /connect/:handle': 4,
   'GET /auth/callback': 1,
-  'POST /connect/:handle': 10,
+  'POST /connect/:handle': 9,
   'GET /oauth/callback/reports': 13,
   'GET /connect/done': 2,
   'POST /mcp retry': 11,
