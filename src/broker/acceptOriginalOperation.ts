@@ -20,6 +20,7 @@ import {
   markOutcomeUnknown,
   recordOutcome,
   releasePerformLease,
+  resultDigestOf,
   takePerformLease,
   type OperationReceipt,
 } from './receiptRepo.js';
@@ -303,8 +304,14 @@ async function perform(
     throw err;
   }
   reachFaultPoint('operation.before_outcome');
-  const digest = createHash('sha256').update(JSON.stringify(result.outcome)).digest('hex');
-  const recorded = await recordOutcome(deps.pool, receipt.id, result.status, result.outcome, digest, deps.clock.now());
+  const recorded = await recordOutcome(
+    deps.pool,
+    receipt.id,
+    result.status,
+    result.outcome,
+    resultDigestOf(result.outcome),
+    deps.clock.now(),
+  );
   // Wakes identical calls waiting for this operation's outcome, on any instance.
   await deps.signal.notify(deps.pool, receipt.navigationId);
   if (recorded?.outcome)

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Queryable } from '../db/pool.js';
 import type { Sealed } from '../crypto/secretBox.js';
 import type { Lineage } from '../flow/navigationStates.js';
@@ -17,6 +18,8 @@ export interface OperationReceipt {
   performLeaseUntil: Date | undefined;
   /** When a call was sent and its answer lost: only an operator's re-drive may send it again. */
   outcomeUnknownAt: Date | undefined;
+  /** While the provider's question waits for the host's answer (nothing done), until when it may come. */
+  awaitingInputUntil: Date | undefined;
 }
 
 interface Row {
@@ -32,10 +35,11 @@ interface Row {
   created_at: Date;
   perform_lease_until: Date | null;
   outcome_unknown_at: Date | null;
+  awaiting_input_until: Date | null;
 }
 
 const COLUMNS =
-  'id, operation_key, navigation_id, lineage, jsonrpc_id, retry_generation, requirement_receipt, outcome_status, outcome, created_at, perform_lease_until, outcome_unknown_at';
+  'id, operation_key, navigation_id, lineage, jsonrpc_id, retry_generation, requirement_receipt, outcome_status, outcome, created_at, perform_lease_until, outcome_unknown_at, awaiting_input_until';
 
 const fromRow = (r: Row): OperationReceipt => ({
   id: r.id,
@@ -50,6 +54,7 @@ const fromRow = (r: Row): OperationReceipt => ({
   createdAt: r.created_at,
   performLeaseUntil: r.perform_lease_until ?? undefined,
   outcomeUnknownAt: r.outcome_unknown_at ?? undefined,
+  awaitingInputUntil: r.awaiting_input_until ?? undefined,
 });
 
 /**
@@ -58,7 +63,10 @@ const fromRow = (r: Row): OperationReceipt => ({
  */
 export async function insertReceiptOnce(
   db: Queryable,
-  receipt: Omit<OperationReceipt, 'outcome' | 'outcomeStatus' | 'performLeaseUntil' | 'outcomeUnknownAt'>,
+  receipt: Omit<
+    OperationReceipt,
+    'outcome' | 'outcomeStatus' | 'performLeaseUntil' | 'outcomeUnknownAt' | 'awaitingInputUntil'
+  >,
   sealedArguments?: Sealed,
 ): Promise<{ receipt: OperationReceipt; created: boolean }> {
   const inserted = await db.query<Row>(
@@ -100,6 +108,10 @@ export async function findReceiptByNavigation(
   return rows[0] ? fromRow(rows[0]) : undefined;
 }
 
+/** The digest kept beside a recorded outcome (result_digest): SHA-256 of its JSON. */
+export const resultDigestOf = (outcome: Record<string, unknown>): string =>
+  createHash('sha256').update(JSON.stringify(outcome)).digest('hex');
+
 /** Records the business outcome once (and ends any perform lease); a later recording for the same receipt changes nothing. */
 export async function recordOutcome(
   db: Queryable,
@@ -134,7 +146,7 @@ export async function takePerformLease(
   unknownToo = false,
 ): Promise<boolean> {
   const { rowCount } = await db.query(
-    `UPDATE operation_receipts SET perform_lease_owner = $2, perform_lease_until = $4
+    `UPDATE operation_receipts SET perform_lease_owner = $2, perform_lease_until = $4, awaiting_input_until = NULL
       WHERE id = $1 AND outcome_status = 'pending' AND (perform_lease_until IS NULL OR perform_lease_until <= $3)
         AND (outcome_unknown_at IS NULL OR $5)`,
     [id, owner, now, until, unknownToo],
@@ -166,14 +178,38 @@ export async function extendPerformLease(db: Queryable, id: string, owner: strin
 /**
  * The provider did nothing and asked the host for more: `owner`'s lease is given back, the receipt
  * stays pending with no outcome, and the re-drive sweep leaves it alone until `until` (when the
- * host's answer can no longer come), so the host's answer resumes this same operation.
+ * host's answer can no longer come), so the host's answer resumes this same operation. Unanswered by
+ * then, the sweep records it as such (recordUnansweredInput).
  */
 export async function awaitHostInput(db: Queryable, id: string, owner: string, until: Date): Promise<void> {
   await db.query(
-    `UPDATE operation_receipts SET perform_lease_owner = NULL, perform_lease_until = NULL, redrive_after = $3
+    `UPDATE operation_receipts SET perform_lease_owner = NULL, perform_lease_until = NULL, redrive_after = $3,
+            awaiting_input_until = $3
       WHERE id = $1 AND perform_lease_owner = $2 AND outcome_status = 'pending'`,
     [id, owner, until],
   );
+}
+
+/**
+ * Records `outcome` (failed) for a receipt whose provider's question was never answered: still
+ * awaiting input past its time and not being performed (a perform's lease clears the mark). False
+ * when it no longer is (answered meanwhile, or recorded).
+ */
+export async function recordUnansweredInput(
+  db: Queryable,
+  id: string,
+  outcome: Record<string, unknown>,
+  resultDigest: string,
+  now: Date,
+): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE operation_receipts SET outcome_status = 'failed', outcome = $2, result_digest = $3, completed_at = $4,
+            awaiting_input_until = NULL
+      WHERE id = $1 AND outcome_status = 'pending' AND awaiting_input_until <= $4
+        AND (perform_lease_until IS NULL OR perform_lease_until <= $4)`,
+    [id, JSON.stringify(outcome), resultDigest, now],
+  );
+  return (rowCount ?? 0) > 0;
 }
 
 /** Gives a perform lease back early (the call failed before an outcome): the next caller need not wait for it to expire. */

@@ -17,7 +17,14 @@ import type { BrokerDeps } from '../broker/brokerDeps.js';
 import { findNavigationById } from '../broker/navigationRepo.js';
 import { latestEventOf } from '../ledger/ledgerRepo.js';
 import type { NavigationRecord } from '../flow/navigationRecord.js';
-import { findSealedArguments, holdRedrive, leaseDueReceipts, type OperationReceipt } from '../broker/receiptRepo.js';
+import {
+  findSealedArguments,
+  holdRedrive,
+  leaseDueReceipts,
+  recordUnansweredInput,
+  resultDigestOf,
+  type OperationReceipt,
+} from '../broker/receiptRepo.js';
 
 /** An operation rebuilt from its tool name and kept arguments (the MCP tools supply these). */
 export interface ReplayableOperation {
@@ -73,6 +80,8 @@ export async function redrive(
     );
     return undefined;
   }
+  // The provider asked a question nobody answered in time: nothing was done, so nothing is performed.
+  if (receipt.awaitingInputUntil !== undefined) return closeUnanswered(deps, navigation, receipt);
   if (!operation.replayable && !(await operatorAskedForIt(deps, navigation, receipt))) return undefined;
   // Through the connection the receipt names (several accounts at a provider), else the user's default.
   const recorded = await findReceiptConnection(broker.pool, receipt.id);
@@ -110,6 +119,43 @@ export async function redrive(
       evidence: { receiptId: receipt.id, status: outcome.status },
     });
   });
+  return outcome;
+}
+
+/**
+ * Records the outcome of an operation whose provider asked the host for more input and was never
+ * answered (its question's state has expired): failed, nothing done, and the ledger says so. Undefined
+ * when it is not (yet) that: still within its time, or answered and being performed meanwhile.
+ */
+async function closeUnanswered(
+  deps: RedriveDeps,
+  navigation: NavigationRecord,
+  receipt: OperationReceipt,
+): Promise<BusinessOutcome | undefined> {
+  const { broker } = deps;
+  const now = broker.clock.now();
+  if (receipt.awaitingInputUntil! > now) return undefined;
+  const outcome: BusinessOutcome = {
+    status: 'failed',
+    outcome: {
+      error: 'input_not_answered',
+      message:
+        'The service asked for more input for this operation, which was not answered before the question expired; nothing was done. Call the tool again to start over.',
+    },
+  };
+  const closed = await withTransaction(broker.pool, async (tx) => {
+    if (!(await recordUnansweredInput(tx, receipt.id, outcome.outcome, resultDigestOf(outcome.outcome), now)))
+      return false;
+    await recordWithoutMoving(tx, navigation, 'input_unanswered', {
+      actor: 'system:reconcile',
+      now,
+      evidence: { receiptId: receipt.id },
+    });
+    return true;
+  });
+  if (!closed) return undefined;
+  // Wakes identical calls waiting on this operation: they read the recorded outcome.
+  await broker.signal.notify(broker.pool, navigation.id);
   return outcome;
 }
 
