@@ -170,8 +170,7 @@ export async function consentToConnect(deps: BrokerDeps, handle: string, browser
             : 'This connect link has expired or was declined. Return to your app and try again.',
         );
       const steps = consentSteps(locked);
-      navigation =
-        steps.length > 0 ? await advance(tx, locked, steps, by, { stateNonceDigest: stateDigest }) : locked;
+      navigation = steps.length > 0 ? await advance(tx, locked, steps, by, { stateNonceDigest: stateDigest }) : locked;
     }
     const sealed = deps.box.seal(authorization.codeVerifier, pkceAad(stateDigest, navigation.id));
     const redirect = pendingAuthorizationInsert({
