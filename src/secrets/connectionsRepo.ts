@@ -156,20 +156,20 @@ export interface ConnectionWithAccess {
   access: StoredSecret | undefined;
 }
 
+// Built once: every connected call runs it.
+const WITH_ACCESS_SQL = `SELECT c.*, ${secretColumnsAs('s', 'secret_')}
+   FROM connections c
+   LEFT JOIN secrets s ON s.connection_id = c.id AND s.kind = 'access_token'
+  WHERE c.subject_iss = $1 AND c.subject_sub = $2 AND c.provider = $3
+  ORDER BY c.preferred DESC, c.connected_at, c.id`;
+
 /** findConnectionsFor's connections, in its order, each with its access token's secret, in one statement. */
 export async function findConnectionsWithAccessFor(
   db: Queryable,
   subject: Principal,
   provider: string,
 ): Promise<ConnectionWithAccess[]> {
-  const { rows } = await db.query<Row & Record<string, unknown>>(
-    `SELECT c.*, ${secretColumnsAs('s', 'secret_')}
-       FROM connections c
-       LEFT JOIN secrets s ON s.connection_id = c.id AND s.kind = 'access_token'
-      WHERE c.subject_iss = $1 AND c.subject_sub = $2 AND c.provider = $3
-      ORDER BY c.preferred DESC, c.connected_at, c.id`,
-    [subject.iss, subject.sub, provider],
-  );
+  const { rows } = await db.query<Row & Record<string, unknown>>(WITH_ACCESS_SQL, [subject.iss, subject.sub, provider]);
   return rows.map((row) => ({ connection: fromRow(row), access: secretOfJoined(row, 'secret_') }));
 }
 

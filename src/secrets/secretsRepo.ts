@@ -40,17 +40,16 @@ interface Row {
 
 const COLUMNS =
   'id, connection_id, subject_iss, subject_sub, provider, kind, ciphertext, key_id, aad_layout, expires_at, navigation_id, row_version';
+const COLUMN_NAMES = COLUMNS.split(', ');
 
 /** A secrets row's columns in a join read beside another table's: `alias.column AS prefixcolumn` each. */
 export const secretColumnsAs = (alias: string, prefix: string): string =>
-  COLUMNS.split(', ')
-    .map((c) => `${alias}.${c} AS ${prefix}${c}`)
-    .join(', ');
+  COLUMN_NAMES.map((c) => `${alias}.${c} AS ${prefix}${c}`).join(', ');
 
 /** The secret in a joined row's `prefix`ed columns (secretColumnsAs), or undefined when the join found none. */
 export function secretOfJoined(row: Record<string, unknown>, prefix: string): StoredSecret | undefined {
   if (row[`${prefix}id`] === null || row[`${prefix}id`] === undefined) return undefined;
-  const own = Object.fromEntries(COLUMNS.split(', ').map((c) => [c, row[`${prefix}${c}`]])) as unknown as Row;
+  const own = Object.fromEntries(COLUMN_NAMES.map((c) => [c, row[`${prefix}${c}`]])) as unknown as Row;
   return fromRow(own);
 }
 
