@@ -31,7 +31,11 @@ import { createTestDb, type TestDb } from '../support/testDb.js';
 // 2025-11-25 session stays on the instance that created it (stick table on Mcp-Session-Id)
 // while its nested call waits for a connect flow whose pages land anywhere. One instance is
 // killed with SIGKILL mid-run. Every flow must end with exactly one issue at the provider and
-// one succeeded receipt in the database.
+// one succeeded receipt in the database, except one whose business call the victim held when it
+// died: creating an issue cannot be deduped, so it is never sent again and is recorded for an
+// operator, with at most the one issue the victim sent. (With BROKER_FAULT_POINT=
+// operation.before_outcome on the victim that case happens every run; it did once in CI, where a
+// retry that started the flow over made a second issue.)
 
 if (!HAPROXY_BINARY)
   process.stdout.write(
@@ -65,6 +69,8 @@ interface FlowRecord {
   retryOn: string[];
   early: boolean;
   done: boolean;
+  /** Its operation was accepted and its performer died with the victim: recorded for an operator, not done again. */
+  forOperator: boolean;
   failures: string[];
 }
 
@@ -192,7 +198,7 @@ describe.skipIf(!HAPROXY_BINARY)('three broker processes behind HAProxy (deploy/
         resultType?: string;
         requestState?: string;
         inputRequests?: { connect?: { params?: { url?: string } } };
-        structuredContent?: { status?: string; issue?: { title?: string } };
+        structuredContent?: { status?: string; error?: string; message?: string; issue?: { title?: string } };
       };
     };
 
@@ -258,6 +264,7 @@ describe.skipIf(!HAPROXY_BINARY)('three broker processes behind HAProxy (deploy/
         retryOn: [],
         early: index % 2 === 1,
         done: false,
+        forOperator: false,
         failures: [],
       };
       const args = { repository: `${login}/demo`, title, body: `Balancer test issue ${index}.` };
@@ -265,9 +272,15 @@ describe.skipIf(!HAPROXY_BINARY)('three broker processes behind HAProxy (deploy/
         answer?.resultType === 'complete' &&
         answer.structuredContent?.status === 'created' &&
         answer.structuredContent.issue?.title === title;
+      const inProgress = (answer: Awaited<ReturnType<typeof callTool>> | undefined) =>
+        answer?.structuredContent?.error === 'conflict' &&
+        answer.structuredContent.message?.includes('being performed by another request') === true;
+      const recordedForOperator = (answer: Awaited<ReturnType<typeof callTool>> | undefined) =>
+        answer?.structuredContent?.error === 'unavailable' &&
+        answer.structuredContent.message?.includes('recorded for an operator') === true;
       // A flow broken by the kill (a page or callback that died with its instance) starts over,
       // as the user would; the first link's operation is only ever accepted through its own receipt.
-      while (!record.done && record.attempts < 3) {
+      while (!record.done && !record.forOperator && record.attempts < 3) {
         record.attempts++;
         await db.pool.query('DELETE FROM secrets WHERE subject_iss = $1 AND subject_sub = $2 AND provider = $3', [
           dev.idp.issuer,
@@ -291,9 +304,17 @@ describe.skipIf(!HAPROXY_BINARY)('three broker processes behind HAProxy (deploy/
           record.done = true;
         } catch (err) {
           record.failures.push(err instanceof Error ? err.message : String(err));
-          // The callback may have been verified before its instance died: ask once more on this link.
-          const answer = await (early ?? retry(login, args, state, record, 1)).catch(() => undefined);
+          // The callback may have been verified before its instance died: ask again on this link, as a
+          // host does while the broker says the operation is being performed (its performer may be the
+          // victim, whose lease must run out first). An accepted operation is never started over: that
+          // would be a second operation, and a second issue if the victim had sent the first.
+          let answer = await (early ?? retry(login, args, state, record, 1)).catch(() => undefined);
+          for (const until = Date.now() + 60_000; inProgress(answer) && Date.now() < until;) {
+            await sleep(2_000);
+            answer = await retry(login, args, state, record, 1).catch(() => undefined);
+          }
           if (isCreated(answer)) record.done = true;
+          else if (recordedForOperator(answer)) record.forOperator = true;
         }
       }
       if (record.done && ++completed === KILL_AFTER_COMPLETED) kill();
@@ -326,6 +347,7 @@ describe.skipIf(!HAPROXY_BINARY)('three broker processes behind HAProxy (deploy/
       retryOn: [],
       early: false,
       done: false,
+      forOperator: false,
       failures: [],
     };
     const legacyFlow = (async () => {
@@ -368,14 +390,16 @@ describe.skipIf(!HAPROXY_BINARY)('three broker processes behind HAProxy (deploy/
       for (const issue of await devGithubIssues(github, base, reader, `${login}/demo`))
         if (issue.title.startsWith(prefix)) count(titles, issue.title);
     }
-    const receipts = await db.pool.query<{ title: string; outcome_status: string }>(
-      `SELECT r.outcome->'issue'->>'title' AS title, r.outcome_status FROM operation_receipts r
-         JOIN elicitation_navigations n ON n.id = r.navigation_id WHERE n.tool = $1`,
+    const receipts = await db.pool.query<{ title: string; outcome_status: string; unknown: boolean }>(
+      `SELECT r.outcome->'issue'->>'title' AS title, r.outcome_status, r.outcome_unknown_at IS NOT NULL AS unknown
+         FROM operation_receipts r JOIN elicitation_navigations n ON n.id = r.navigation_id WHERE n.tool = $1`,
       [TOOL],
     );
     const succeeded = new Map<string, number>();
     for (const r of receipts.rows) if (r.outcome_status === 'succeeded' && r.title) count(succeeded, r.title);
-    const lost = records.filter((r) => titles.get(r.title) !== 1 && (titles.get(r.title) ?? 0) === 0);
+    const unknownReceipts = receipts.rows.filter((r) => r.outcome_status === 'pending' && r.unknown).length;
+    const forOperator = records.filter((r) => r.forOperator);
+    const lost = records.filter((r) => !r.forOperator && (titles.get(r.title) ?? 0) === 0);
     const doubled = records.filter((r) => (titles.get(r.title) ?? 0) > 1 || (succeeded.get(r.title) ?? 0) > 1);
     const crossed = records.filter(
       (r) => new Set([...r.elicitOn, ...r.linkOn, ...r.callbackOn, ...r.retryOn]).size > 1,
@@ -401,21 +425,28 @@ describe.skipIf(!HAPROXY_BINARY)('three broker processes behind HAProxy (deploy/
         `  tool calls: ${byStep((r) => r.elicitOn)}; connect pages: ${byStep((r) => r.linkOn)}; callbacks: ${byStep((r) => r.callbackOn)}; retries: ${byStep((r) => r.retryOn)}`,
         `  flows that crossed instances: ${crossed.length}; callback on an instance none of its retries used: ${callbackElsewhere.length}; retries sent before the callback and answered elsewhere: ${earlyCrossed.length}`,
         `  restarted after the kill: ${records.filter((r) => r.attempts > 1).length}; legacy session on ${sessionInstance}, its ${legacyOn.length} requests on ${[...new Set(legacyOn)].join(', ')}`,
-        `  completed: ${records.filter((r) => r.done).length}/${records.length}; issues made: ${[...titles.values()].reduce((a, b) => a + b, 0)}; succeeded receipts: ${[...succeeded.values()].reduce((a, b) => a + b, 0)}; lost: ${lost.length}; doubled: ${doubled.length}`,
+        `  completed: ${records.filter((r) => r.done).length}/${records.length}; recorded for an operator (performer killed with its call's outcome unknown): ${forOperator.length}; issues made: ${[...titles.values()].reduce((a, b) => a + b, 0)}; succeeded receipts: ${[...succeeded.values()].reduce((a, b) => a + b, 0)}; lost: ${lost.length}; doubled: ${doubled.length}`,
         '',
       ].join('\n'),
     );
-    for (const r of records.filter((r) => !r.done || r.failures.length > 0))
+    for (const r of records.filter((r) => !r.done || r.failures.length > 0 || r.forOperator))
       process.stdout.write(`  ${r.title}: attempts ${r.attempts}, done ${r.done}; ${r.failures.join(' | ')}\n`);
 
-    if (!records.every((r) => r.done))
+    if (!records.every((r) => r.done || r.forOperator))
       for (const instance of instances)
         process.stdout.write(`${instance.name} logged:\n${instance.process.output().slice(-4_000)}\n`);
-    expect(records.every((r) => r.done)).toBe(true);
+    // Each flow is done once, or, when the victim died holding its call (a provider that cannot
+    // dedupe, so never sent again), recorded for an operator with at most the one issue it sent.
+    expect(records.every((r) => r.done || r.forOperator)).toBe(true);
     for (const r of records) {
-      expect(titles.get(r.title), r.title).toBe(1);
-      expect(succeeded.get(r.title), r.title).toBe(1);
+      if (r.forOperator) expect(titles.get(r.title) ?? 0, r.title).toBeLessThanOrEqual(1);
+      else expect(titles.get(r.title), r.title).toBe(1);
+      expect(succeeded.get(r.title) ?? 0, r.title).toBe(r.forOperator ? 0 : 1);
     }
+    expect(unknownReceipts).toBe(forOperator.length);
+    // Only calls in flight on the victim at its kill: at most one per user (each runs its flows in turn).
+    expect(forOperator.length).toBeLessThanOrEqual(USERS.length);
+    expect(lost).toEqual([]);
     expect(doubled).toEqual([]);
     // The legacy session never left its instance, and that instance was not the one killed.
     expect(new Set(legacyOn)).toEqual(new Set([sessionInstance]));
