@@ -246,8 +246,8 @@ export async function runAcceptedOperation(
     if (await takePerformLease(deps.pool, current.id, owner, now, until, unknownToo)) {
       // A lease that ran out without an outcome: its holder may have sent the call before it died.
       if (!replayable && !unknownToo && current.performLeaseUntil !== undefined) {
+        // Its update wakes identical calls waiting for it (migrations/0023_wake_waiters.sql).
         await markOutcomeUnknown(deps.pool, current.id, owner, now);
-        await deps.signal.notify(deps.pool, current.navigationId);
         throw new OutcomeUnknownError(
           `An earlier attempt took it up at ${new Date(current.performLeaseUntil.getTime() - PERFORM_LEASE_MS).toISOString()} and ended without recording an answer.`,
           { recorded: true },
@@ -288,15 +288,15 @@ async function perform(
     result = await call(receipt.id, hold);
   } catch (err) {
     if (err instanceof InputRequiredError) {
+      // Its update wakes identical calls waiting for the lease (migrations/0023_wake_waiters.sql): each
+      // may now ask the upstream (which does nothing either).
       await awaitHostInput(deps.pool, receipt.id, owner, err.until);
-      // Wakes identical calls waiting for the lease: each may now ask the upstream (which does nothing either).
-      await deps.signal.notify(deps.pool, receipt.navigationId);
       throw err;
     }
     if (err instanceof OutcomeUnknownError) {
+      // Its update wakes identical calls waiting for it (migrations/0023_wake_waiters.sql): they answer
+      // the same, without sending it.
       await markOutcomeUnknown(deps.pool, receipt.id, owner, deps.clock.now());
-      // Wakes identical calls waiting for it: they answer the same, without sending it.
-      await deps.signal.notify(deps.pool, receipt.navigationId);
       throw new OutcomeUnknownError(err.what, { cause: err.cause, recorded: true });
     }
     // No outcome is known: the next caller (a retry, the sweep) tries again with the same key, at once.
@@ -304,6 +304,7 @@ async function perform(
     throw err;
   }
   reachFaultPoint('operation.before_outcome');
+  // Its update wakes identical calls waiting for this outcome, on any instance (migrations/0023_wake_waiters.sql).
   const recorded = await recordOutcome(
     deps.pool,
     receipt.id,
@@ -312,8 +313,6 @@ async function perform(
     resultDigestOf(result.outcome),
     deps.clock.now(),
   );
-  // Wakes identical calls waiting for this operation's outcome, on any instance.
-  await deps.signal.notify(deps.pool, receipt.navigationId);
   if (recorded?.outcome)
     return { status: recorded.outcomeStatus === 'failed' ? 'failed' : 'succeeded', outcome: recorded.outcome };
   // Recorded by someone else meanwhile (a lease that ran out): answer what was recorded first.

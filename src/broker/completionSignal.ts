@@ -2,6 +2,8 @@ import type { Pool, PoolClient, Queryable } from '../db/pool.js';
 import type { Logger } from '../shared/logger.js';
 import { singleFlight } from '../shared/singleFlight.js';
 
+// Also the channel of the triggers that send the signal when a flow is verified or its operation's
+// receipt changes (migrations/0023_wake_waiters.sql); notify() is for the other changes waited on.
 const CHANNEL = 'navigation_verified';
 
 export interface CompletionSignal {

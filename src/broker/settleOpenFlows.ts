@@ -14,13 +14,12 @@ const EVENT: NavigationEvent = 'connection_present';
  * other open flow of that pair by it, in the verifying transaction (REQUIREMENT_VERIFIED, evidence
  * naming the flow that connected), so each one's operation is accepted once, through its own
  * lineage and receipt, and no caller performs it beside a flow still open. They move in one
- * statement with their ledger entries, and are signalled in one: waiting calls on any instance
- * are woken on COMMIT. `open`: the pair's open flows, the caller's transaction has locked in id
+ * statement with their ledger entries, and that statement signals them: waiting calls on any
+ * instance are woken on COMMIT (migrations/0023_wake_waiters.sql). `open`: the pair's open flows, the caller's transaction has locked in id
  * order (lockOpenNavigationsFor, before it wrote anything), `navigation` among them.
  */
 export async function verifyAndSettle(
   tx: Queryable,
-  deps: Pick<BrokerDeps, 'signal'>,
   navigation: NavigationRecord,
   events: readonly NavigationEvent[],
   by: Actor,
@@ -33,7 +32,6 @@ export async function verifyAndSettle(
       .filter((sibling) => sibling.id !== navigation.id && canTransition(sibling.status, EVENT))
       .map((sibling) => ({ navigation: sibling, events: EVENT, by: siblingBy })),
   ]);
-  await deps.signal.notify(tx, [verified!.id, ...settled.map((s) => s.id)]);
   return { verified: verified!, settled };
 }
 
@@ -43,7 +41,7 @@ export async function verifyAndSettle(
  * now, settled or not.
  */
 export async function settleConnectedFlow(
-  deps: Pick<BrokerDeps, 'pool' | 'clock' | 'signal'>,
+  deps: Pick<BrokerDeps, 'pool' | 'clock'>,
   navigationId: string,
   principal: Principal,
 ): Promise<NavigationRecord | undefined> {
@@ -55,7 +53,6 @@ export async function settleConnectedFlow(
       now: deps.clock.now(),
       evidence: { connectedBy: 'existing connection' },
     });
-    await deps.signal.notify(tx, settled.id);
     return settled;
   });
 }

@@ -175,7 +175,7 @@ export async function completeCallback(
       ? await replaceConnection(tx, existing.id, facts, now)
       : await insertConnection(tx, facts, now);
     await storeTokens(tx, deps, secretOwnerOf(record), grant.tokens, locked.id);
-    const { verified } = await verifyAndSettle(tx, deps, locked, ['callback_received', 'callback_verified'], by, open);
+    const { verified } = await verifyAndSettle(tx, locked, ['callback_received', 'callback_verified'], by, open);
     await enqueueEvent(tx, connectionCreated(record, verified.id, now));
     reachFaultPoint('callback.before_commit');
     return { verified };

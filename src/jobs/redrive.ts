@@ -153,10 +153,9 @@ async function closeUnanswered(
     });
     return true;
   });
-  if (!closed) return undefined;
-  // Wakes identical calls waiting on this operation: they read the recorded outcome.
-  await broker.signal.notify(broker.pool, navigation.id);
-  return outcome;
+  // The receipt's update woke identical calls waiting on this operation (migrations/0023_wake_waiters.sql):
+  // they read the recorded outcome.
+  return closed ? outcome : undefined;
 }
 
 /**

@@ -14,9 +14,9 @@ const BOUNDS: Record<string, number> = {
   'GET /connect/:handle': 4,
   'GET /auth/callback': 1,
   'POST /connect/:handle': 9,
-  'GET /oauth/callback/reports': 13,
+  'GET /oauth/callback/reports': 12,
   'GET /connect/done': 2,
-  'POST /mcp retry': 11,
+  'POST /mcp retry': 10,
 };
 
 describe('the statements of one connect flow', () => {

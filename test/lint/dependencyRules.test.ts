@@ -57,12 +57,13 @@ describe('the dependency rules', () => {
     const result = await depcruise(planted);
     expect(result.code).not.toBe(0);
     expect(result.output).toMatch(/no-circular: .*registry\.ts/);
-  });
+    // A child process that loads dependency-cruiser: seconds on a busy machine, as for src/ below.
+  }, 60_000);
 
   it('refuses an import against a folder direction, naming the rule', async () => {
     const result = await depcruise(planted);
     expect(result.output).toMatch(/notes-not-mcp: .*src\/notes\/note\.ts → .*src\/mcp\/protocol\.ts/);
-  });
+  }, 60_000);
 
   it('finds no cycle and no folder edge against its direction in src/', async () => {
     const result = await depcruise('src');

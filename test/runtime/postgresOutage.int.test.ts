@@ -238,8 +238,8 @@ describe('Postgres goes away and comes back', () => {
       ['the new tokens stored', ['INSERT INTO secrets']],
       ['the flow moved to verified', ['UPDATE elicitation_navigations']],
       ['the webhook event written', ['INSERT INTO webhook_events']],
-      ['the other instances signalled', ['pg_notify']],
-      ['the open sibling flows settled, just before COMMIT', ['pg_notify', 'COMMIT']],
+      // The other instances are signalled by the flow's own UPDATE (migrations/0023_wake_waiters.sql), on COMMIT.
+      ['the open sibling flows settled and signalled, just before COMMIT', ['INSERT INTO webhook_events', 'COMMIT']],
     ])('leaves nothing when cut at %s', async (what, texts) => {
       await cutCallback('alice', `Cut at ${what}`, texts);
       const after = await stored('alice');
@@ -271,7 +271,7 @@ describe('Postgres goes away and comes back', () => {
     it('stores all of it or none of it when the COMMIT reaches Postgres and its answer is lost', async () => {
       // Alice and bob are connected by now; mallory has nothing stored.
       expect(await stored('mallory')).toEqual(nothing);
-      await cutCallback('mallory', 'Commit unanswered', ['pg_notify', 'COMMIT'], true);
+      await cutCallback('mallory', 'Commit unanswered', ['INSERT INTO webhook_events', 'COMMIT'], true);
       const after = await stored('mallory');
       const all = after.secrets > 0 && after.connections === 1 && after.verified === 1 && after.events === 1;
       const none = JSON.stringify(after) === JSON.stringify(nothing);
