@@ -153,10 +153,8 @@ async function checkQuotas(tx: Queryable, deps: BrokerDeps, request: NavigationR
 export async function findReusableNavigation(
   deps: BrokerDeps,
   request: NavigationRequest,
-  /** The operation's open flow, when the caller has just read it (findOpenFlowFor). */
-  known?: { open: NavigationRecord | undefined },
 ): Promise<{ navigation: NavigationRecord; connectUrl: string } | undefined> {
-  const open = known ? known.open : await findOpenFlowFor(deps, request);
+  const open = await findOpenFlowFor(deps, request);
   const sealed = open ? await findSealedHandle(deps.pool, open.id) : undefined;
   if (!open || !sealed) return undefined;
   let handle: string;

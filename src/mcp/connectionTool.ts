@@ -129,18 +129,11 @@ export async function runConnectionTool(
     phase: 'connect',
   };
   if (ctx.requestState === undefined) {
-    // Both reads at once, on two pooled connections: connected or not, the call needs the open flow
-    // of this operation next (to settle it, or to give its link again), so it costs no extra statement
-    // and saves one round trip. Either snapshot may be the later one; runConnected's settle locks and
-    // reads the flow again, so a flow verified in between is accepted through it all the same.
-    const [access, open] = await Promise.all([
-      connectionAccessFor(deps.vault, ctx.principal, call.provider, call.scopes, call.choice),
-      findOpenFlowFor(deps.broker, navigationRequest(ctx, call, 'mrtr')),
-    ]);
+    const access = await connectionAccessFor(deps.vault, ctx.principal, call.provider, call.scopes, call.choice);
     if (access.kind === 'unknown_account') return unknownAccountResult(providerNameOf(deps, call), access);
     if (access.kind === 'choose') return askWhichAccount(deps, ctx, call, binding, access.candidates);
-    if (access.kind !== 'connected') return askToConnect(deps, ctx, call, binding, access, { open });
-    return runConnected(deps, ctx, call, binding, access, { open });
+    if (access.kind !== 'connected') return askToConnect(deps, ctx, call, binding, access);
+    return runConnected(deps, ctx, call, binding, access);
   }
   if (ctx.inputResponses?.[ACCOUNT_INPUT_KEY] !== undefined) return answerWhichAccount(deps, ctx, call, binding);
   const state = await openPresentedState(deps.requestState, ctx.requestState, binding);
@@ -183,12 +176,10 @@ async function runConnected(
   call: ConnectionCall,
   binding: StateBinding,
   access: Extract<ConnectionAccess, { kind: 'connected' }>,
-  /** This operation's open flow, when the caller has just read it beside the connection. */
-  known?: { open: NavigationRecord | undefined },
 ): Promise<ToolCallResult> {
   // Never beside a flow still open for this operation (connected meanwhile through another one):
   // settle it and accept the operation through it, once, with a receipt.
-  const open = known ? known.open : await findOpenFlowFor(deps.broker, navigationRequest(ctx, call, 'mrtr'));
+  const open = await findOpenFlowFor(deps.broker, navigationRequest(ctx, call, 'mrtr'));
   const settled = open && (await settleConnectedFlow(deps.broker, open.id, ctx.principal));
   if (settled?.status === State.REQUIREMENT_VERIFIED)
     return accept(deps, ctx, call, settled, binding, { navigationId: settled.id, generation: 0 });
@@ -472,8 +463,6 @@ async function askToConnect(
   call: ConnectionCall,
   binding: StateBinding,
   access: ConnectionAccess,
-  /** This operation's open flow, when the caller has just read it. */
-  known?: { open: NavigationRecord | undefined },
 ): Promise<ToolCallResult> {
   if (!elicitationModes(ctx.capabilities).url) {
     throw missingRequiredClientCapability(
@@ -483,7 +472,7 @@ async function askToConnect(
   }
   const request = navigationRequest(ctx, call, 'mrtr');
   const { navigation, connectUrl } =
-    (await findReusableNavigation(deps.broker, request, known)) ?? (await startNavigation(deps.broker, request));
+    (await findReusableNavigation(deps.broker, request)) ?? (await startNavigation(deps.broker, request));
   const name = deps.broker.providers.get(call.provider)?.provider.displayName ?? call.provider;
   const message = `${connectRequestText(call, name, navigation.targetHost, access)} The link opens ${deps.broker.publicUrl.host}, where you sign in and confirm before being sent to ${navigation.targetHost}.`;
   const { token } = await deps.requestState.seal(binding, {
