@@ -15,8 +15,9 @@ const EVENT: NavigationEvent = 'connection_present';
  * naming the flow that connected), so each one's operation is accepted once, through its own
  * lineage and receipt, and no caller performs it beside a flow still open. They move in one
  * statement with their ledger entries, and that statement signals them: waiting calls on any
- * instance are woken on COMMIT (migrations/0023_wake_waiters.sql). `open`: the pair's open flows, the caller's transaction has locked in id
- * order (lockOpenNavigationsFor, before it wrote anything), `navigation` among them.
+ * instance are woken on COMMIT (migrations/0023_wake_waiters.sql). `open`: the pair's open flows,
+ * the caller's transaction has locked in id order (lockOpenNavigationsFor, before it wrote
+ * anything), `navigation` among them.
  */
 export async function verifyAndSettle(
   tx: Queryable,
