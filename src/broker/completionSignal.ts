@@ -7,8 +7,8 @@ import { singleFlight } from '../shared/singleFlight.js';
 const CHANNEL = 'navigation_verified';
 
 export interface CompletionSignal {
-  /** Queues the signal (one per navigation) in the caller's transaction: it is delivered, to every instance, on COMMIT. */
-  notify(tx: Queryable, navigationIds: string | readonly string[]): Promise<void>;
+  /** Queues the navigation's signal in the caller's transaction: it is delivered, to every instance, on COMMIT. */
+  notify(tx: Queryable, navigationId: string): Promise<void>;
   /**
    * Resolves true as soon as `isDone()` holds (checked once after listening,
    * so no signal is missed) or a signal for the navigation arrives and
@@ -117,10 +117,8 @@ export function createCompletionSignal(pool: Pool, logger: Logger): CompletionSi
   );
 
   return {
-    async notify(tx, navigationIds) {
-      if (typeof navigationIds === 'string') await tx.query('SELECT pg_notify($1, $2)', [CHANNEL, navigationIds]);
-      else if (navigationIds.length > 0)
-        await tx.query('SELECT pg_notify($1, id) FROM unnest($2::text[]) AS id', [CHANNEL, navigationIds]);
+    async notify(tx, navigationId) {
+      await tx.query('SELECT pg_notify($1, $2)', [CHANNEL, navigationId]);
     },
     async waitFor(navigationId, timeoutMs, isDone, abort) {
       // Ended before it began (the session closed meanwhile): nothing to listen for, nothing to ask.
