@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/principal.js';
 import { samePrincipal } from '../auth/principal.js';
 import type { Queryable } from '../db/pool.js';
+import { isUniqueViolation } from '../db/connectionLoss.js';
 import { withTransaction } from '../db/transaction.js';
 import { ConflictError, ForbiddenError, NotFoundError, UnavailableError } from '../errors/appError.js';
 import { advance, advanceUnlessMoved } from './advance.js';
@@ -16,12 +17,15 @@ import {
   extendPerformLease,
   findReceiptById,
   findReceiptByKey,
+  insertedReceipt,
   insertReceiptOnce,
+  receiptInsertAlongside,
   markOutcomeUnknown,
   recordOutcome,
   releasePerformLease,
   resultDigestOf,
   takePerformLease,
+  type NewReceipt,
   type OperationReceipt,
 } from './receiptRepo.js';
 import { reachFaultPoint } from '../shared/faultPoints.js';
@@ -72,12 +76,11 @@ export async function acceptOriginalOperation(
 ): Promise<{ receipt: OperationReceipt; created: boolean }> {
   const key = operationKey(op);
   if (seen?.id === op.navigationId && seen.status === State.REQUIREMENT_VERIFIED) {
-    const accepted = await withTransaction(deps.pool, (tx) => acceptVerified(deps, tx, op, key, seen, true)).catch(
-      (err: unknown) => {
-        if (err instanceof ReceiptBeforeMove) return undefined;
-        throw err;
-      },
-    );
+    const accepted = await acceptSeenVerified(deps, op, key, seen).catch((err: unknown) => {
+      // A receipt under the key already: the statement did nothing, and the lock decides.
+      if (isUniqueViolation(err)) return undefined;
+      throw err;
+    });
     if (accepted) return accepted;
   }
   return withTransaction(deps.pool, async (tx) => {
@@ -91,12 +94,9 @@ export async function acceptOriginalOperation(
       if (existing) return { receipt: existing, created: false };
       throw new ConflictError(`This operation cannot be accepted while the connection is ${navigation.status}.`);
     }
-    return (await acceptVerified(deps, tx, op, key, navigation, false))!;
+    return acceptVerified(deps, tx, op, key, navigation);
   });
 }
-
-/** A flow seen verified and moved held a receipt all the same: its transaction is undone, and the lock decides. */
-class ReceiptBeforeMove extends Error {}
 
 /** The flow is this principal's and client's, for this operation. */
 function checkOperation(navigation: NavigationRecord, op: OriginalOperation): void {
@@ -108,46 +108,66 @@ function checkOperation(navigation: NavigationRecord, op: OriginalOperation): vo
     throw new ConflictError('This connection flow was started for another operation.');
 }
 
+/** The receipt of an operation accepted now from a verified flow, and its sealed arguments. */
+function newReceipt(deps: BrokerDeps, op: OriginalOperation, key: string, navigation: NavigationRecord) {
+  // The lineages cannot be swapped: a navigation is accepted only on the path that started it.
+  if (navigation.lineage !== op.lineage)
+    throw new ConflictError(`This connection flow belongs to the ${navigation.lineage} lineage, not ${op.lineage}.`);
+  const now = deps.clock.now();
+  const receipt: NewReceipt = {
+    id: randomUUID(),
+    operationKey: key,
+    navigationId: navigation.id,
+    lineage: op.lineage,
+    jsonrpcId: op.jsonrpcId,
+    retryGeneration: op.retryGeneration,
+    requirementReceipt: `verified:${navigation.id}:v${navigation.rowVersion}`,
+    createdAt: now,
+  };
+  const by = { actor: `mcp:${op.principal.sub}`, now, evidence: { receiptId: receipt.id, lineage: op.lineage } };
+  return { receipt, by, sealed: deps.box.seal(JSON.stringify(op.arguments), argumentsAad(key)) };
+}
+
+/** A high-risk operation is accepted only after an operator approved it (broker/approvals.ts). */
+async function checkApproved(deps: BrokerDeps, db: Queryable, navigation: NavigationRecord): Promise<void> {
+  if (!(await isApproved(deps, db, navigation)))
+    throw new ConflictError("This operation is waiting for an operator's approval.");
+}
+
 /**
- * The acceptance of a verified flow in `tx`: locked by the caller, or `unlocked` (seen verified,
- * checked here, and moved first by compare-and-set; undefined when another writer moved it).
+ * The acceptance of a flow seen verified, unlocked, in one statement: the compare-and-set moves it
+ * and holds its row as the lock would, and the receipt is written beside the move, only if it
+ * moved (undefined when another writer moved it first). An approval, once decided, stays decided,
+ * so it is read before.
  */
+async function acceptSeenVerified(
+  deps: BrokerDeps,
+  op: OriginalOperation,
+  key: string,
+  navigation: NavigationRecord,
+): Promise<{ receipt: OperationReceipt; created: boolean } | undefined> {
+  checkOperation(navigation, op);
+  const { receipt, by, sealed } = newReceipt(deps, op, key, navigation);
+  await checkApproved(deps, deps.pool, navigation);
+  const moved = await advanceUnlessMoved(deps.pool, navigation, acceptEvents[op.lineage], by, {
+    alongside: receiptInsertAlongside(receipt, sealed),
+  });
+  return moved && { receipt: insertedReceipt(receipt), created: true };
+}
+
+/** The acceptance of a verified flow locked by the caller in `tx`: the receipt, then the move. */
 async function acceptVerified(
   deps: BrokerDeps,
   tx: Queryable,
   op: OriginalOperation,
   key: string,
   navigation: NavigationRecord,
-  unlocked: boolean,
-): Promise<{ receipt: OperationReceipt; created: boolean } | undefined> {
-  if (unlocked) checkOperation(navigation, op);
-  // The lineages cannot be swapped: a navigation is accepted only on the path that started it.
-  if (navigation.lineage !== op.lineage)
-    throw new ConflictError(`This connection flow belongs to the ${navigation.lineage} lineage, not ${op.lineage}.`);
-  const now = deps.clock.now();
-  const id = randomUUID();
-  const by = { actor: `mcp:${op.principal.sub}`, now, evidence: { receiptId: id, lineage: op.lineage } };
-  if (unlocked && !(await advanceUnlessMoved(tx, navigation, acceptEvents[op.lineage], by))) return undefined;
-  // A high-risk operation is accepted only after an operator approved it (broker/approvals.ts).
-  if (!(await isApproved(deps, tx, navigation)))
-    throw new ConflictError("This operation is waiting for an operator's approval.");
-  const { receipt, created } = await insertReceiptOnce(
-    tx,
-    {
-      id,
-      operationKey: key,
-      navigationId: navigation.id,
-      lineage: op.lineage,
-      jsonrpcId: op.jsonrpcId,
-      retryGeneration: op.retryGeneration,
-      requirementReceipt: `verified:${navigation.id}:v${navigation.rowVersion}`,
-      createdAt: now,
-    },
-    deps.box.seal(JSON.stringify(op.arguments), argumentsAad(key)),
-  );
-  if (unlocked && !created) throw new ReceiptBeforeMove();
-  if (!unlocked && created) await advance(tx, navigation, acceptEvents[op.lineage], by);
-  return { receipt, created };
+): Promise<{ receipt: OperationReceipt; created: boolean }> {
+  const { receipt, by, sealed } = newReceipt(deps, op, key, navigation);
+  await checkApproved(deps, tx, navigation);
+  const inserted = await insertReceiptOnce(tx, receipt, sealed);
+  if (inserted.created) await advance(tx, navigation, acceptEvents[op.lineage], by);
+  return inserted;
 }
 
 export type BusinessOutcome = { status: 'succeeded' | 'failed'; outcome: Record<string, unknown> };

@@ -1,7 +1,14 @@
 import { ConflictError } from '../errors/appError.js';
 import type { Pool, Queryable } from '../db/pool.js';
 import { withTransaction } from '../db/transaction.js';
-import { appendEntry, countEntries, writeWithEntries, type FlowWrite, type LedgerEntry } from '../ledger/ledgerRepo.js';
+import {
+  appendEntry,
+  countEntries,
+  writeWithEntries,
+  type Alongside,
+  type FlowWrite,
+  type LedgerEntry,
+} from '../ledger/ledgerRepo.js';
 import { fromRow, type NavigationRecord, type NavigationRow } from '../flow/navigationRecord.js';
 import { compareAndSetEachWrite, compareAndSetWrite, lockNavigation, movedInOrder } from './navigationRepo.js';
 import {
@@ -70,7 +77,7 @@ export async function advanceUnlessMoved(
   navigation: NavigationRecord,
   events: NavigationEvent | readonly NavigationEvent[],
   by: Actor,
-  extra: { stateNonceDigest?: Buffer } = {},
+  extra: { stateNonceDigest?: Buffer; alongside?: Alongside } = {},
 ): Promise<NavigationRecord | undefined> {
   const { steps, status } = stepsOf(navigation, events, by);
   const [updated] = await writeWithEntries<NavigationRow>(
@@ -81,9 +88,10 @@ export async function advanceUnlessMoved(
       to: status,
       rowVersion: navigation.rowVersion,
       now: by.now,
-      ...extra,
+      ...(extra.stateNonceDigest && { stateNonceDigest: extra.stateNonceDigest }),
     }),
     steps,
+    extra.alongside,
   );
   return updated && fromRow(updated);
 }

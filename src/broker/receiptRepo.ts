@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Queryable } from '../db/pool.js';
 import type { Sealed } from '../crypto/secretBox.js';
 import type { Lineage } from '../flow/navigationStates.js';
+import type { Alongside } from '../ledger/ledgerRepo.js';
 
 export interface OperationReceipt {
   id: string;
@@ -57,39 +58,72 @@ const fromRow = (r: Row): OperationReceipt => ({
   awaitingInputUntil: r.awaiting_input_until ?? undefined,
 });
 
+/** A receipt as its acceptance writes it: pending, nobody performing it yet. */
+export type NewReceipt = Omit<
+  OperationReceipt,
+  'outcome' | 'outcomeStatus' | 'performLeaseUntil' | 'outcomeUnknownAt' | 'awaitingInputUntil'
+>;
+
+const RECEIPT_INSERT =
+  'INSERT INTO operation_receipts (id, operation_key, navigation_id, lineage, jsonrpc_id, retry_generation, requirement_receipt, outcome_status, created_at, arguments_sealed, arguments_key_id)';
+
+const receiptValues = (receipt: NewReceipt, sealedArguments?: Sealed): unknown[] => [
+  receipt.id,
+  receipt.operationKey,
+  receipt.navigationId,
+  receipt.lineage,
+  receipt.jsonrpcId ?? null,
+  receipt.retryGeneration ?? null,
+  receipt.requirementReceipt,
+  receipt.createdAt,
+  sealedArguments?.ciphertext ?? null,
+  sealedArguments?.keyId ?? null,
+];
+
 /**
  * Inserts the receipt unless one exists for the key; returns the receipt that is now recorded and
  * whether it is new. `sealedArguments` keeps the operation's arguments for a re-drive (redrive.ts).
  */
 export async function insertReceiptOnce(
   db: Queryable,
-  receipt: Omit<
-    OperationReceipt,
-    'outcome' | 'outcomeStatus' | 'performLeaseUntil' | 'outcomeUnknownAt' | 'awaitingInputUntil'
-  >,
+  receipt: NewReceipt,
   sealedArguments?: Sealed,
 ): Promise<{ receipt: OperationReceipt; created: boolean }> {
   const inserted = await db.query<Row>(
-    `INSERT INTO operation_receipts (id, operation_key, navigation_id, lineage, jsonrpc_id, retry_generation, requirement_receipt, outcome_status, created_at, arguments_sealed, arguments_key_id)
+    `${RECEIPT_INSERT}
      VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $10) ON CONFLICT (operation_key) DO NOTHING RETURNING ${COLUMNS}`,
-    [
-      receipt.id,
-      receipt.operationKey,
-      receipt.navigationId,
-      receipt.lineage,
-      receipt.jsonrpcId ?? null,
-      receipt.retryGeneration ?? null,
-      receipt.requirementReceipt,
-      receipt.createdAt,
-      sealedArguments?.ciphertext ?? null,
-      sealedArguments?.keyId ?? null,
-    ],
+    receiptValues(receipt, sealedArguments),
   );
   if (inserted.rows[0]) return { receipt: fromRow(inserted.rows[0]), created: true };
   const existing = await findReceiptByKey(db, receipt.operationKey);
   if (!existing) throw new Error('operation receipt vanished after a conflict');
   return { receipt: existing, created: false };
 }
+
+/**
+ * The receipt's INSERT beside its flow's move (ledgerRepo.ts writeWithEntries), written only when
+ * the move moved the flow. No ON CONFLICT: a receipt already under the key fails the whole
+ * statement (unique_violation), the move with it, so a flow never moves without its own receipt.
+ */
+export function receiptInsertAlongside(receipt: NewReceipt, sealedArguments?: Sealed): Alongside {
+  return {
+    text: (p) =>
+      `${RECEIPT_INSERT}
+       SELECT ${p(1)}::uuid, ${p(2)}, ${p(3)}::uuid, ${p(4)}, ${p(5)}, ${p(6)}::int, ${p(7)}, 'pending', ${p(8)}::timestamptz, ${p(9)}::bytea, ${p(10)}
+        WHERE EXISTS (SELECT 1 FROM written)`,
+    values: receiptValues(receipt, sealedArguments),
+  };
+}
+
+/** The row receiptInsertAlongside wrote, as findReceiptById would read it. */
+export const insertedReceipt = (receipt: NewReceipt): OperationReceipt => ({
+  ...receipt,
+  outcomeStatus: 'pending',
+  outcome: undefined,
+  performLeaseUntil: undefined,
+  outcomeUnknownAt: undefined,
+  awaitingInputUntil: undefined,
+});
 
 export async function findReceiptByKey(db: Queryable, operationKey: string): Promise<OperationReceipt | undefined> {
   const { rows } = await db.query<Row>(`SELECT ${COLUMNS} FROM operation_receipts WHERE operation_key = $1`, [

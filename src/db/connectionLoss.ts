@@ -42,3 +42,6 @@ export function isConnectionLoss(err: unknown): boolean {
   if (err instanceof AggregateError) return err.errors.length > 0 && err.errors.every(isConnectionLoss);
   return lostMessages.has(err.message);
 }
+
+/** True when a statement failed on a UNIQUE constraint (SQLSTATE 23505, unique_violation): it changed nothing. */
+export const isUniqueViolation = (err: unknown): boolean => err instanceof pg.DatabaseError && err.code === '23505';

@@ -53,18 +53,31 @@ export interface FlowWrite {
 }
 
 /**
+ * Another data-modifying statement of the same write, run beside it in its WITH (as `alongside`):
+ * it may read `written`, the rows the flow write returned, to write only when that moved something.
+ * `text` numbers its parameters through `param` (1 for the first of `values`).
+ */
+export interface Alongside {
+  text: (param: (i: number) => string) => string;
+  values: unknown[];
+}
+
+/**
  * `write` and the ledger entries of what it did, in one statement (a data-modifying WITH): the
  * entries are appended after it, in the order given, each extending its flow's chain through the
  * same trigger and per-flow lock as appendEntries, taken once `write` holds the flow's row. An entry
  * whose flow `write` did not return is not written, so a compare-and-set that moved nothing records
- * nothing. Returns the rows `write` returned.
+ * nothing. `alongside` writes more in the same statement, so all of it, or none, is done without a
+ * transaction of its own. Returns the rows `write` returned.
  */
 export async function writeWithEntries<R extends { id: string }>(
   db: Queryable,
   write: FlowWrite,
   entries: readonly LedgerEntry[],
+  alongside?: Alongside,
 ): Promise<R[]> {
   const at = (i: number) => `$${write.values.length + i}`;
+  const also = alongside ? `, alongside AS (${alongside.text((i) => at(7 + i))})` : '';
   const { rows } = await db.query<R>(
     `WITH written AS (${write.text}),
      appended AS (
@@ -74,7 +87,7 @@ export async function writeWithEntries<R extends { id: string }>(
                      ${at(6)}::jsonb[], ${at(7)}::timestamptz[]) WITH ORDINALITY
               AS e(navigation_id, from_status, to_status, event, actor, evidence, at, ord)
         WHERE e.navigation_id IN (SELECT id FROM written)
-        ORDER BY e.ord)
+        ORDER BY e.ord)${also}
      SELECT * FROM written`,
     [
       ...write.values,
@@ -85,6 +98,7 @@ export async function writeWithEntries<R extends { id: string }>(
       entries.map((e) => e.actor),
       entries.map((e) => JSON.stringify(e.evidence)),
       entries.map((e) => e.at),
+      ...(alongside?.values ?? []),
     ],
   );
   return rows;

@@ -16,7 +16,7 @@ const BOUNDS: Record<string, number> = {
   'POST /connect/:handle': 9,
   'GET /oauth/callback/reports': 12,
   'GET /connect/done': 2,
-  'POST /mcp retry': 10,
+  'POST /mcp retry': 7,
 };
 
 describe('the statements of one connect flow', () => {
