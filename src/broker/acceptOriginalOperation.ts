@@ -150,7 +150,7 @@ async function acceptSeenVerified(
   const { receipt, by, sealed } = newReceipt(deps, op, key, navigation);
   await checkApproved(deps, deps.pool, navigation);
   const moved = await advanceUnlessMoved(deps.pool, navigation, acceptEvents[op.lineage], by, {
-    alongside: receiptInsertAlongside(receipt, sealed),
+    alongside: [receiptInsertAlongside(receipt, sealed)],
   });
   return moved && { receipt: insertedReceipt(receipt), created: true };
 }

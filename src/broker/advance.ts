@@ -77,7 +77,7 @@ export async function advanceUnlessMoved(
   navigation: NavigationRecord,
   events: NavigationEvent | readonly NavigationEvent[],
   by: Actor,
-  extra: { stateNonceDigest?: Buffer; alongside?: Alongside } = {},
+  extra: { stateNonceDigest?: Buffer; alongside?: readonly Alongside[] } = {},
 ): Promise<NavigationRecord | undefined> {
   const { steps, status } = stepsOf(navigation, events, by);
   const [updated] = await writeWithEntries<NavigationRow>(

@@ -3,7 +3,7 @@ import { samePrincipal } from '../auth/principal.js';
 import { withTransaction } from '../db/transaction.js';
 import { ConflictError, ForbiddenError, NotFoundError, UnavailableError } from '../errors/appError.js';
 import { readSwitchHoldingPause, URL_ELICITATION_PAUSED } from '../ledger/operatorRepo.js';
-import { pendingAuthorizationInsert, pkceAad } from '../oauth/pendingAuthRepo.js';
+import { pendingAuthorizationAlongside, pendingAuthorizationInsert, pkceAad } from '../oauth/pendingAuthRepo.js';
 import { missingScopes, scopesToRequest } from '../providers/scopes.js';
 import { accountLabelOf } from '../secrets/connectionsRepo.js';
 import { flowTargetOf, targetConnectionOf } from '../broker/startReconnect.js';
@@ -11,7 +11,7 @@ import { checkUrl } from '../security/urlPolicy.js';
 import { digestOf } from '../shared/tokens.js';
 import { advance, advanceUnlessMoved, recordRefusal } from '../broker/advance.js';
 import type { BrokerDeps } from '../broker/brokerDeps.js';
-import { recordConsent } from './consentRepo.js';
+import { consentAlongside, recordConsent } from './consentRepo.js';
 import type { NavigationRecord } from '../flow/navigationRecord.js';
 import { findNavigationByHandle, lockNavigation } from '../broker/navigationRepo.js';
 import { consentableStates, declinedStates, RECONNECT, State, verifiedStates } from '../flow/navigationStates.js';
@@ -135,14 +135,29 @@ export async function consentToConnect(deps: BrokerDeps, handle: string, browser
   const client = deps.providers.get(found.provider);
   if (!client) throw new NotFoundError(`Provider ${found.provider} is no longer configured.`);
   const existing = await targetConnectionOf(deps.pool, found);
-  const authorization = await client.beginAuthorization(
-    found.redirectPolicy.callback,
-    scopesToRequest(client.provider, existing?.grantedScopes ?? []),
-  );
+  const requestedScopes = scopesToRequest(client.provider, existing?.grantedScopes ?? []);
+  const authorization = await client.beginAuthorization(found.redirectPolicy.callback, requestedScopes);
   const policy = { allowLoopback: deps.allowLoopback, expectedHost: found.targetHost };
   const target = checkUrl(`${authorization.url.origin}${authorization.url.pathname}`, policy, 'authorization endpoint');
   const now = deps.clock.now();
   const stateDigest = digestOf(authorization.state);
+  const sealed = deps.box.seal(authorization.codeVerifier, pkceAad(stateDigest, found.id));
+  const pending = {
+    stateDigest,
+    navigationId: found.id,
+    provider: found.provider,
+    codeVerifierSealed: sealed.ciphertext,
+    keyId: sealed.keyId,
+    nonce: authorization.nonce,
+    redirectUri: found.redirectPolicy.callback,
+    browserIss: browser.iss,
+    browserSub: browser.sub,
+    createdAt: now,
+    // Never outlives the navigation it belongs to.
+    expiresAt: new Date(Math.min(now.getTime() + PENDING_TTL_MS, found.expiresAt.getTime())),
+    requestedScopes,
+  };
+  const destination = `${target.protocol}//${target.host}`;
   await withTransaction(deps.pool, async (tx) => {
     // The kill switch also stops links issued before it: nobody is sent to a provider.
     const paused = await readSwitchHoldingPause(tx, URL_ELICITATION_PAUSED);
@@ -153,41 +168,29 @@ export async function consentToConnect(deps: BrokerDeps, handle: string, browser
       );
     const by = { actor: `browser:${browser.sub}`, now, evidence: { destination: target.host } };
     // The flow as read above, moved by compare-and-set, which holds its row from then on as the lock
-    // would; one this consent does not move, or that another writer moved meanwhile (a second
-    // consent at once), is locked and decided on again.
-    let navigation =
+    // would, with the consent receipt and the OAuth transaction in the same statement; one this
+    // consent does not move, or that another writer moved meanwhile (a second consent at once), is
+    // locked and decided on again.
+    const moved =
       !closedReason(deps, found) && consentSteps(found).length > 0
-        ? await advanceUnlessMoved(tx, found, consentSteps(found), by, { stateNonceDigest: stateDigest })
+        ? await advanceUnlessMoved(tx, found, consentSteps(found), by, {
+            stateNonceDigest: stateDigest,
+            alongside: [consentAlongside(found.id, browser, destination, now), pendingAuthorizationAlongside(pending)],
+          })
         : undefined;
-    if (!navigation) {
-      const locked = await lockNavigation(tx, found.id);
-      if (!locked) throw new NotFoundError('This connect link is not known.');
-      const reason = closedReason(deps, locked);
-      if (reason)
-        throw new ConflictError(
-          reason === 'verified'
-            ? 'This service is already connected. Return to your app.'
-            : 'This connect link has expired or was declined. Return to your app and try again.',
-        );
-      const steps = consentSteps(locked);
-      navigation = steps.length > 0 ? await advance(tx, locked, steps, by, { stateNonceDigest: stateDigest }) : locked;
-    }
-    const sealed = deps.box.seal(authorization.codeVerifier, pkceAad(stateDigest, navigation.id));
-    const redirect = pendingAuthorizationInsert({
-      stateDigest,
-      navigationId: navigation.id,
-      provider: navigation.provider,
-      codeVerifierSealed: sealed.ciphertext,
-      keyId: sealed.keyId,
-      nonce: authorization.nonce,
-      redirectUri: navigation.redirectPolicy.callback,
-      browserIss: browser.iss,
-      browserSub: browser.sub,
-      createdAt: now,
-      // Never outlives the navigation it belongs to.
-      expiresAt: new Date(Math.min(now.getTime() + PENDING_TTL_MS, navigation.expiresAt.getTime())),
-    });
-    await recordConsent(tx, navigation.id, browser, `${target.protocol}//${target.host}`, now, redirect);
+    if (moved) return;
+    const locked = await lockNavigation(tx, found.id);
+    if (!locked) throw new NotFoundError('This connect link is not known.');
+    const reason = closedReason(deps, locked);
+    if (reason)
+      throw new ConflictError(
+        reason === 'verified'
+          ? 'This service is already connected. Return to your app.'
+          : 'This connect link has expired or was declined. Return to your app and try again.',
+      );
+    const steps = consentSteps(locked);
+    if (steps.length > 0) await advance(tx, locked, steps, by, { stateNonceDigest: stateDigest });
+    await recordConsent(tx, locked.id, browser, destination, now, pendingAuthorizationInsert(pending));
   });
   return authorization.url;
 }

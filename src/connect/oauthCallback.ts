@@ -125,14 +125,17 @@ export async function completeCallback(
   const client = deps.providers.get(navigation.provider);
   if (!client) throw new NotFoundError(`Provider ${navigation.provider} is no longer configured.`);
   // The scopes the consent asked for (connectFlow.ts): granted, where the provider's answer names none.
-  const held = await targetConnectionOf(deps.pool, navigation);
+  // A transaction written before they were kept asks the connection what the consent asked.
+  const requested =
+    pending.requestedScopes ??
+    scopesToRequest(client.provider, (await targetConnectionOf(deps.pool, navigation))?.grantedScopes ?? []);
   let grant;
   try {
     grant = await client.completeAuthorization(
       currentUrl,
       pending.redirectUri,
       { state, nonce: pending.nonce, codeVerifier: openVerifier(deps, pending) },
-      scopesToRequest(client.provider, held?.grantedScopes ?? []),
+      requested,
     );
   } catch (err) {
     const code = err instanceof AppError ? err.code : 'internal';

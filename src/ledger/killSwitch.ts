@@ -21,7 +21,7 @@ export async function pauseConnections(
   now: Date,
 ): Promise<{ revokedTransactions: number }> {
   return withTransaction(pool, async (tx) => {
-    await lockSwitchExclusive(tx);
+    await lockSwitchExclusive(tx, URL_ELICITATION_PAUSED);
     await setSwitch(tx, URL_ELICITATION_PAUSED, true, reason, actor, now);
     const revokedTransactions = await deletePendingAuthorizations(tx);
     await recordOperatorAction(tx, 'pause_connections', reason, actor, { revokedTransactions }, now);

@@ -53,9 +53,9 @@ export interface FlowWrite {
 }
 
 /**
- * Another data-modifying statement of the same write, run beside it in its WITH (as `alongside`):
- * it may read `written`, the rows the flow write returned, to write only when that moved something.
- * `text` numbers its parameters through `param` (1 for the first of `values`).
+ * Another data-modifying statement of the same write, run beside it in its WITH: it may read
+ * `written`, the rows the flow write returned, to write only when that moved something. `text`
+ * numbers its parameters through `param` (1 for the first of `values`).
  */
 export interface Alongside {
   text: (param: (i: number) => string) => string;
@@ -67,17 +67,25 @@ export interface Alongside {
  * entries are appended after it, in the order given, each extending its flow's chain through the
  * same trigger and per-flow lock as appendEntries, taken once `write` holds the flow's row. An entry
  * whose flow `write` did not return is not written, so a compare-and-set that moved nothing records
- * nothing. `alongside` writes more in the same statement, so all of it, or none, is done without a
- * transaction of its own. Returns the rows `write` returned.
+ * nothing. `alongside` writes more in the same statement (one WITH item each, as a data-modifying
+ * WITH cannot nest), so all of it, or none, is done without a transaction of its own. Returns the
+ * rows `write` returned.
  */
 export async function writeWithEntries<R extends { id: string }>(
   db: Queryable,
   write: FlowWrite,
   entries: readonly LedgerEntry[],
-  alongside?: Alongside,
+  alongside: readonly Alongside[] = [],
 ): Promise<R[]> {
   const at = (i: number) => `$${write.values.length + i}`;
-  const also = alongside ? `, alongside AS (${alongside.text((i) => at(7 + i))})` : '';
+  let offset = 7;
+  const also = alongside
+    .map((a, n) => {
+      const from = offset;
+      offset += a.values.length;
+      return `, alongside${n} AS (${a.text((i) => at(from + i))})`;
+    })
+    .join('');
   const { rows } = await db.query<R>(
     `WITH written AS (${write.text}),
      appended AS (
@@ -98,7 +106,7 @@ export async function writeWithEntries<R extends { id: string }>(
       entries.map((e) => e.actor),
       entries.map((e) => JSON.stringify(e.evidence)),
       entries.map((e) => e.at),
-      ...(alongside?.values ?? []),
+      ...alongside.flatMap((a) => a.values),
     ],
   );
   return rows;

@@ -2,22 +2,27 @@ import type { Queryable } from '../db/pool.js';
 
 export const URL_ELICITATION_PAUSED = 'url_elicitation_paused';
 
-// One advisory lock key for the kill switch: consent takes it shared, pausing takes it exclusive, so no
-// OAuth transaction is written by a consent that read the switch before a pause and committed after it.
-const SWITCH_LOCK = 0x636f6e6e; // 'conn'
-
-/** In the caller's transaction: holds off a pause until it ends, and reads the switch. */
+/**
+ * In the caller's transaction: holds off a pause until it ends, and reads the switch. FOR SHARE on
+ * its row (there from migrations/0024_consent_round_trips.sql): a pause updates that row, so it
+ * waits for every consent that read the switch before it, and a consent reading it during a pause
+ * waits and then reads it paused. No OAuth transaction is written by a consent that read the switch
+ * before a pause and committed after it.
+ */
 export async function readSwitchHoldingPause(
   db: Queryable,
   name: string,
 ): Promise<{ engaged: boolean; reason: string } | undefined> {
-  await db.query('SELECT pg_advisory_xact_lock_shared($1)', [SWITCH_LOCK]);
-  return findSwitch(db, name);
+  const { rows } = await db.query<{ engaged: boolean; reason: string }>(
+    'SELECT engaged, reason FROM broker_switches WHERE name = $1 FOR SHARE',
+    [name],
+  );
+  return rows[0];
 }
 
 /** In the caller's transaction: waits for in-flight consents to end before the switch changes. */
-export async function lockSwitchExclusive(db: Queryable): Promise<void> {
-  await db.query('SELECT pg_advisory_xact_lock($1)', [SWITCH_LOCK]);
+export async function lockSwitchExclusive(db: Queryable, name: string): Promise<void> {
+  await db.query('SELECT 1 FROM broker_switches WHERE name = $1 FOR UPDATE', [name]);
 }
 
 export async function findSwitch(

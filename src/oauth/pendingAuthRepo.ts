@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/pool.js';
+import type { Alongside } from '../ledger/ledgerRepo.js';
 
 export interface PendingAuthorization {
   stateDigest: Buffer;
@@ -12,6 +13,8 @@ export interface PendingAuthorization {
   browserSub: string;
   createdAt: Date;
   expiresAt: Date;
+  /** The scopes the authorization request asked for; undefined on a transaction written before they were kept. */
+  requestedScopes?: readonly string[] | undefined;
 }
 
 interface Row {
@@ -26,6 +29,7 @@ interface Row {
   browser_sub: string;
   created_at: Date;
   expires_at: Date;
+  requested_scopes: string[] | null;
 }
 
 const fromRow = (r: Row): PendingAuthorization => ({
@@ -40,7 +44,28 @@ const fromRow = (r: Row): PendingAuthorization => ({
   browserSub: r.browser_sub,
   createdAt: r.created_at,
   expiresAt: r.expires_at,
+  requestedScopes: r.requested_scopes ?? undefined,
 });
+
+const INSERT =
+  'INSERT INTO oauth_transactions (state_digest, navigation_id, provider, code_verifier_sealed, key_id, nonce, redirect_uri, browser_iss, browser_sub, created_at, expires_at, requested_scopes)';
+const RETURNED =
+  'state_digest, navigation_id, provider, code_verifier_sealed, key_id, nonce, redirect_uri, browser_iss, browser_sub, created_at, expires_at, requested_scopes';
+
+const valuesOf = (p: PendingAuthorization): unknown[] => [
+  p.stateDigest,
+  p.navigationId,
+  p.provider,
+  p.codeVerifierSealed,
+  p.keyId,
+  p.nonce,
+  p.redirectUri,
+  p.browserIss,
+  p.browserSub,
+  p.createdAt,
+  p.expiresAt,
+  p.requestedScopes ? [...p.requestedScopes] : null,
+];
 
 /** The AAD of a transaction's sealed PKCE verifier: its state's digest and its flow, so it opens in no other row. */
 export const pkceAad = (stateDigest: Buffer, navigationId: string): string =>
@@ -53,22 +78,17 @@ export async function insertPendingAuthorization(db: Queryable, p: PendingAuthor
 
 /** insertPendingAuthorization as a statement, for a caller that writes more in the same one. */
 export function pendingAuthorizationInsert(p: PendingAuthorization): { text: string; values: unknown[] } {
+  return { text: `${INSERT} VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`, values: valuesOf(p) };
+}
+
+/** The INSERT beside a consent's move of its flow (ledgerRepo.ts writeWithEntries): written only if the flow moved. */
+export function pendingAuthorizationAlongside(p: PendingAuthorization): Alongside {
   return {
-    text: `INSERT INTO oauth_transactions (state_digest, navigation_id, provider, code_verifier_sealed, key_id, nonce, redirect_uri, browser_iss, browser_sub, created_at, expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-    values: [
-      p.stateDigest,
-      p.navigationId,
-      p.provider,
-      p.codeVerifierSealed,
-      p.keyId,
-      p.nonce,
-      p.redirectUri,
-      p.browserIss,
-      p.browserSub,
-      p.createdAt,
-      p.expiresAt,
-    ],
+    text: (n) =>
+      `${INSERT} SELECT ${n(1)}::bytea, ${n(2)}::uuid, ${n(3)}, ${n(4)}::bytea, ${n(5)}, ${n(6)}, ${n(7)}, ${n(8)}, ${n(9)},
+              ${n(10)}::timestamptz, ${n(11)}::timestamptz, ${n(12)}::text[]
+        WHERE EXISTS (SELECT 1 FROM written)`,
+    values: valuesOf(p),
   };
 }
 
@@ -83,7 +103,7 @@ export async function consumePendingAuthorization(
 ): Promise<PendingAuthorization | undefined> {
   const { rows } = await db.query<Row>(
     `DELETE FROM oauth_transactions WHERE state_digest = $1
-     RETURNING state_digest, navigation_id, provider, code_verifier_sealed, key_id, nonce, redirect_uri, browser_iss, browser_sub, created_at, expires_at`,
+     RETURNING ${RETURNED}`,
     [stateDigest],
   );
   return rows[0] ? fromRow(rows[0]) : undefined;

@@ -13,8 +13,8 @@ const BOUNDS: Record<string, number> = {
   'POST /mcp elicit': 8,
   'GET /connect/:handle': 4,
   'GET /auth/callback': 1,
-  'POST /connect/:handle': 9,
-  'GET /oauth/callback/reports': 12,
+  'POST /connect/:handle': 7,
+  'GET /oauth/callback/reports': 11,
   'GET /connect/done': 2,
   'POST /mcp retry': 7,
 };

@@ -91,7 +91,10 @@ describe('operators on the command line (broker ledger …)', () => {
       expect(await one('SELECT status FROM elicitation_navigations WHERE id = $1', [flow.id])).toEqual({
         status: flow.status,
       });
-      expect(await one('SELECT count(*)::int AS n FROM broker_switches')).toEqual({ n: 0 });
+      // The kill switch's row as the migration seeded it: never engaged, changed by nobody.
+      expect((await stack.db.pool.query('SELECT engaged, actor FROM broker_switches')).rows).toEqual([
+        { engaged: false, actor: 'system' },
+      ]);
 
       // No token at all, or a token that is not this broker's: a clear message, exit 2, nothing recorded.
       const url = new URL(stack.db.url.reveal());

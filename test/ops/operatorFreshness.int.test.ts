@@ -125,7 +125,7 @@ describe('operator sign-ins expire in five minutes', () => {
     const authorize = new URL(refused.location!);
     expect(authorize.searchParams.get('prompt')).toBe('login');
     expect(authorize.searchParams.get('max_age')).toBe(String(OPERATOR_PROOF_MAX_AGE_SECONDS));
-    expect(await pausedSwitch()).toBeUndefined();
+    expect(await pausedSwitch()).toEqual({ engaged: false });
     expect(await actions('pause_connections')).toEqual([]);
 
     // The provider asks for the password even though its session stands; then the same form works.
