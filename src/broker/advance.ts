@@ -1,14 +1,8 @@
 import { ConflictError } from '../errors/appError.js';
 import type { Pool, Queryable } from '../db/pool.js';
 import { withTransaction } from '../db/transaction.js';
-import {
-  appendEntry,
-  countEntries,
-  writeWithEntries,
-  type Alongside,
-  type FlowWrite,
-  type LedgerEntry,
-} from '../ledger/ledgerRepo.js';
+import type { Alongside } from '../db/alongside.js';
+import { appendEntry, countEntries, writeWithEntries, type FlowWrite, type LedgerEntry } from '../ledger/ledgerRepo.js';
 import { fromRow, type NavigationRecord, type NavigationRow } from '../flow/navigationRecord.js';
 import { compareAndSetEachWrite, compareAndSetWrite, lockNavigation, movedInOrder } from './navigationRepo.js';
 import {
@@ -99,11 +93,13 @@ export async function advanceUnlessMoved(
 /**
  * advance() for several navigations, each by its own events, in one statement: one compare-and-set
  * for all, and every ledger entry, in the order given (the order the caller locked them in). One
- * that another writer moved first fails them all, as advance() fails.
+ * that another writer moved first fails them all, as advance() fails (`alongside` too, written in
+ * the same statement: the caller's transaction undoes it).
  */
 export async function advanceEach(
   tx: Queryable,
   moves: readonly { navigation: NavigationRecord; events: NavigationEvent | readonly NavigationEvent[]; by: Actor }[],
+  alongside: readonly Alongside[] = [],
 ): Promise<NavigationRecord[]> {
   const planned = moves.map((m) => ({ ...m, ...stepsOf(m.navigation, m.events, m.by) }));
   const changes = planned.map((m) => ({
@@ -117,6 +113,7 @@ export async function advanceEach(
     tx,
     compareAndSetEachWrite(changes),
     planned.flatMap((m) => m.steps),
+    alongside,
   );
   const updated = movedInOrder(changes, rows);
   if (updated.length !== moves.length) throw new ConflictError('This connection flow changed meanwhile. Try again.');

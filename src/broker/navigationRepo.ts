@@ -8,6 +8,12 @@ const COLUMNS = `id, record_version, server_id, subject_iss, subject_sub, client
   target_host, redirect_policy, purpose, provider, handle_digest, state_nonce_digest, session_generation, lineage,
   retry_generation, status, row_version, created_at, expires_at, updated_at`;
 
+/** A navigation row's columns as `alias.column`, for a join whose other table names its own apart. */
+export const navigationColumnsOf = (alias: string): string =>
+  COLUMNS.split(/,\s*/)
+    .map((c) => `${alias}.${c}`)
+    .join(', ');
+
 /**
  * Inserts a new navigation; `reissuedFrom` names the flow an operator re-issued
  * it for; `handle` is its connect handle, sealed, so the same link can be

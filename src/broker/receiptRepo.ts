@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Queryable } from '../db/pool.js';
 import type { Sealed } from '../crypto/secretBox.js';
 import type { Lineage } from '../flow/navigationStates.js';
-import type { Alongside } from '../ledger/ledgerRepo.js';
+import type { Alongside } from '../db/alongside.js';
 
 export interface OperationReceipt {
   id: string;

@@ -1,4 +1,5 @@
 import { samePrincipal, type Principal } from '../auth/principal.js';
+import type { Alongside } from '../db/alongside.js';
 import type { Queryable } from '../db/pool.js';
 import { withTransaction } from '../db/transaction.js';
 import { advance, advanceEach, type Actor } from './advance.js';
@@ -17,7 +18,7 @@ const EVENT: NavigationEvent = 'connection_present';
  * statement with their ledger entries, and that statement signals them: waiting calls on any
  * instance are woken on COMMIT (migrations/0023_wake_waiters.sql). `open`: the pair's open flows,
  * the caller's transaction has locked in id order (lockOpenNavigationsFor, before it wrote
- * anything), `navigation` among them.
+ * anything), `navigation` among them. `alongside`: what the callback stores, in the same statement.
  */
 export async function verifyAndSettle(
   tx: Queryable,
@@ -25,14 +26,19 @@ export async function verifyAndSettle(
   events: readonly NavigationEvent[],
   by: Actor,
   open: readonly NavigationRecord[],
+  alongside: readonly Alongside[] = [],
 ): Promise<{ verified: NavigationRecord; settled: NavigationRecord[] }> {
   const siblingBy = { ...by, evidence: { ...by.evidence, connectedBy: navigation.id } };
-  const [verified, ...settled] = await advanceEach(tx, [
-    { navigation, events, by },
-    ...open
-      .filter((sibling) => sibling.id !== navigation.id && canTransition(sibling.status, EVENT))
-      .map((sibling) => ({ navigation: sibling, events: EVENT, by: siblingBy })),
-  ]);
+  const [verified, ...settled] = await advanceEach(
+    tx,
+    [
+      { navigation, events, by },
+      ...open
+        .filter((sibling) => sibling.id !== navigation.id && canTransition(sibling.status, EVENT))
+        .map((sibling) => ({ navigation: sibling, events: EVENT, by: siblingBy })),
+    ],
+    alongside,
+  );
   return { verified: verified!, settled };
 }
 

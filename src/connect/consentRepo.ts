@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/principal.js';
 import type { Queryable } from '../db/pool.js';
-import type { Alongside } from '../ledger/ledgerRepo.js';
+import type { Alongside } from '../db/alongside.js';
 
 /**
  * Records the consent once per navigation; a second consent (a retried redirect) keeps the first

@@ -1,28 +1,30 @@
+import { randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/principal.js';
 import { samePrincipal } from '../auth/principal.js';
 import { MissingKeyError } from '../crypto/secretBox.js';
 import { withTransaction } from '../db/transaction.js';
 import { AppError, ConflictError, ForbiddenError, InvalidInputError, NotFoundError } from '../errors/appError.js';
 import type { WebhookEvent } from '../events/webhookEvent.js';
-import { enqueueEvent } from '../events/webhookOutboxRepo.js';
-import { consumePendingAuthorization, pkceAad, type PendingAuthorization } from '../oauth/pendingAuthRepo.js';
+import { enqueueEventAlongside } from '../events/webhookOutboxRepo.js';
+import { pkceAad, type PendingAuthorization } from '../oauth/pendingAuthRepo.js';
+import { claimForCallback } from './callbackRepo.js';
 import { scopesToRequest } from '../providers/scopes.js';
 import {
+  connectionInsertAlongside,
+  connectionReplaceAlongside,
   findConnectionsFor,
-  insertConnection,
-  replaceConnection,
   secretOwnerOf,
   type ConnectionRecord,
 } from '../secrets/connectionsRepo.js';
 import { deleteSecrets, findSecrets } from '../secrets/secretsRepo.js';
 import type { Queryable } from '../db/pool.js';
 import { flowTargetOf, targetConnectionOf } from '../broker/startReconnect.js';
-import { storeTokens } from '../secrets/tokenVault.js';
+import { storeTokensAlongside } from '../secrets/tokenVault.js';
 import { digestOf } from '../shared/tokens.js';
 import { recordRefusal, type REFUSAL_EVENTS } from '../broker/advance.js';
 import type { BrokerDeps } from '../broker/brokerDeps.js';
 import type { NavigationRecord } from '../flow/navigationRecord.js';
-import { findNavigationById, lockOpenNavigationsFor } from '../broker/navigationRepo.js';
+import { lockOpenNavigationsFor } from '../broker/navigationRepo.js';
 import { RECONNECT, State } from '../flow/navigationStates.js';
 import { verifyAndSettle } from '../broker/settleOpenFlows.js';
 import { reachFaultPoint } from '../shared/faultPoints.js';
@@ -48,12 +50,12 @@ export async function completeCallback(
   const state = currentUrl.searchParams.get('state');
   if (!state || state.length > 512)
     throw new InvalidInputError('This page needs the state the service sent back. Start again from your app.');
-  const pending = await consumePendingAuthorization(deps.pool, digestOf(state));
-  if (!pending) {
+  const claimed = await claimForCallback(deps.pool, digestOf(state));
+  if (!claimed) {
     deps.logger.warn({ path: currentUrl.pathname }, 'callback with an unknown or already used state');
     throw new InvalidInputError('This sign-in response was already used or is not known. Start again from your app.');
   }
-  const navigation = await findNavigationById(deps.pool, pending.navigationId);
+  const { pending, navigation } = claimed;
   if (!navigation) throw new NotFoundError('The connection this response belongs to is gone.');
   const refuse = async (
     event: (typeof REFUSAL_EVENTS)[number],
@@ -174,12 +176,14 @@ export async function completeCallback(
     const facts = { subject: locked.subject, provider: locked.provider, ...connection, navigationId: locked.id };
     // The whole token set is replaced: a refresh token of the previous grant never outlives it.
     if (existing) await deleteSecrets(tx, existing.id);
-    const record = existing
-      ? await replaceConnection(tx, existing.id, facts, now)
-      : await insertConnection(tx, facts, now);
-    await storeTokens(tx, deps, secretOwnerOf(record), grant.tokens, locked.id);
-    const { verified } = await verifyAndSettle(tx, locked, ['callback_received', 'callback_verified'], by, open);
-    await enqueueEvent(tx, connectionCreated(record, verified.id, now));
+    const record = { id: existing?.id ?? randomUUID(), ...facts };
+    // The connection, its tokens and its webhook event are written in the statement that verifies
+    // and settles the flows, and undone with it when one of them moved meanwhile.
+    const { verified } = await verifyAndSettle(tx, locked, ['callback_received', 'callback_verified'], by, open, [
+      existing ? connectionReplaceAlongside(record.id, facts, now) : connectionInsertAlongside(record.id, facts, now),
+      storeTokensAlongside(deps, secretOwnerOf(record), grant.tokens, locked.id),
+      enqueueEventAlongside(connectionCreated(record, locked.id, now)),
+    ]);
     reachFaultPoint('callback.before_commit');
     return { verified };
   });
@@ -231,7 +235,7 @@ async function connectionToStore(
 
 /** The webhook event of a stored connection: its ids and the account's, never a token. */
 function connectionCreated(
-  record: ConnectionRecord,
+  record: Pick<ConnectionRecord, 'id' | 'provider' | 'subject' | 'upstreamSubject' | 'upstreamName'>,
   navigationId: string,
   occurredAt: Date,
 ): WebhookEvent & { occurredAt: Date } {

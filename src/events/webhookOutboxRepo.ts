@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Alongside } from '../db/alongside.js';
 import type { Queryable } from '../db/pool.js';
 import {
   webhookDataSchema,
@@ -40,19 +41,28 @@ const fromRow = (r: Row): ClaimedEvent => ({
  * receiver's Webhook-Id).
  */
 export async function enqueueEvent(tx: Queryable, event: WebhookEvent & { occurredAt: Date }): Promise<string> {
-  const id = randomUUID();
+  const write = enqueueEventAlongside(event);
   await tx.query(
-    `INSERT INTO webhook_events (id, type, data, occurred_at, next_attempt_at, expires_at)
-     VALUES ($1, $2, $3, $4, $4, $5)`,
-    [
-      id,
+    write.text((i) => `$${i}`),
+    write.values,
+  );
+  return write.values[0] as string;
+}
+
+/** enqueueEvent as a write beside another statement's, the change it announces. */
+export function enqueueEventAlongside(event: WebhookEvent & { occurredAt: Date }): Alongside {
+  return {
+    text: (p) =>
+      `INSERT INTO webhook_events (id, type, data, occurred_at, next_attempt_at, expires_at)
+       VALUES (${p(1)}::uuid, ${p(2)}, ${p(3)}::jsonb, ${p(4)}::timestamptz, ${p(4)}::timestamptz, ${p(5)}::timestamptz)`,
+    values: [
+      randomUUID(),
       event.type,
       JSON.stringify(event.data),
       event.occurredAt,
       new Date(event.occurredAt.getTime() + WEBHOOK_RETENTION_MS),
     ],
-  );
-  return id;
+  };
 }
 
 /**

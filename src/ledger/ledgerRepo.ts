@@ -1,3 +1,4 @@
+import { alongsideItems, type Alongside } from '../db/alongside.js';
 import type { Queryable } from '../db/pool.js';
 
 export interface LedgerEntry {
@@ -53,16 +54,6 @@ export interface FlowWrite {
 }
 
 /**
- * Another data-modifying statement of the same write, run beside it in its WITH: it may read
- * `written`, the rows the flow write returned, to write only when that moved something. `text`
- * numbers its parameters through `param` (1 for the first of `values`).
- */
-export interface Alongside {
-  text: (param: (i: number) => string) => string;
-  values: unknown[];
-}
-
-/**
  * `write` and the ledger entries of what it did, in one statement (a data-modifying WITH): the
  * entries are appended after it, in the order given, each extending its flow's chain through the
  * same trigger and per-flow lock as appendEntries, taken once `write` holds the flow's row. An entry
@@ -78,14 +69,7 @@ export async function writeWithEntries<R extends { id: string }>(
   alongside: readonly Alongside[] = [],
 ): Promise<R[]> {
   const at = (i: number) => `$${write.values.length + i}`;
-  let offset = 7;
-  const also = alongside
-    .map((a, n) => {
-      const from = offset;
-      offset += a.values.length;
-      return `, alongside${n} AS (${a.text((i) => at(from + i))})`;
-    })
-    .join('');
+  const also = alongsideItems(alongside, write.values.length + 7);
   const { rows } = await db.query<R>(
     `WITH written AS (${write.text}),
      appended AS (
@@ -95,7 +79,7 @@ export async function writeWithEntries<R extends { id: string }>(
                      ${at(6)}::jsonb[], ${at(7)}::timestamptz[]) WITH ORDINALITY
               AS e(navigation_id, from_status, to_status, event, actor, evidence, at, ord)
         WHERE e.navigation_id IN (SELECT id FROM written)
-        ORDER BY e.ord)${also}
+        ORDER BY e.ord)${also.text}
      SELECT * FROM written`,
     [
       ...write.values,
@@ -106,7 +90,7 @@ export async function writeWithEntries<R extends { id: string }>(
       entries.map((e) => e.actor),
       entries.map((e) => JSON.stringify(e.evidence)),
       entries.map((e) => e.at),
-      ...alongside.flatMap((a) => a.values),
+      ...also.values,
     ],
   );
   return rows;

@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/pool.js';
-import type { Alongside } from '../ledger/ledgerRepo.js';
+import type { Alongside } from '../db/alongside.js';
 
 export interface PendingAuthorization {
   stateDigest: Buffer;
@@ -91,6 +91,20 @@ export function pendingAuthorizationAlongside(p: PendingAuthorization): Alongsid
     values: valuesOf(p),
   };
 }
+
+/**
+ * consumePendingAuthorization's DELETE as an item of a caller's WITH, its columns named
+ * `pending_<column>` so that a join beside it can name another table's as they are.
+ */
+export const claimPendingText = (stateParam: string): string =>
+  `DELETE FROM oauth_transactions WHERE state_digest = ${stateParam}
+   RETURNING ${RETURNED.split(', ')
+     .map((c) => `${c} AS pending_${c}`)
+     .join(', ')}`;
+
+/** The transaction in a row of claimPendingText's `pending_` columns. */
+export const pendingOfJoined = (row: Record<string, unknown>): PendingAuthorization =>
+  fromRow(Object.fromEntries(RETURNED.split(', ').map((c) => [c, row[`pending_${c}`]])) as unknown as Row);
 
 /**
  * Consumes the transaction for a state, at most once (DELETE … RETURNING):

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/principal.js';
+import type { Alongside } from '../db/alongside.js';
 import type { Queryable } from '../db/pool.js';
 import { fromStatesOf, toStateOf, type ConnectionEvent, type ConnectionState } from './connectionStates.js';
 import { secretColumnsAs, secretOfJoined, type StoredSecret } from './secretsRepo.js';
@@ -93,14 +94,20 @@ const fromRow = (r: Row): ConnectionRecord => ({
  * the caller's transaction: active, and the user's default when it is their first to the provider.
  */
 export async function insertConnection(db: Queryable, c: ConnectionWrite, now: Date): Promise<ConnectionRecord> {
-  const { rows } = await db.query<Row>(
-    `INSERT INTO connections (id, subject_iss, subject_sub, provider, upstream_subject, upstream_name, granted_scopes, metadata, api_base, navigation_id, connected_at, updated_at, preferred)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11,
-             NOT EXISTS (SELECT 1 FROM connections WHERE subject_iss = $2 AND subject_sub = $3 AND provider = $4 AND preferred))
-     RETURNING *`,
-    [randomUUID(), c.subject.iss, c.subject.sub, c.provider, ...factsOf(c), now],
-  );
+  const write = connectionInsertAlongside(randomUUID(), c, now);
+  const { rows } = await db.query<Row>(`${write.text((i) => `$${i}`)} RETURNING *`, write.values);
   return fromRow(rows[0]!);
+}
+
+/** insertConnection as a write beside another statement's, with the id the caller chose. */
+export function connectionInsertAlongside(id: string, c: ConnectionWrite, now: Date): Alongside {
+  return {
+    text: (p) =>
+      `INSERT INTO connections (id, subject_iss, subject_sub, provider, upstream_subject, upstream_name, granted_scopes, metadata, api_base, navigation_id, connected_at, updated_at, preferred)
+       VALUES (${p(1)}::uuid, ${p(2)}, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)}, ${p(7)}::text[], ${p(8)}::jsonb, ${p(9)}, ${p(10)}::uuid, ${p(11)}::timestamptz, ${p(11)}::timestamptz,
+               NOT EXISTS (SELECT 1 FROM connections WHERE subject_iss = ${p(2)} AND subject_sub = ${p(3)} AND provider = ${p(4)} AND preferred))`,
+    values: [id, c.subject.iss, c.subject.sub, c.provider, ...factsOf(c), now],
+  };
 }
 
 /** A connection's facts as the parameters of its columns, in the order both writes name them. */
@@ -124,16 +131,22 @@ export async function replaceConnection(
   c: ConnectionWrite,
   now: Date,
 ): Promise<ConnectionRecord> {
-  const { rows } = await db.query<Row>(
-    `UPDATE connections
-        SET upstream_subject = $2, upstream_name = $3, granted_scopes = $4, metadata = $5, api_base = $6,
-            navigation_id = $7, connected_at = $8, updated_at = $8,
-            state = 'active', lease_until = NULL, version = version + 1
-      WHERE id = $1
-      RETURNING *`,
-    [id, ...factsOf(c), now],
-  );
+  const write = connectionReplaceAlongside(id, c, now);
+  const { rows } = await db.query<Row>(`${write.text((i) => `$${i}`)} RETURNING *`, write.values);
   return fromRow(rows[0]!);
+}
+
+/** replaceConnection as a write beside another statement's. */
+export function connectionReplaceAlongside(id: string, c: ConnectionWrite, now: Date): Alongside {
+  return {
+    text: (p) =>
+      `UPDATE connections
+          SET upstream_subject = ${p(2)}, upstream_name = ${p(3)}, granted_scopes = ${p(4)}::text[], metadata = ${p(5)}::jsonb,
+              api_base = ${p(6)}, navigation_id = ${p(7)}::uuid, connected_at = ${p(8)}::timestamptz, updated_at = ${p(8)}::timestamptz,
+              state = 'active', lease_until = NULL, version = version + 1
+        WHERE id = ${p(1)}::uuid`,
+    values: [id, ...factsOf(c), now],
+  };
 }
 
 /** Every connection of (subject, provider), the default first, then the oldest. */

@@ -4,7 +4,15 @@ import type { SecretBox } from '../crypto/secretBox.js';
 import type { Pool, Queryable } from '../db/pool.js';
 import type { ProviderClient, ProviderTokens } from '../oauth/providerClient.js';
 import type { Clock } from '../shared/clock.js';
-import { upsertSecrets, type AadLayout, type SecretKind, type StoredSecret } from './secretsRepo.js';
+import type { Alongside } from '../db/alongside.js';
+import {
+  secretsUpsertAlongside,
+  upsertSecrets,
+  type AadLayout,
+  type SecretKind,
+  type SecretWrite,
+  type StoredSecret,
+} from './secretsRepo.js';
 
 export interface TokenVaultDeps {
   pool: Pool;
@@ -40,7 +48,25 @@ export async function storeTokens(
   tokens: ProviderTokens,
   navigationId: string | undefined,
 ): Promise<void> {
-  const seal = (kind: SecretKind, value: string, expiresAt: Date | undefined) => {
+  await upsertSecrets(tx, sealTokens(deps, owner, tokens, navigationId), deps.clock.now());
+}
+
+/** storeTokens as a write beside another statement's (the callback's, which writes the connection too). */
+export const storeTokensAlongside = (
+  deps: Pick<TokenVaultDeps, 'box' | 'clock'>,
+  owner: SecretOwner,
+  tokens: ProviderTokens,
+  navigationId: string | undefined,
+): Alongside => secretsUpsertAlongside(sealTokens(deps, owner, tokens, navigationId), deps.clock.now());
+
+/** A token set's rows, each sealed to its owner and kind. */
+function sealTokens(
+  deps: Pick<TokenVaultDeps, 'box'>,
+  owner: SecretOwner,
+  tokens: ProviderTokens,
+  navigationId: string | undefined,
+): SecretWrite[] {
+  const seal = (kind: SecretKind, value: string, expiresAt: Date | undefined): SecretWrite => {
     const sealed = deps.box.seal(value, aadOf(owner, kind));
     return {
       connectionId: owner.connectionId,
@@ -53,12 +79,8 @@ export async function storeTokens(
       navigationId,
     };
   };
-  await upsertSecrets(
-    tx,
-    [
-      seal('access_token', tokens.accessToken, tokens.expiresAt),
-      ...(tokens.refreshToken ? [seal('refresh_token', tokens.refreshToken, undefined)] : []),
-    ],
-    deps.clock.now(),
-  );
+  return [
+    seal('access_token', tokens.accessToken, tokens.expiresAt),
+    ...(tokens.refreshToken ? [seal('refresh_token', tokens.refreshToken, undefined)] : []),
+  ];
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/principal.js';
+import type { Alongside } from '../db/alongside.js';
 import type { Queryable } from '../db/pool.js';
 
 export type SecretKind = 'access_token' | 'refresh_token';
@@ -75,6 +76,15 @@ export type SecretWrite = Omit<StoredSecret, 'id' | 'rowVersion' | 'aadLayout'>;
  */
 export async function upsertSecrets(db: Queryable, secrets: readonly SecretWrite[], now: Date): Promise<void> {
   if (secrets.length === 0) return;
+  const write = secretsUpsertAlongside(secrets, now);
+  await db.query(
+    write.text((i) => `$${i}`),
+    write.values,
+  );
+}
+
+/** upsertSecrets as a write beside another statement's (the connection they belong to may be written there). */
+export function secretsUpsertAlongside(secrets: readonly SecretWrite[], now: Date): Alongside {
   const values: unknown[] = [now];
   const rows = secrets.map((s) => {
     const n = values.length;
@@ -90,19 +100,22 @@ export async function upsertSecrets(db: Queryable, secrets: readonly SecretWrite
       s.expiresAt ?? null,
       s.navigationId ?? null,
     );
-    const p = (i: number) => `$${n + i}`;
-    return `(${p(1)}::uuid, ${p(2)}::uuid, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)}, ${p(7)}::bytea, ${p(8)}, 2, ${p(9)}::timestamptz, ${p(10)}::uuid, $1::timestamptz, $1::timestamptz)`;
+    return (p: (i: number) => string) => {
+      const q = (i: number) => p(n + i);
+      return `(${q(1)}::uuid, ${q(2)}::uuid, ${q(3)}, ${q(4)}, ${q(5)}, ${q(6)}, ${q(7)}::bytea, ${q(8)}, 2, ${q(9)}::timestamptz, ${q(10)}::uuid, ${p(1)}::timestamptz, ${p(1)}::timestamptz)`;
+    };
   });
-  await db.query(
-    `INSERT INTO secrets (id, connection_id, subject_iss, subject_sub, provider, kind, ciphertext, key_id, aad_layout, expires_at, navigation_id, created_at, updated_at)
-     VALUES ${rows.join(', ')}
-     ON CONFLICT (connection_id, kind) DO UPDATE
-        SET ciphertext = EXCLUDED.ciphertext, key_id = EXCLUDED.key_id, aad_layout = EXCLUDED.aad_layout,
-            expires_at = EXCLUDED.expires_at,
-            navigation_id = COALESCE(EXCLUDED.navigation_id, secrets.navigation_id),
-            row_version = secrets.row_version + 1, updated_at = EXCLUDED.updated_at`,
+  return {
+    text: (p) =>
+      `INSERT INTO secrets (id, connection_id, subject_iss, subject_sub, provider, kind, ciphertext, key_id, aad_layout, expires_at, navigation_id, created_at, updated_at)
+       VALUES ${rows.map((row) => row(p)).join(', ')}
+       ON CONFLICT (connection_id, kind) DO UPDATE
+          SET ciphertext = EXCLUDED.ciphertext, key_id = EXCLUDED.key_id, aad_layout = EXCLUDED.aad_layout,
+              expires_at = EXCLUDED.expires_at,
+              navigation_id = COALESCE(EXCLUDED.navigation_id, secrets.navigation_id),
+              row_version = secrets.row_version + 1, updated_at = EXCLUDED.updated_at`,
     values,
-  );
+  };
 }
 
 /** A connection's secrets; with `lock`, held until the transaction ends (a 401's forget, a callback's replace). */

@@ -5,7 +5,14 @@ import { findDefaultConnection } from './connectionsRepo.js';
 import { findSecrets, type StoredSecret } from './secretsRepo.js';
 import { refreshAccessToken } from './tokenRefresh.js';
 
-export { aadOf, openSecret, storeTokens, type SecretOwner, type TokenVaultDeps } from './sealedTokens.js';
+export {
+  aadOf,
+  openSecret,
+  storeTokens,
+  storeTokensAlongside,
+  type SecretOwner,
+  type TokenVaultDeps,
+} from './sealedTokens.js';
 
 // A token this close to its expiry is renewed first: the call it is for must not outlive it.
 const REFRESH_MARGIN_MS = 30_000;

@@ -14,7 +14,7 @@ const BOUNDS: Record<string, number> = {
   'GET /connect/:handle': 4,
   'GET /auth/callback': 1,
   'POST /connect/:handle': 7,
-  'GET /oauth/callback/reports': 11,
+  'GET /oauth/callback/reports': 7,
   'GET /connect/done': 2,
   'POST /mcp retry': 7,
 };

@@ -1,0 +1,27 @@
+/**
+ * A data-modifying statement run as one item of another statement's WITH, so that both are done,
+ * or neither, in one round trip and without a transaction of their own (PostgreSQL, WITH Queries,
+ * data-modifying statements in WITH). It may read the items named before it, e.g. `written` in
+ * ledgerRepo.ts writeWithEntries, to write only when that wrote something. `text` numbers its
+ * parameters through `param` (1 for the first of `values`).
+ */
+export interface Alongside {
+  text: (param: (i: number) => string) => string;
+  values: unknown[];
+}
+
+/**
+ * `alongside` as WITH items (`, alongside0 AS (…)` each: a data-modifying WITH cannot nest), their
+ * parameters numbered after the `before` the statement has of its own.
+ */
+export function alongsideItems(alongside: readonly Alongside[], before: number): { text: string; values: unknown[] } {
+  let offset = before;
+  const text = alongside
+    .map((a, n) => {
+      const from = offset;
+      offset += a.values.length;
+      return `, alongside${n} AS (${a.text((i) => `$${from + i}`)})`;
+    })
+    .join('');
+  return { text, values: alongside.flatMap((a) => a.values) };
+}
