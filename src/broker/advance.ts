@@ -1,7 +1,7 @@
 import { ConflictError } from '../errors/appError.js';
 import type { Pool, Queryable } from '../db/pool.js';
 import { withTransaction } from '../db/transaction.js';
-import type { Alongside } from '../db/alongside.js';
+import type { Alongside, SqlPart } from '../db/alongside.js';
 import { appendEntry, countEntries, writeWithEntries, type FlowWrite, type LedgerEntry } from '../ledger/ledgerRepo.js';
 import { fromRow, type NavigationRecord, type NavigationRow } from '../flow/navigationRecord.js';
 import { compareAndSetEachWrite, compareAndSetWrite, lockNavigation, movedInOrder } from './navigationRepo.js';
@@ -71,19 +71,23 @@ export async function advanceUnlessMoved(
   navigation: NavigationRecord,
   events: NavigationEvent | readonly NavigationEvent[],
   by: Actor,
-  extra: { stateNonceDigest?: Buffer; alongside?: readonly Alongside[] } = {},
+  /** `unless`: what holds the move back, read in its statement (compareAndSetWrite). */
+  extra: { stateNonceDigest?: Buffer; alongside?: readonly Alongside[]; unless?: SqlPart } = {},
 ): Promise<NavigationRecord | undefined> {
   const { steps, status } = stepsOf(navigation, events, by);
   const [updated] = await writeWithEntries<NavigationRow>(
     tx,
-    compareAndSetWrite({
-      id: navigation.id,
-      from: navigation.status,
-      to: status,
-      rowVersion: navigation.rowVersion,
-      now: by.now,
-      ...(extra.stateNonceDigest && { stateNonceDigest: extra.stateNonceDigest }),
-    }),
+    compareAndSetWrite(
+      {
+        id: navigation.id,
+        from: navigation.status,
+        to: status,
+        rowVersion: navigation.rowVersion,
+        now: by.now,
+        ...(extra.stateNonceDigest && { stateNonceDigest: extra.stateNonceDigest }),
+      },
+      extra.unless,
+    ),
     steps,
     extra.alongside,
   );

@@ -1,4 +1,5 @@
 import type { Sealed } from '../crypto/secretBox.js';
+import type { SqlPart } from '../db/alongside.js';
 import type { Queryable } from '../db/pool.js';
 import type { FlowWrite } from '../ledger/ledgerRepo.js';
 import { fromRow, type NavigationRecord, type NavigationRow } from '../flow/navigationRecord.js';
@@ -115,16 +116,26 @@ export interface StatusChange {
 
 /**
  * Compare-and-set on (id, status, row_version), as a statement returning the row it moved. Zero
- * rows means another writer moved it first; the caller decides (usually ConflictError).
+ * rows means another writer moved it first, or `unless` held; the caller decides (usually
+ * ConflictError). `unless`: a condition that holds the move back, in the same statement.
  */
-export function compareAndSetWrite(change: StatusChange): FlowWrite {
+export function compareAndSetWrite(change: StatusChange, unless?: SqlPart): FlowWrite {
+  const held = unless ? `AND NOT COALESCE((${unless.text((i) => `$${6 + i}`)}), true)` : '';
   return {
     text: `UPDATE elicitation_navigations
         SET status = $3, row_version = row_version + 1, updated_at = $5,
             state_nonce_digest = COALESCE($6, state_nonce_digest)
-      WHERE id = $1 AND status = $2 AND row_version = $4
+      WHERE id = $1 AND status = $2 AND row_version = $4 ${held}
       RETURNING ${COLUMNS}`,
-    values: [change.id, change.from, change.to, change.rowVersion, change.now, change.stateNonceDigest ?? null],
+    values: [
+      change.id,
+      change.from,
+      change.to,
+      change.rowVersion,
+      change.now,
+      change.stateNonceDigest ?? null,
+      ...(unless?.values ?? []),
+    ],
   };
 }
 

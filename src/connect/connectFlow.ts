@@ -2,7 +2,7 @@ import type { Principal } from '../auth/principal.js';
 import { samePrincipal } from '../auth/principal.js';
 import { withTransaction } from '../db/transaction.js';
 import { ConflictError, ForbiddenError, NotFoundError, UnavailableError } from '../errors/appError.js';
-import { readSwitchHoldingPause, URL_ELICITATION_PAUSED } from '../ledger/operatorRepo.js';
+import { readSwitchHoldingPause, switchEngaged, URL_ELICITATION_PAUSED } from '../ledger/operatorRepo.js';
 import { pendingAuthorizationAlongside, pendingAuthorizationInsert, pkceAad } from '../oauth/pendingAuthRepo.js';
 import { missingScopes, scopesToRequest } from '../providers/scopes.js';
 import { accountLabelOf } from '../secrets/connectionsRepo.js';
@@ -158,27 +158,29 @@ export async function consentToConnect(deps: BrokerDeps, handle: string, browser
     requestedScopes,
   };
   const destination = `${target.protocol}//${target.host}`;
+  const by = { actor: `browser:${browser.sub}`, now, evidence: { destination: target.host } };
+  // The flow as read above, moved by compare-and-set, which holds its row from then on as the lock
+  // would, with the consent receipt and the OAuth transaction, in one statement that reads the kill
+  // switch as a pause waits for it (operatorRepo.ts switchEngaged): the switch also stops links
+  // issued before it, and nobody is sent to a provider.
+  const moved =
+    !closedReason(deps, found) && consentSteps(found).length > 0
+      ? await advanceUnlessMoved(deps.pool, found, consentSteps(found), by, {
+          stateNonceDigest: stateDigest,
+          unless: switchEngaged(URL_ELICITATION_PAUSED),
+          alongside: [consentAlongside(found.id, browser, destination, now), pendingAuthorizationAlongside(pending)],
+        })
+      : undefined;
+  if (moved) return authorization.url;
+  // Not moved: the switch is engaged, or this consent does not move the flow, or another writer
+  // moved it meanwhile (a second consent at once). Locked, it is decided on again.
   await withTransaction(deps.pool, async (tx) => {
-    // The kill switch also stops links issued before it: nobody is sent to a provider.
     const paused = await readSwitchHoldingPause(tx, URL_ELICITATION_PAUSED);
     if (paused?.engaged)
       throw new UnavailableError(
         `Connecting is paused by the operator (${paused.reason}). Nothing was sent to the provider; try again later.`,
         { expose: true },
       );
-    const by = { actor: `browser:${browser.sub}`, now, evidence: { destination: target.host } };
-    // The flow as read above, moved by compare-and-set, which holds its row from then on as the lock
-    // would, with the consent receipt and the OAuth transaction in the same statement; one this
-    // consent does not move, or that another writer moved meanwhile (a second consent at once), is
-    // locked and decided on again.
-    const moved =
-      !closedReason(deps, found) && consentSteps(found).length > 0
-        ? await advanceUnlessMoved(tx, found, consentSteps(found), by, {
-            stateNonceDigest: stateDigest,
-            alongside: [consentAlongside(found.id, browser, destination, now), pendingAuthorizationAlongside(pending)],
-          })
-        : undefined;
-    if (moved) return;
     const locked = await lockNavigation(tx, found.id);
     if (!locked) throw new NotFoundError('This connect link is not known.');
     const reason = closedReason(deps, locked);

@@ -1,14 +1,16 @@
+/** SQL with parameters of its own, numbered through `param` where it is put (1 for the first of `values`). */
+export interface SqlPart {
+  text: (param: (i: number) => string) => string;
+  values: unknown[];
+}
+
 /**
  * A data-modifying statement run as one item of another statement's WITH, so that both are done,
  * or neither, in one round trip and without a transaction of their own (PostgreSQL, WITH Queries,
  * data-modifying statements in WITH). It may read the items named before it, e.g. `written` in
- * ledgerRepo.ts writeWithEntries, to write only when that wrote something. `text` numbers its
- * parameters through `param` (1 for the first of `values`).
+ * ledgerRepo.ts writeWithEntries, to write only when that wrote something.
  */
-export interface Alongside {
-  text: (param: (i: number) => string) => string;
-  values: unknown[];
-}
+export type Alongside = SqlPart;
 
 /**
  * `alongside` as WITH items (`, alongside0 AS (…)` each: a data-modifying WITH cannot nest), their

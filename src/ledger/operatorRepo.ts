@@ -1,3 +1,4 @@
+import type { SqlPart } from '../db/alongside.js';
 import type { Queryable } from '../db/pool.js';
 
 export const URL_ELICITATION_PAUSED = 'url_elicitation_paused';
@@ -19,6 +20,16 @@ export async function readSwitchHoldingPause(
   );
   return rows[0];
 }
+
+/**
+ * readSwitchHoldingPause as a condition of another statement, true while the switch is engaged (or
+ * its row is missing, which a caller takes as engaged): its row is read FOR SHARE there, so a pause
+ * waits for that statement, and the statement, meeting a pause, waits and reads it paused.
+ */
+export const switchEngaged = (name: string): SqlPart => ({
+  text: (p) => `SELECT engaged FROM broker_switches WHERE name = ${p(1)} FOR SHARE`,
+  values: [name],
+});
 
 /** In the caller's transaction: waits for in-flight consents to end before the switch changes. */
 export async function lockSwitchExclusive(db: Queryable, name: string): Promise<void> {

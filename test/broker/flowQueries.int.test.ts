@@ -13,7 +13,7 @@ const BOUNDS: Record<string, number> = {
   'POST /mcp elicit': 8,
   'GET /connect/:handle': 4,
   'GET /auth/callback': 1,
-  'POST /connect/:handle': 7,
+  'POST /connect/:handle': 4,
   'GET /oauth/callback/reports': 7,
   'GET /connect/done': 2,
   'POST /mcp retry': 7,
