@@ -129,7 +129,7 @@ export async function advanceEach(
  * it in between: `insert` is the statement writing it as the table's events leave it, with the row
  * version the move gives it, and the same statement writes the ledger's entries, its creation
  * (`created`, which moves nothing) then each step. The same rows as an INSERT then advance(),
- * without the UPDATE.
+ * without the UPDATE. Undefined when `insert` inserted nothing (a condition of its own held it back).
  */
 export async function insertAdvanced(
   tx: Queryable,
@@ -137,10 +137,10 @@ export async function insertAdvanced(
   events: NavigationEvent | readonly NavigationEvent[],
   by: Actor,
   insert: (born: NavigationRecord) => FlowWrite,
-): Promise<NavigationRecord> {
+): Promise<NavigationRecord | undefined> {
   const { steps, status } = stepsOf(created, events, by);
   const born: NavigationRecord = { ...created, status, rowVersion: created.rowVersion + 1, updatedAt: by.now };
-  await writeWithEntries(tx, insert(born), [
+  const written = await writeWithEntries(tx, insert(born), [
     {
       navigationId: created.id,
       fromStatus: created.status,
@@ -152,7 +152,7 @@ export async function insertAdvanced(
     },
     ...steps,
   ]);
-  return born;
+  return written.length > 0 ? born : undefined;
 }
 
 /** A ledger entry for something refused or observed that moves nothing (a subject mismatch, a replayed callback). */

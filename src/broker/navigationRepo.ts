@@ -30,11 +30,54 @@ export async function insertNavigation(
   await db.query(text, values);
 }
 
-/** insertNavigation as a statement returning the row, for a caller that writes more in the same one. */
-export function insertNavigationWrite(n: NavigationRecord, reissuedFrom?: string, handle?: Sealed): FlowWrite {
+// The type of each value insertNavigationWrite passes, in order: an INSERT … SELECT types its
+// parameters by these casts, as it does not take them from the columns.
+const INSERT_TYPES = [
+  'uuid',
+  'text',
+  'text',
+  'text',
+  'text',
+  'text',
+  'text',
+  'text',
+  'text',
+  'text',
+  'jsonb',
+  'text',
+  'text',
+  'bytea',
+  'bytea',
+  'int',
+  'text',
+  'int',
+  'text',
+  'int',
+  'timestamptz',
+  'timestamptz',
+  'timestamptz',
+  'uuid',
+  'bytea',
+  'text',
+];
+
+/**
+ * insertNavigation as a statement returning the row, for a caller that writes more in the same one.
+ * `when`: a condition read in the same statement; while it does not hold, nothing is inserted.
+ */
+export function insertNavigationWrite(
+  n: NavigationRecord,
+  reissuedFrom?: string,
+  handle?: Sealed,
+  when?: SqlPart,
+): FlowWrite {
+  const own = INSERT_TYPES.map((type, i) => `$${i + 1}::${type}`).join(', ');
+  const rows = when
+    ? `SELECT ${own} WHERE COALESCE((${when.text((i) => `$${INSERT_TYPES.length + i}`)}), false)`
+    : `VALUES (${own})`;
   return {
     text: `INSERT INTO elicitation_navigations (${COLUMNS}, reissued_from, handle_sealed, handle_key_id)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)
+     ${rows}
      RETURNING ${COLUMNS}`,
     values: [
       n.id,
@@ -63,6 +106,7 @@ export function insertNavigationWrite(n: NavigationRecord, reissuedFrom?: string
       reissuedFrom ?? null,
       handle?.ciphertext ?? null,
       handle?.keyId ?? null,
+      ...(when?.values ?? []),
     ],
   };
 }
@@ -234,10 +278,25 @@ export async function lockPrincipalQuota(db: Queryable, subject: { iss: string; 
 }
 
 /**
- * The principal's two quota counts in one statement: the flows it started since `since` (and when
- * the oldest of them began), and its flows of `provider` open and not past their expiry at `now`
- * (and when the first of them expires).
+ * The principal's two quota counts, as a SELECT: the flows it started since `since` (and when the
+ * oldest of them began), and its flows of `provider` open and not past their expiry at `now` (and
+ * when the first of them expires). One source for countQuotaFlows and quotasAllow.
  */
+function quotaCounts(subject: { iss: string; sub: string }, provider: string, since: Date, now: Date): SqlPart {
+  return {
+    text: (p) =>
+      `SELECT count(*) FILTER (WHERE created_at > ${p(3)})::int AS recent,
+              min(created_at) FILTER (WHERE created_at > ${p(3)}) AS oldest,
+              count(*) FILTER (WHERE provider = ${p(4)} AND status = ANY(${p(5)}) AND expires_at > ${p(6)})::int AS open,
+              min(expires_at) FILTER (WHERE provider = ${p(4)} AND status = ANY(${p(5)}) AND expires_at > ${p(6)}) AS first
+         FROM elicitation_navigations
+        WHERE subject_iss = ${p(1)} AND subject_sub = ${p(2)}
+          AND (created_at > ${p(3)} OR (provider = ${p(4)} AND status = ANY(${p(5)}) AND expires_at > ${p(6)}))`,
+    values: [subject.iss, subject.sub, since, provider, [...openStates], now],
+  };
+}
+
+/** The principal's two quota counts in one statement (quotaCounts). */
 export async function countQuotaFlows(
   db: Queryable,
   subject: { iss: string; sub: string },
@@ -248,19 +307,35 @@ export async function countQuotaFlows(
   recent: { count: number; oldest: Date | undefined };
   open: { count: number; firstExpiry: Date | undefined };
 }> {
+  const counts = quotaCounts(subject, provider, since, now);
   const { rows } = await db.query<{ recent: number; oldest: Date | null; open: number; first: Date | null }>(
-    `SELECT count(*) FILTER (WHERE created_at > $3)::int AS recent,
-            min(created_at) FILTER (WHERE created_at > $3) AS oldest,
-            count(*) FILTER (WHERE provider = $4 AND status = ANY($5) AND expires_at > $6)::int AS open,
-            min(expires_at) FILTER (WHERE provider = $4 AND status = ANY($5) AND expires_at > $6) AS first
-       FROM elicitation_navigations
-      WHERE subject_iss = $1 AND subject_sub = $2
-        AND (created_at > $3 OR (provider = $4 AND status = ANY($5) AND expires_at > $6))`,
-    [subject.iss, subject.sub, since, provider, [...openStates], now],
+    counts.text((i) => `$${i}`),
+    counts.values,
   );
   const r = rows[0];
   return {
     recent: { count: r?.recent ?? 0, oldest: r?.oldest ?? undefined },
     open: { count: r?.open ?? 0, firstExpiry: r?.first ?? undefined },
+  };
+}
+
+/**
+ * Whether the principal may start one more flow, as a condition of the statement that inserts it
+ * (insertNavigationWrite's `when`): fewer than `perHour` since `since` and, unless `openToo` is
+ * false, fewer than `openPerProvider` open. Read under lockPrincipalQuota, as countQuotaFlows is.
+ */
+export function quotasAllow(
+  subject: { iss: string; sub: string },
+  provider: string,
+  since: Date,
+  now: Date,
+  limits: { perHour: number; openPerProvider: number | undefined },
+): SqlPart {
+  const counts = quotaCounts(subject, provider, since, now);
+  const n = counts.values.length;
+  return {
+    text: (p) =>
+      `SELECT q.recent < ${p(n + 1)}::int AND (${p(n + 2)}::int IS NULL OR q.open < ${p(n + 2)}::int) FROM (${counts.text(p)}) q`,
+    values: [...counts.values, limits.perHour, limits.openPerProvider ?? null],
   };
 }

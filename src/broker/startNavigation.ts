@@ -2,9 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/principal.js';
 import { MissingKeyError } from '../crypto/secretBox.js';
 import { withTransaction } from '../db/transaction.js';
+import { allOf, type SqlPart } from '../db/alongside.js';
 import type { Queryable } from '../db/pool.js';
-import { NotFoundError, RateLimitedError, UnavailableError } from '../errors/appError.js';
-import { findSwitch, URL_ELICITATION_PAUSED } from '../ledger/operatorRepo.js';
+import { ConflictError, NotFoundError, RateLimitedError, UnavailableError } from '../errors/appError.js';
+import { findSwitch, switchReleased, URL_ELICITATION_PAUSED } from '../ledger/operatorRepo.js';
 import { checkUrl } from '../security/urlPolicy.js';
 import { digestOf, randomToken } from '../shared/tokens.js';
 import { insertAdvanced } from './advance.js';
@@ -16,6 +17,7 @@ import {
   findSealedHandle,
   insertNavigationWrite,
   lockPrincipalQuota,
+  quotasAllow,
 } from './navigationRepo.js';
 import { openStates, State, type FlowLineage } from '../flow/navigationStates.js';
 
@@ -48,12 +50,6 @@ export async function startNavigation(
   deps: BrokerDeps,
   request: NavigationRequest,
 ): Promise<{ navigation: NavigationRecord; connectUrl: string }> {
-  // The kill switch stops new links; an operation of a user already connected presents none.
-  const paused = request.alreadyConnected ? undefined : await findSwitch(deps.pool, URL_ELICITATION_PAUSED);
-  if (paused?.engaged)
-    throw new UnavailableError(`New connections are paused by the operator (${paused.reason}). Try again later.`, {
-      expose: true,
-    });
   // A re-issue keeps the destination its user was shown (and works from the CLI, which runs no provider clients).
   const client = deps.providers.get(request.provider);
   if (!client && !request.reissue) throw new NotFoundError(`No provider ${request.provider} is configured.`);
@@ -95,12 +91,50 @@ export async function startNavigation(
   const by = { actor: request.reissue?.actor ?? `mcp:${request.principal.sub}`, now, evidence };
   const sealedHandle = deps.box.seal(handle, handleAad(created.id));
   const navigation = await withTransaction(deps.pool, async (tx) => {
-    if (!request.reissue) await checkQuotas(tx, deps, request, now);
-    return insertAdvanced(tx, created, request.alreadyConnected ? 'connection_present' : 'present', by, (born) =>
-      insertNavigationWrite(born, request.reissue?.from, sealedHandle),
+    if (!request.reissue) await lockPrincipalQuota(tx, request.principal);
+    const born = await insertAdvanced(
+      tx,
+      created,
+      request.alreadyConnected ? 'connection_present' : 'present',
+      by,
+      (b) => insertNavigationWrite(b, request.reissue?.from, sealedHandle, admission(deps, request, now)),
     );
+    return born ?? refuseAdmission(tx, deps, request, now);
   });
   return { navigation, connectUrl };
+}
+
+/**
+ * What the statement inserting a flow reads first, and inserts it only if it holds: the kill switch
+ * stops new links (an operation of a user already connected presents none), and, but for an
+ * operator's re-issue, the principal's quotas, under its lock (lockPrincipalQuota).
+ */
+function admission(deps: BrokerDeps, request: NavigationRequest, now: Date): SqlPart {
+  const { quotas } = deps;
+  return allOf([
+    ...(request.alreadyConnected ? [] : [switchReleased(URL_ELICITATION_PAUSED)]),
+    ...(request.reissue
+      ? []
+      : [
+          quotasAllow(request.principal, request.provider, new Date(now.getTime() - HOUR_MS), now, {
+            perHour: quotas.navigationsPerHour,
+            // A flow born verified presents no link and is not counted as open.
+            openPerProvider: request.alreadyConnected ? undefined : quotas.openPerProvider,
+          }),
+        ]),
+  ]);
+}
+
+/** Why the admission held a flow back, read again in its transaction (the quota lock still held): thrown. */
+async function refuseAdmission(tx: Queryable, deps: BrokerDeps, request: NavigationRequest, now: Date): Promise<never> {
+  const paused = request.alreadyConnected ? undefined : await findSwitch(tx, URL_ELICITATION_PAUSED);
+  if (paused?.engaged)
+    throw new UnavailableError(`New connections are paused by the operator (${paused.reason}). Try again later.`, {
+      expose: true,
+    });
+  if (!request.reissue) await checkQuotas(tx, deps, request, now);
+  // Released and within quotas now: the switch was released meanwhile.
+  throw new ConflictError('New connections were paused a moment ago. Try again.');
 }
 
 /** The AAD of a flow's sealed connect-link handle: the flow itself. */
@@ -114,13 +148,12 @@ const connectLink = (deps: BrokerDeps, handle: string) =>
 const HOUR_MS = 3600_000;
 
 /**
- * The principal's quotas, under its lock in the creating transaction: new
- * flows per rolling hour, and open flows per provider (a flow born verified
- * presents no link and is not counted as open). A refusal changes nothing.
+ * The principal's quotas, as the admission read them under its lock: new flows per rolling hour,
+ * and open flows per provider (a flow born verified presents no link and is not counted as open).
+ * A refusal changes nothing.
  */
 async function checkQuotas(tx: Queryable, deps: BrokerDeps, request: NavigationRequest, now: Date): Promise<void> {
   const { quotas } = deps;
-  await lockPrincipalQuota(tx, request.principal);
   const { recent, open } = await countQuotaFlows(
     tx,
     request.principal,

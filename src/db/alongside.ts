@@ -4,6 +4,24 @@ export interface SqlPart {
   values: unknown[];
 }
 
+/** `parts` joined by AND, each its own parenthesised condition, their parameters numbered in turn (none: true). */
+export function allOf(parts: readonly SqlPart[]): SqlPart {
+  if (parts.length === 0) return { text: () => 'true', values: [] };
+  return {
+    text: (param) => {
+      let offset = 0;
+      return parts
+        .map((part) => {
+          const from = offset;
+          offset += part.values.length;
+          return `(${part.text((i) => param(from + i))})`;
+        })
+        .join(' AND ');
+    },
+    values: parts.flatMap((part) => part.values),
+  };
+}
+
 /**
  * A data-modifying statement run as one item of another statement's WITH, so that both are done,
  * or neither, in one round trip and without a transaction of their own (PostgreSQL, WITH Queries,

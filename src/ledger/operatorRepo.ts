@@ -31,6 +31,12 @@ export const switchEngaged = (name: string): SqlPart => ({
   values: [name],
 });
 
+/** findSwitch as a condition of another statement: true unless the switch is engaged (a missing row is released). */
+export const switchReleased = (name: string): SqlPart => ({
+  text: (p) => `SELECT NOT EXISTS (SELECT 1 FROM broker_switches WHERE name = ${p(1)} AND engaged)`,
+  values: [name],
+});
+
 /** In the caller's transaction: waits for in-flight consents to end before the switch changes. */
 export async function lockSwitchExclusive(db: Queryable, name: string): Promise<void> {
   await db.query('SELECT 1 FROM broker_switches WHERE name = $1 FOR UPDATE', [name]);

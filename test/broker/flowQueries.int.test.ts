@@ -10,7 +10,7 @@ import { useBrokerStack } from '../support/useBrokerStack.js';
 // the flow's latency (npm run bench:flow measures the same per step). The bounds are the figures
 // of a flow with nothing in its way; a statement added to a step must show up here.
 const BOUNDS: Record<string, number> = {
-  'POST /mcp elicit': 8,
+  'POST /mcp elicit': 6,
   'GET /connect/:handle': 4,
   'GET /auth/callback': 1,
   'POST /connect/:handle': 4,

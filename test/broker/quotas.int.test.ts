@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_QUOTAS } from '../../src/broker/quotas.js';
 import { digestOf } from '../../src/shared/tokens.js';
 import { elicitConnection, openConnectLink, retryConnection, URL_CAPS } from '../support/connectFlow.js';
 import { closeLegacy, connectLegacy, expectUrlElicitation } from '../support/legacySdkClient.js';
@@ -122,5 +123,33 @@ describe('per-principal quotas', () => {
       [digestOf(handle)],
     );
     expect(rows.rows[0].n).toBe(3);
+  });
+});
+
+describe('per-principal quotas, asked at once', () => {
+  const { stack, tokens } = useBrokerStack({ quotas: { ...DEFAULT_QUOTAS, openPerProvider: 2 } }, { users: ['alice'] });
+  const flowsOf = async (sub: string) =>
+    (
+      await stack.db.pool.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM elicitation_navigations WHERE subject_sub = $1',
+        [sub],
+      )
+    ).rows[0]!.n;
+  const refusal = (response: Awaited<ReturnType<typeof callTool>>) =>
+    response.json.result as { isError?: boolean; structuredContent?: { error: string; message: string } };
+
+  it('admits as many of concurrent new flows as the quota allows, and refuses the rest', async () => {
+    // The admission is read in the statement that inserts each flow, under the principal's lock.
+    const answers = await Promise.all(
+      ['One', 'Two', 'Three', 'Four', 'Five', 'Six'].map((title) =>
+        callTool(stack, tokens.alice, 'reports_create', { title: `At once ${title}`, body: '' }, {}, URL_CAPS),
+      ),
+    );
+    const kinds = answers.map((a) =>
+      refusal(a).isError ? refusal(a).structuredContent?.error : (a.json.result as { resultType?: string }).resultType,
+    );
+    expect(kinds.filter((k) => k === 'input_required')).toHaveLength(2);
+    expect(kinds.filter((k) => k === 'rate_limited')).toHaveLength(4);
+    expect(await flowsOf('alice')).toBe(2);
   });
 });
