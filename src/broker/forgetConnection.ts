@@ -102,22 +102,29 @@ export interface StoredAccess {
 }
 
 /**
+ * Whether a call through `connection` is to be noted as its last use (touchConnection): the record
+ * was read for this call, and one noted less than a minute ago would not change.
+ */
+export const touchDue = (connection: Pick<ConnectionRecord, 'lastUsedAt'>, now: Date): boolean =>
+  !connection.lastUsedAt || now.getTime() - connection.lastUsedAt.getTime() >= TOUCH_EVERY_MS;
+
+/**
  * Performs a call with a stored token; a 401 forgets that token and becomes
  * the reconnect outcome instead of an error, for the caller to ask the user
  * to connect again (and, with a receipt, to record as the final outcome).
+ * `touched`: the caller noted this use already, in a statement of its own.
  */
 export async function performOrForget(
   deps: Pick<TokenVaultDeps, 'pool' | 'box' | 'clock'>,
   access: StoredAccess,
   perform: (access: StoredAccess) => Promise<BusinessOutcome>,
+  touched = false,
 ): Promise<BusinessOutcome> {
   const { connection, token } = access;
   try {
     // Every call through a stored token passes here: what the connections page shows as last used.
-    // The record was read for this call: noted less than a minute ago, the update would change nothing.
     const now = deps.clock.now();
-    if (!connection.lastUsedAt || now.getTime() - connection.lastUsedAt.getTime() >= TOUCH_EVERY_MS)
-      await touchConnection(deps.pool, connection.id, now);
+    if (!touched && touchDue(connection, now)) await touchConnection(deps.pool, connection.id, now);
     return await perform(access);
   } catch (err) {
     if (!(err instanceof UpstreamUnauthorizedError)) throw err;

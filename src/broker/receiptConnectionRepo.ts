@@ -1,3 +1,4 @@
+import { alongsideItems, type Alongside } from '../db/alongside.js';
 import type { Queryable } from '../db/pool.js';
 
 /**
@@ -5,10 +6,17 @@ import type { Queryable } from '../db/pool.js';
  * (migrations/0019_connection_accounts.sql), before the business call: with several accounts at a
  * provider, the receipt says which one acted. A re-drive performs it through the same connection.
  */
-export async function recordReceiptConnection(db: Queryable, receiptId: string, connectionId: string): Promise<void> {
+export async function recordReceiptConnection(
+  db: Queryable,
+  receiptId: string,
+  connectionId: string,
+  /** Written in the same statement: the connection's own note of this use (connectionsRepo.ts touchConnectionAlongside). */
+  alongside: readonly Alongside[] = [],
+): Promise<void> {
+  const also = alongsideItems(alongside, 2);
   await db.query(
-    'UPDATE operation_receipts SET connection_id = $2 WHERE id = $1 AND connection_id IS DISTINCT FROM $2',
-    [receiptId, connectionId],
+    `${also.text && `WITH ${also.text} `}UPDATE operation_receipts SET connection_id = $2 WHERE id = $1 AND connection_id IS DISTINCT FROM $2`,
+    [receiptId, connectionId, ...also.values],
   );
 }
 

@@ -31,8 +31,8 @@ export function allOf(parts: readonly SqlPart[]): SqlPart {
 export type Alongside = SqlPart;
 
 /**
- * `alongside` as WITH items (`, alongside0 AS (…)` each: a data-modifying WITH cannot nest), their
- * parameters numbered after the `before` the statement has of its own.
+ * `alongside` as WITH items (`alongside0 AS (…), …`: a data-modifying WITH cannot nest), their
+ * parameters numbered after the `before` the statement has of its own; '' for none.
  */
 export function alongsideItems(alongside: readonly Alongside[], before: number): { text: string; values: unknown[] } {
   let offset = before;
@@ -40,8 +40,8 @@ export function alongsideItems(alongside: readonly Alongside[], before: number):
     .map((a, n) => {
       const from = offset;
       offset += a.values.length;
-      return `, alongside${n} AS (${a.text((i) => `$${from + i}`)})`;
+      return `alongside${n} AS (${a.text((i) => `$${from + i}`)})`;
     })
-    .join('');
+    .join(', ');
   return { text, values: alongside.flatMap((a) => a.values) };
 }

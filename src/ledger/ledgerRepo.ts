@@ -79,7 +79,7 @@ export async function writeWithEntries<R extends { id: string }>(
                      ${at(6)}::jsonb[], ${at(7)}::timestamptz[]) WITH ORDINALITY
               AS e(navigation_id, from_status, to_status, event, actor, evidence, at, ord)
         WHERE e.navigation_id IN (SELECT id FROM written)
-        ORDER BY e.ord)${also.text}
+        ORDER BY e.ord)${also.text && `, ${also.text}`}
      SELECT * FROM written`,
     [
       ...write.values,

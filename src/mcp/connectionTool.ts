@@ -21,11 +21,17 @@ import {
 } from '../broker/startNavigation.js';
 import { InvalidInputError } from '../errors/appError.js';
 import { invalidParams, missingRequiredClientCapability } from './toMcp.js';
-import { performOrForget, reconnectOutcome, reconnectReasonOf, type StoredAccess } from '../broker/forgetConnection.js';
+import {
+  performOrForget,
+  reconnectOutcome,
+  reconnectReasonOf,
+  touchDue,
+  type StoredAccess,
+} from '../broker/forgetConnection.js';
 import { connectionAccessFor, type ConnectionAccess } from '../broker/connectionAccess.js';
 import type { ConnectionChoice } from '../broker/connectionChoice.js';
 import { recordReceiptConnection } from '../broker/receiptConnectionRepo.js';
-import { findConnectionsFor, type ConnectionRecord } from '../secrets/connectionsRepo.js';
+import { findConnectionsFor, touchConnectionAlongside, type ConnectionRecord } from '../secrets/connectionsRepo.js';
 import {
   accountAnswerOf,
   accountQuestion,
@@ -422,7 +428,10 @@ export async function runAccepted(
         // The provider would refuse it (or, worse, do part of it): not done, final, and said so.
         if (access.kind === 'scopes_missing') return reconnectOutcome(call.provider, 'scopes_missing', access.missing);
         used = access.connection;
-        await recordReceiptConnection(deps.broker.pool, receipt.id, access.connection.id);
+        // The receipt names the connection, and the connection notes its use, in one statement.
+        const now = deps.broker.clock.now();
+        const touch = touchDue(access.connection, now) ? [touchConnectionAlongside(access.connection.id, now)] : [];
+        await recordReceiptConnection(deps.broker.pool, receipt.id, access.connection.id, touch);
         // The host's request is here: the provider may ask it more (nested on its stream, the lease held
         // while the user answers; else relayed as this request's answer, which is then no outcome).
         const direct: DirectPerform = {
@@ -435,7 +444,7 @@ export async function runAccepted(
             },
           }),
         };
-        return performOrForget(deps.vault, access, (live) => call.perform(live, key, direct));
+        return performOrForget(deps.vault, access, (live) => call.perform(live, key, direct), true);
       },
       deps.broker.retryWaitMs,
       false,

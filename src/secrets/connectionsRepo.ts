@@ -262,12 +262,20 @@ export async function moveConnection(
 
 /** Notes a call made through the connection (for the connections page), at most once a minute per connection. */
 export async function touchConnection(db: Queryable, id: string, now: Date): Promise<void> {
+  const write = touchConnectionAlongside(id, now);
   await db.query(
-    `UPDATE connections SET last_used_at = $2
-      WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2::timestamptz - interval '1 minute')`,
-    [id, now],
+    write.text((i) => `$${i}`),
+    write.values,
   );
 }
+
+/** touchConnection as a write beside another statement's (the receipt naming the connection it runs on). */
+export const touchConnectionAlongside = (id: string, now: Date): Alongside => ({
+  text: (p) =>
+    `UPDATE connections SET last_used_at = ${p(2)}::timestamptz
+      WHERE id = ${p(1)}::uuid AND (last_used_at IS NULL OR last_used_at < ${p(2)}::timestamptz - interval '1 minute')`,
+  values: [id, now],
+});
 
 /**
  * Active connections whose access token expires before `before` and which hold a refresh token,

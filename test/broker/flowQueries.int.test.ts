@@ -16,7 +16,7 @@ const BOUNDS: Record<string, number> = {
   'POST /connect/:handle': 4,
   'GET /oauth/callback/reports': 7,
   'GET /connect/done': 2,
-  'POST /mcp retry': 7,
+  'POST /mcp retry': 6,
 };
 
 describe('the statements of one connect flow', () => {
@@ -65,6 +65,14 @@ describe('the statements of one connect flow', () => {
       retryConnection(stack, tokens.alice, 'reports_create', args, elicit.value.requestState, 'accept'),
     );
     expect(retry.value.json.result).toMatchObject({ structuredContent: { status: 'created' } });
+    // What the fewer statements still write: the receipt names the connection it ran on, which notes its use.
+    const { rows: used } = await stack.db.pool.query<{ named: boolean; noted: boolean }>(
+      `SELECT r.connection_id = c.id AS named, c.last_used_at IS NOT NULL AS noted
+         FROM operation_receipts r JOIN elicitation_navigations n ON n.id = r.navigation_id
+         JOIN connections c ON c.subject_sub = n.subject_sub AND c.provider = n.provider
+        WHERE n.subject_sub = 'alice'`,
+    );
+    expect(used).toEqual([{ named: true, noted: true }]);
 
     const measured: Record<string, number> = {
       'POST /mcp elicit': elicit.n,
