@@ -34,8 +34,12 @@ const RETRY_STEP = 'POST /mcp retry';
 const loopDelay = (d: { p50: number; p99: number; max: number }) =>
   `${d.p50.toFixed(1)} / ${d.p99.toFixed(1)} / ${d.max.toFixed(1)} ms`;
 
-/** Callback-to-verified p99 target (issue: under 250 ms). */
+/** Callback-to-verified p99 target: under 250 ms. */
 export const CALLBACK_P99_TARGET_MS = 250;
+/** Database queries per flow target: at most 30 (BEGIN/COMMIT included). */
+const QUERIES_PER_FLOW_TARGET = 30;
+const queriesTarget = (run: Pick<FlowRun, 'flows' | 'broker'>) =>
+  queriesPerFlow(run) <= QUERIES_PER_FLOW_TARGET ? 'met' : 'MISSED';
 
 /** Nearest-rank percentiles. */
 export function percentiles(values: readonly number[]): Percentiles {
@@ -128,6 +132,10 @@ export function formatRun(run: FlowRun): string {
       `target: callback → verified p99 < ${CALLBACK_P99_TARGET_MS} ms`,
       callback.p99 < CALLBACK_P99_TARGET_MS ? `met (${ms(callback.p99)})` : `MISSED (${ms(callback.p99)})`,
     ),
+    row(
+      `target: database queries per flow ≤ ${QUERIES_PER_FLOW_TARGET}`,
+      `${queriesTarget(run)} (${queriesPerFlow(run).toFixed(1)})`,
+    ),
     row('result', v.ok ? `OK: every flow's ${run.service.tool} was done exactly once` : 'FAILED'),
   ];
   const failures = run.results.filter((r) => r.failure !== undefined);
@@ -183,6 +191,10 @@ export function formatSideBySide(runs: readonly FlowRun[]): string {
     line(
       'database queries per flow (broker pool)',
       runs.map((r) => queriesPerFlow(r).toFixed(1)),
+    ),
+    line(
+      `  target ≤ ${QUERIES_PER_FLOW_TARGET}`,
+      runs.map((r) => queriesTarget(r)),
     ),
     line(
       'throughput',
