@@ -1,5 +1,5 @@
 import type { Sealed } from '../crypto/secretBox.js';
-import type { SqlPart } from '../db/alongside.js';
+import { statementText, type SqlPart } from '../db/alongside.js';
 import type { Queryable } from '../db/pool.js';
 import type { FlowWrite } from '../ledger/ledgerRepo.js';
 import { fromRow, type NavigationRecord, type NavigationRow } from '../flow/navigationRecord.js';
@@ -164,22 +164,15 @@ export interface StatusChange {
  * ConflictError). `unless`: a condition that holds the move back, in the same statement.
  */
 export function compareAndSetWrite(change: StatusChange, unless?: SqlPart): FlowWrite {
-  const held = unless ? `AND NOT COALESCE((${unless.text((i) => `$${6 + i}`)}), true)` : '';
+  const own = [change.id, change.from, change.to, change.rowVersion, change.now, change.stateNonceDigest ?? null];
+  const held = unless ? `AND NOT COALESCE((${unless.text((i) => `$${own.length + i}`)}), true)` : '';
   return {
     text: `UPDATE elicitation_navigations
         SET status = $3, row_version = row_version + 1, updated_at = $5,
             state_nonce_digest = COALESCE($6, state_nonce_digest)
       WHERE id = $1 AND status = $2 AND row_version = $4 ${held}
       RETURNING ${COLUMNS}`,
-    values: [
-      change.id,
-      change.from,
-      change.to,
-      change.rowVersion,
-      change.now,
-      change.stateNonceDigest ?? null,
-      ...(unless?.values ?? []),
-    ],
+    values: [...own, ...(unless?.values ?? [])],
   };
 }
 
@@ -309,7 +302,7 @@ export async function countQuotaFlows(
 }> {
   const counts = quotaCounts(subject, provider, since, now);
   const { rows } = await db.query<{ recent: number; oldest: Date | null; open: number; first: Date | null }>(
-    counts.text((i) => `$${i}`),
+    statementText(counts),
     counts.values,
   );
   const r = rows[0];
@@ -321,8 +314,8 @@ export async function countQuotaFlows(
 
 /**
  * Whether the principal may start one more flow, as a condition of the statement that inserts it
- * (insertNavigationWrite's `when`): fewer than `perHour` since `since` and, unless `openToo` is
- * false, fewer than `openPerProvider` open. Read under lockPrincipalQuota, as countQuotaFlows is.
+ * (insertNavigationWrite's `when`): fewer than `perHour` since `since` and, unless `openPerProvider` is
+ * undefined (a flow born verified is not counted as open), fewer than that many open. Read under lockPrincipalQuota, as countQuotaFlows is.
  */
 export function quotasAllow(
   subject: { iss: string; sub: string },

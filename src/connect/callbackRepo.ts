@@ -5,7 +5,7 @@ import { claimPendingText, pendingOfJoined, type PendingAuthorization } from '..
 
 /**
  * A callback's first read, in one statement: the OAuth transaction of its state, consumed at most
- * once (oauth/pendingAuthRepo.ts consumePendingAuthorization), and the flow it belongs to
+ * once (oauth/pendingAuthRepo.ts claimPendingText), and the flow it belongs to
  * (undefined when the flow is gone).
  */
 export async function claimForCallback(

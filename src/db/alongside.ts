@@ -4,6 +4,9 @@ export interface SqlPart {
   values: unknown[];
 }
 
+/** `part` as a statement of its own, its parameters numbered from $1. */
+export const statementText = (part: SqlPart): string => part.text((i) => `$${i}`);
+
 /** `parts` joined by AND, each its own parenthesised condition, their parameters numbered in turn (none: true). */
 export function allOf(parts: readonly SqlPart[]): SqlPart {
   if (parts.length === 0) return { text: () => 'true', values: [] };

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Alongside } from '../db/alongside.js';
+import { statementText, type Alongside } from '../db/alongside.js';
 import type { Queryable } from '../db/pool.js';
 import {
   webhookDataSchema,
@@ -42,10 +42,7 @@ const fromRow = (r: Row): ClaimedEvent => ({
  */
 export async function enqueueEvent(tx: Queryable, event: WebhookEvent & { occurredAt: Date }): Promise<string> {
   const write = enqueueEventAlongside(event);
-  await tx.query(
-    write.text((i) => `$${i}`),
-    write.values,
-  );
+  await tx.query(statementText(write), write.values);
   return write.values[0] as string;
 }
 

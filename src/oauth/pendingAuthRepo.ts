@@ -93,8 +93,10 @@ export function pendingAuthorizationAlongside(p: PendingAuthorization): Alongsid
 }
 
 /**
- * consumePendingAuthorization's DELETE as an item of a caller's WITH, its columns named
- * `pending_<column>` so that a join beside it can name another table's as they are.
+ * Consumes the transaction for a state, at most once (DELETE … RETURNING): a replayed or forged
+ * callback finds nothing. Expired rows are consumed too, and the caller refuses them. As an item of
+ * a caller's WITH, its columns named `pending_<column>` so that a join beside it can name another
+ * table's as they are (connect/callbackRepo.ts).
  */
 export const claimPendingText = (stateParam: string): string =>
   `DELETE FROM oauth_transactions WHERE state_digest = ${stateParam}
@@ -105,20 +107,3 @@ export const claimPendingText = (stateParam: string): string =>
 /** The transaction in a row of claimPendingText's `pending_` columns. */
 export const pendingOfJoined = (row: Record<string, unknown>): PendingAuthorization =>
   fromRow(Object.fromEntries(RETURNED.split(', ').map((c) => [c, row[`pending_${c}`]])) as unknown as Row);
-
-/**
- * Consumes the transaction for a state, at most once (DELETE … RETURNING):
- * a replayed or forged callback finds nothing. Expired rows are consumed too,
- * and the caller refuses them.
- */
-export async function consumePendingAuthorization(
-  db: Queryable,
-  stateDigest: Buffer,
-): Promise<PendingAuthorization | undefined> {
-  const { rows } = await db.query<Row>(
-    `DELETE FROM oauth_transactions WHERE state_digest = $1
-     RETURNING ${RETURNED}`,
-    [stateDigest],
-  );
-  return rows[0] ? fromRow(rows[0]) : undefined;
-}

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/principal.js';
-import type { Alongside } from '../db/alongside.js';
+import { statementText, type Alongside } from '../db/alongside.js';
 import type { Queryable } from '../db/pool.js';
 import { fromStatesOf, toStateOf, type ConnectionEvent, type ConnectionState } from './connectionStates.js';
 import { secretColumnsAs, secretOfJoined, type StoredSecret } from './secretsRepo.js';
@@ -95,7 +95,7 @@ const fromRow = (r: Row): ConnectionRecord => ({
  */
 export async function insertConnection(db: Queryable, c: ConnectionWrite, now: Date): Promise<ConnectionRecord> {
   const write = connectionInsertAlongside(randomUUID(), c, now);
-  const { rows } = await db.query<Row>(`${write.text((i) => `$${i}`)} RETURNING *`, write.values);
+  const { rows } = await db.query<Row>(`${statementText(write)} RETURNING *`, write.values);
   return fromRow(rows[0]!);
 }
 
@@ -121,22 +121,10 @@ const factsOf = (c: ConnectionWrite) => [
 ];
 
 /**
- * Reconnects connection `id` in place, in the caller's transaction: every fact of the previous grant
- * is replaced, the id and the default flag are kept, and it is active again (the callback stores the
- * new token set in the same transaction).
+ * Reconnects connection `id` in place, as a write beside the callback's statement, in its
+ * transaction: every fact of the previous grant is replaced, the id and the default flag are kept,
+ * and it is active again (its new token set is written beside it too).
  */
-export async function replaceConnection(
-  db: Queryable,
-  id: string,
-  c: ConnectionWrite,
-  now: Date,
-): Promise<ConnectionRecord> {
-  const write = connectionReplaceAlongside(id, c, now);
-  const { rows } = await db.query<Row>(`${write.text((i) => `$${i}`)} RETURNING *`, write.values);
-  return fromRow(rows[0]!);
-}
-
-/** replaceConnection as a write beside another statement's. */
 export function connectionReplaceAlongside(id: string, c: ConnectionWrite, now: Date): Alongside {
   return {
     text: (p) =>
@@ -263,10 +251,7 @@ export async function moveConnection(
 /** Notes a call made through the connection (for the connections page), at most once a minute per connection. */
 export async function touchConnection(db: Queryable, id: string, now: Date): Promise<void> {
   const write = touchConnectionAlongside(id, now);
-  await db.query(
-    write.text((i) => `$${i}`),
-    write.values,
-  );
+  await db.query(statementText(write), write.values);
 }
 
 /** touchConnection as a write beside another statement's (the receipt naming the connection it runs on). */

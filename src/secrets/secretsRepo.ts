@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/principal.js';
-import type { Alongside } from '../db/alongside.js';
+import { statementText, type Alongside } from '../db/alongside.js';
 import type { Queryable } from '../db/pool.js';
 
 export type SecretKind = 'access_token' | 'refresh_token';
@@ -77,10 +77,7 @@ export type SecretWrite = Omit<StoredSecret, 'id' | 'rowVersion' | 'aadLayout'>;
 export async function upsertSecrets(db: Queryable, secrets: readonly SecretWrite[], now: Date): Promise<void> {
   if (secrets.length === 0) return;
   const write = secretsUpsertAlongside(secrets, now);
-  await db.query(
-    write.text((i) => `$${i}`),
-    write.values,
-  );
+  await db.query(statementText(write), write.values);
 }
 
 /** upsertSecrets as a write beside another statement's (the connection they belong to may be written there). */

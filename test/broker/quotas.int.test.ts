@@ -9,6 +9,18 @@ import { useBrokerStack } from '../support/useBrokerStack.js';
 // Per-principal quotas (QUOTA_*): new flows per hour, open flows per provider,
 // concurrent waits, refusal rows per flow. A refusal is a clear tool error with
 // a retry hint and changes nothing; an identical call reuses its open flow.
+type Stack = ReturnType<typeof useBrokerStack>['stack'];
+/** How many flows the subject has, in any state. */
+const flowsOfIn = async (stack: Stack, sub: string) =>
+  (
+    await stack.db.pool.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM elicitation_navigations WHERE subject_sub = $1',
+      [sub],
+    )
+  ).rows[0]!.n;
+const refusal = (response: Awaited<ReturnType<typeof callTool>>) =>
+  response.json.result as { isError?: boolean; structuredContent?: { error: string; message: string } };
+
 describe('per-principal quotas', () => {
   const { stack, tokens } = useBrokerStack(
     {
@@ -19,15 +31,7 @@ describe('per-principal quotas', () => {
     { users: ['alice', 'bob', 'mallory', 'ops'] },
   );
 
-  const flowsOf = async (sub: string) =>
-    (
-      await stack.db.pool.query<{ n: number }>(
-        'SELECT count(*)::int AS n FROM elicitation_navigations WHERE subject_sub = $1',
-        [sub],
-      )
-    ).rows[0]!.n;
-  const refusal = (response: Awaited<ReturnType<typeof callTool>>) =>
-    response.json.result as { isError?: boolean; structuredContent?: { error: string; message: string } };
+  const flowsOf = (sub: string) => flowsOfIn(stack, sub);
 
   it('gives an identical call its open flow and link again instead of a second flow (MRTR and -32042)', async () => {
     const args = { title: 'Asked twice', body: '' };
@@ -128,15 +132,7 @@ describe('per-principal quotas', () => {
 
 describe('per-principal quotas, asked at once', () => {
   const { stack, tokens } = useBrokerStack({ quotas: { ...DEFAULT_QUOTAS, openPerProvider: 2 } }, { users: ['alice'] });
-  const flowsOf = async (sub: string) =>
-    (
-      await stack.db.pool.query<{ n: number }>(
-        'SELECT count(*)::int AS n FROM elicitation_navigations WHERE subject_sub = $1',
-        [sub],
-      )
-    ).rows[0]!.n;
-  const refusal = (response: Awaited<ReturnType<typeof callTool>>) =>
-    response.json.result as { isError?: boolean; structuredContent?: { error: string; message: string } };
+  const flowsOf = (sub: string) => flowsOfIn(stack, sub);
 
   it('admits as many of concurrent new flows as the quota allows, and refuses the rest', async () => {
     // The admission is read in the statement that inserts each flow, under the principal's lock.
