@@ -71,6 +71,9 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     const embedded = await startEmbeddedPostgres(
       join(config.dataDir, 'postgres'),
       logger.child({ component: 'postgres' }),
+      {
+        avoidPorts: ownPorts(config, dev),
+      },
     );
     closers.push({ name: 'embedded Postgres', close: embedded.stop });
     databaseUrl = embedded.url;
@@ -230,6 +233,12 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
       ...(devFacts ? { dev: devFacts } : {}),
     }),
   );
+}
+
+/** The loopback ports this process listens on once its database is up (0: the system picks later). */
+function ownPorts(config: Readonly<Config>, dev: boolean): number[] {
+  const { idpPort, reportsPort, githubPort, upstreamPort } = config.dev;
+  return [config.http.port, ...(dev ? [idpPort, reportsPort, githubPort, upstreamPort] : [])].filter((p) => p > 0);
 }
 
 function packageVersion(): string {

@@ -1,7 +1,7 @@
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { access, chmod, chown, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { createServer, type AddressInfo, type Server } from 'node:net';
 import { arch, platform, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
@@ -52,12 +52,13 @@ const USER = 'broker';
 
 /**
  * Starts (initialising once) a Postgres cluster under `dir`, on a free loopback port, or on `port`
- * (the same URL again after a stop, as a restarted server keeps its address).
+ * (the same URL again after a stop, as a restarted server keeps its address). `avoidPorts` are the
+ * ports the caller will listen on after this: free now, so the system could hand one of them out.
  */
 export async function startEmbeddedPostgres(
   requestedDir: string,
   logger: Logger,
-  options: { port?: number } = {},
+  options: { port?: number; avoidPorts?: readonly number[] } = {},
 ): Promise<EmbeddedPostgres> {
   const owner = runAsOwner();
   const bin = owner ? await executableBinaries(await loadBinaries(), owner, logger) : await loadBinaries();
@@ -73,7 +74,7 @@ export async function startEmbeddedPostgres(
   }
   const password = (await readFile(passwordFile, 'utf8')).trim();
   await stopLeftoverPostmaster(pgData, logger);
-  const port = options.port ?? (await freePort());
+  const port = options.port ?? (await freePort(new Set(options.avoidPorts ?? [])));
   // Its own process group: Ctrl-C signals the terminal's whole foreground group, and Postgres
   // must outlive the broker's drain of in-flight requests; the broker stops it last.
   const child = spawn(
@@ -241,16 +242,27 @@ async function stopChild(child: ChildProcess): Promise<void> {
   clearTimeout(timer);
 }
 
-async function freePort(): Promise<number> {
+/** A free loopback port not in `avoid`; a refused one stays held so the system hands out another. */
+export async function freePort(avoid: ReadonlySet<number>): Promise<number> {
+  const held: Server[] = [];
+  try {
+    for (let attempt = 0; attempt < 32; attempt += 1) {
+      const server = await listening();
+      const port = (server.address() as AddressInfo).port;
+      held.push(server);
+      if (!avoid.has(port)) return port;
+    }
+    throw new Error("embedded Postgres: no free loopback port outside the broker's own");
+  } finally {
+    await Promise.all(held.map((server) => new Promise((resolve) => server.close(resolve))));
+  }
+}
+
+function listening(): Promise<Server> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
+    server.listen(0, '127.0.0.1', () => resolve(server));
   });
 }
 
