@@ -8,9 +8,51 @@ import { FetchRefusedError, verifyingAgent, type Fetch, type FetchOptions } from
  * servers' calls, one per proxied tool call, where fetch's own cost shows. It never follows a
  * redirect, and tests cannot intercept it with nock (they run real servers for upstreams).
  */
-export function createRequestFetch(options: FetchOptions & { maxBytes?: number } = {}): Fetch {
-  return requestFetch(verifyingAgent(options), options.timeoutMs ?? 10_000, options.maxBytes);
+export function createRequestFetch(options: FetchOptions & { maxBytes?: number } = {}): RequestFetch {
+  const dispatcher = verifyingAgent(options);
+  const timeoutMs = options.timeoutMs ?? 10_000;
+  const maxBytes = options.maxBytes ?? MAX_BUFFERED_BYTES;
+  return Object.assign(requestFetch(dispatcher, timeoutMs, maxBytes), {
+    post: (async (url, headers, body, signal) => {
+      const answer = await request(url, { method: 'POST', headers, body, signal, dispatcher });
+      return {
+        status: answer.statusCode,
+        headers: answer.headers,
+        read: (within = maxBytes) => bounded(answer.body, url, Math.min(within, maxBytes)),
+        chunks: (within = maxBytes) => boundedChunks(answer.body, url, Math.min(within, maxBytes)),
+        discard: () => answer.body.dump(),
+      };
+    }) satisfies Post,
+  });
 }
+
+/**
+ * One POST on the same connections and TLS as the fetch, none of fetch's Request, Headers and
+ * Response built: the caller reads the answer whole or as it comes, bounded as the fetch's is.
+ * For the one request on a hot path that needs nothing more (upstreamMcpClient.ts). The caller's
+ * signal is its deadline (the agent's timeouts still hold).
+ */
+export type Post = (
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  signal: AbortSignal,
+) => Promise<PostAnswer>;
+
+export interface PostAnswer {
+  status: number;
+  /** As undici gives them: lower-case names. */
+  headers: Record<string, string | string[] | undefined>;
+  /** The whole body; FetchRefusedError past the fetch's bound or `maxBytes`, the smaller. */
+  read(maxBytes?: number): Promise<Uint8Array>;
+  /** The body as it comes; FetchRefusedError once more than that has come. */
+  chunks(maxBytes?: number): AsyncIterable<Buffer>;
+  /** Nothing more is read. */
+  discard(): Promise<void>;
+}
+
+/** createRequestFetch's fetch, with its lighter POST beside it. */
+export type RequestFetch = Fetch & { post: Post };
 
 /**
  * A fetch on undici's `request` for the calls the broker makes on a hot path (an upstream MCP
@@ -66,15 +108,27 @@ const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
 async function bounded(body: Dispatcher.ResponseData['body'], url: string, maxBytes: number): Promise<Uint8Array> {
   const chunks: Buffer[] = [];
   let size = 0;
+  for await (const chunk of boundedChunks(body, url, maxBytes)) {
+    size += chunk.byteLength;
+    chunks.push(chunk);
+  }
+  return new Uint8Array(Buffer.concat(chunks, size));
+}
+
+async function* boundedChunks(
+  body: Dispatcher.ResponseData['body'],
+  url: string,
+  maxBytes: number,
+): AsyncGenerator<Buffer> {
+  let size = 0;
   for await (const chunk of body as AsyncIterable<Buffer>) {
     size += chunk.byteLength;
     if (size > maxBytes) {
       body.destroy();
       throw new FetchRefusedError(`${url} answered more than ${maxBytes} bytes`);
     }
-    chunks.push(chunk);
+    yield chunk;
   }
-  return new Uint8Array(Buffer.concat(chunks, size));
 }
 
 function bodyOf(body: RequestInit['body'], headers: Headers): string | Uint8Array | undefined {

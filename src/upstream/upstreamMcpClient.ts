@@ -12,10 +12,13 @@ import { UpstreamUnauthorizedError } from '../broker/forgetConnection.js';
 import { UnavailableError } from '../errors/appError.js';
 import { LEGACY_VERSION, MODERN_VERSION } from '../mcp/protocol.js';
 import { FetchRefusedError, strictFetch, type Fetch } from '../shared/httpClient.js';
+import type { RequestFetch } from '../shared/requestFetch.js';
+import { eventData } from './eventStream.js';
+import { newWire, notSent, plainCall, statelessCall, type UpstreamWire } from './statelessCall.js';
 
 export interface UpstreamMcpDeps {
-  /** The broker's fetch (its CAs, no TLS shortcut). */
-  fetch: Fetch;
+  /** The broker's fetch (its CAs, no TLS shortcut); with a `post` (createRequestFetch), calls to 2026-07-28 upstreams take statelessCall.ts. */
+  fetch: Fetch | RequestFetch;
   /** Each request's deadline, the whole answer included. */
   timeoutMs: number;
   /** The broker's name and version, sent as clientInfo. */
@@ -78,9 +81,6 @@ export class UpstreamUnreachableError extends UnavailableError {
 // An upstream's answer is relayed to the host whole: bounded like any document the broker reads.
 export const MAX_UPSTREAM_ANSWER_BYTES = 2 * 1024 * 1024;
 
-// Socket errors that happen before a request leaves: the upstream never saw it.
-const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
-
 type Elicitation = { form?: Record<string, never>; url?: Record<string, never> };
 
 /** One connected SDK client, kept for the next calls of its (upstream, user's token, modes): many at once. */
@@ -100,15 +100,7 @@ interface Kept {
 const MAX_CLIENTS = 1_000;
 const CLIENT_IDLE_MS = 5 * 60_000;
 
-interface Wire {
-  /** The first failure the fetch saw, or the status of a refused answer. */
-  failure: unknown;
-  status: number | undefined;
-  /** Whether a request may have reached the upstream. */
-  sent: boolean;
-}
-
-const newWire = (): Wire => ({ failure: undefined, status: undefined, sent: false });
+type Wire = UpstreamWire;
 
 /** One running call: what reached the upstream, and who answers its questions. */
 interface CallState {
@@ -129,6 +121,7 @@ const CALL_HEADER = 'x-connect-broker-call';
 export function createUpstreamMcp(deps: UpstreamMcpDeps) {
   // The SDK's own deadline comes after the fetch's, so the fetch's failure is the one that explains it.
   const sdkTimeout = deps.timeoutMs + 500;
+  const post = 'post' in deps.fetch ? deps.fetch.post : undefined;
   // What each upstream speaks, learnt at its first connection: 2026-07-28 (stateless), or 2025-11-25 (sessions).
   const eras = new Map<string, ProtocolEra>();
   // Each user's server/discover answer, adopted by their other clients: the SDK reuses one only within
@@ -408,30 +401,50 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
           : undefined;
       // This call's own wire state: connecting (or another call on the same client) sends nothing it counts.
       const wire = newWire();
+      const params = {
+        name,
+        arguments: args,
+        ...(options.inputResponses !== undefined && { inputResponses: options.inputResponses }),
+        ...(options.requestState !== undefined && { requestState: options.requestState }),
+      };
       try {
+        // A 2026-07-28 upstream (learnt when its tools were listed): no client, one request (statelessCall.ts).
+        if (post && eras.get(url) === 'modern' && plainCall(definition)) {
+          const call = {
+            url,
+            token,
+            name,
+            params,
+            definition,
+            clientInfo: deps.clientInfo,
+            capabilities: elicitation ? { elicitation } : {},
+            timeoutMs: deps.timeoutMs,
+            maxBytes: MAX_UPSTREAM_ANSWER_BYTES,
+          };
+          try {
+            const answer = await statelessCall(post, wire, call);
+            return answer.kind === 'error' ? answer : answerOf(answer.result);
+          } catch (err) {
+            if (wire.status === 401) {
+              forget(ownerOf(url, token));
+              throw new UpstreamUnauthorizedError('The upstream MCP server refused the access token.');
+            }
+            throw err;
+          }
+        }
         return await withClient(
           url,
           token,
           wire,
           async (client, headers) => {
             try {
-              const result = await client.callTool(
-                {
-                  name,
-                  arguments: args,
-                  ...(options.inputResponses !== undefined && { inputResponses: options.inputResponses }),
-                  ...(options.requestState !== undefined && { requestState: options.requestState }),
-                },
-                { timeout: sdkTimeout, toolDefinition: definition as never, allowInputRequired: true, headers },
-              );
-              const answer = result as Record<string, unknown>;
-              if (answer['resultType'] === 'input_required' || 'inputRequests' in answer || 'requestState' in answer)
-                return {
-                  kind: 'input_required',
-                  inputRequests: (answer['inputRequests'] ?? {}) as Record<string, unknown>,
-                  requestState: typeof answer['requestState'] === 'string' ? answer['requestState'] : undefined,
-                };
-              return { kind: 'result', result: answer };
+              const result = await client.callTool(params, {
+                timeout: sdkTimeout,
+                toolDefinition: definition as never,
+                allowInputRequired: true,
+                headers,
+              });
+              return answerOf(result as Record<string, unknown>);
             } catch (err) {
               // A JSON-RPC error is the upstream's answer (on 200 or a 4xx of its own): it did not run the tool.
               // (Not a 404: that is a 2025-11-25 session the upstream ended, answered by initialising again.)
@@ -471,17 +484,15 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
 
 export type UpstreamMcp = ReturnType<typeof createUpstreamMcp>;
 
-function notSent(err: unknown): boolean {
-  if (err instanceof FetchRefusedError) return false;
-  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (
-      typeof code === 'string' &&
-      (NOT_SENT.has(code) || /^(ERR_TLS|CERT_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED)/.test(code))
-    )
-      return true;
-  }
-  return false;
+/** A tools/call result as the broker relays it: input_required (nothing done yet), or the tool's result. */
+function answerOf(answer: Record<string, unknown>): UpstreamCallAnswer {
+  if (answer['resultType'] === 'input_required' || 'inputRequests' in answer || 'requestState' in answer)
+    return {
+      kind: 'input_required',
+      inputRequests: (answer['inputRequests'] ?? {}) as Record<string, unknown>,
+      requestState: typeof answer['requestState'] === 'string' ? answer['requestState'] : undefined,
+    };
+  return { kind: 'result', result: answer };
 }
 
 /** Why a request failed, in words for the model and the operator (no URL, no token). */
@@ -496,31 +507,15 @@ function describe(err: unknown): string {
   return 'gave no answer the broker can read';
 }
 
-/**
- * Reads an event stream as it passes (the SSE format, HTML Living Standard §9.2): each JSON-RPC
- * request in a `data` field has its id (as JSON) given to `found`. Nothing is changed or held back.
- */
+/** Each JSON-RPC request on an event stream as it passes: its id (as JSON) given to `found`. Nothing is changed or held back. */
 function requestsOnStream(found: (id: string) => void): (chunk: Uint8Array) => void {
-  const decoder = new TextDecoder();
-  let pending = '';
-  let data: string[] = [];
-  return (chunk) => {
-    pending += decoder.decode(chunk, { stream: true });
-    const lines = pending.split(/\r\n|\r|\n/);
-    pending = lines.pop() ?? '';
-    for (const line of lines) {
-      if (line.startsWith('data:')) data.push(line.slice(line.startsWith('data: ') ? 6 : 5));
-      else if (line === '' && data.length > 0) {
-        const event = data.join('\n');
-        data = [];
-        try {
-          const message = JSON.parse(event) as { method?: unknown; id?: unknown };
-          if (typeof message.method === 'string' && (typeof message.id === 'string' || typeof message.id === 'number'))
-            found(JSON.stringify(message.id));
-        } catch {
-          // Not JSON: the SDK reports it.
-        }
-      }
+  return eventData((event) => {
+    try {
+      const message = JSON.parse(event) as { method?: unknown; id?: unknown };
+      if (typeof message.method === 'string' && (typeof message.id === 'string' || typeof message.id === 'number'))
+        found(JSON.stringify(message.id));
+    } catch {
+      // Not JSON: the SDK reports it.
     }
-  };
+  });
 }
