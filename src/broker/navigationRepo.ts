@@ -205,6 +205,52 @@ export function movedInOrder(changes: readonly { id: string }[], rows: readonly 
   return changes.map((c) => moved.get(c.id)).filter((n) => n !== undefined);
 }
 
+/** One operation of one client in one lineage: whose flows openFlowIdPart looks through. */
+export interface OperationKey {
+  subjectIss: string;
+  subjectSub: string;
+  clientId: string | undefined;
+  tool: string;
+  requestDigest: string;
+  lineage: string;
+}
+
+/**
+ * The id of the operation's open, unexpired flow (null for none), as a scalar subquery that can be
+ * read beside another statement: the newest of its five latest flows that is open, unexpired, of its
+ * lineage and its client.
+ */
+export function openFlowIdPart(op: OperationKey, now: Date): SqlPart {
+  return {
+    text: (p) => `SELECT r.id FROM (
+        SELECT id, status, expires_at, lineage, client_id, created_at FROM elicitation_navigations
+         WHERE subject_iss = ${p(1)} AND subject_sub = ${p(2)} AND tool = ${p(3)} AND request_digest = ${p(4)}
+         ORDER BY created_at DESC LIMIT 5) r
+      WHERE r.status = ANY(${p(5)}) AND r.expires_at > ${p(6)} AND r.lineage = ${p(7)} AND coalesce(r.client_id, '') = ${p(8)}
+      ORDER BY r.created_at DESC LIMIT 1`,
+    values: [
+      op.subjectIss,
+      op.subjectSub,
+      op.tool,
+      op.requestDigest,
+      [...openStates],
+      now,
+      op.lineage,
+      op.clientId ?? '',
+    ],
+  };
+}
+
+/** The operation's open flow (openFlowIdPart), if there is one. */
+export async function findOpenFlow(db: Queryable, op: OperationKey, now: Date): Promise<NavigationRecord | undefined> {
+  const part = openFlowIdPart(op, now);
+  const { rows } = await db.query<NavigationRow>(
+    `SELECT ${COLUMNS} FROM elicitation_navigations WHERE id = (${statementText(part)})`,
+    part.values,
+  );
+  return rows[0] ? fromRow(rows[0]) : undefined;
+}
+
 /** The newest navigations (up to `limit`) a subject started for one operation (tool + argument digest), in any lineage. */
 export async function findLatestForOperation(
   db: Queryable,

@@ -13,13 +13,14 @@ import { callbackPathFor, DONE_PATH, type BrokerDeps } from './brokerDeps.js';
 import type { NavigationRecord } from '../flow/navigationRecord.js';
 import {
   countQuotaFlows,
-  findLatestForOperation,
+  findOpenFlow,
   findSealedHandle,
   insertNavigationWrite,
   lockPrincipalQuota,
   quotasAllow,
+  type OperationKey,
 } from './navigationRepo.js';
-import { openStates, State, type FlowLineage } from '../flow/navigationStates.js';
+import { State, type FlowLineage } from '../flow/navigationStates.js';
 
 export interface NavigationRequest {
   principal: Principal;
@@ -206,18 +207,15 @@ export async function findOpenFlowFor(
   deps: Pick<BrokerDeps, 'pool' | 'clock'>,
   request: NavigationRequest,
 ): Promise<NavigationRecord | undefined> {
-  const now = deps.clock.now();
-  const recent = await findLatestForOperation(deps.pool, {
-    subjectIss: request.principal.iss,
-    subjectSub: request.principal.sub,
-    tool: request.tool,
-    requestDigest: request.requestDigest,
-  });
-  return recent.find(
-    (n) =>
-      openStates.has(n.status) &&
-      n.expiresAt > now &&
-      n.lineage === request.lineage &&
-      (n.clientId ?? '') === (request.clientId ?? ''),
-  );
+  return findOpenFlow(deps.pool, operationKey(request), deps.clock.now());
 }
+
+/** The operation a request is for, as the navigations record it. */
+export const operationKey = (request: NavigationRequest): OperationKey => ({
+  subjectIss: request.principal.iss,
+  subjectSub: request.principal.sub,
+  clientId: request.clientId,
+  tool: request.tool,
+  requestDigest: request.requestDigest,
+  lineage: request.lineage,
+});

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { Logger } from '../shared/logger.js';
 import type { Secret } from '../shared/secret.js';
+import { unnamed } from './prepared.js';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -56,6 +57,13 @@ export function createPool(config: PoolConfig, logger: Logger): pg.Pool {
   // handles. The query in flight fails with the same error, and release() drops the connection.
   const onLost = (err: Error) => logger.warn(describe(err), 'database connection lost');
   pool.on('acquire', (client) => client.on('error', onLost));
+  // A transaction-mode pooler runs each transaction on any server connection: a statement prepared
+  // on one is unknown on the next, so prepared.ts's statements are sent unnamed there.
+  if (config.pooled)
+    pool.on('connect', (client) => {
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+      client.query = ((first: unknown, ...rest: unknown[]) => query(unnamed(first), ...rest)) as typeof client.query;
+    });
   pool.on('release', (_err, client) => client.off('error', onLost));
   return pool;
 }

@@ -14,8 +14,8 @@ import { declinedStates, State, type Lineage } from '../flow/navigationStates.js
 import { findReceiptByNavigation, type OperationReceipt } from '../broker/receiptRepo.js';
 import { settleConnectedFlow } from '../broker/settleOpenFlows.js';
 import {
-  findOpenFlowFor,
   findReusableNavigation,
+  operationKey,
   startNavigation,
   type NavigationRequest,
 } from '../broker/startNavigation.js';
@@ -135,7 +135,7 @@ export async function runConnectionTool(
     phase: 'connect',
   };
   if (ctx.requestState === undefined) {
-    const access = await connectionAccessFor(deps.vault, ctx.principal, call.provider, call.scopes, call.choice);
+    const access = await accessWithOpenFlow(deps, ctx, call);
     if (access.kind === 'unknown_account') return unknownAccountResult(providerNameOf(deps, call), access);
     if (access.kind === 'choose') return askWhichAccount(deps, ctx, call, binding, access.candidates);
     if (access.kind !== 'connected') return askToConnect(deps, ctx, call, binding, access);
@@ -175,7 +175,16 @@ export async function runConnectionTool(
   return settle(deps, ctx, call, binding, state, seen);
 }
 
-/** The call on a usable connection: at once, or, beside an open flow or for approval, through a receipt. */
+/**
+ * Whether the call can run on a connection now (connectionAccessFor), and, in the same statement,
+ * whether its operation has a flow still open (runConnected settles it instead of running beside it).
+ */
+function accessWithOpenFlow(deps: ConnectionToolDeps, ctx: ToolContext, call: ConnectionCall) {
+  const operation = { key: operationKey(navigationRequest(ctx, call, 'mrtr')), now: deps.broker.clock.now() };
+  return connectionAccessFor(deps.vault, ctx.principal, call.provider, call.scopes, call.choice, operation);
+}
+
+/** The call on a usable connection (read by accessWithOpenFlow): at once, or, beside an open flow or for approval, through a receipt. */
 async function runConnected(
   deps: ConnectionToolDeps,
   ctx: ToolContext,
@@ -185,8 +194,10 @@ async function runConnected(
 ): Promise<ToolCallResult> {
   // Never beside a flow still open for this operation (connected meanwhile through another one):
   // settle it and accept the operation through it, once, with a receipt.
-  const open = await findOpenFlowFor(deps.broker, navigationRequest(ctx, call, 'mrtr'));
-  const settled = open && (await settleConnectedFlow(deps.broker, open.id, ctx.principal));
+  const settled =
+    access.openFlowId !== undefined
+      ? await settleConnectedFlow(deps.broker, access.openFlowId, ctx.principal)
+      : undefined;
   if (settled?.status === State.REQUIREMENT_VERIFIED)
     return accept(deps, ctx, call, settled, binding, { navigationId: settled.id, generation: 0 });
   if (!needsApproval(deps.broker, call.tool, call.provider)) {
@@ -262,7 +273,7 @@ async function answerWhichAccount(
       status: answer.kind === 'declined' ? 'declined' : 'cancelled',
     });
   const chosen = { ...call, choice: { ...call.choice, connectionId: answer.connectionId } };
-  const access = await connectionAccessFor(deps.vault, ctx.principal, call.provider, call.scopes, chosen.choice);
+  const access = await accessWithOpenFlow(deps, ctx, chosen);
   if (access.kind === 'connected' && access.connection.id === answer.connectionId)
     return runConnected(deps, ctx, chosen, binding, access);
   // Changed meanwhile (refused, disconnected): asked again from what is usable now.

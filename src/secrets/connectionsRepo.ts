@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/principal.js';
-import { statementText, type Alongside } from '../db/alongside.js';
+import { statementText, type Alongside, type SqlPart } from '../db/alongside.js';
 import type { Queryable } from '../db/pool.js';
+import { prepared } from '../db/prepared.js';
 import { fromStatesOf, toStateOf, type ConnectionEvent, type ConnectionState } from './connectionStates.js';
 import { secretColumnsAs, secretOfJoined, type StoredSecret } from './secretsRepo.js';
 
@@ -158,20 +159,38 @@ export interface ConnectionWithAccess {
 }
 
 // Built once: every connected call runs it.
-const WITH_ACCESS_SQL = `SELECT c.*, ${secretColumnsAs('s', 'secret_')}
-   FROM connections c
+const WITH_ACCESS_SQL = (beside: string) => `SELECT b.beside, c.*, ${secretColumnsAs('s', 'secret_')}
+   FROM (SELECT (${beside}) AS beside) b
+   LEFT JOIN connections c ON c.subject_iss = $1 AND c.subject_sub = $2 AND c.provider = $3
    LEFT JOIN secrets s ON s.connection_id = c.id AND s.kind = 'access_token'
-  WHERE c.subject_iss = $1 AND c.subject_sub = $2 AND c.provider = $3
   ORDER BY c.preferred DESC, c.connected_at, c.id`;
 
-/** findConnectionsFor's connections, in its order, each with its access token's secret, in one statement. */
+/**
+ * findConnectionsFor's connections, in its order, each with its access token's secret, in one
+ * statement; with `beside`, a scalar subquery read in the same statement (`beside`: its value, null for none).
+ */
 export async function findConnectionsWithAccessFor(
   db: Queryable,
   subject: Principal,
   provider: string,
-): Promise<ConnectionWithAccess[]> {
-  const { rows } = await db.query<Row & Record<string, unknown>>(WITH_ACCESS_SQL, [subject.iss, subject.sub, provider]);
-  return rows.map((row) => ({ connection: fromRow(row), access: secretOfJoined(row, 'secret_') }));
+  beside?: SqlPart,
+): Promise<{ listed: ConnectionWithAccess[]; beside: unknown }> {
+  // Every connected call's first statement: prepared, so Postgres does not plan it on each.
+  const { rows } = await db.query<Row & Record<string, unknown>>(
+    prepared(WITH_ACCESS_SQL(beside ? beside.text((i) => `$${3 + i}`) : 'NULL'), [
+      subject.iss,
+      subject.sub,
+      provider,
+      ...(beside?.values ?? []),
+    ]),
+  );
+  return {
+    // No connection: the one row is the subquery's alone.
+    listed: rows
+      .filter((row) => row.id !== null)
+      .map((row) => ({ connection: fromRow(row), access: secretOfJoined(row, 'secret_') })),
+    beside: rows[0]?.['beside'] ?? null,
+  };
 }
 
 /**

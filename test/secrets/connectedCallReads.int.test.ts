@@ -28,7 +28,7 @@ describe('a connected call reads its connection and access token', () => {
   };
   afterEach(() => vi.restoreAllMocks());
 
-  it('in one statement, and uses the token it read', async () => {
+  it('in one statement, its open-flow check included, and uses the token it read', async () => {
     const args = { title: 'Setup', body: 'connect once' };
     const elicited = await elicitConnection(stack, tokens.alice, 'reports_create', args);
     await consentAndAuthorize(stack, await openConnectLink(stack, elicited.url, 'alice'), 'alice');
@@ -39,9 +39,12 @@ describe('a connected call reads its connection and access token', () => {
       listed = await callTool(stack, tokens.alice, 'reports_list', {}, {}, {});
     });
     expect(listed!.json.result).toMatchObject({ structuredContent: { reports: [{ title: 'Setup' }] } });
-    const reads = texts.filter((t) => /\bFROM (connections|secrets)\b/.test(t));
+    const reads = texts.filter((t) => /\b(FROM|JOIN) (connections|secrets)\b/.test(t));
+    // The whole call is that statement: whether the operation has a flow still open is read in it too.
+    expect(texts).toHaveLength(1);
     expect(reads).toHaveLength(1);
-    expect(reads[0]).toMatch(/FROM connections c LEFT JOIN secrets s/);
+    expect(reads[0]).toMatch(/FROM elicitation_navigations/);
+    expect(reads[0]).toMatch(/LEFT JOIN connections c .* LEFT JOIN secrets s/);
   });
 
   it('reads the secrets again to refresh a token that is stale', async () => {
