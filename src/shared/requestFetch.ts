@@ -18,7 +18,11 @@ export function createRequestFetch(options: FetchOptions & { maxBytes?: number }
       return {
         status: answer.statusCode,
         headers: answer.headers,
-        read: (within = maxBytes) => bounded(answer.body, url, Math.min(within, maxBytes)),
+        text: async (within = maxBytes) => {
+          const chunks: Buffer[] = [];
+          for await (const chunk of boundedChunks(answer.body, url, Math.min(within, maxBytes))) chunks.push(chunk);
+          return Buffer.concat(chunks).toString('utf8');
+        },
         chunks: (within = maxBytes) => boundedChunks(answer.body, url, Math.min(within, maxBytes)),
         discard: () => answer.body.dump(),
       };
@@ -43,8 +47,8 @@ export interface PostAnswer {
   status: number;
   /** As undici gives them: lower-case names. */
   headers: Record<string, string | string[] | undefined>;
-  /** The whole body; FetchRefusedError past the fetch's bound or `maxBytes`, the smaller. */
-  read(maxBytes?: number): Promise<Uint8Array>;
+  /** The whole body as UTF-8 text; FetchRefusedError past the fetch's bound or `maxBytes`, the smaller. */
+  text(maxBytes?: number): Promise<string>;
   /** The body as it comes; FetchRefusedError once more than that has come. */
   chunks(maxBytes?: number): AsyncIterable<Buffer>;
   /** Nothing more is read. */

@@ -4,9 +4,6 @@ import {
   PROTOCOL_VERSION_META_KEY,
   fromJsonSchema,
   isCallToolResult,
-  isJSONRPCErrorResponse,
-  isJSONRPCResultResponse,
-  parseJSONRPCMessage,
   ProtocolErrorCode,
 } from '@modelcontextprotocol/client';
 import { MODERN_VERSION } from '../mcp/protocol.js';
@@ -129,8 +126,15 @@ export async function statelessCall(post: Post, wire: UpstreamWire, call: Statel
     authorization: `Bearer ${call.token}`,
   };
   wire.sent = true;
+  // The deadline, the whole answer included. (AbortSignal.timeout would build and dispatch its abort
+  // for every call once its time is up, long after the call has ended.)
+  const deadline = new AbortController();
+  const timer = setTimeout(
+    () => deadline.abort(new DOMException('The upstream did not answer in time', 'TimeoutError')),
+    call.timeoutMs,
+  );
   try {
-    const answer = await post(call.url, headers, body, AbortSignal.timeout(call.timeoutMs));
+    const answer = await post(call.url, headers, body, deadline.signal);
     const type = String(answer.headers['content-type'] ?? '');
     if (answer.status >= 300 && answer.status < 400) {
       await answer.discard();
@@ -138,7 +142,7 @@ export async function statelessCall(post: Post, wire: UpstreamWire, call: Statel
     }
     if (answer.status < 200 || answer.status >= 300) {
       wire.status = answer.status;
-      const text = Buffer.from(await answer.read(call.maxBytes)).toString('utf8');
+      const text = await answer.text(call.maxBytes);
       // A 2026-07-28 server answers a request it refuses with a JSON-RPC error on 400; anything else is no answer.
       const refused = answer.status === 400 ? responseTo(id, safeJson(text)) : undefined;
       if (refused?.kind === 'error') return refused;
@@ -147,7 +151,7 @@ export async function statelessCall(post: Post, wire: UpstreamWire, call: Statel
     const response = /^text\/event-stream\b/i.test(type)
       ? await onStream(answer.chunks(call.maxBytes), id)
       : /^application\/json\b/i.test(type)
-        ? responseTo(id, safeJson(Buffer.from(await answer.read(call.maxBytes)).toString('utf8')))
+        ? responseTo(id, safeJson(await answer.text(call.maxBytes)))
         : (await answer.discard(), undefined);
     if (!response) throw new Error('the upstream gave no answer to the call');
     return response.kind === 'result' ? await checked(response.result, check, call.name) : response;
@@ -155,6 +159,8 @@ export async function statelessCall(post: Post, wire: UpstreamWire, call: Statel
     wire.failure ??= err;
     if (notSent(err)) wire.sent = false;
     throw err;
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -171,23 +177,21 @@ async function onStream(chunks: AsyncIterable<Buffer>, id: number): Promise<Retu
   return found;
 }
 
-/** `message` when it is the JSON-RPC response to request `id` (MCP's JSON-RPC envelope, read by the SDK's schema). */
+/** `message` when it is the JSON-RPC response to request `id` (JSON-RPC 2.0, §5: a result or an error object, never both). */
 function responseTo(
   id: number,
   message: unknown,
 ): { kind: 'result'; result: Record<string, unknown> } | { kind: 'error'; code: number; message: string } | undefined {
-  if (message === undefined) return undefined;
-  let parsed: ReturnType<typeof parseJSONRPCMessage>;
-  try {
-    parsed = parseJSONRPCMessage(message);
-  } catch {
-    return undefined;
-  }
-  if (isJSONRPCErrorResponse(parsed) && parsed.id === id)
-    return { kind: 'error', code: parsed.error.code, message: parsed.error.message };
-  if (isJSONRPCResultResponse(parsed) && parsed.id === id) return { kind: 'result', result: parsed.result };
+  if (!isObject(message) || message['jsonrpc'] !== '2.0' || message['id'] !== id) return undefined;
+  const { result, error } = message;
+  if (result !== undefined) return error === undefined && isObject(result) ? { kind: 'result', result } : undefined;
+  if (isObject(error) && Number.isInteger(error['code']) && typeof error['message'] === 'string')
+    return { kind: 'error', code: error['code'] as number, message: error['message'] };
   return undefined;
 }
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
  * The result, as the SDK client accepts one: input_required as it came; else a CallToolResult whose
