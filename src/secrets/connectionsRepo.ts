@@ -159,7 +159,30 @@ export interface ConnectionWithAccess {
 }
 
 // Built once: every connected call runs it.
-const WITH_ACCESS_SQL = (beside: string) => `SELECT b.beside, c.*, ${secretColumnsAs('s', 'secret_')}
+// Named, not c.*: a prepared statement whose result changes shape fails ("cached plan must not change
+// result type"), and a migration adding a column must not break instances running the old code.
+const CONNECTION_COLUMNS = [
+  'id',
+  'subject_iss',
+  'subject_sub',
+  'provider',
+  'upstream_subject',
+  'upstream_name',
+  'granted_scopes',
+  'metadata',
+  'api_base',
+  'navigation_id',
+  'connected_at',
+  'state',
+  'version',
+  'lease_until',
+  'last_used_at',
+  'preferred',
+  'preferred_chosen_at',
+] as const satisfies readonly (keyof Row)[];
+
+const WITH_ACCESS_SQL = (beside: string) => `SELECT b.beside, ${CONNECTION_COLUMNS.map((c) => `c.${c}`).join(', ')},
+        ${secretColumnsAs('s', 'secret_')}
    FROM (SELECT (${beside}) AS beside) b
    LEFT JOIN connections c ON c.subject_iss = $1 AND c.subject_sub = $2 AND c.provider = $3
    LEFT JOIN secrets s ON s.connection_id = c.id AND s.kind = 'access_token'

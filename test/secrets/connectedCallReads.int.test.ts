@@ -47,6 +47,21 @@ describe('a connected call reads its connection and access token', () => {
     expect(reads[0]).toMatch(/LEFT JOIN connections c .* LEFT JOIN secrets s/);
   });
 
+  it('still reads them once a migration adds a column to either table (its statement is prepared)', async () => {
+    const list = () => callTool(stack, tokens.alice, 'reports_list', {}, {}, {});
+    expect((await list()).json.result).toMatchObject({ structuredContent: { reports: [{ title: 'Setup' }] } });
+    await stack.db.pool.query('ALTER TABLE connections ADD COLUMN later_column text');
+    await stack.db.pool.query('ALTER TABLE secrets ADD COLUMN later_column text');
+    try {
+      for (let i = 0; i < 12; i++) {
+        expect((await list()).json.result).toMatchObject({ structuredContent: { reports: [{ title: 'Setup' }] } });
+      }
+    } finally {
+      await stack.db.pool.query('ALTER TABLE connections DROP COLUMN later_column');
+      await stack.db.pool.query('ALTER TABLE secrets DROP COLUMN later_column');
+    }
+  });
+
   it('reads the secrets again to refresh a token that is stale', async () => {
     await stack.db.pool.query(
       "UPDATE secrets SET expires_at = now() - interval '1 minute' WHERE subject_sub = 'alice' AND kind = 'access_token'",
