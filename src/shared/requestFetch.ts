@@ -18,11 +18,8 @@ export function createRequestFetch(options: FetchOptions & { maxBytes?: number }
       return {
         status: answer.statusCode,
         headers: answer.headers,
-        text: async (within = maxBytes) => {
-          const chunks: Buffer[] = [];
-          for await (const chunk of boundedChunks(answer.body, url, Math.min(within, maxBytes))) chunks.push(chunk);
-          return Buffer.concat(chunks).toString('utf8');
-        },
+        text: async (within = maxBytes) =>
+          (await bounded(answer.body, url, Math.min(within, maxBytes))).toString('utf8'),
         chunks: (within = maxBytes) => boundedChunks(answer.body, url, Math.min(within, maxBytes)),
         discard: () => answer.body.dump(),
       };
@@ -109,14 +106,14 @@ export function requestFetch(dispatcher: Dispatcher, timeoutMs: number, maxBytes
 // What requestFetch holds of one answer at most, whatever its caller's bound.
 const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
 
-async function bounded(body: Dispatcher.ResponseData['body'], url: string, maxBytes: number): Promise<Uint8Array> {
+async function bounded(body: Dispatcher.ResponseData['body'], url: string, maxBytes: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of boundedChunks(body, url, maxBytes)) {
     size += chunk.byteLength;
     chunks.push(chunk);
   }
-  return new Uint8Array(Buffer.concat(chunks, size));
+  return Buffer.concat(chunks, size);
 }
 
 async function* boundedChunks(

@@ -191,6 +191,10 @@ function responseTo(
   return undefined;
 }
 
+/** An input_required result (MCP 2026-07-28, MRTR): nothing was done yet; the upstream asks first. */
+export const isInputRequired = (result: Record<string, unknown>): boolean =>
+  result['resultType'] === 'input_required' || 'inputRequests' in result || 'requestState' in result;
+
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
@@ -204,8 +208,7 @@ async function checked(
   check: ReturnType<typeof fromJsonSchema> | undefined,
   name: string,
 ): Promise<StatelessAnswer> {
-  if (result['resultType'] === 'input_required' || 'inputRequests' in result || 'requestState' in result)
-    return { kind: 'result', result };
+  if (isInputRequired(result)) return { kind: 'result', result };
   if (!isCallToolResult(result)) throw new Error('the upstream answered something that is not a tool result');
   if (!check || result.isError) return { kind: 'result', result };
   if (result.structuredContent === undefined)

@@ -14,7 +14,7 @@ import { LEGACY_VERSION, MODERN_VERSION } from '../mcp/protocol.js';
 import { FetchRefusedError, strictFetch, type Fetch } from '../shared/httpClient.js';
 import type { RequestFetch } from '../shared/requestFetch.js';
 import { eventData } from './eventStream.js';
-import { newWire, notSent, plainCall, statelessCall, type UpstreamWire } from './statelessCall.js';
+import { isInputRequired, newWire, notSent, plainCall, statelessCall, type UpstreamWire } from './statelessCall.js';
 
 export interface UpstreamMcpDeps {
   /** The broker's fetch (its CAs, no TLS shortcut); with a `post` (createRequestFetch), calls to 2026-07-28 upstreams take statelessCall.ts. */
@@ -100,11 +100,9 @@ interface Kept {
 const MAX_CLIENTS = 1_000;
 const CLIENT_IDLE_MS = 5 * 60_000;
 
-type Wire = UpstreamWire;
-
 /** One running call: what reached the upstream, and who answers its questions. */
 interface CallState {
-  wire: Wire;
+  wire: UpstreamWire;
   ask?: UpstreamCallOptions['ask'];
 }
 
@@ -144,7 +142,7 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
   const ownerOf = (url: string, token: string) => `${url}\n${createHash('sha256').update(token).digest('base64url')}`;
 
   /** The transport's fetch: `own` is the wire of the requests no call tags (connecting, the SDK's own notifications). */
-  function fetchFor(token: string, own: Wire): FetchLike {
+  function fetchFor(token: string, own: UpstreamWire): FetchLike {
     return async (input, init) => {
       const headers = new Headers(init?.headers);
       const tag = headers.get(CALL_HEADER);
@@ -321,7 +319,7 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
   async function withClient<T>(
     url: string,
     token: string,
-    wire: Wire,
+    wire: UpstreamWire,
     run: (client: Client, headers: Record<string, string>) => Promise<T>,
     elicitation?: Elicitation,
     ask?: UpstreamCallOptions['ask'],
@@ -486,7 +484,7 @@ export type UpstreamMcp = ReturnType<typeof createUpstreamMcp>;
 
 /** A tools/call result as the broker relays it: input_required (nothing done yet), or the tool's result. */
 function answerOf(answer: Record<string, unknown>): UpstreamCallAnswer {
-  if (answer['resultType'] === 'input_required' || 'inputRequests' in answer || 'requestState' in answer)
+  if (isInputRequired(answer))
     return {
       kind: 'input_required',
       inputRequests: (answer['inputRequests'] ?? {}) as Record<string, unknown>,
