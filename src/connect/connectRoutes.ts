@@ -35,8 +35,7 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
   // Before /connect/:handle, which would otherwise take 'done' for a handle.
   router.get(DONE_PATH, async (req, res) => {
     const { n } = parseInput(DoneQuery, req.query, 'query');
-    const browser = await browserOf(req);
-    const navigation = await findNavigationById(broker.pool, n);
+    const [browser, navigation] = await Promise.all([browserOf(req), findNavigationById(broker.pool, n)]);
     if (
       !browser ||
       !navigation ||
@@ -115,11 +114,10 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
     // An unknown provider's path claims no transaction.
     if (!broker.providers.has(provider)) throw new NotFoundError('This address belongs to no configured service.');
     parseInput(CallbackQuery, req.query, 'query');
-    const browser = await browserOf(req);
     const navigation = await completeCallback(
       broker,
       new URL(req.originalUrl, broker.publicUrl),
-      browser?.principal,
+      async () => (await browserOf(req))?.principal,
       provider,
     );
     res.redirect(303, `${DONE_PATH}?n=${navigation.id}`);

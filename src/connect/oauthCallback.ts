@@ -16,10 +16,10 @@ import {
   secretOwnerOf,
   type ConnectionRecord,
 } from '../secrets/connectionsRepo.js';
-import { deleteSecrets, findSecrets } from '../secrets/secretsRepo.js';
+import { findSecrets } from '../secrets/secretsRepo.js';
 import type { Queryable } from '../db/pool.js';
 import { flowTargetOf, targetConnectionOf } from '../broker/startReconnect.js';
-import { storeTokensAlongside } from '../secrets/tokenVault.js';
+import { replaceTokensAlongside } from '../secrets/tokenVault.js';
 import { digestOf } from '../shared/tokens.js';
 import { recordRefusal, type REFUSAL_EVENTS } from '../broker/advance.js';
 import type { BrokerDeps } from '../broker/brokerDeps.js';
@@ -44,13 +44,14 @@ import { reachFaultPoint } from '../shared/faultPoints.js';
 export async function completeCallback(
   deps: BrokerDeps,
   currentUrl: URL,
-  browser: Principal | undefined,
+  /** The browser's signed-in subject, read beside the claim: two reads, one wait. */
+  browserOf: () => Promise<Principal | undefined>,
   deliveredTo: string,
 ): Promise<NavigationRecord> {
   const state = currentUrl.searchParams.get('state');
   if (!state || state.length > 512)
     throw new InvalidInputError('This page needs the state the service sent back. Start again from your app.');
-  const claimed = await claimForCallback(deps.pool, digestOf(state));
+  const [claimed, browser] = await Promise.all([claimForCallback(deps.pool, digestOf(state)), browserOf()]);
   if (!claimed) {
     deps.logger.warn({ path: currentUrl.pathname }, 'callback with an unknown or already used state');
     throw new InvalidInputError('This sign-in response was already used or is not known. Start again from your app.');
@@ -174,14 +175,13 @@ export async function completeCallback(
       },
     };
     const facts = { subject: locked.subject, provider: locked.provider, ...connection, navigationId: locked.id };
-    // The whole token set is replaced: a refresh token of the previous grant never outlives it.
-    if (existing) await deleteSecrets(tx, existing.id);
     const record = { id: existing?.id ?? randomUUID(), ...facts };
-    // The connection, its tokens and its webhook event are written in the statement that verifies
-    // and settles the flows, and undone with it when one of them moved meanwhile.
+    // The connection, its whole token set (a refresh token of the previous grant never outlives it)
+    // and its webhook event are written in the statement that verifies and settles the flows, and
+    // undone with it when one of them moved meanwhile.
     const { verified } = await verifyAndSettle(tx, locked, ['callback_received', 'callback_verified'], by, open, [
       existing ? connectionReplaceAlongside(record.id, facts, now) : connectionInsertAlongside(record.id, facts, now),
-      storeTokensAlongside(deps, secretOwnerOf(record), grant.tokens, locked.id),
+      ...replaceTokensAlongside(deps, secretOwnerOf(record), grant.tokens, locked.id),
       enqueueEventAlongside(connectionCreated(record, locked.id, now)),
     ]);
     reachFaultPoint('callback.before_commit');

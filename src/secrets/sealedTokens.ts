@@ -6,6 +6,7 @@ import type { ProviderClient, ProviderTokens } from '../oauth/providerClient.js'
 import type { Clock } from '../shared/clock.js';
 import type { Alongside } from '../db/alongside.js';
 import {
+  secretsDeleteOtherKindsAlongside,
   secretsUpsertAlongside,
   upsertSecrets,
   type AadLayout,
@@ -51,13 +52,26 @@ export async function storeTokens(
   await upsertSecrets(tx, sealTokens(deps, owner, tokens, navigationId), deps.clock.now());
 }
 
-/** storeTokens as a write beside another statement's (the callback's, which writes the connection too). */
-export const storeTokensAlongside = (
+/**
+ * A connection's whole token set replaced by `tokens`, as writes beside another statement's (the
+ * callback's, which writes the connection too): each kind the grant carries is upserted and every
+ * other kind deleted, so a refresh token of a previous grant never outlives it.
+ */
+export function replaceTokensAlongside(
   deps: Pick<TokenVaultDeps, 'box' | 'clock'>,
   owner: SecretOwner,
   tokens: ProviderTokens,
   navigationId: string | undefined,
-): Alongside => secretsUpsertAlongside(sealTokens(deps, owner, tokens, navigationId), deps.clock.now());
+): Alongside[] {
+  const rows = sealTokens(deps, owner, tokens, navigationId);
+  return [
+    secretsDeleteOtherKindsAlongside(
+      owner.connectionId,
+      rows.map((r) => r.kind),
+    ),
+    secretsUpsertAlongside(rows, deps.clock.now()),
+  ];
+}
 
 /** A token set's rows, each sealed to its owner and kind. */
 function sealTokens(

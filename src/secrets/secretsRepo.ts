@@ -124,6 +124,15 @@ export async function findSecrets(db: Queryable, connectionId: string, lock = fa
   return rows.map(fromRow);
 }
 
+/**
+ * Deletes a connection's secrets of the kinds not in `kept`, as a write beside the statement that
+ * upserts the kept ones: the two touch different rows, so one statement replaces a token set.
+ */
+export const secretsDeleteOtherKindsAlongside = (connectionId: string, kept: readonly SecretKind[]): Alongside => ({
+  text: (p) => `DELETE FROM secrets WHERE connection_id = ${p(1)}::uuid AND kind <> ALL(${p(2)}::text[])`,
+  values: [connectionId, kept],
+});
+
 export async function deleteSecrets(db: Queryable, connectionId: string): Promise<void> {
   await db.query('DELETE FROM secrets WHERE connection_id = $1', [connectionId]);
 }

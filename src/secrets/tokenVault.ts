@@ -9,7 +9,7 @@ export {
   aadOf,
   openSecret,
   storeTokens,
-  storeTokensAlongside,
+  replaceTokensAlongside,
   type SecretOwner,
   type TokenVaultDeps,
 } from './sealedTokens.js';

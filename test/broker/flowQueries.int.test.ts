@@ -98,4 +98,20 @@ describe('the statements of one connect flow', () => {
     expect(rows).toEqual([{ status: 'REQUIREMENT_VERIFIED', n: 3 }]);
     expect(byStep.get('GET /oauth/callback/reports')).toBeLessThanOrEqual(BOUNDS['GET /oauth/callback/reports']!);
   });
+
+  it('replaces a connection and its whole token set within the same bound', async () => {
+    // alice is connected (the first test); her tokens gone, as after a provider's 401, the next call asks again.
+    await stack.db.pool.query("DELETE FROM secrets WHERE subject_sub = 'alice'");
+    const args = { title: 'Again', body: '' };
+    const elicit = await elicitConnection(stack, tokens.alice, 'reports_create', args);
+    const byStep = new Map<string, number>();
+    const run = await openConnectLink(stack, elicit.url, 'alice', countingBrowser(byStep));
+    expect((await consentAndAuthorize(stack, run, 'alice')).status).toBe(200);
+    expect(byStep.get('GET /oauth/callback/reports')).toBeLessThanOrEqual(BOUNDS['GET /oauth/callback/reports']!);
+    const { rows } = await stack.db.pool.query<{ connections: number; kinds: string[] }>(
+      `SELECT count(DISTINCT connection_id)::int AS connections, array_agg(kind ORDER BY kind) AS kinds
+         FROM secrets WHERE subject_sub = 'alice'`,
+    );
+    expect(rows).toEqual([{ connections: 1, kinds: ['access_token', 'refresh_token'] }]);
+  });
 });
