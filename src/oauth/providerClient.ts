@@ -1,4 +1,4 @@
-import { createRemoteJWKSet, customFetch as joseCustomFetch, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { createRemoteJWKSet, customFetch as joseCustomFetch, jwtVerify, type RemoteJWKSet } from 'jose';
 import { UpstreamAuthError } from '../errors/appError.js';
 import type { Provider } from '../providers/providerConfig.js';
 import { ACCESS_TOKEN_ALGORITHMS, ACCESS_TOKEN_REQUIRED_CLAIMS } from '../security/accessTokenPolicy.js';
@@ -80,7 +80,7 @@ export function createProviderClient(
   });
   const authorizePolicy = policyFor(provider.authorizationEndpoint);
   // Metadata loaded once, lazily; a failure is tried again on the next call.
-  const connect = async (): Promise<{ oauth: OAuthServer; jwks: JWTVerifyGetKey | undefined }> => {
+  const connect = async (): Promise<{ oauth: OAuthServer; jwks: RemoteJWKSet | undefined }> => {
     const oauth = await connectProviderServer({
       server: options.serverMetadata
         ? { metadata: options.serverMetadata }
@@ -112,7 +112,7 @@ export function createProviderClient(
   };
   const ready = singleFlight(connect, { keepResult: true });
 
-  async function toProviderTokens(tokens: ServerTokens, jwks: JWTVerifyGetKey | undefined): Promise<ProviderTokens> {
+  async function toProviderTokens(tokens: ServerTokens, jwks: RemoteJWKSet | undefined): Promise<ProviderTokens> {
     if (jwks && provider.audience !== undefined) {
       try {
         await jwtVerify(tokens.accessToken, jwks, {
@@ -150,7 +150,11 @@ export function createProviderClient(
       return { scheme: endpoint.protocol.replace(':', ''), host: endpoint.host };
     },
     async beginAuthorization(redirectUri, scopes = provider.scopes) {
-      const { oauth } = await ready();
+      const { oauth, jwks } = await ready();
+      // The callback checks the access token against these keys: fetched while the user is at the
+      // provider rather than when they come back. A failure here is the callback's to report, as
+      // it fetches them again itself.
+      if (jwks && !jwks.fresh && !jwks.reloading) jwks.reload().catch(() => undefined);
       const authorization = await oauth.beginAuthorization({
         redirectUri,
         scope: scopes.join(provider.scopeSeparator),
