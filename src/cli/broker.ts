@@ -9,6 +9,7 @@ import { DeploymentError } from './deployment.js';
 import { fetchDevToken } from './devToken.js';
 import { KeysCommandError, keysCommand } from './keysCommand.js';
 import { LedgerCommandError, ledgerCommand } from './ledgerCommand.js';
+import { MigrateCommandError, migrateCommand } from './migrateCommand.js';
 import { ProvidersCommandError, providersCommand } from './providersCommand.js';
 import { SessionsCommandError, sessionsCommand } from './sessionsCommand.js';
 import { ToolsCommandError, toolsCommand } from './toolsCommand.js';
@@ -25,6 +26,8 @@ Commands:
                             reconcile, gates, close, reissue, redrive, approvals, approve,
                             reject, pause-connections, resume-connections (an operator's
                             token in BROKER_OPERATOR_TOKEN; broker ledger help for the options).
+  migrate [--check]         Applies the pending database migrations (the step before a rollout);
+                            --check lists them and exits 1 when any is pending.
   keys status [--json]      Values at rest per key id of SECRET_KEYS and kind, the active key, and
                             whether each older key can be retired (an operator's token, as ledger).
   sessions list [--subject SUB] [--json]
@@ -114,6 +117,8 @@ async function main(argv: string[]): Promise<number> {
         (line) => process.stdout.write(`${line}\n`),
         (line) => process.stderr.write(`${line}\n`),
       );
+    else if (command === 'migrate')
+      return await migrateCommand(rest, loadConfig(), (line) => process.stdout.write(`${line}\n`));
     else if (command === 'keys')
       return await keysCommand(rest, loadConfig(), (line) => process.stdout.write(`${line}\n`));
     else if (command === 'sessions')
@@ -153,6 +158,7 @@ async function main(argv: string[]): Promise<number> {
       err instanceof ConfigError ||
       err instanceof LedgerCommandError ||
       err instanceof KeysCommandError ||
+      err instanceof MigrateCommandError ||
       err instanceof SessionsCommandError ||
       err instanceof ConnectionsCommandError ||
       err instanceof DeploymentError ||
@@ -164,6 +170,7 @@ async function main(argv: string[]): Promise<number> {
       process.stderr.write(`broker: ${err.message}\n`);
       return err instanceof LedgerCommandError ||
         err instanceof KeysCommandError ||
+        err instanceof MigrateCommandError ||
         err instanceof SessionsCommandError ||
         err instanceof ConnectionsCommandError ||
         err instanceof DeploymentError ||
