@@ -241,6 +241,17 @@ const envSchema = z
           message: 'must be an external issuer in production, not loopback',
         });
       }
+      // The identity provider sends users back to PUBLIC_URL/auth/callback, and production sign-in
+      // refuses a redirect URI the URL policy refuses (oauth/oauthClient.ts): known now, so said now,
+      // not as a 503 on /login once the broker is up.
+      // (A PUBLIC_URL that is not https has its own problem above.)
+      if (env.PUBLIC_URL !== undefined && URL.canParse(env.PUBLIC_URL) && env.PUBLIC_URL.startsWith('https:')) {
+        const callback = new URL('/auth/callback', env.PUBLIC_URL).href;
+        const problem = isLoopback(env.PUBLIC_URL)
+          ? `is loopback (${env.PUBLIC_URL}), but production sign-in refuses a loopback redirect URI (${callback}): set it to the https address users reach the broker at`
+          : urlPolicyProblem(callback, false, { allowIpLiteral: true, what: 'gives a sign-in redirect URI that' });
+        if (problem) ctx.addIssue({ code: 'custom', path: ['PUBLIC_URL'], message: problem });
+      }
       for (const key of [
         'DEV_IDP_PORT',
         'DEV_REPORTS_PORT',
@@ -425,9 +436,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   });
 }
 
-function urlPolicyProblem(url: string, allowLoopback: boolean): string | undefined {
+function urlPolicyProblem(
+  url: string,
+  allowLoopback: boolean,
+  { allowIpLiteral, what }: { allowIpLiteral?: boolean; what?: string } = {},
+): string | undefined {
   try {
-    checkUrl(url, { allowLoopback });
+    checkUrl(url, { allowLoopback, ...(allowIpLiteral !== undefined && { allowIpLiteral }) }, what);
     return undefined;
   } catch (err) {
     if (err instanceof UrlPolicyError) return err.message;

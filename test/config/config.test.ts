@@ -156,6 +156,23 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('refuses a loopback PUBLIC_URL in production, naming the sign-in redirect URI it would give', () => {
+    for (const publicUrl of ['https://127.0.0.1:8443', 'https://localhost', 'https://[::1]:8443']) {
+      const problems = problemsOf({ ...production, PUBLIC_URL: publicUrl });
+      expect(problems, publicUrl).toEqual([
+        `PUBLIC_URL: is loopback (${publicUrl}), but production sign-in refuses a loopback redirect URI (${new URL('/auth/callback', publicUrl).href}): set it to the https address users reach the broker at`,
+      ]);
+    }
+    // Outside production a loopback PUBLIC_URL is the normal case.
+    expect(loadConfig({ PUBLIC_URL: 'https://127.0.0.1:8443' }).http.publicUrl.href).toBe('https://127.0.0.1:8443/');
+  });
+
+  it('refuses a PUBLIC_URL in production whose redirect URI the sign-in URL policy refuses, and takes an IP address', () => {
+    const problems = problemsOf({ ...production, PUBLIC_URL: 'https://user:pw@broker.example.com' });
+    expect(problems).toEqual([expect.stringMatching(/^PUBLIC_URL: gives a sign-in redirect URI that /)]);
+    expect(loadConfig({ ...production, PUBLIC_URL: 'https://10.0.0.5' }).http.publicUrl.host).toBe('10.0.0.5');
+  });
+
   it('lists problems of both kinds in one error', () => {
     const problems = problemsOf({ NODE_ENV: 'production', PORT: '-1' });
     expect(problems[0]).toMatch(/^PORT:/);

@@ -101,7 +101,7 @@ describe('production mode', () => {
       NODE_ENV: 'production',
       HOST: '0.0.0.0',
       PORT: String(port),
-      PUBLIC_URL: `https://127.0.0.1:${port}`,
+      PUBLIC_URL: 'https://broker.example.test',
       DATA_DIR: join(dir, 'data'),
       DATABASE_URL: url.href,
       OIDC_ISSUER: 'https://login.example.com',
