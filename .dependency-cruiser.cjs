@@ -1,7 +1,10 @@
 // Dependencies point one way: no import cycle anywhere in src/, type-only imports included
 // (they tie modules together for the reader and the type checker as much as runtime imports do),
 // and folders that once imported each other now import in one direction only.
-// Run by `npm run lint`; test/lint/dependencyRules.test.ts plants a cycle to show it fails.
+// Production code (everything in src/ but src/dev/, reachable from dist/main.js and bin/broker.js)
+// runs on a production install (`npm ci --omit=dev`, the Dockerfile's production target): it imports
+// no devDependency and reaches the development stack only by dynamic import, in development mode.
+// Run by `npm run lint`; test/lint/dependencyRules.test.ts plants violations to show each rule fails.
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
@@ -11,6 +14,31 @@ module.exports = {
       comment: 'An import cycle: move what both sides need into a module both can import.',
       from: {},
       to: { circular: true },
+    },
+    {
+      name: 'production-not-dev-dependency',
+      severity: 'error',
+      comment:
+        'Production code imports a devDependency, which a production install lacks: move the package to dependencies, or the code to src/dev/.',
+      from: { path: '(^|/)src/', pathNot: '(^|/)src/dev/' },
+      // A type-only import is erased by the compiler: it needs no package at run time.
+      to: { dependencyTypes: ['npm-dev'], dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'no-undeclared-dependency',
+      severity: 'error',
+      comment:
+        'A package that package.json does not name is there only as some other package’s dependency: declare it.',
+      from: { path: '(^|/)src/' },
+      to: { dependencyTypes: ['npm-no-pkg', 'npm-unknown'] },
+    },
+    {
+      name: 'production-not-dev',
+      severity: 'error',
+      comment:
+        'Production code imports the development stack statically: load it with `await import()` in development mode only (src/main.ts), or move what production needs out of src/dev/.',
+      from: { path: '(^|/)src/', pathNot: '(^|/)src/dev/' },
+      to: { path: '(^|/)src/dev/', dependencyTypesNot: ['dynamic-import'] },
     },
     // Folders point one way (the pairs that once went both ways). Paths match anywhere in the
     // path, so the rules' own test can plant a `src/` tree elsewhere.

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { DEV_PROVIDER_SCOPES } from '../src/dev/devDefaults.js';
+import { DEV_PROVIDER_SCOPES } from '../src/mcp/declared/devDefaults.js';
 import { loadToolsFile } from '../src/mcp/declared/toolsFile.js';
 import { tools as builtInTools } from '../src/mcp/tools/registry.js';
 import { GITHUB_FORMS, consentAndAuthorize, openConnectLink } from '../test/support/connectFlow.js';

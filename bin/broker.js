@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The `broker` command. Runs the compiled CLI when `npm run build` has made
-// one, else the TypeScript source through tsx (a runtime dependency).
+// one (the production image has it), else the TypeScript source through tsx,
+// a devDependency that a checkout's full `npm ci` installs.
 import { existsSync } from 'node:fs';
 
 const compiled = new URL('../dist/cli/broker.js', import.meta.url);

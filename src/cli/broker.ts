@@ -2,7 +2,6 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config/config.js';
-import { DEV_PASSWORD, findDevUser, devUsers } from '../dev/devUsers.js';
 import { createFetch } from '../shared/httpClient.js';
 import { ConnectionsCommandError, connectionsCommand } from './connectionsCommand.js';
 import { DeploymentError } from './deployment.js';
@@ -73,6 +72,8 @@ async function devToken(args: string[]): Promise<void> {
       `dev-token works only in development mode (NODE_ENV is ${config.mode}); production tokens come from your identity provider.`,
     );
   }
+  // The demo users are development material: loaded only here, so a production install never needs src/dev/.
+  const { DEV_PASSWORD, findDevUser, devUsers } = await import('../dev/devUsers.js');
   const user = values.user ? findDevUser(values.user) : undefined;
   if (!user) throw new UsageError(`--user must be one of: ${devUsers.map((u) => u.login).join(', ')}`);
   const caPem = await readFile(join(config.dataDir, 'tls', 'ca.pem'), 'utf8').catch(() => {

@@ -1,5 +1,4 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { DEV_TOKEN_CLIENT_ID, DEV_TOKEN_REDIRECT_URI } from '../dev/devTokenClient.js';
 import type { Fetch } from '../shared/httpClient.js';
 
 export interface DevTokenRequest {
@@ -18,6 +17,8 @@ export interface DevTokenRequest {
  * indicator, signing in through the provider's own login form.
  */
 export async function fetchDevToken(request: DevTokenRequest): Promise<string> {
+  // The development stack's client: loaded when asked for, as production code reaches src/dev/ only by dynamic import.
+  const { DEV_TOKEN_CLIENT_ID, DEV_TOKEN_REDIRECT_URI } = await import('../dev/devTokenClient.js');
   const jar = new Map<string, string>();
   const verifier = randomBytes(32).toString('base64url');
   const state = randomBytes(16).toString('base64url');

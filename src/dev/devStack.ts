@@ -5,7 +5,7 @@ import { listenHttps, type RunningServer, type TlsPair } from '../runtime/httpsS
 import type { Fetch } from '../shared/httpClient.js';
 import type { Logger } from '../shared/logger.js';
 import type { Render } from '../web/render.js';
-import { DEV_PROVIDER_SCOPES } from './devDefaults.js';
+import { DEV_PROVIDER_SCOPES } from '../mcp/declared/devDefaults.js';
 import { toPublicJwks } from './devAuthKeys.js';
 import { createDevAuthServer } from './devAuthServer.js';
 import { createDevGithubServer } from './devGithubServer.js';

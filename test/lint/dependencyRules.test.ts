@@ -6,8 +6,9 @@ import { promisify, stripVTControlCharacters } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // The dependency rules of .dependency-cruiser.cjs, as `npm run lint` runs them: a planted cycle,
-// also through a type-only import, and a planted folder edge against its direction fail; the
-// repository's own src/ passes.
+// also through a type-only import, a planted folder edge against its direction, production code
+// importing a devDependency and production code importing src/dev/ statically fail; a tree whose
+// production code loads src/dev/ by dynamic import passes, as does the repository's own src/.
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const run = promisify(execFile);
@@ -29,8 +30,10 @@ async function depcruise(target: string): Promise<{ code: number; output: string
 
 describe('the dependency rules', () => {
   let planted: string;
+  let kept: string;
   beforeAll(async () => {
     planted = await mkdtemp(join(root, 'test/lint/planted-'));
+    kept = await mkdtemp(join(root, 'test/lint/planted-'));
     await writeFile(
       join(planted, 'registry.ts'),
       "import { tool } from './tool.js';\nexport interface Deps { pool: string }\nexport const tools = [tool];\n",
@@ -48,9 +51,40 @@ describe('the dependency rules', () => {
       join(planted, 'src/notes/note.ts'),
       "import { VERSION } from '../mcp/protocol.js';\nexport const note = VERSION;\n",
     );
+    // Production code importing a devDependency (nock): a production install has no nock.
+    await mkdir(join(planted, 'src/upstream'), { recursive: true });
+    await writeFile(
+      join(planted, 'src/upstream/upstreamProbe.ts'),
+      "import nock from 'nock';\nexport const probe = () => nock.isDone();\n",
+    );
+    // Production code importing the development stack statically.
+    await mkdir(join(planted, 'src/dev'), { recursive: true });
+    await mkdir(join(planted, 'src/cli'), { recursive: true });
+    await writeFile(join(planted, 'src/dev/devUsers.ts'), "export const DEV_PASSWORD = 'x';\n");
+    await writeFile(
+      join(planted, 'src/cli/devCommand.ts'),
+      "import { DEV_PASSWORD } from '../dev/devUsers.js';\nexport const password = DEV_PASSWORD;\n",
+    );
+    // A tree that keeps the rules: main loads src/dev/ by dynamic import, src/dev/ may import a
+    // devDependency, and a type-only import of one (erased at compile time) is allowed anywhere.
+    await mkdir(join(kept, 'src/dev'), { recursive: true });
+    await mkdir(join(kept, 'src/upstream'), { recursive: true });
+    await writeFile(
+      join(kept, 'src/dev/devStack.ts'),
+      "import nock from 'nock';\nexport const start = () => nock.isDone();\n",
+    );
+    await writeFile(
+      join(kept, 'src/upstream/upstreamScope.ts'),
+      "import type { Scope } from 'nock';\nexport type UpstreamScope = Scope;\n",
+    );
+    await writeFile(
+      join(kept, 'src/main.ts'),
+      "export async function main(dev: boolean): Promise<void> {\n  if (dev) (await import('./dev/devStack.js')).start();\n}\n",
+    );
   });
   afterAll(async () => {
     await rm(planted, { recursive: true, force: true });
+    await rm(kept, { recursive: true, force: true });
   });
 
   it('refuses an import cycle, also through a type-only import', async () => {
@@ -63,6 +97,23 @@ describe('the dependency rules', () => {
   it('refuses an import against a folder direction, naming the rule', async () => {
     const result = await depcruise(planted);
     expect(result.output).toMatch(/notes-not-mcp: .*src\/notes\/note\.ts → .*src\/mcp\/protocol\.ts/);
+  }, 60_000);
+
+  it('refuses production code importing a devDependency, naming the rule', async () => {
+    const result = await depcruise(planted);
+    expect(result.code).not.toBe(0);
+    expect(result.output).toMatch(/production-not-dev-dependency: .*src\/upstream\/upstreamProbe\.ts → .*nock/);
+  }, 60_000);
+
+  it('refuses a static import of src/dev/ from production code, naming the rule', async () => {
+    const result = await depcruise(planted);
+    expect(result.output).toMatch(/production-not-dev: .*src\/cli\/devCommand\.ts → .*src\/dev\/devUsers\.ts/);
+  }, 60_000);
+
+  it('passes a dynamic import of src/dev/ from main, and a devDependency imported by src/dev/ or for types', async () => {
+    const result = await depcruise(kept);
+    expect(result.output).toContain('no dependency violations found');
+    expect(result.code).toBe(0);
   }, 60_000);
 
   it('finds no cycle and no folder edge against its direction in src/', async () => {

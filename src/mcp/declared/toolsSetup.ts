@@ -1,7 +1,7 @@
-import { DEV_PROVIDER_SCOPES, DEV_TOOLS_FILE } from '../../dev/devDefaults.js';
 import type { Tool } from '../defineTool.js';
 import type { McpToolDeps } from '../tools/registry.js';
 import type { DeclaredTool } from './compileDeclaredTool.js';
+import { DEV_PROVIDER_SCOPES, DEV_TOOLS_FILE } from './devDefaults.js';
 import { loadToolsFile, type ToolsProvider } from './toolsFile.js';
 
 // Which declared tools start-up serves, read the same way by src/main.ts and
