@@ -334,6 +334,9 @@ export interface Config {
   faultPoint?: FaultPoint | undefined;
 }
 
+/** Every variable the schema reads (provider secrets aside: PROVIDERS_FILE names those), for checks of deployment manifests. */
+export const SETTING_NAMES: readonly string[] = Object.freeze(Object.keys(envSchema.shape));
+
 export class ConfigError extends Error {
   readonly problems: string[];
 
