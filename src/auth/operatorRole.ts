@@ -8,17 +8,14 @@ import type { WebSession } from './webSessionRepo.js';
 export type OperatorPolicy = Config['operators'];
 
 /**
- * Whether the claims carry the operator role. The claim may be an array of
- * strings (most IdPs) or one space- or comma-separated string; anything else
- * carries no role.
+ * Whether the claims carry the operator role. The claim is the top-level one
+ * named exactly OPERATOR_ROLE_CLAIM when there is one (Auth0's custom claims
+ * are URLs, `https://example.com/roles`, dots and all), else the dotted path.
+ * It may be an array of strings (most IdPs) or one space- or comma-separated
+ * string; anything else carries no role.
  */
 export function hasOperatorRole(claims: Readonly<Record<string, unknown>>, policy: OperatorPolicy): boolean {
-  let value: unknown = claims;
-  for (const part of policy.roleClaim.split('.')) {
-    if (typeof value !== 'object' || value === null || Array.isArray(value) || !Object.hasOwn(value, part))
-      return false;
-    value = (value as Record<string, unknown>)[part];
-  }
+  const value = Object.hasOwn(claims, policy.roleClaim) ? claims[policy.roleClaim] : atPath(claims, policy.roleClaim);
   const roles =
     typeof value === 'string'
       ? value.split(/[\s,]+/)
@@ -26,6 +23,16 @@ export function hasOperatorRole(claims: Readonly<Record<string, unknown>>, polic
         ? value.filter((r): r is string => typeof r === 'string')
         : [];
   return roles.includes(policy.role);
+}
+
+function atPath(claims: Readonly<Record<string, unknown>>, path: string): unknown {
+  let value: unknown = claims;
+  for (const part of path.split('.')) {
+    if (typeof value !== 'object' || value === null || Array.isArray(value) || !Object.hasOwn(value, part))
+      return undefined;
+    value = (value as Record<string, unknown>)[part];
+  }
+  return value;
 }
 
 /**

@@ -6,6 +6,8 @@ import {
   ACCESS_TOKEN_ALGORITHMS,
   ACCESS_TOKEN_REQUIRED_CLAIMS,
   checkAccessTokenType,
+  scopesOf,
+  type JwtTypAllowance,
 } from '../security/accessTokenPolicy.js';
 import { checkUrl } from '../security/urlPolicy.js';
 import type { Clock } from '../shared/clock.js';
@@ -14,10 +16,15 @@ import { singleFlight } from '../shared/singleFlight.js';
 
 export interface BearerVerifierOptions {
   issuer: string;
-  /** This server's MCP resource URL: the only audience accepted (RFC 8707 §2; MCP 2026-07-28, Authorization). */
+  /**
+   * The only audience accepted: this server's MCP resource URL (RFC 8707 §2; MCP 2026-07-28,
+   * Authorization), or MCP_TOKEN_AUDIENCE where the identity provider cannot write that URL.
+   */
   audience: string;
-  /** A scope every token must carry, or undefined. */
+  /** A scope every token must carry (in `scope` or `scp`), or undefined. */
   requiredScope: string | undefined;
+  /** MCP_TOKEN_TYP=jwt: `typ: JWT` accepted too, on the conditions of checkAccessTokenType. */
+  jwtTyp?: JwtTypAllowance | undefined;
   fetch: Fetch;
   clock: Clock;
   /** Development: a loopback issuer and key set pass the URL policy. */
@@ -29,7 +36,7 @@ export interface BearerVerifierOptions {
 /** Who a verified bearer token speaks for, and through which OAuth client. */
 export interface VerifiedBearer {
   principal: Principal;
-  /** The token's `client_id` (RFC 9068 §2.2), else its `azp`; undefined when it names neither (or for the anonymous principal). */
+  /** The token's `client_id` (RFC 9068 §2.2), else its `azp`, else `cid` (Okta's); undefined when it names none (or for the anonymous principal). */
   clientId: string | undefined;
 }
 
@@ -89,20 +96,21 @@ export function createClaimsVerifier(options: BearerVerifierOptions): ClaimsVeri
         requiredClaims: ['sub', ...ACCESS_TOKEN_REQUIRED_CLAIMS],
         currentDate: options.clock.now(),
       }));
-      checkAccessTokenType(protectedHeader, payload);
+      checkAccessTokenType(protectedHeader, payload, options.jwtTyp);
     } catch (err) {
       if (err instanceof errors.JOSEError)
         throw new UnauthenticatedError('The access token is not valid for this server.', { cause: err });
       throw err;
     }
-    const scopes = typeof payload['scope'] === 'string' ? payload['scope'].split(' ') : [];
-    if (options.requiredScope && !scopes.includes(options.requiredScope)) {
+    if (options.requiredScope && !scopesOf(payload).includes(options.requiredScope)) {
       throw new ForbiddenError(`The access token lacks the scope "${options.requiredScope}".`, {
         details: { scope: options.requiredScope },
       });
     }
     const principal = { iss: payload.iss!, sub: payload.sub! };
-    const clientId = [payload['client_id'], payload['azp']].find((v): v is string => typeof v === 'string' && v !== '');
+    const clientId = [payload['client_id'], payload['azp'], payload['cid']].find(
+      (v): v is string => typeof v === 'string' && v !== '',
+    );
     if (verified.size >= CACHE_MAX) verified.delete(verified.keys().next().value!);
     const entry = { principal, clientId, claims: Object.freeze({ ...payload }), exp: payload.exp! };
     verified.set(token, entry);

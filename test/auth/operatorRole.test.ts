@@ -31,8 +31,19 @@ describe('hasOperatorRole', () => {
     const keycloak = { roleClaim: 'realm_access.roles', role: 'broker-operator' };
     expect(hasOperatorRole({ realm_access: { roles: ['broker-operator'] } }, keycloak)).toBe(true);
     expect(hasOperatorRole({ realm_access: ['broker-operator'] }, keycloak)).toBe(false);
-    expect(hasOperatorRole({ 'realm_access.roles': ['broker-operator'] }, keycloak)).toBe(false);
     expect(hasOperatorRole(Object.create({ roles: ['operator'] }) as Record<string, unknown>, policy)).toBe(false);
+  });
+
+  it("reads a top-level claim named exactly so before the dotted path (Auth0's namespaced claims)", () => {
+    const auth0 = { roleClaim: 'https://broker.example.com/roles', role: 'operator' };
+    expect(hasOperatorRole({ 'https://broker.example.com/roles': ['operator'] }, auth0)).toBe(true);
+    expect(hasOperatorRole({ 'https://broker.example.com/roles': ['viewer'] }, auth0)).toBe(false);
+    // The exact name wins: a nested claim along the same dots is not read beside it.
+    const keycloak = { roleClaim: 'realm_access.roles', role: 'broker-operator' };
+    expect(hasOperatorRole({ 'realm_access.roles': ['broker-operator'] }, keycloak)).toBe(true);
+    expect(
+      hasOperatorRole({ 'realm_access.roles': ['viewer'], realm_access: { roles: ['broker-operator'] } }, keycloak),
+    ).toBe(false);
   });
 });
 
