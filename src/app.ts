@@ -16,6 +16,7 @@ import type { Metrics } from './metrics/metrics.js';
 import { metricsRoutes } from './metrics/metricsRoutes.js';
 import { protectedResourceRoutes } from './mcp/protectedResourceRoutes.js';
 import type { OidcClient } from './oauth/oauthClient.js';
+import { clientAddressOf } from './shared/clientAddress.js';
 import type { Clock } from './shared/clock.js';
 import type { Logger } from './shared/logger.js';
 import { errorHandler, requestId } from './web/middleware/requestContext.js';
@@ -56,6 +57,8 @@ export function createApp(deps: AppDeps): Express {
   const { http, mcp, session } = deps.settings;
   const app = express();
   app.disable('x-powered-by');
+  // Express reads no X-Forwarded-* header: the scheme and host come from PUBLIC_URL alone, and the
+  // client's address from clientAddressOf (TRUST_PROXY), which /mcp asks too.
   app.set('trust proxy', false);
   app.set('query parser', 'simple');
 
@@ -75,6 +78,6 @@ export function createApp(deps: AppDeps): Express {
   app.use(webRoutes(deps));
 
   app.use((_req, _res, next) => next(new NotFoundError('There is no page here.')));
-  app.use(errorHandler(deps));
+  app.use(errorHandler({ ...deps, addressOf: (req) => clientAddressOf(req, http.trustProxy) }));
   return app;
 }

@@ -22,6 +22,7 @@ import { createLogger, type Logger } from './shared/logger.js';
 import { armFaultPoint } from './shared/faultPoints.js';
 import { Secret } from './shared/secret.js';
 import { loadOrCreateLocalTls, type TlsMaterial } from './tls/localCa.js';
+import { createKeyRegistry } from './secrets/keyAgreement.js';
 import { createRender } from './web/render.js';
 import { createBrokerServer } from './server.js';
 import type { Tool } from './mcp/defineTool.js';
@@ -36,6 +37,10 @@ import { readProvidersFile } from './providers/providersFile.js';
 type Closer = { name: string; close: () => Promise<void> };
 
 const RECONCILE_GRACE_MS = 60_000;
+// Each instance announces its key ids this often, and counts as live for three announcements: a new key
+// seals within about that long after the last instance holding only the old ones stopped.
+const KEY_ANNOUNCE_MS = 10_000;
+const KEY_LIVE_MS = 3 * KEY_ANNOUNCE_MS;
 
 // The composition root: the only file that builds real infrastructure; everything else gets it passed in.
 async function main(config: Readonly<Config>, logger: Logger, closers: Closer[]): Promise<void> {
@@ -153,6 +158,11 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
   if (!issuer || !clientSecret) throw new ConfigError(['OIDC_ISSUER and OIDC_CLIENT_SECRET are required']);
 
   if (!secretKeys) throw new ConfigError(['SECRET_KEYS is required']);
+  // Before anything is sealed: which key seals while a rotation rolls across instances.
+  const keyRegistry = createKeyRegistry({ db: pool, own: secretKeys.map((k) => k.kid), liveMs: KEY_LIVE_MS, logger });
+  await keyRegistry.refresh();
+  const keyAnnouncer = startPeriodic(() => keyRegistry.refresh(), KEY_ANNOUNCE_MS, logger, 'key announcement');
+  closers.push({ name: 'key registry', close: () => keyAnnouncer.stop().then(() => keyRegistry.leave()) });
   if (dev) await (await import('./dev/devSeed.js')).seedDevelopmentData(pool, issuer);
 
   const providers = parseProviders(providerEntries, { allowLoopback: dev, readEnv: config.broker.providerSecret });
@@ -171,6 +181,7 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     fetch,
     upstreamFetch,
     secretKeys,
+    keyAgreement: keyRegistry,
     version: packageVersion(),
     providers,
     allowLoopback: dev,

@@ -11,6 +11,7 @@ import { createKeyring } from './crypto/keyring.js';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
 import { routeLabel } from './metrics/routeLabel.js';
 import { createSecretBox } from './crypto/secretBox.js';
+import type { KeyAgreement } from './secrets/keyAgreement.js';
 import { allowedHostsFor } from './mcp/allowedHosts.js';
 import { createBearerVerifier } from './mcp/mcpAuth.js';
 import { createLegacyEndpoint } from './mcp/legacy/legacyEndpoint.js';
@@ -54,6 +55,8 @@ export interface ServerDeps extends Omit<
   /** Requests to upstream MCP servers, with UPSTREAM_TIMEOUT_MS as their deadline (default: `fetch`). */
   upstreamFetch?: Fetch;
   secretKeys: readonly { kid: string; key: Secret }[];
+  /** The deployment's agreement on which key seals while a rotation rolls out (main.ts; default: this process alone). */
+  keyAgreement?: KeyAgreement;
   version: string;
   providers: readonly Provider[];
   /** Development: loopback URLs pass the URL policy. */
@@ -98,7 +101,7 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
   const { signal } = broker;
   const metrics = deps.metrics ?? createMetrics({ pool: deps.pool, logger: deps.logger, processMetrics: false });
   const requestState = createRequestStateCodec({
-    keyring: createKeyring(deps.secretKeys, 'mrtr-request-state'),
+    keyring: createKeyring(deps.secretKeys, 'mrtr-request-state', deps.keyAgreement),
     clock: deps.clock,
     ttlSeconds: REQUEST_STATE_TTL_SECONDS,
   });
@@ -155,7 +158,7 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
   };
   const app = createApp({
     ...deps,
-    logins: createLoginCookies(createSecretBox(createKeyring(deps.secretKeys, 'browser-login'))),
+    logins: createLoginCookies(createSecretBox(createKeyring(deps.secretKeys, 'browser-login', deps.keyAgreement))),
     broker,
     // Read as each page is served: an upstream MCP server's authorization server is known once discovered.
     formActionOrigins: () =>
@@ -204,8 +207,12 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
     },
     reconcile: (graceMs, batch) => reconcileOutcomes(redrive, graceMs, batch),
     refreshExpiring: (options) => refreshExpiring(toolDeps.connection.vault, deps.logger, options),
-    reseal: (inBudget) =>
-      resealPass({ pool: deps.pool, box: broker.box, clock: deps.clock, logger: deps.logger }, inBudget),
+    // Only once every live instance holds the first key: an instance still on the old key set would
+    // otherwise meet values it cannot open (secrets/keyAgreement.ts).
+    reseal: async (inBudget) =>
+      (deps.keyAgreement?.settled() ?? true)
+        ? resealPass({ pool: deps.pool, box: broker.box, clock: deps.clock, logger: deps.logger }, inBudget)
+        : { resealed: 0, unopened: 0 },
     endSessions: () => legacy.close(),
     close: async () => {
       legacy.close();

@@ -1,5 +1,5 @@
 import type { Config } from '../config/config.js';
-import { createKeyring } from '../crypto/keyring.js';
+import { createKeyring, type KeyRotationView } from '../crypto/keyring.js';
 import { createSecretBox } from '../crypto/secretBox.js';
 import type { Pool } from '../db/pool.js';
 import { createProviderClient, type ProviderClient } from '../oauth/providerClient.js';
@@ -27,6 +27,8 @@ export interface BrokerBuild {
   fetch: Fetch;
   /** SECRET_KEYS: the vault's and the connect links' keys. */
   secretKeys: readonly { kid: string; key: Secret }[];
+  /** Which of them seals, while a rotation rolls across instances (default: the first). */
+  keyAgreement?: KeyRotationView;
   providers: readonly Provider[];
   /** Development: loopback URLs pass the URL policy. */
   allowLoopback: boolean;
@@ -49,7 +51,7 @@ export function buildBrokerDeps(build: BrokerBuild): BrokerDeps {
     providerTimeoutMs: _provider,
     ...settings
   } = build.settings.broker;
-  const box = createSecretBox(createKeyring(build.secretKeys, 'secrets'));
+  const box = createSecretBox(createKeyring(build.secretKeys, 'secrets', build.keyAgreement));
   const clientDeps = { fetch: build.fetch, allowLoopback: build.allowLoopback, now: () => build.clock.now() };
   return {
     ...settings,

@@ -4,6 +4,7 @@ import { signingKeyOf } from '../events/webhookSignature.js';
 import type { LegacyLimits } from '../mcp/legacy/legacySessions.js';
 import { checkUrl, UrlPolicyError } from '../security/urlPolicy.js';
 import { FAULT_POINTS, type FaultPoint } from '../shared/faultPoints.js';
+import { parseTrustProxy, TRUST_NO_PROXY, TrustProxyError, type ProxyTrust } from '../shared/clientAddress.js';
 import { Secret } from '../shared/secret.js';
 import type { RateLimit } from '../web/middleware/rateLimit.js';
 
@@ -66,6 +67,21 @@ const envSchema = z
     TLS_CERT_FILE: optionalString,
     TLS_KEY_FILE: optionalString,
     TLS_CA_FILE: optionalString,
+    // A proxy in front holds the certificate and speaks plain HTTP to the broker (production only, below).
+    TLS_TERMINATED_BY_PROXY: z.enum(['true', 'false']).default('false'),
+    // The peers whose X-Forwarded-For names the client (shared/clientAddress.ts); unset, none.
+    TRUST_PROXY: z
+      .string()
+      .optional()
+      .transform((value, ctx) => {
+        try {
+          return parseTrustProxy(value);
+        } catch (err) {
+          if (!(err instanceof TrustProxyError)) throw err;
+          ctx.addIssue({ code: 'custom', message: err.message });
+          return z.NEVER;
+        }
+      }),
     DEV_IDP_PORT: port.optional(),
     DEV_REPORTS_PORT: port.optional(),
     DEV_GITHUB_PORT: port.optional(),
@@ -212,6 +228,13 @@ const envSchema = z
         });
       }
       if (env.NODE_ENV !== 'production') {
+        // Development and tests serve TLS themselves (the local CA); a plain listener is for a proxy's certificate.
+        if (env.TLS_TERMINATED_BY_PROXY === 'true')
+          ctx.addIssue({
+            code: 'custom',
+            path: ['TLS_TERMINATED_BY_PROXY'],
+            message: 'is a production setting (with an https PUBLIC_URL served by the proxy)',
+          });
         if (!isLoopbackHost(env.HOST) && env.DEV_ALLOW_NETWORK !== 'true') {
           ctx.addIssue({
             code: 'custom',
@@ -228,11 +251,34 @@ const envSchema = z
         ['OIDC_CLIENT_SECRET', 'OIDC_CLIENT_SECRET is required in production'],
         ['SECRET_KEYS', 'explicit SECRET_KEYS are required in production (development keys are never used)'],
         ['DATABASE_URL', 'DATABASE_URL is required in production (no embedded Postgres)'],
-        ['TLS_CERT_FILE', 'TLS_CERT_FILE is required in production'],
-        ['TLS_KEY_FILE', 'TLS_KEY_FILE is required in production'],
+        ['TLS_CERT_FILE', 'TLS_CERT_FILE is required in production (or TLS_TERMINATED_BY_PROXY=true)'],
+        ['TLS_KEY_FILE', 'TLS_KEY_FILE is required in production (or TLS_TERMINATED_BY_PROXY=true)'],
       ] as const;
+      const terminated = env.TLS_TERMINATED_BY_PROXY === 'true';
       for (const [key, message] of required) {
+        if (terminated && (key === 'TLS_CERT_FILE' || key === 'TLS_KEY_FILE')) continue;
         if (env[key] === undefined) ctx.addIssue({ code: 'custom', path: [key], message });
+      }
+      if (terminated) {
+        // A plain listener with a certificate is two answers to one question: which one serves users.
+        for (const key of ['TLS_CERT_FILE', 'TLS_KEY_FILE'] as const) {
+          if (env[key] !== undefined)
+            ctx.addIssue({
+              code: 'custom',
+              path: [key],
+              message:
+                'must not be set with TLS_TERMINATED_BY_PROXY=true: the broker listens on plain HTTP and the proxy holds the certificate',
+            });
+        }
+        // Every request then comes from the proxy, which can always add X-Forwarded-For: without
+        // trusting it, all users share one sign-in budget and every log names the proxy.
+        if (env.TRUST_PROXY === TRUST_NO_PROXY)
+          ctx.addIssue({
+            code: 'custom',
+            path: ['TRUST_PROXY'],
+            message:
+              "is required with TLS_TERMINATED_BY_PROXY=true: the proxy's address (or hop count), so each client keeps its own address",
+          });
       }
       if (env.OIDC_ISSUER !== undefined && isLoopback(env.OIDC_ISSUER)) {
         ctx.addIssue({
@@ -270,7 +316,15 @@ const envSchema = z
 
 export interface Config {
   mode: Mode;
-  http: { host: string; port: number; publicUrl: URL; mcpResourceUrl: string; shutdownGraceMs: number };
+  /** trustProxy: TRUST_PROXY, the peers whose X-Forwarded-For names the client (shared/clientAddress.ts). */
+  http: {
+    host: string;
+    port: number;
+    publicUrl: URL;
+    mcpResourceUrl: string;
+    shutdownGraceMs: number;
+    trustProxy: ProxyTrust;
+  };
   dataDir: string;
   /**
    * directUrl: DATABASE_DIRECT_URL, Postgres itself where `url` is a transaction-mode pooler; set, `url`
@@ -279,7 +333,13 @@ export interface Config {
   db: { url: Secret | undefined; directUrl: Secret | undefined; poolMax: number };
   oidc: { issuer: string | undefined; clientId: string; clientSecret: Secret | undefined };
   secretKeys: { kid: string; key: Secret }[] | undefined;
-  tls: { certFile: string | undefined; keyFile: string | undefined; caFile: string | undefined };
+  /** terminatedByProxy: TLS_TERMINATED_BY_PROXY=true, listen on plain HTTP (production; PUBLIC_URL stays https). */
+  tls: {
+    certFile: string | undefined;
+    keyFile: string | undefined;
+    caFile: string | undefined;
+    terminatedByProxy: boolean;
+  };
   /**
    * allowNetwork: DEV_ALLOW_NETWORK=true, development servers on a non-loopback HOST (said loudly at start).
    * secretFormTool: DEV_SECRET_FORM_TOOL=true, serve dev_secret_form, whose form the audit must refuse.
@@ -364,6 +424,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       publicUrl,
       mcpResourceUrl: `${base}/mcp`,
       shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+      trustProxy: e.TRUST_PROXY,
     },
     dataDir: e.DATA_DIR,
     db: {
@@ -377,7 +438,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       clientSecret: e.OIDC_CLIENT_SECRET === undefined ? undefined : new Secret(e.OIDC_CLIENT_SECRET),
     },
     secretKeys: e.SECRET_KEYS,
-    tls: { certFile: e.TLS_CERT_FILE, keyFile: e.TLS_KEY_FILE, caFile: e.TLS_CA_FILE },
+    tls: {
+      certFile: e.TLS_CERT_FILE,
+      keyFile: e.TLS_KEY_FILE,
+      caFile: e.TLS_CA_FILE,
+      terminatedByProxy: e.TLS_TERMINATED_BY_PROXY === 'true',
+    },
     dev: {
       idpPort: e.DEV_IDP_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 1),
       reportsPort: e.DEV_REPORTS_PORT ?? (e.PORT === 0 ? 0 : e.PORT + 2),

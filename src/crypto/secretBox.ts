@@ -32,8 +32,10 @@ export class MissingKeyError extends SecretBoxError {
 export interface SecretBox {
   seal(plaintext: string, aad: string): Sealed;
   open(sealed: Sealed, aad: string): string;
-  /** The configured key ids, the active one (what `seal` uses) first. */
+  /** The configured key ids, in SECRET_KEYS's order. */
   keyIds(): readonly string[];
+  /** A key id not configured here that another live instance holds: its values are in a rotation, not lost. */
+  heldByLive(kid: string): boolean;
 }
 
 export function createSecretBox(keyring: Keyring): SecretBox {
@@ -60,5 +62,6 @@ export function createSecretBox(keyring: Keyring): SecretBox {
       }
     },
     keyIds: () => keyring.kids(),
+    heldByLive: (kid) => keyring.heldByLive(kid),
   };
 }

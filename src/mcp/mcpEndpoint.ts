@@ -36,6 +36,8 @@ export interface McpEndpointDeps {
   resourceMetadataUrl: string;
   requiredScope: string | undefined;
   logger: Logger;
+  /** The client's address for log lines (shared/clientAddress.ts, TRUST_PROXY), asked only when one is written. */
+  addressOf: (req: IncomingMessage) => string;
 }
 
 const MAX_BODY_BYTES = 1024 * 1024;
@@ -53,7 +55,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps): (req: IncomingMessage,
     res.setHeader('Cache-Control', 'no-store');
     res.setHeader('X-Content-Type-Options', 'nosniff');
     handle(deps, req, res, requestId).catch((err: unknown) => {
-      deps.logger.error({ err, requestId }, 'MCP endpoint failed');
+      deps.logger.error({ err, requestId, clientAddress: deps.addressOf(req) }, 'MCP endpoint failed');
       if (!res.headersSent) sendError(res, null, outageOf(err) ?? endpointFailed('Internal error'));
       else res.destroy();
     });
@@ -84,7 +86,7 @@ async function handle(
       return challenge(deps, res, err);
     // The issuer's keys cannot be had: no token can be checked, which is not the caller's fault.
     if (err instanceof AppError && err.code === 'unavailable') {
-      deps.logger.error({ err, requestId }, 'MCP bearer tokens cannot be verified');
+      deps.logger.error({ err, requestId, clientAddress: deps.addressOf(req) }, 'MCP bearer tokens cannot be verified');
       return sendError(
         res,
         null,
@@ -142,7 +144,10 @@ async function handle(
   } catch (err) {
     if (!(err instanceof McpProtocolError)) throw err;
     const errorId = err instanceof EnvelopeError ? err.id : id;
-    deps.logger.info({ requestId, rpcCode: err.code, message: err.message }, 'MCP request refused');
+    deps.logger.info(
+      { requestId, rpcCode: err.code, message: err.message, clientAddress: deps.addressOf(req) },
+      'MCP request refused',
+    );
     if (wantsSse && !wantsJson && err.httpStatus === 200) return sendSse(res, errorMessage(errorId, err));
     return sendError(res, errorId, err);
   }

@@ -1,5 +1,5 @@
+import { createServer as createHttpServer, type RequestListener, type Server as HttpServer } from 'node:http';
 import { createServer, type Server } from 'node:https';
-import type { RequestListener } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export interface TlsPair {
@@ -8,7 +8,7 @@ export interface TlsPair {
 }
 
 export interface RunningServer {
-  server: Server;
+  server: Server | HttpServer;
   port: number;
   /** Stops accepting, lets in-flight requests finish for up to graceMs, then cuts what is left. */
   close(graceMs: number): Promise<void>;
@@ -22,7 +22,23 @@ export async function listenHttps(
   port: number,
   name: string,
 ): Promise<RunningServer> {
-  const server = createServer({ cert: tls.certPem, key: tls.keyPem, minVersion: 'TLSv1.2' }, handler);
+  return listen(createServer({ cert: tls.certPem, key: tls.keyPem, minVersion: 'TLSv1.2' }, handler), host, port, name);
+}
+
+/**
+ * Listens on plain HTTP, for TLS_TERMINATED_BY_PROXY=true only: a proxy in front holds the
+ * certificate, and PUBLIC_URL, cookies and HSTS stay https (nothing reads the scheme from here).
+ */
+export async function listenHttp(
+  handler: RequestListener,
+  host: string,
+  port: number,
+  name: string,
+): Promise<RunningServer> {
+  return listen(createHttpServer(handler), host, port, name);
+}
+
+async function listen(server: Server | HttpServer, host: string, port: number, name: string): Promise<RunningServer> {
   server.keepAliveTimeout = 5_000;
   server.headersTimeout = 20_000;
   server.requestTimeout = 120_000;
@@ -46,7 +62,7 @@ export async function listenHttps(
   };
 }
 
-async function closeGracefully(server: Server, graceMs: number): Promise<void> {
+async function closeGracefully(server: Server | HttpServer, graceMs: number): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   // A keep-alive connection becomes idle when its last request finishes; close it then, not at its timeout.
   const sweep = setInterval(() => server.closeIdleConnections(), 50);

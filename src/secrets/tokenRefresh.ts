@@ -8,7 +8,7 @@ import { appendObservations } from '../ledger/ledgerRepo.js';
 import type { ProviderTokens } from '../oauth/providerClient.js';
 import { ledgerEventOf, usableStates, type ConnectionEvent } from './connectionStates.js';
 import { findConnectionById, moveConnection, secretOwnerOf, type ConnectionRecord } from './connectionsRepo.js';
-import { forgetUnopenable, keyMissing } from './missingKey.js';
+import { keyMissing, recordUnopenable } from './missingKey.js';
 import { deleteSecrets, findSecrets, type StoredSecret } from './secretsRepo.js';
 import { openSecret, storeTokens, type TokenVaultDeps } from './sealedTokens.js';
 import { reachFaultPoint } from '../shared/faultPoints.js';
@@ -66,9 +66,20 @@ async function refreshOnce(
   const access = secrets.find((s) => s.kind === 'access_token');
   const refresh = secrets.find((s) => s.kind === 'refresh_token');
   if (!connection || !access || !usableStates.has(connection.state)) return { kind: 'reconnect' };
-  if (secrets.some((s) => keyMissing(deps.box, s))) {
+  const unopenable = secrets.find((s) => keyMissing(deps.box, s));
+  if (unopenable) {
+    // Another live instance holds its key: a rotation (or a rollback) is rolling out, and the value
+    // is that instance's to open. Nothing is changed; the call may be tried again.
+    if (deps.box.heldByLive(unopenable.keyId))
+      throw new UnavailableError(
+        `This connection's tokens are sealed under key ${unopenable.keyId}, which this instance does not hold yet: a key rotation is rolling out. Try again in a moment.`,
+        { expose: true },
+      );
+    // No live instance holds it: the user connects again, and the new grant replaces these values.
+    // They are kept, never deleted here: a value under a key id this instance does not know may be
+    // one an instance about to start can open.
     await endConnection(deps, connection, 'key_missing', (tx) =>
-      forgetUnopenable(tx, deps, secrets).then(() => undefined),
+      recordUnopenable(tx, deps, secrets).then(() => undefined),
     );
     return { kind: 'reconnect' };
   }
@@ -134,7 +145,7 @@ async function endConnection(
   await withTransaction(deps.pool, async (tx) => {
     const moved = await moveConnection(tx, { id: connection.id, event, now: deps.clock.now() });
     await forget(tx);
-    // forgetUnopenable records a missing key itself, naming the key.
+    // recordUnopenable records a missing key itself, naming the key.
     if (moved && event !== 'key_missing') await record(tx, deps, connection, event, {});
     if (moved) await enqueueEvent(tx, needsReauthEvent(moved, event, deps.clock.now()));
   });

@@ -5,6 +5,7 @@ import { withTransaction } from '../db/transaction.js';
 import { isObject } from '../providers/conformers/responseFields.js';
 import type { Provider } from '../providers/providerConfig.js';
 import { providerMessage } from '../providers/providerRefusal.js';
+import { UnavailableError } from '../errors/appError.js';
 import { Secret } from '../shared/secret.js';
 import { clientMetadataOf, clientMetadataUrl, redirectUriFor } from './clientMetadata.js';
 import type { AuthorizationServer } from './discovery.js';
@@ -142,7 +143,14 @@ function opened(stored: StoredRegistration, deps: RegistrationDeps): ClientRegis
     try {
       secret = deps.box.open(stored.sealedSecret, registrationAad(stored.id));
     } catch (err) {
-      // A registration can always be made again; a value that fails authentication is another matter.
+      // A registration can always be made again, unless another live instance holds its key (a key
+      // rotation rolling out): registering again would replace a client the connections' tokens
+      // belong to. A value that fails authentication is another matter.
+      if (err instanceof MissingKeyError && deps.box.heldByLive(err.keyId))
+        throw new UnavailableError(
+          `The client registration at this upstream is sealed under key ${err.keyId}, which this instance does not hold yet: a key rotation is rolling out. Try again in a moment.`,
+          { expose: true },
+        );
       if (err instanceof MissingKeyError) return undefined;
       throw err;
     }

@@ -3,6 +3,8 @@ import { z } from 'zod';
 import type { Config } from '../config/config.js';
 import { ForbiddenError } from '../errors/appError.js';
 import { isValidCsrf, requireSameOrigin } from './middleware/csrf.js';
+import { clientAddressOf } from '../shared/clientAddress.js';
+import type { Logger } from '../shared/logger.js';
 import { rateLimitByAddress } from './middleware/rateLimit.js';
 import { parseInput } from './parse.js';
 import { formBody } from './requestBody.js';
@@ -29,6 +31,7 @@ const logoutBody = z.strictObject({ _csrf: z.string().max(128) });
 export interface AuthRoutesDeps extends SignInDeps {
   /** `login.rateLimit` is per client address, for GET /login and the callback together. */
   settings: Pick<Config, 'http' | 'session' | 'login' | 'operators'>;
+  logger: Logger;
 }
 
 /** GET /login, GET /auth/callback, POST /logout. */
@@ -36,7 +39,11 @@ export function authRoutes(deps: AuthRoutesDeps): Router {
   const router = Router();
   const { publicUrl } = deps.settings.http;
   // Both ends of a sign-in are open to anyone: one bucket per address bounds what a caller can make us do.
-  const limited = rateLimitByAddress(deps.settings.login.rateLimit, () => deps.clock.now().getTime());
+  const limited = rateLimitByAddress(deps.settings.login.rateLimit, {
+    addressOf: (req) => clientAddressOf(req, deps.settings.http.trustProxy),
+    now: () => deps.clock.now().getTime(),
+    logger: deps.logger,
+  });
   const loginMaxAge = LOGIN_TTL_MS / 1000;
 
   router.get('/login', limited, async (req, res) => {

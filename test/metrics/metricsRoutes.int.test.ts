@@ -28,7 +28,7 @@ describe('who may read GET /metrics', () => {
     const app = express()
       .use(requestId())
       .use(metricsRoutes({ metrics, access }))
-      .use(errorHandler({ logger, render: createRender({ cache: false }) }));
+      .use(errorHandler({ logger, render: createRender({ cache: false }), addressOf: () => '127.0.0.1' }));
     const server = createServer(app).listen(0, '127.0.0.1');
     servers.push(server);
     await new Promise((r) => server.once('listening', r));

@@ -25,6 +25,7 @@ import { Secret } from '../../src/shared/secret.js';
 import { loadOrCreateLocalTls, type TlsMaterial } from '../../src/tls/localCa.js';
 import { parseProviders } from '../../src/providers/providerConfig.js';
 import { createBrokerServer, type BrokerServer, type ServerSettings } from '../../src/server.js';
+import { createKeyRegistry, type KeyRegistry } from '../../src/secrets/keyAgreement.js';
 import type { Tool } from '../../src/mcp/defineTool.js';
 import type { McpToolDeps } from '../../src/mcp/toolDeps.js';
 import type { RateLimit } from '../../src/web/middleware/rateLimit.js';
@@ -64,6 +65,15 @@ export interface BrokerStack {
    * and settings, as a rolling deploy of a key rotation does; `secrets.secretKeys` is left as it was.
    */
   restartWithKeys(keys: readonly { kid: string; key: string }[]): Promise<void>;
+  /**
+   * One instance (0: the first, 1: the second) rebuilt with these SECRET_KEYS, the other left running:
+   * one step of a rolling deploy. With `keyRegistry`, it announces its keys before it serves, as main.ts does.
+   */
+  restartOneWithKeys(which: 0 | 1, keys: readonly { kid: string; key: string }[]): Promise<void>;
+  /** One instance's re-seal pass, as its sweeper runs it. */
+  resealOn(which: 0 | 1, inBudget: () => boolean): Promise<ResealProgress>;
+  /** With `keyRegistry`: both instances announce their keys and read each other's, as their timers do. */
+  announceKeys(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -102,6 +112,8 @@ export interface BrokerStackOptions {
   quotas?: Partial<Quotas>;
   /** The issuer whose tokens /mcp accepts (default: the development identity provider). */
   mcpIssuer?: string;
+  /** MCP token settings (MCP_SCOPE, MCP_TOKEN_AUDIENCE, …) over loadConfig's defaults, as their parsed slice. */
+  mcp?: Partial<ServerSettings['mcp']>;
   /** The issuer browsers sign in with (default: the development identity provider). */
   signInIssuer?: string;
   /** Connection tools served beside the built-in ones (what TOOL_MODULES loads). */
@@ -112,6 +124,8 @@ export interface BrokerStackOptions {
   extraProviders?: (context: { brokerUrl: string; tls: TlsMaterial }) => Promise<unknown[]>;
   /** The Postgres server, and the instances' way to it (test/support/testDb.ts): default the run's, directly. */
   database?: Pick<TestDbOptions, 'url' | 'poolUrl'>;
+  /** Each instance in the deployment's key registry (secrets/keyAgreement.ts), as main.ts runs it; default: none. */
+  keyRegistry?: { liveMs: number };
 }
 
 export async function startBrokerStack(options: BrokerStackOptions = {}): Promise<BrokerStack> {
@@ -154,7 +168,34 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
   const upstreamFetch = options.brokerFetch ? brokerFetch : createRequestFetch({ extraCaPems: [tls.caPem] });
   const settings = atUrl(stackSettings(options), publicUrl, mcpResourceUrl);
   let secretKeys: readonly { kid: string; key: string }[] = secrets.secretKeys;
-  const listenerFor = (pool: Pool, publicUrl: URL): RequestListener => {
+  const registries: (KeyRegistry | undefined)[] = [undefined, undefined];
+  let generation = 0;
+  // Requests each instance is still answering: a stopping instance drains them before it leaves the
+  // key registry, as main.ts's does (its HTTPS server closes, then its closers run).
+  const inFlight = new Map<BrokerServer, number>();
+  const drained = async (server: BrokerServer) => {
+    while ((inFlight.get(server) ?? 0) > 0) await new Promise((r) => setTimeout(r, 10));
+  };
+  const registryFor = async (which: 0 | 1, pool: Pool, keys: typeof secretKeys) => {
+    if (!options.keyRegistry) return undefined;
+    const registry = createKeyRegistry({
+      db: pool,
+      own: keys.map((k) => k.kid),
+      liveMs: options.keyRegistry.liveMs,
+      logger,
+      instanceId: `instance-${which}-${(generation += 1)}`,
+    });
+    await registry.refresh();
+    registries[which] = registry;
+    return registry;
+  };
+  const listenerFor = (
+    pool: Pool,
+    publicUrl: URL,
+    keys = secretKeys,
+    keyAgreement?: KeyRegistry,
+    at = servers.length,
+  ): RequestListener => {
     // Through a transaction-mode pooler, each instance listens on a connection of its own, straight to Postgres.
     const listenPool = db.newDirectPool();
     const server = createBrokerServer({
@@ -175,25 +216,30 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
       issuer: options.mcpIssuer ?? dev.idp.issuer,
       fetch: brokerFetch,
       upstreamFetch,
-      secretKeys: secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) })),
+      secretKeys: keys.map((k) => ({ kid: k.kid, key: new Secret(k.key) })),
+      ...(keyAgreement ? { keyAgreement } : {}),
       version: 'test',
       providers,
       allowLoopback: true,
       ...(options.extraTools ? { extraTools: options.extraTools } : {}),
       ...(options.metrics && servers.length === 0 ? { metrics: options.metrics(pool) } : {}),
     });
-    servers.push(server);
-    return server.listener;
+    servers[at] = server;
+    return (req, res) => {
+      inFlight.set(server, (inFlight.get(server) ?? 0) + 1);
+      res.on('close', () => inFlight.set(server, inFlight.get(server)! - 1));
+      server.listener(req, res);
+    };
   };
   const migrations = await readMigrations();
-  handler = listenerFor(db.pool, publicUrl);
+  handler = listenerFor(db.pool, publicUrl, secretKeys, await registryFor(0, db.pool, secretKeys));
 
   // A second broker instance: its own pool, listener and public URL; the same database, keys and MCP audience.
   let secondHandler: RequestListener = (_req, res) => res.writeHead(503).end();
   const second = await listenHttps(tls, (req, res) => secondHandler(req, res), '127.0.0.1', 0, 'broker 2');
   const secondUrl = `https://127.0.0.1:${second.port}`;
   const secondPool = db.newPool();
-  secondHandler = listenerFor(secondPool, new URL(secondUrl));
+  secondHandler = listenerFor(secondPool, new URL(secondUrl), secretKeys, await registryFor(1, secondPool, secretKeys));
 
   return {
     brokerUrl,
@@ -212,10 +258,33 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
     refreshExpiring: (options) => servers[0]!.refreshExpiring(options),
     async restartWithKeys(keys) {
       const old = servers.splice(0);
+      const oldRegistries = [...registries];
       secretKeys = keys;
-      handler = listenerFor(db.pool, publicUrl);
-      secondHandler = listenerFor(secondPool, new URL(secondUrl));
-      await Promise.all(old.map((s) => s.close()));
+      handler = listenerFor(db.pool, publicUrl, keys, await registryFor(0, db.pool, keys));
+      secondHandler = listenerFor(secondPool, new URL(secondUrl), keys, await registryFor(1, secondPool, keys));
+      await Promise.all(old.map((s) => drained(s).then(() => s.close())));
+      for (const registry of oldRegistries) await registry?.leave();
+    },
+    async restartOneWithKeys(which, keys) {
+      const old = servers[which]!;
+      const oldRegistry = registries[which];
+      const pool = which === 0 ? db.pool : secondPool;
+      const next = listenerFor(
+        pool,
+        which === 0 ? publicUrl : new URL(secondUrl),
+        keys,
+        await registryFor(which, pool, keys),
+        which,
+      );
+      if (which === 0) handler = next;
+      else secondHandler = next;
+      await drained(old);
+      await old.close();
+      await oldRegistry?.leave();
+    },
+    resealOn: (which, inBudget) => servers[which]!.reseal(inBudget),
+    async announceKeys() {
+      for (const registry of registries) await registry?.refresh();
     },
     async close() {
       await broker.close(0);

@@ -1,6 +1,8 @@
+import type { IncomingMessage } from 'node:http';
 import { isIPv6 } from 'node:net';
 import type { RequestHandler } from 'express';
 import { RateLimitedError } from '../../errors/appError.js';
+import type { Logger } from '../../shared/logger.js';
 
 export interface RateLimit {
   /** Requests an address may make at once before it is slowed down. */
@@ -13,18 +15,27 @@ export interface RateLimit {
 // (it starts again with a full bucket), so memory stays bounded whatever the traffic.
 const MAX_ADDRESSES = 10_000;
 
+export interface RateLimitDeps {
+  /** The client's address (shared/clientAddress.ts: the peer's, or a trusted proxy's X-Forwarded-For entry). */
+  addressOf: (req: IncomingMessage) => string;
+  now?: () => number;
+  /** Told once each time an address runs out, not on every refused request. */
+  logger?: Logger;
+}
+
 /**
  * A token bucket per client address, in this process only: each instance
  * limits on its own, so N instances behind a balancer allow N times the rate.
- * The address is the TCP peer (`trust proxy` is off); IPv6 addresses count by
- * their /64, which one host can fill on its own. A refusal is a 429 with
- * Retry-After, through the one error mapping.
+ * IPv6 addresses count by their /64, which one host can fill on its own. A
+ * refusal is a 429 with Retry-After, through the one error mapping.
  */
-export function rateLimitByAddress(limit: RateLimit, now: () => number = Date.now): RequestHandler {
-  const buckets = new Map<string, { tokens: number; at: number }>();
+export function rateLimitByAddress(limit: RateLimit, deps: RateLimitDeps): RequestHandler {
+  const { addressOf, now = Date.now, logger } = deps;
+  const buckets = new Map<string, { tokens: number; at: number; refused?: boolean }>();
   const perMs = limit.perMinute / 60_000;
   return (req, _res, next) => {
-    const key = addressKey(req.socket.remoteAddress ?? 'unknown');
+    const clientAddress = addressOf(req);
+    const key = addressKey(clientAddress);
     const t = now();
     const previous = buckets.get(key);
     // A clock that steps back (NTP, a test's clock) refills nothing rather than draining the bucket.
@@ -33,7 +44,8 @@ export function rateLimitByAddress(limit: RateLimit, now: () => number = Date.no
       : limit.burst;
     buckets.delete(key);
     if (tokens < 1) {
-      buckets.set(key, { tokens, at: t });
+      if (!previous?.refused) logger?.warn({ clientAddress, bucket: key }, 'sign-in rate limit reached');
+      buckets.set(key, { tokens, at: t, refused: true });
       next(
         new RateLimitedError(
           'Too many sign-in requests from your address. Wait a moment, then try again.',

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { toHttp } from '../../errors/toHttp.js';
 import { routeLabel } from '../../metrics/routeLabel.js';
@@ -25,12 +26,20 @@ export function requestId(): RequestHandler {
  * The error handler, mounted last. Negotiates JSON or HTML like oidc-provider;
  * unexposed errors are logged with their cause and answered generically.
  */
-export function errorHandler(deps: { logger: Logger; render: Render }): ErrorRequestHandler {
+export function errorHandler(deps: {
+  logger: Logger;
+  render: Render;
+  /** The client's address for the log line (shared/clientAddress.ts). */
+  addressOf: (req: IncomingMessage) => string;
+}): ErrorRequestHandler {
   return (err, req, res, _next) => {
     const mapped = toHttp(err, req.id);
     // The route template, not the path: a connect link's handle is a bearer secret.
     if (mapped.log)
-      deps.logger.error({ err, requestId: req.id, method: req.method, route: routeLabel(req.path) }, 'request failed');
+      deps.logger.error(
+        { err, requestId: req.id, method: req.method, route: routeLabel(req.path), clientAddress: deps.addressOf(req) },
+        'request failed',
+      );
     if (res.headersSent) {
       res.destroy();
       return;

@@ -2,10 +2,15 @@ import type { Request, Response } from 'express';
 import { describe, expect, it } from 'vitest';
 import { RateLimitedError } from '../../../src/errors/appError.js';
 import { rateLimitByAddress } from '../../../src/web/middleware/rateLimit.js';
+import { capturedLogger } from '../../support/capturedLogger.js';
 
 function limiter(burst: number, perMinute: number) {
   let now = 1_000_000;
-  const handler = rateLimitByAddress({ burst, perMinute }, () => now);
+  const { logger, logs } = capturedLogger();
+  const handler = rateLimitByAddress(
+    { burst, perMinute },
+    { addressOf: (req) => req.socket.remoteAddress!, now: () => now, logger },
+  );
   const hit = (remoteAddress: string): unknown => {
     let outcome: unknown = 'passed';
     handler({ socket: { remoteAddress } } as unknown as Request, {} as Response, (err?: unknown) => {
@@ -13,7 +18,7 @@ function limiter(burst: number, perMinute: number) {
     });
     return outcome;
   };
-  return { hit, advance: (ms: number) => (now += ms) };
+  return { hit, advance: (ms: number) => (now += ms), logs };
 }
 
 describe('rateLimitByAddress', () => {
@@ -42,5 +47,20 @@ describe('rateLimitByAddress', () => {
     expect(hit('2001:db8:1:3::1')).toBe('passed');
     expect(hit('::ffff:192.0.2.7')).toBe('passed');
     expect(hit('192.0.2.7')).toBeInstanceOf(RateLimitedError);
+  });
+
+  it('logs an address once each time it runs out, not on every refused request', () => {
+    const { hit, advance, logs } = limiter(1, 60);
+    hit('192.0.2.1');
+    hit('192.0.2.1');
+    hit('192.0.2.1');
+    advance(1_000);
+    hit('192.0.2.1');
+    hit('192.0.2.1');
+    const lines = logs.map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines).toEqual([
+      expect.objectContaining({ msg: 'sign-in rate limit reached', clientAddress: '192.0.2.1' }),
+      expect.objectContaining({ msg: 'sign-in rate limit reached', clientAddress: '192.0.2.1' }),
+    ]);
   });
 });
