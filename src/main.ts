@@ -12,7 +12,7 @@ import { createPool } from './db/pool.js';
 import { createMetrics } from './metrics/metrics.js';
 import { createOidcClient } from './oauth/oauthClient.js';
 import { banner, type BannerFacts } from './runtime/banner.js';
-import { listenHttps } from './runtime/httpsServer.js';
+import { listenHttp, listenHttps } from './runtime/httpsServer.js';
 import { AlreadyRunningError, acquireRunLock } from './runtime/runLock.js';
 import { stopSignalHandler } from './runtime/stopSignals.js';
 import { systemClock } from './shared/clock.js';
@@ -218,9 +218,12 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     const delivery = startWebhookDelivery({ pool, fetch, clock: systemClock, logger, webhook: config.webhook });
     closers.push({ name: 'webhook delivery', close: delivery.stop });
   }
-  const server = await listenHttps(tls, broker.listener, config.http.host, config.http.port, 'broker');
+  // TLS_TERMINATED_BY_PROXY=true (production only): the proxy in front holds the certificate.
+  const server = config.tls.terminatedByProxy
+    ? await listenHttp(broker.listener, config.http.host, config.http.port, 'broker')
+    : await listenHttps(tls, broker.listener, config.http.host, config.http.port, 'broker');
   closers.push({
-    name: 'broker HTTPS server',
+    name: 'broker server',
     close: () => {
       // Calls waiting in legacy sessions answer now, within the grace period, rather than be cut off.
       broker.endSessions();
@@ -228,7 +231,15 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     },
   });
 
-  logger.info({ port: server.port, mode: config.mode }, 'broker listening');
+  logger.info(
+    {
+      port: server.port,
+      mode: config.mode,
+      tls: config.tls.terminatedByProxy ? 'terminated by proxy' : 'own',
+      trustProxy: config.http.trustProxy.shown,
+    },
+    'broker listening',
+  );
   if (config.mcp.allowAnonymous) {
     logger.warn(
       'MCP_ALLOW_ANONYMOUS=true: MCP requests without a bearer token are served as an anonymous principal (development, loopback only)',
@@ -258,7 +269,9 @@ function packageVersion(): string {
 }
 
 async function readTls(config: Readonly<Config>): Promise<TlsMaterial> {
-  const { certFile, keyFile, caFile } = config.tls;
+  const { certFile, keyFile, caFile, terminatedByProxy } = config.tls;
+  // The listener is plain HTTP: only the CA that outbound calls trust is read.
+  if (terminatedByProxy) return { certPem: '', keyPem: '', caPem: caFile ? await readFile(caFile, 'utf8') : '' };
   if (!certFile || !keyFile) throw new ConfigError(['TLS_CERT_FILE and TLS_KEY_FILE are required']);
   const [certPem, keyPem, caPem] = await Promise.all([
     readFile(certFile, 'utf8'),
