@@ -31,6 +31,7 @@ import { toolScopeProblems, ToolModuleError } from './mcp/tools/toolModules.js';
 import type { Provider } from './providers/providerConfig.js';
 import { providerHosts } from './providers/providerHosts.js';
 import { protectedDomainsWith } from './security/protectedDomains.js';
+import { clientAddressOf } from './shared/clientAddress.js';
 import type { Fetch } from './shared/httpClient.js';
 import type { Secret } from './shared/secret.js';
 
@@ -184,9 +185,8 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
     legacy,
     verifyBearer: createBearerVerifier({
       issuer: deps.issuer,
-      audience: mcpSettings.tokenAudience ?? http.mcpResourceUrl,
+      audience: http.mcpResourceUrl,
       requiredScope: mcpSettings.requiredScope,
-      jwtTyp: mcpSettings.jwtTyp,
       fetch: deps.fetch,
       clock: deps.clock,
       allowLoopback: deps.allowLoopback,
@@ -195,8 +195,9 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
     allowedHosts: hosts,
     allowedOrigins: origins,
     resourceMetadataUrl: resourceMetadataUrl(http.mcpResourceUrl),
-    requiredScope: mcpSettings.advertisedScope,
+    requiredScope: mcpSettings.requiredScope,
     logger: deps.logger,
+    addressOf: (req) => clientAddressOf(req, http.trustProxy),
   });
   const mcpPath = new URL(http.mcpResourceUrl).pathname;
   return {
