@@ -91,7 +91,9 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
   closers.push({ name: 'database pool', close: () => pool.end() });
   const direct = directUrl ? createPool({ url: directUrl, poolMax: 2 }, logger) : undefined;
   if (direct) closers.push({ name: 'direct database pool', close: () => direct.end() });
-  const applied = await migrate(direct ?? pool);
+  const applied = await migrate(direct ?? pool, undefined, (newer) =>
+    logger.warn({ newer }, 'the database has migrations of a newer release (a rolling deploy); this one keeps serving'),
+  );
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
 
   let issuer = config.oidc.issuer;

@@ -49,9 +49,14 @@ interface AppliedRow {
  * Applies pending migrations, each in its own transaction, while holding a
  * session-level advisory lock scoped to the current schema, so concurrent
  * runners apply each migration exactly once. Refuses to run if an applied
- * migration was edited or is unknown to this code.
+ * migration was edited; migrations newer than this code (a rolling deploy's, applied before this
+ * instance is replaced) are left alone and named to `onNewer`.
  */
-export async function migrate(pool: Pool, dir: string = migrationsDir): Promise<string[]> {
+export async function migrate(
+  pool: Pool,
+  dir: string = migrationsDir,
+  onNewer?: (names: string[]) => void,
+): Promise<string[]> {
   const files = await readMigrations(dir);
   const client = await pool.connect();
   try {
@@ -66,6 +71,8 @@ export async function migrate(pool: Pool, dir: string = migrationsDir): Promise<
       )`);
       const applied = await appliedMigrations(client);
       checkApplied(files, applied);
+      const newer = newerThan(files, applied);
+      if (newer.length > 0) onNewer?.(newer.map((row) => row.name));
       const pending = files.filter((f) => !applied.some((a) => a.id === f.id));
       for (const file of pending) {
         await inTransaction(client, async (tx) => {
@@ -87,9 +94,12 @@ export async function migrate(pool: Pool, dir: string = migrationsDir): Promise<
 }
 
 export interface MigrationStatus {
+  /** Every migration this code carries is applied, unedited (newer ones may be applied too: see `ahead`). */
   current: boolean;
   applied: number;
   expected: number;
+  /** Applied migrations newer than this code: a rolling deploy's migration step ran before this instance was replaced. */
+  ahead: number;
   problem?: string;
 }
 
@@ -97,12 +107,24 @@ export interface MigrationStatus {
 export async function migrationStatus(db: Queryable, files: MigrationFile[]): Promise<MigrationStatus> {
   const exists = await db.query<{ t: string | null }>(`SELECT to_regclass('schema_migrations')::text AS t`);
   const applied = exists.rows[0]?.t ? await appliedMigrations(db) : [];
+  const ahead = newerThan(files, applied).length;
+  const known = applied.length - ahead;
   try {
     checkApplied(files, applied);
   } catch (err) {
-    return { current: false, applied: applied.length, expected: files.length, problem: (err as Error).message };
+    return { current: false, applied: known, expected: files.length, ahead, problem: (err as Error).message };
   }
-  return { current: applied.length === files.length, applied: applied.length, expected: files.length };
+  return { current: known === files.length, applied: known, expected: files.length, ahead };
+}
+
+/**
+ * Applied migrations past the last one this code carries. A rolling deploy applies the new release's
+ * migrations (`broker migrate`) while the old release still serves, so the old code meets them; it keeps
+ * serving, as every migration here must leave the release before it working (add, never rename or drop
+ * what that release reads, in the same release).
+ */
+function newerThan(files: readonly MigrationFile[], applied: readonly AppliedRow[]): AppliedRow[] {
+  return applied.filter((row) => row.id > files.length);
 }
 
 async function appliedMigrations(db: Queryable): Promise<AppliedRow[]> {
@@ -112,12 +134,9 @@ async function appliedMigrations(db: Queryable): Promise<AppliedRow[]> {
 
 function checkApplied(files: MigrationFile[], applied: AppliedRow[]): void {
   for (const row of applied) {
+    // Files run 1..n without gaps (readMigrations), so an id this code lacks is newer: see newerThan.
     const file = files.find((f) => f.id === row.id);
-    if (!file) {
-      throw new MigrationError(
-        `the database has migration ${row.name}, which this code does not know; is newer code running against it?`,
-      );
-    }
+    if (!file) continue;
     if (file.sha256 !== row.sha256 || file.name !== row.name) {
       throw new MigrationError(
         `migration ${file.name} was changed after it was applied (applied ${row.name} sha256 ${row.sha256.slice(0, 12)}…, now ${file.sha256.slice(0, 12)}…); migrations are forward-only: add a new one instead`,

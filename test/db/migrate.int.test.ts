@@ -72,3 +72,32 @@ describe('migrate', () => {
     await rm(bad, { recursive: true });
   });
 });
+
+// A rolling deploy: the new release's migration step (`broker migrate`) runs while the old release
+// still serves. The old code must stay ready and able to start: it meets migrations it does not carry.
+describe('a database ahead of the code', () => {
+  it('is current for the older code, which starts on it and names the newer migrations', async () => {
+    const db = await createTestDb({ migrate: false });
+    const newer = await mkdtemp(join(tmpdir(), 'broker-newer-migrations-'));
+    try {
+      await cp(migrationsDir, newer, { recursive: true });
+      const next = String((await readMigrations()).length + 1).padStart(4, '0');
+      await writeFile(join(newer, `${next}_next_release.sql`), 'CREATE TABLE next_release (id int)');
+      await migrate(db.pool, newer);
+
+      const older = await readMigrations();
+      expect(await migrationStatus(db.pool, older)).toEqual({
+        current: true,
+        applied: older.length,
+        expected: older.length,
+        ahead: 1,
+      });
+      const named: string[][] = [];
+      expect(await migrate(db.pool, migrationsDir, (names) => named.push(names))).toEqual([]);
+      expect(named).toEqual([[`${next}_next_release.sql`]]);
+    } finally {
+      await db.drop();
+      await rm(newer, { recursive: true, force: true });
+    }
+  });
+});
