@@ -16,6 +16,7 @@ export default defineConfig({
             'test/**/*.browser.test.ts',
             'test/**/*.faults.test.ts',
             'test/**/*.gates.test.ts',
+            'test/**/*.production.test.ts',
           ],
           setupFiles: ['test/support/setupNetwork.ts'],
         },
@@ -55,6 +56,17 @@ export default defineConfig({
           globalSetup: ['test/support/globalDb.ts'],
           testTimeout: 60_000,
           hookTimeout: 60_000,
+        },
+      },
+      {
+        // The production rehearsal (`npm run test:production`, test/production/): the broker built as
+        // the image builds it, run with NODE_ENV=production among processes of its own. No network
+        // setup file: the rehearsal's names are not loopback by name, and nothing here is mocked.
+        test: {
+          name: 'production',
+          include: ['test/production/**/*.production.test.ts'],
+          testTimeout: 180_000,
+          hookTimeout: 180_000,
         },
       },
       {

@@ -34,7 +34,13 @@ export function runNpm(args: string[], env: Record<string, string>, options: Run
   return runCommand('npm', args, env, options);
 }
 
-function runCommand(command: string, args: string[], env: Record<string, string>, options: RunOptions): BrokerProcess {
+/** Runs `command` with `env` (PATH and HOME beside), its output kept. */
+export function runCommand(
+  command: string,
+  args: string[],
+  env: Record<string, string>,
+  options: RunOptions = {},
+): BrokerProcess {
   const child = spawn(command, args, {
     cwd: options.cwd ?? repoRoot,
     env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '/tmp', ...env },

@@ -14,17 +14,23 @@ export interface HttpsTestServer {
   close(): Promise<void>;
 }
 
-/** An HTTPS server on 127.0.0.1, port 0, answering 503 until a handler is set. */
-export async function listenHttps(tls: TlsMaterial): Promise<HttpsTestServer> {
+/**
+ * An HTTPS server on 127.0.0.1, port 0 (or `port`), answering 503 until a handler is set. `hostname`:
+ * the name its origin is written with (one that resolves to 127.0.0.1), else 127.0.0.1.
+ */
+export async function listenHttps(
+  tls: TlsMaterial,
+  { hostname = '127.0.0.1', port: wanted = 0 }: { hostname?: string; port?: number } = {},
+): Promise<HttpsTestServer> {
   let handler: Handler = (_req, res) => {
     res.statusCode = 503;
     res.end();
   };
   const server = createServer({ key: tls.keyPem, cert: tls.certPem }, (req, res) => handler(req, res));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(wanted, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo; // listen() on a TCP port always yields AddressInfo
   return {
-    origin: `https://127.0.0.1:${port}`,
+    origin: `https://${hostname}:${port}`,
     server,
     setHandler: (next) => {
       handler = next;

@@ -44,8 +44,8 @@ export interface Sent {
 
 export interface SdkClientOptions {
   era: Era;
-  /** Answers URL-mode elicitations; giving it declares `elicitation.url`. */
-  url?: (params: ElicitRequestURLParams) => ElicitResult;
+  /** Answers URL-mode elicitations (a host may first walk the user through the link); giving it declares `elicitation.url`. */
+  url?: (params: ElicitRequestURLParams) => ElicitResult | Promise<ElicitResult>;
   /** Answers form-mode elicitations; giving it declares `elicitation.form`. */
   form?: (params: ElicitRequestFormParams) => ElicitResult;
   /** How many `input_required` rounds the SDK fulfils for one call (2026-07-28). */

@@ -123,9 +123,12 @@ export async function startUpstreamMcp(options: {
   listTtlMs?: number;
   /** Marks its tools/list public (cacheScope public, this ttlMs) and serves every user the same list (no alice_diary). */
   publicListTtlMs?: number;
+  /** The name both origins are written with (it must resolve to 127.0.0.1), and their ports; else 127.0.0.1, any ports. */
+  listen?: { hostname: string; mcpPort: number; authPort: number };
 }): Promise<UpstreamMcp> {
-  const mcpServer = await listenHttps(options.tls);
-  const authServer = await listenHttps(options.tls);
+  const at = options.listen;
+  const mcpServer = await listenHttps(options.tls, at ? { hostname: at.hostname, port: at.mcpPort } : {});
+  const authServer = await listenHttps(options.tls, at ? { hostname: at.hostname, port: at.authPort } : {});
   const url = `${mcpServer.origin}/mcp`;
   const issuer = `${authServer.origin}${options.issuerPath ?? ''}`;
   const staticClient = { id: 'upstream-static-client', secret: 'upstream-static-secret-canary' };

@@ -1,0 +1,219 @@
+import { readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { ElicitRequestURLParams } from '@modelcontextprotocol/client';
+import { decodeJwt } from 'jose';
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TlsMaterial } from '../../src/tls/localCa.js';
+import { connectSdkClient, toolCalls } from '../support/sdkClient.js';
+import { buildImage } from './imageBuild.js';
+import { connectInBrowser, hostToken, launchRehearsalChromium, signInToBroker } from './rehearsalBrowser.js';
+import { createRehearsalTls } from './rehearsalCerts.js';
+import { brokerCli } from './rehearsalProcesses.js';
+import { HOST_CLIENT_ID, SLOW_TITLE, startRehearsal, type Mode, type Rehearsal } from './rehearsalRun.js';
+import { HOSTS } from './rehearsalHosts.js';
+
+// `npm run test:production`: the broker as the image builds it, `node dist/main.js` with
+// NODE_ENV=production and the production overlay's configuration, against the machine's Postgres,
+// an identity provider, a provider emulator and an upstream MCP server in their own processes, at
+// names that are not loopback; driven by the official SDK client and Chromium. Once behind HAProxy
+// (TLS terminated there, re-encrypted to the broker), once with the broker's own TLS.
+
+const WORK = join(tmpdir(), `connect-broker-rehearsal-${process.pid}`);
+const BUILD = join(WORK, 'image');
+let IMAGE = '';
+const MODES: Mode[] = ['proxy', 'direct'];
+
+let tls: TlsMaterial;
+let browser: Browser;
+
+beforeAll(async () => {
+  IMAGE = await step('build (the Dockerfile, target production)', () => buildImage(BUILD));
+  tls = await createRehearsalTls(Object.values(HOSTS));
+  browser = await launchRehearsalChromium(tls.certPem);
+});
+afterAll(async () => {
+  await browser?.close();
+  await rm(WORK, { recursive: true, force: true });
+});
+
+/** Runs one named step; a failure names the step, and the broker's last output when there is one. */
+async function step<T>(name: string, run: () => Promise<T>, rehearsal?: Rehearsal): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    const output = rehearsal ? `\n--- broker output ---\n${rehearsal.broker.output().slice(-3000)}` : '';
+    throw new Error(
+      `${rehearsal ? `[${rehearsal.mode}] ` : ''}step "${name}" failed: ${(err as Error).message}${output}`,
+      {
+        cause: err,
+      },
+    );
+  }
+}
+
+const receiptsOf = async (r: Rehearsal, tool: string) =>
+  (
+    await r.db.query<{ outcome_status: string }>(
+      `SELECT r.outcome_status FROM operation_receipts r JOIN elicitation_navigations n ON n.id = r.navigation_id
+       WHERE n.tool = $1`,
+      [tool],
+    )
+  ).rows.map((row) => row.outcome_status);
+
+describe.each(MODES)('production rehearsal, TLS at the %s', (mode) => {
+  let r: Rehearsal;
+  beforeAll(async () => {
+    r = await step(`start (${mode}): database, identity provider, emulators, broker migrate, node dist/main.js`, () =>
+      startRehearsal(mode, IMAGE, tls, WORK),
+    );
+  });
+  afterAll(async () => {
+    await r?.stop();
+  });
+
+  it('signs in, connects, accepts once, proxies upstream, reads the ledger as an operator and drains on SIGTERM', async () => {
+    const [alice, olivia] = r.users as [Rehearsal['users'][0], Rehearsal['users'][0]];
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const target = { mcpResourceUrl: r.mcpUrl, tls };
+
+    expect(await step('sign in', () => signInToBroker(page, r.publicUrl, alice.login, alice.password), r)).toBe(
+      `Signed in as ${alice.login}`,
+    );
+
+    const token = await step(
+      'MCP host token (SDK client, code + PKCE in Chromium)',
+      () =>
+        hostToken({
+          context,
+          target,
+          fetch: r.fetch,
+          clientId: HOST_CLIENT_ID,
+          login: alice.login,
+          password: alice.password,
+        }),
+      r,
+    );
+    expect(decodeJwt(token)).toMatchObject({ iss: r.issuer, aud: r.mcpUrl, sub: alice.login, scope: 'mcp' });
+
+    const connects: string[] = [];
+    const host = await connectSdkClient(target, token, {
+      era: '2026-07-28',
+      fetch: r.fetch,
+      url: async (params: ElicitRequestURLParams) => {
+        const pages = await connectInBrowser(
+          page,
+          params.url,
+          alice.login,
+          connects.length === 0 ? 'Authorize Connect Broker' : 'Allow',
+        );
+        connects.push(`${pages.review} → ${pages.done}`);
+        return { action: 'accept' };
+      },
+    });
+
+    const title = `Rehearsal ${mode}`;
+    const created = await step(
+      'a tool that asks to connect, connected in Chromium, accepted once',
+      async () => {
+        const result = await host.client.callTool({
+          name: 'github_create_issue',
+          arguments: { repository: 'alice/demo', title, body: 'From the rehearsal.' },
+        });
+        const calls = toolCalls(host.sent);
+        expect(calls.map((c) => (c.response?.['result'] as { resultType?: string } | undefined)?.resultType)).toEqual([
+          'input_required',
+          'complete',
+        ]);
+        expect(connects).toEqual([expect.stringMatching(/^Connect GitHub\?.*→ GitHub is connected$/)]);
+        expect(await receiptsOf(r, 'github_create_issue')).toEqual(['succeeded']);
+        const store = JSON.parse(await readFile(r.githubStoreFile, 'utf8')) as {
+          issues: { title: string; number: number }[];
+        };
+        expect(store.issues.filter((i) => i.title === title)).toHaveLength(1);
+        return result.structuredContent as { issue: { number: number } };
+      },
+      r,
+    );
+
+    await step(
+      'a declared tool of TOOLS_FILE on the same connection',
+      async () => {
+        const result = await host.client.callTool({
+          name: 'github_get_issue',
+          arguments: { owner: 'alice', repo: 'demo', number: created.issue.number },
+        });
+        expect(JSON.stringify(result.content)).toContain(title);
+        expect(connects).toHaveLength(1);
+      },
+      r,
+    );
+
+    const prefix = r.deployment.upstreamPrefix;
+    await step(
+      'an upstream MCP server\u2019s tool, its connection made in Chromium',
+      async () => {
+        const result = await host.client.callTool({
+          name: `${prefix}_create_note`,
+          arguments: { title: 'rehearsal note' },
+        });
+        expect(result.content).toEqual([{ type: 'text', text: 'Created "rehearsal note" for up-alice.' }]);
+        expect(connects).toHaveLength(2);
+        expect(r.upstream.output().match(/"title":"rehearsal note"/g)).toHaveLength(1);
+        expect(await receiptsOf(r, `${prefix}_create_note`)).toEqual(['succeeded']);
+      },
+      r,
+    );
+    await context.close();
+
+    await step(
+      'an operator reads the ledger with the CLI (a token from the identity provider)',
+      async () => {
+        const operatorContext = await browser.newContext();
+        const operatorToken = await hostToken({
+          context: operatorContext,
+          target,
+          fetch: r.fetch,
+          clientId: HOST_CLIENT_ID,
+          login: olivia.login,
+          password: olivia.password,
+        });
+        await operatorContext.close();
+        const flows = await brokerCli(r.imageDir, { ...r.env, BROKER_OPERATOR_TOKEN: operatorToken }, [
+          'ledger',
+          'flows',
+          '--json',
+        ]);
+        expect(flows.code, flows.output).toBe(0);
+        const ids = (await r.db.query<{ id: string }>('SELECT id FROM elicitation_navigations')).rows.map(
+          (row) => row.id,
+        );
+        expect(ids).toHaveLength(2);
+        for (const id of ids) expect(flows.output).toContain(id);
+        const verify = await brokerCli(r.imageDir, { ...r.env, BROKER_OPERATOR_TOKEN: operatorToken }, [
+          'ledger',
+          'verify',
+        ]);
+        expect(verify.code, verify.output).toBe(0);
+        const refused = await brokerCli(r.imageDir, { ...r.env, BROKER_OPERATOR_TOKEN: token }, ['ledger', 'flows']);
+        expect(refused.code, refused.output).toBe(3);
+      },
+      r,
+    );
+
+    await step(
+      'SIGTERM drains an in-flight call',
+      async () => {
+        const call = host.client.callTool({ name: `${prefix}_create_note`, arguments: { title: SLOW_TITLE } });
+        await r.upstream.waitFor(`"title":"${SLOW_TITLE}"`, 10_000);
+        r.broker.child.kill('SIGTERM');
+        expect((await call).content).toEqual([{ type: 'text', text: `Created "${SLOW_TITLE}" for up-alice.` }]);
+        expect(await r.broker.exited).toEqual({ code: 0, signal: null });
+      },
+      r,
+    );
+    await host.client.close().catch(() => undefined);
+  });
+});
