@@ -40,8 +40,11 @@ afterAll(async () => {
 
 /** Runs one named step; a failure names the step, and the broker's last output when there is one. */
 async function step<T>(name: string, run: () => Promise<T>, rehearsal?: Rehearsal): Promise<T> {
+  const started = Date.now();
   try {
-    return await run();
+    const result = await run();
+    process.stderr.write(`${rehearsal ? `[${rehearsal.mode}] ` : ''}${name}: ${Date.now() - started} ms\n`);
+    return result;
   } catch (err) {
     const output = rehearsal ? `\n--- broker output ---\n${rehearsal.broker.output().slice(-3000)}` : '';
     throw new Error(
