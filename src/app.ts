@@ -67,7 +67,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(healthRoutes(deps));
   app.use(metricsRoutes({ metrics: deps.metrics, access: deps.settings.metrics }));
   app.use(
-    protectedResourceRoutes({ mcpResourceUrl: http.mcpResourceUrl, issuer: deps.issuer, scope: mcp.requiredScope }),
+    protectedResourceRoutes({ mcpResourceUrl: http.mcpResourceUrl, issuer: deps.issuer, scope: mcp.advertisedScope }),
   );
   app.use('/static', express.static(publicDir, { index: false, fallthrough: false, maxAge: '1h' }));
   app.use(clientMetadataRoutes({ providers: deps.broker.providers, publicUrl: http.publicUrl }));

@@ -20,7 +20,7 @@ export class OperatorAuthError extends Error {
 }
 
 const HOW_TO =
-  'Set BROKER_OPERATOR_TOKEN to an access token for the broker (audience: its /mcp resource URL) from your identity provider, for a user with the operator role. Development: export BROKER_OPERATOR_TOKEN=$(npm run -s broker -- dev-token --user ops)';
+  'Set BROKER_OPERATOR_TOKEN to an access token for the broker (audience: its /mcp resource URL, or MCP_TOKEN_AUDIENCE) from your identity provider, for a user with the operator role. Development: export BROKER_OPERATOR_TOKEN=$(npm run -s broker -- dev-token --user ops)';
 
 /**
  * The operator behind a `broker ledger` or `broker keys` command (`command`, as typed after
@@ -41,8 +41,9 @@ export async function authenticateOperator(
   const issuer = config.oidc.issuer ?? `https://127.0.0.1:${config.dev.idpPort}`;
   const verify = createClaimsVerifier({
     issuer,
-    audience: config.http.mcpResourceUrl,
+    audience: config.mcp.tokenAudience ?? config.http.mcpResourceUrl,
     requiredScope: undefined,
+    jwtTyp: config.mcp.jwtTyp,
     fetch: await deploymentFetch(config),
     clock: systemClock,
     allowLoopback: config.mode !== 'production',

@@ -14,6 +14,8 @@ export type Mode = (typeof modes)[number];
 const port = z.coerce.number().int().min(0).max(65535);
 const httpsUrl = z.url({ protocol: /^https$/, error: 'must be an https:// URL' });
 const optionalString = z.string().trim().min(1).optional();
+/** OIDC_CLIENT_ID's default: the development identity provider's client. */
+const SIGN_IN_CLIENT_ID = 'connect-broker';
 
 // SECRET_KEYS="kid1:<base64url 32 bytes>,kid0:<…>" — the first is active, the rest decrypt old data.
 const secretKeys = z
@@ -138,6 +140,22 @@ const envSchema = z
       .trim()
       .regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, 'must be one scope token')
       .default('mcp'),
+    // The scope hosts are told to ask for (Protected Resource Metadata, the challenge), where the identity
+    // provider names it otherwise than its tokens carry it (Entra ID: api://…/mcp asked, mcp in `scp`).
+    MCP_ADVERTISED_SCOPE: z
+      .string()
+      .trim()
+      .regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, 'must be one scope token')
+      .optional(),
+    // The audience MCP tokens carry where the identity provider cannot write the resource URL (Entra ID's
+    // v2 tokens carry the API's client id); unset, the resource URL (RFC 8707).
+    MCP_TOKEN_AUDIENCE: z
+      .string()
+      .trim()
+      .regex(/^[\x21-\x7e]{1,400}$/, 'must be one audience value, printable ASCII without spaces')
+      .optional(),
+    // jwt: access tokens whose `typ` is JWT pass too, on conditions (security/accessTokenPolicy.ts).
+    MCP_TOKEN_TYP: z.enum(['at+jwt', 'jwt']).default('at+jwt'),
     MCP_ALLOW_ANONYMOUS: z.enum(['true', 'false']).default('false'),
     SESSION_TTL_SECONDS: z.coerce
       .number()
@@ -219,6 +237,16 @@ const envSchema = z
       }
       const webhookProblem = env.WEBHOOK_URL && urlPolicyProblem(env.WEBHOOK_URL, env.NODE_ENV !== 'production');
       if (webhookProblem) ctx.addIssue({ code: 'custom', path: ['WEBHOOK_URL'], message: webhookProblem });
+      // The sign-in client's ID Tokens carry its id as their audience: as the MCP audience, they would be
+      // accepted as access tokens wherever their `typ` does not tell them apart.
+      if (env.MCP_TOKEN_AUDIENCE === (env.OIDC_CLIENT_ID ?? SIGN_IN_CLIENT_ID)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['MCP_TOKEN_AUDIENCE'],
+          message:
+            "must not be OIDC_CLIENT_ID: the sign-in client's ID Tokens carry that audience. Give MCP tokens an API (resource) of their own at the identity provider",
+        });
+      }
       // Anonymous MCP calls exist for the conformance suite only: development, loopback.
       if (env.MCP_ALLOW_ANONYMOUS === 'true' && (env.NODE_ENV === 'production' || !isLoopbackHost(env.HOST))) {
         ctx.addIssue({
@@ -353,7 +381,18 @@ export interface Config {
     secretFormTool: boolean;
   };
   session: { ttlSeconds: number };
-  mcp: { requiredScope: string; allowAnonymous: boolean };
+  /**
+   * requiredScope: MCP_SCOPE, checked in `scope` or `scp`; advertisedScope: MCP_ADVERTISED_SCOPE (default
+   * MCP_SCOPE), what hosts are told to ask for. tokenAudience: MCP_TOKEN_AUDIENCE, undefined for the resource
+   * URL. jwtTyp: MCP_TOKEN_TYP=jwt, `typ: JWT` accepted but for the sign-in client's tokens.
+   */
+  mcp: {
+    requiredScope: string;
+    advertisedScope: string;
+    allowAnonymous: boolean;
+    tokenAudience: string | undefined;
+    jwtTyp: { signInClientId: string } | undefined;
+  };
   broker: {
     providersFile: string | undefined;
     /** Reads PROVIDERS_FILE's `{"env": NAME}` client secrets from the environment (so the file can be committed); a function, so printing the config shows none. */
@@ -434,7 +473,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     oidc: {
       issuer: e.OIDC_ISSUER?.replace(/\/$/, ''),
-      clientId: e.OIDC_CLIENT_ID ?? 'connect-broker',
+      clientId: e.OIDC_CLIENT_ID ?? SIGN_IN_CLIENT_ID,
       clientSecret: e.OIDC_CLIENT_SECRET === undefined ? undefined : new Secret(e.OIDC_CLIENT_SECRET),
     },
     secretKeys: e.SECRET_KEYS,
@@ -453,7 +492,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       secretFormTool: e.DEV_SECRET_FORM_TOOL === 'true',
     },
     session: { ttlSeconds: e.SESSION_TTL_SECONDS },
-    mcp: { requiredScope: e.MCP_SCOPE, allowAnonymous: e.MCP_ALLOW_ANONYMOUS === 'true' },
+    mcp: {
+      requiredScope: e.MCP_SCOPE,
+      advertisedScope: e.MCP_ADVERTISED_SCOPE ?? e.MCP_SCOPE,
+      allowAnonymous: e.MCP_ALLOW_ANONYMOUS === 'true',
+      tokenAudience: e.MCP_TOKEN_AUDIENCE,
+      jwtTyp: e.MCP_TOKEN_TYP === 'jwt' ? { signInClientId: e.OIDC_CLIENT_ID ?? SIGN_IN_CLIENT_ID } : undefined,
+    },
     broker: {
       providersFile: e.PROVIDERS_FILE,
       providerSecret: (name: string) => env[name],

@@ -71,6 +71,9 @@ const NO_CLAIMS: Readonly<Record<string, unknown>> = Object.freeze({});
 export function createClaimsVerifier(options: BearerVerifierOptions): ClaimsVerifier {
   checkUrl(options.issuer, { allowLoopback: options.allowLoopback }, 'MCP token issuer');
   const keys = singleFlight(() => discoverJwks(options), { keepResult: true });
+  // OIDC_ISSUER is kept without a trailing slash (config/config.ts); an issuer at the root of its host
+  // writes one in `iss` (Auth0's https://tenant.auth0.com/), the same URL (RFC 3986 §6.2.3).
+  const issuers = [...new Set([options.issuer, new URL(options.issuer).href])];
   const verified = new Map<
     string,
     { principal: Principal; clientId: string | undefined; claims: Readonly<Record<string, unknown>>; exp: number }
@@ -90,7 +93,7 @@ export function createClaimsVerifier(options: BearerVerifierOptions): ClaimsVeri
     try {
       let protectedHeader;
       ({ payload, protectedHeader } = await jwtVerify(token, await keys(), {
-        issuer: options.issuer,
+        issuer: issuers,
         audience: options.audience,
         algorithms: ACCESS_TOKEN_ALGORITHMS,
         requiredClaims: ['sub', ...ACCESS_TOKEN_REQUIRED_CLAIMS],

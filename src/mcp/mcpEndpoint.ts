@@ -34,6 +34,7 @@ export interface McpEndpointDeps {
   allowedOrigins: ReadonlySet<string>;
   /** For the WWW-Authenticate challenge (RFC 9728). */
   resourceMetadataUrl: string;
+  /** The scope the challenge tells hosts to ask for (MCP_ADVERTISED_SCOPE), or none. */
   requiredScope: string | undefined;
   logger: Logger;
   /** The client's address for log lines (shared/clientAddress.ts, TRUST_PROXY), asked only when one is written. */

@@ -208,6 +208,8 @@ describe('deploy/kubernetes', () => {
       'nginx.ingress.kubernetes.io/upstream-hash-by': '$remote_addr',
       'nginx.ingress.kubernetes.io/proxy-ssl-verify': 'on',
     });
+    // The ingress is every request's peer: the client is the entry it adds to X-Forwarded-For.
+    expect(settings()['TRUST_PROXY']).toBe('1');
     // Above LEGACY_WAIT_MS's default (5 min), which a 2025-11-25 call's stream stays open for.
     expect(
       Number(ingress.metadata.annotations?.['nginx.ingress.kubernetes.io/proxy-read-timeout']),

@@ -13,6 +13,8 @@ export interface MintOptions {
   typ: string | null;
   aud: string | string[];
   sub?: string;
+  /** Default: the issuer as configured; Auth0 writes its root issuer with a trailing slash. */
+  iss?: string;
   claims: Record<string, unknown>;
 }
 
@@ -40,10 +42,10 @@ export async function fakeIdentityProvider(issuer = IDP_ISSUER): Promise<FakeIde
     .reply(200, { keys: [jwk] });
   return {
     issuer,
-    mint: ({ typ, aud, sub = 'user-1', claims }) =>
+    mint: ({ typ, aud, sub = 'user-1', iss = issuer, claims }) =>
       new SignJWT(claims)
         .setProtectedHeader({ alg: 'RS256', kid: 'idp-1', ...(typ === null ? {} : { typ }) })
-        .setIssuer(issuer)
+        .setIssuer(iss)
         .setSubject(sub)
         .setAudience(aud)
         .setIssuedAt()

@@ -38,7 +38,7 @@ export function stackSettings(options: BrokerStackOptions): ServerSettings {
   return {
     ...defaults,
     session: { ...defaults.session, ttlSeconds: options.sessionTtlSeconds ?? STACK_VALUES.sessionTtlSeconds },
-    mcp: { ...defaults.mcp, allowAnonymous: options.anonymous ?? defaults.mcp.allowAnonymous },
+    mcp: { ...defaults.mcp, allowAnonymous: options.anonymous ?? defaults.mcp.allowAnonymous, ...options.mcp },
     broker: {
       ...defaults.broker,
       navigationTtlSeconds: options.navigationTtlSeconds ?? defaults.broker.navigationTtlSeconds,
