@@ -185,8 +185,9 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
     legacy,
     verifyBearer: createBearerVerifier({
       issuer: deps.issuer,
-      audience: http.mcpResourceUrl,
+      audience: mcpSettings.tokenAudience ?? http.mcpResourceUrl,
       requiredScope: mcpSettings.requiredScope,
+      jwtTyp: mcpSettings.jwtTyp,
       fetch: deps.fetch,
       clock: deps.clock,
       allowLoopback: deps.allowLoopback,
@@ -195,7 +196,7 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
     allowedHosts: hosts,
     allowedOrigins: origins,
     resourceMetadataUrl: resourceMetadataUrl(http.mcpResourceUrl),
-    requiredScope: mcpSettings.requiredScope,
+    requiredScope: mcpSettings.advertisedScope,
     logger: deps.logger,
     addressOf: (req) => clientAddressOf(req, http.trustProxy),
   });
