@@ -64,7 +64,8 @@ export function createApp(deps: AppDeps): Express {
 
   app.use(requestId());
   app.use(securityHeaders({ formActionOrigins: deps.formActionOrigins }));
-  app.use(healthRoutes(deps));
+  // Ready only while a sign-in can start: the issuer's discovery is what /login needs first.
+  app.use(healthRoutes({ ...deps, identityProvider: { issuer: deps.issuer, problem: () => deps.oidc.problem() } }));
   app.use(metricsRoutes({ metrics: deps.metrics, access: deps.settings.metrics }));
   app.use(
     protectedResourceRoutes({ mcpResourceUrl: http.mcpResourceUrl, issuer: deps.issuer, scope: mcp.advertisedScope }),

@@ -4,7 +4,8 @@ import { checkUrl, UrlPolicyError, type UrlPolicy } from '../security/urlPolicy.
 import { strictFetch, type Fetch } from '../shared/httpClient.js';
 import type { Secret } from '../shared/secret.js';
 import type { Conformer, TokenExtras } from '../providers/conformers/conformer.js';
-import { failureReason, oauthErrorHandler } from './oauthErrors.js';
+import { failureDetail, failureReason, oauthErrorHandler } from './oauthErrors.js';
+import { signInSupport, type SignInMetadata } from './signInSupport.js';
 import { singleFlight } from '../shared/singleFlight.js';
 
 // The only importer of openid-client besides oauthErrors.ts (a lint rule). The rest of the app sees
@@ -72,6 +73,8 @@ export interface ServerMetadata {
   userinfoEndpoint: string | undefined;
   /** RFC 7009 §2: where tokens are revoked, if the server has such an endpoint. */
   revocationEndpoint: string | undefined;
+  /** What the server says it supports of what sign-in needs (signInSupport.ts). */
+  signIn: SignInMetadata;
 }
 
 /** The most the broker reads of any authorization server's answer (metadata, key sets, token responses). */
@@ -93,7 +96,16 @@ function metadataOf(config: client.Configuration): ServerMetadata {
     jwksUri: m.jwks_uri,
     userinfoEndpoint: m.userinfo_endpoint,
     revocationEndpoint: m.revocation_endpoint,
+    signIn: {
+      responseTypes: stringList(m.response_types_supported),
+      grantTypes: stringList(m.grant_types_supported),
+      codeChallengeMethods: stringList(m.code_challenge_methods_supported),
+    },
   };
+}
+
+function stringList(value: unknown): string[] | undefined {
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : undefined;
 }
 
 /**
@@ -408,8 +420,13 @@ export interface OidcClient {
     reauthenticate?: { maxAgeSeconds: number };
   }): Promise<LoginRedirect>;
   completeLogin(currentUrl: URL, redirectUri: string, checks: AuthorizationChecks): Promise<VerifiedLogin>;
-  /** Resolves when the issuer's metadata could be loaded (for /readyz). */
+  /** Resolves when the issuer's metadata could be loaded and sign-in can use it. */
   ready(): Promise<void>;
+  /**
+   * Why sign-in cannot start now, in a few words for /readyz (no secret, nothing the issuer sent):
+   * undefined once discovery succeeded, which is kept; a failure is tried again on the next call.
+   */
+  problem(): Promise<string | undefined>;
 }
 
 export interface OidcClientOptions extends ServerOptions {
@@ -442,6 +459,11 @@ export function createOidcClient(options: OidcClientOptions): OidcClient {
         for (const [name, value] of Object.entries(endpoints)) {
           if (value !== undefined) policyChecked(value, policy, `the ${options.issuer} ${name}`);
         }
+        // An issuer that says it cannot do what sign-in sends would refuse every user: said here,
+        // where /readyz sees it, not at each /login.
+        const { missing } = signInSupport(m.signIn);
+        if (missing.length > 0)
+          throw new UnavailableError(`Sign-in is unavailable: its metadata advertises no ${missing.join(', no ')}`);
         return discovered;
       }),
     { keepResult: true },
@@ -450,6 +472,11 @@ export function createOidcClient(options: OidcClientOptions): OidcClient {
     async ready() {
       await discover();
     },
+    problem: () =>
+      discover().then(
+        () => undefined,
+        (err: unknown) => `discovery failed (${failureDetail(err).replace(/^Sign-in is unavailable: /, '')})`,
+      ),
     async beginLogin({ redirectUri, scope, reauthenticate }) {
       policyChecked(redirectUri, { ...policy, allowIpLiteral: true }, 'the sign-in redirect URI');
       const extra = reauthenticate ? { prompt: 'login', max_age: String(reauthenticate.maxAgeSeconds) } : {};

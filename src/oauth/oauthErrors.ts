@@ -1,5 +1,6 @@
 import * as client from 'openid-client';
 import { AppError, InvalidInputError, UnavailableError, UpstreamAuthError } from '../errors/appError.js';
+import { UrlPolicyError } from '../security/urlPolicy.js';
 
 /**
  * Every openid-client / oauth4webapi failure enters the application here
@@ -61,4 +62,25 @@ export function failureReason(err: unknown): string {
     return 'could not be reached';
   if (err instanceof UnavailableError) return 'could not be reached';
   return 'answered unexpectedly';
+}
+
+/**
+ * Why a request to an authorization server failed, for an operator (/readyz, broker doctor): the
+ * system error code (ECONNREFUSED, ENOTFOUND, CERT_HAS_EXPIRED), a timeout, the HTTP status, the URL
+ * policy's rule or openid-client's check; never a body the server sent. No request that fails here
+ * carried a secret (discovery sends none).
+ */
+export function failureDetail(err: unknown): string {
+  let last: unknown = err;
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    if (e.cause instanceof Response) return `HTTP ${e.cause.status}`;
+    if (e instanceof UrlPolicyError) return e.message;
+    if (e.name === 'TimeoutError' || e.name === 'AbortError') return 'timed out';
+    // openid-client's own codes (OAUTH_…) say less than its fixed message; a system's code says most.
+    const code = (e as NodeJS.ErrnoException).code;
+    if (e instanceof client.ClientError) return e.message.slice(0, 300);
+    if (typeof code === 'string' && /^[A-Z][A-Z0-9_]{2,60}$/.test(code)) return code;
+    last = e;
+  }
+  return last instanceof Error ? last.message.slice(0, 300) : 'failed';
 }

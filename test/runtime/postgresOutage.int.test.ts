@@ -116,7 +116,12 @@ describe('Postgres goes away and comes back', () => {
     expect((await stack.fetch(`${stack.brokerUrl}/healthz`)).status).toBe(200);
     const ready = await stack.fetch(`${stack.brokerUrl}/readyz`);
     expect(ready.status).toBe(503);
-    expect(await ready.json()).toEqual({ status: 'not_ready', database: 'unreachable' });
+    expect(await ready.json()).toEqual({
+      status: 'not_ready',
+      database: 'unreachable',
+      identityProvider: 'ok',
+      reasons: ['database: unreachable (the log says why)'],
+    });
 
     // A server that accepts and never answers: bounded by the pool's 5 s connect timeout, /readyz by its 2 s.
     await proxy!.stall();
