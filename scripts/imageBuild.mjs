@@ -117,7 +117,7 @@ async function buildStage(stage, roots, ctx) {
     } else if (step.keyword === 'COPY') await copy(step, stage, state, roots, ctx.context);
     else if (step.keyword === 'ENV') Object.assign(state.env, step.env);
     else if (step.keyword === 'RUN') {
-      if (state.noted.USER)
+      if (state.noted.USER && !['root', '0'].includes(state.noted.USER))
         throw new DockerfileError(
           `line ${step.line}: RUN after USER runs as ${state.noted.USER} in Docker, not performed here`,
         );
