@@ -9,11 +9,14 @@ import { repoRoot } from '../support/brokerProcess.js';
 // CI's clone has it): the build stage's inputs, `npm run build`, `npm prune --omit=dev`, then the
 // final stage's files. The rehearsal runs only what this folder holds.
 
-/** Builds the image's production target under `dir`; returns the folder its CMD runs in (WORKDIR /app). */
-export async function buildImage(dir: string): Promise<string> {
+/**
+ * Builds the image's production target under `dir` from `source` (a checkout: REHEARSAL_SOURCE, e.g.
+ * a worktree of an older commit, else this one); returns the folder its CMD runs in (WORKDIR /app).
+ */
+export async function buildImage(dir: string, source = process.env['REHEARSAL_SOURCE'] ?? repoRoot): Promise<string> {
   await rm(dir, { recursive: true, force: true });
-  if (await tracked('scripts/imageBuild.mjs')) {
-    const output = await run('npm', ['run', '-s', 'image:build', '--', dir, '--target', 'production'], repoRoot);
+  if (await tracked('scripts/imageBuild.mjs', source)) {
+    const output = await run('npm', ['run', '-s', 'image:build', '--', dir, '--target', 'production'], source);
     return output.trim().split('\n').at(-1) ?? '';
   }
   const build = `${dir}.build`;
@@ -24,7 +27,7 @@ export async function buildImage(dir: string): Promise<string> {
   await run(
     'sh',
     ['-c', `git archive HEAD ${[...stageInputs, ...finalInputs].join(' ')} | tar -x -C "${build}"`],
-    repoRoot,
+    source,
   );
   // npm ci's result without the network: the installed tree, linked (prune only unlinks files).
   await run('cp', ['-al', join(repoRoot, 'node_modules'), join(build, 'node_modules')], repoRoot);
@@ -39,8 +42,8 @@ export async function buildImage(dir: string): Promise<string> {
 }
 
 /** Whether `path` is committed (the script may be mid-way in a shared checkout; CI's clone has what is). */
-async function tracked(path: string): Promise<boolean> {
-  return run('git', ['ls-files', '--error-unmatch', path], repoRoot).then(
+async function tracked(path: string, source: string): Promise<boolean> {
+  return run('git', ['ls-files', '--error-unmatch', path], source).then(
     () => true,
     () => false,
   );
