@@ -4,6 +4,7 @@ import {
   PROTOCOL_VERSION_META_KEY,
   fromJsonSchema,
   isCallToolResult,
+  type jsonSchemaValidator,
   ProtocolErrorCode,
 } from '@modelcontextprotocol/client';
 import { MODERN_VERSION } from '../mcp/protocol.js';
@@ -39,6 +40,8 @@ export interface StatelessCall {
   capabilities: Record<string, unknown>;
   timeoutMs: number;
   maxBytes: number;
+  /** Checks the tool's output schema (outputValidator.ts: an upstream's patterns on RE2, in a time budget). */
+  validator: jsonSchemaValidator;
 }
 
 /** An answer the broker relays: the tool's result (or input_required) or the upstream's JSON-RPC error. */
@@ -94,7 +97,7 @@ let lastId = 0;
 export async function statelessCall(post: Post, wire: UpstreamWire, call: StatelessCall): Promise<StatelessAnswer> {
   let check: ReturnType<typeof fromJsonSchema> | undefined;
   try {
-    check = outputCheck(call.definition);
+    check = outputCheck(call.definition, call.validator);
   } catch (err) {
     // As the SDK client does: a schema it cannot compile refuses the call before it is sent.
     const message = (err instanceof Error ? err.message : String(err)).slice(0, 200);
@@ -228,13 +231,16 @@ async function checked(
 }
 
 /** The tool's output schema compiled once per listed definition; a schema that does not compile throws each time. */
-function outputCheck(definition: Definition): ReturnType<typeof fromJsonSchema> | undefined {
+function outputCheck(
+  definition: Definition,
+  validator: jsonSchemaValidator,
+): ReturnType<typeof fromJsonSchema> | undefined {
   const schema = definition.outputSchema;
   if (!schema) return undefined;
   let check = outputChecks.get(schema);
   if (check === undefined) {
     try {
-      check = fromJsonSchema(schema as never);
+      check = fromJsonSchema(schema as never, validator);
     } catch (err) {
       check = err instanceof Error ? err : new Error(String(err));
     }

@@ -14,6 +14,7 @@ import { LEGACY_VERSION, MODERN_VERSION } from '../mcp/protocol.js';
 import { FetchRefusedError, strictFetch, type Fetch } from '../shared/httpClient.js';
 import type { RequestFetch } from '../shared/requestFetch.js';
 import { eventData } from './eventStream.js';
+import { createOutputValidator } from './outputValidator.js';
 import { isInputRequired, newWire, notSent, plainCall, statelessCall, type UpstreamWire } from './statelessCall.js';
 
 export interface UpstreamMcpDeps {
@@ -120,6 +121,8 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
   // The SDK's own deadline comes after the fetch's, so the fetch's failure is the one that explains it.
   const sdkTimeout = deps.timeoutMs + 500;
   const post = 'post' in deps.fetch ? deps.fetch.post : undefined;
+  // The upstream's schemas are checked with its patterns on RE2, in a time budget, on both ways of calling it.
+  const validator = createOutputValidator();
   // What each upstream speaks, learnt at its first connection: 2026-07-28 (stateless), or 2025-11-25 (sessions).
   const eras = new Map<string, ProtocolEra>();
   // Each user's server/discover answer, adopted by their other clients: the SDK reuses one only within
@@ -180,6 +183,7 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
       ...(era === 'legacy' && { supportedProtocolVersions: [LEGACY_VERSION] }),
       capabilities,
       inputRequired: { autoFulfill: false },
+      jsonSchemaValidator: validator,
     });
     if (era !== 'modern')
       client.setRequestHandler(
@@ -418,6 +422,7 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
             capabilities: elicitation ? { elicitation } : {},
             timeoutMs: deps.timeoutMs,
             maxBytes: MAX_UPSTREAM_ANSWER_BYTES,
+            validator,
           };
           try {
             const answer = await statelessCall(post, wire, call);

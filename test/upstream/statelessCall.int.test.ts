@@ -6,6 +6,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FetchRefusedError } from '../../src/shared/httpClient.js';
 import { createRequestFetch, type RequestFetch } from '../../src/shared/requestFetch.js';
 import { loadOrCreateLocalTls } from '../../src/tls/localCa.js';
+import { createOutputValidator } from '../../src/upstream/outputValidator.js';
 import { newWire, plainCall, statelessCall, type StatelessCall } from '../../src/upstream/statelessCall.js';
 import { freePorts } from '../support/brokerProcess.js';
 import { listenHttps, type HttpsTestServer } from '../support/httpsTestServer.js';
@@ -44,6 +45,7 @@ function call(overrides: Partial<StatelessCall> = {}): StatelessCall {
     capabilities: { elicitation: { form: {} } },
     timeoutMs: 1_000,
     maxBytes: 64 * 1024,
+    validator: createOutputValidator(),
     ...overrides,
   };
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { patternProblem, SAFE_PATTERN_RULE, safePattern } from '../../security/safePattern.js';
 
 // A declared tool's inputSchema: a small, closed subset of JSON Schema
 // (draft 2020-12) turned into the zod object the tool runs on. Every value a
@@ -182,12 +183,28 @@ function stringSchema(json: Record<string, unknown>, path: string, problems: str
     problems.push(`${path}.maxLength: is required for a string without an enum (an integer from 0 to ${MAX_LENGTH})`);
   if (minLength !== undefined && !isCount(minLength, MAX_LENGTH))
     problems.push(`${path}.minLength: must be a non-negative integer`);
-  if (pattern !== undefined && (typeof pattern !== 'string' || !compiles(pattern)))
-    problems.push(`${path}.pattern: must be a regular expression (ECMA-262, unicode mode, at most 1000 characters)`);
+  const why = typeof pattern === 'string' ? patternProblem(pattern) : 'not a string';
+  if (pattern !== undefined && why !== undefined)
+    problems.push(`${path}.pattern: must be ${SAFE_PATTERN_RULE} (${why})`);
   if (!isCount(maxLength, MAX_LENGTH)) return undefined;
-  if (isCount(minLength, MAX_LENGTH) && minLength > maxLength) problems.push(`${path}: minLength is above maxLength`);
-  const schema = isCount(minLength, MAX_LENGTH) ? z.string().min(minLength).max(maxLength) : z.string().max(maxLength);
-  return typeof pattern === 'string' && compiles(pattern) ? schema.regex(new RegExp(pattern, 'u')) : schema;
+  const min = isCount(minLength, MAX_LENGTH) ? minLength : 0;
+  if (min > maxLength) problems.push(`${path}: minLength is above maxLength`);
+  const schema = z.string().min(min).max(maxLength);
+  return typeof pattern === 'string' && why === undefined ? withPattern(schema, pattern, min, maxLength) : schema;
+}
+
+/**
+ * The pattern run on RE2 (src/security/safePattern.ts), and only on a string within its lengths:
+ * zod runs a check after one that failed, and the length is the cheap one. tools/list still shows it.
+ */
+function withPattern(schema: z.ZodString, pattern: string, min: number, max: number): z.ZodType {
+  const re = safePattern(pattern);
+  return schema
+    .superRefine((value, ctx) => {
+      if (value.length >= min && value.length <= max && !re.test(value))
+        ctx.addIssue({ code: 'custom', message: `Invalid string: must match pattern ${pattern}` });
+    })
+    .meta({ pattern });
 }
 
 function arraySchema(json: Record<string, unknown>, path: string, problems: string[]): z.ZodType | undefined {
@@ -209,16 +226,6 @@ function arraySchema(json: Record<string, unknown>, path: string, problems: stri
   if (!item || !isCount(maxItems, MAX_ITEMS)) return undefined;
   if (isCount(minItems, MAX_ITEMS) && minItems > maxItems) problems.push(`${path}: minItems is above maxItems`);
   return isCount(minItems, MAX_ITEMS) ? z.array(item).min(minItems).max(maxItems) : z.array(item).max(maxItems);
-}
-
-/** Whether `pattern` is one the restricted schema takes: ECMA-262 in unicode mode, at most 1000 characters. */
-export function compiles(pattern: string): boolean {
-  try {
-    new RegExp(pattern, 'u');
-    return pattern.length <= 1_000;
-  } catch {
-    return false;
-  }
 }
 
 const NAMED: Record<string, string> = {

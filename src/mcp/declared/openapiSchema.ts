@@ -1,4 +1,4 @@
-import { compiles } from './inputSchema.js';
+import { patternProblem, SAFE_PATTERN_RULE } from '../../security/safePattern.js';
 import { isRecord, type Json } from './openapiDocument.js';
 import { MAX_PATH_VALUE } from './valueRules.js';
 
@@ -226,11 +226,10 @@ function stringProperty(
     notes.added.push({ bound: `maxLength ${String(property['maxLength'])}`, name });
   }
   const pattern = schema['pattern'];
-  if (typeof pattern === 'string' && compiles(pattern)) property['pattern'] = pattern;
+  const why = typeof pattern === 'string' ? patternProblem(pattern) : 'not a string';
+  if (typeof pattern === 'string' && why === undefined) property['pattern'] = pattern;
   else if (pattern !== undefined)
-    notes.notes.push(
-      `${name}: pattern ${JSON.stringify(pattern)} left out (not an ECMA-262 unicode-mode expression of at most 1000 characters)`,
-    );
+    notes.notes.push(`${name}: pattern ${JSON.stringify(pattern)} left out (not ${SAFE_PATTERN_RULE}: ${why})`);
   return { property, values: undefined };
 }
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { SAFE_PATTERN_RULE, safePattern, type SafePattern, UnsafePatternError } from '../../security/safePattern.js';
 // The catalog only names a token-response conformer; the one table of them is the registry.
 import { conformerNames } from '../conformers/registry.js';
 
@@ -166,11 +167,12 @@ export const CatalogEntrySchema = z
     const problem = (path: (string | number)[], message: string) => ctx.addIssue({ code: 'custom', path, message });
     const derived = entry.derived ?? {};
     for (const [name, param] of Object.entries(entry.params)) {
-      let pattern: RegExp | undefined;
+      let pattern: SafePattern | undefined;
       try {
         pattern = anchored(param.pattern);
-      } catch {
-        problem(['params', name, 'pattern'], 'is not a valid regular expression');
+      } catch (err) {
+        if (!(err instanceof UnsafePatternError)) throw err;
+        problem(['params', name, 'pattern'], `must be ${SAFE_PATTERN_RULE} (${err.message})`);
       }
       if (pattern && param.default !== undefined && !pattern.test(param.default))
         problem(['params', name, 'default'], 'does not match its own pattern');
@@ -230,6 +232,7 @@ export function placeholders(template: string): string[] {
   return [...template.matchAll(PLACEHOLDER)].map((m) => m[1]!);
 }
 
-export function anchored(pattern: string): RegExp {
-  return new RegExp(`^(?:${pattern})$`);
+/** The whole value must match; run on RE2, as every pattern the code did not write (src/security/safePattern.ts). */
+export function anchored(pattern: string): SafePattern {
+  return safePattern(`^(?:${pattern})$`, false);
 }

@@ -161,7 +161,7 @@ describe('every schema feature outside the restricted set is a problem naming it
     [
       'a pattern that does not compile',
       root({ a: { type: 'string', maxLength: 3, pattern: '(' } }),
-      'inputSchema.properties.a.pattern: must be a regular expression (ECMA-262, unicode mode, at most 1000 characters)',
+      'inputSchema.properties.a.pattern: must be an ECMA-262 regular expression RE2 can run (no lookaround, no backreferences), at most 1000 characters (not an ECMA-262 regular expression (Invalid regular expression: /(/u: Unterminated group))',
     ],
     [
       'a default outside the schema',
@@ -193,5 +193,44 @@ describe('every schema feature outside the restricted set is a problem naming it
       'inputSchema.properties.b.type: nested objects are not supported (one of: string, integer, number, boolean, array)',
       'inputSchema.properties.c.anyOf: anyOf is not supported',
     ]);
+  });
+});
+
+// An operator's pattern (TOOLS_FILE, an OpenAPI import) runs on every MCP caller's input. On V8's
+// backtracking engine ^(a+)+$ took seconds for a few dozen characters, on the thread every user shares.
+describe('a backtracking pattern in a declared tool', () => {
+  const word = (extra: Record<string, unknown>) =>
+    schemaOf(root({ word: { type: 'string', maxLength: 200, ...extra } }, ['word']));
+
+  it('runs in time linear in the input, and refuses what does not match', () => {
+    const schema = word({ pattern: '^(a+)+$' });
+    const started = performance.now();
+    const parsed = schema.safeParse({ word: `${'a'.repeat(26)}!` });
+    const elapsedMs = performance.now() - started;
+    expect(parsed.success).toBe(false);
+    expect(parsed.error?.issues[0]?.message).toBe('Invalid string: must match pattern ^(a+)+$');
+    expect(elapsedMs).toBeLessThan(250);
+    expect(schema.parse({ word: 'aaaa' })).toEqual({ word: 'aaaa' });
+  });
+
+  it('checks the length before the pattern: a string over maxLength is never searched', () => {
+    const parsed = schemaOf(root({ word: { type: 'string', maxLength: 3, pattern: '^b+$' } })).safeParse({
+      word: 'aaaa',
+    });
+    expect(parsed.error?.issues.map((i) => i.code)).toEqual(['too_big']);
+  });
+
+  it('refuses at configuration a pattern RE2 cannot run (lookaround, backreferences), saying why', () => {
+    const [problem] = problemsOf(root({ word: { type: 'string', maxLength: 3, pattern: '(?=a)a' } }));
+    expect(problem).toMatch(
+      /^inputSchema\.properties\.word\.pattern: must be an ECMA-262 regular expression RE2 can run/,
+    );
+    expect(problem).toContain('RE2 cannot run it');
+  });
+
+  it('still shows tools/list the pattern', () => {
+    expect(z.toJSONSchema(word({ pattern: '^a+$' }), { target: 'draft-2020-12' })).toMatchObject({
+      properties: { word: { type: 'string', maxLength: 200, pattern: '^a+$' } },
+    });
   });
 });
