@@ -25,6 +25,7 @@ import { loadOrCreateLocalTls, type TlsMaterial } from './tls/localCa.js';
 import { createKeyRegistry } from './secrets/keyAgreement.js';
 import { createRender } from './web/render.js';
 import { createBrokerServer } from './server.js';
+import { startTracing } from './telemetry/tracing.js';
 import type { Tool } from './mcp/defineTool.js';
 import type { McpToolDeps } from './mcp/toolDeps.js';
 import { tools } from './mcp/tools/registry.js';
@@ -45,6 +46,13 @@ const KEY_LIVE_MS = 3 * KEY_ANNOUNCE_MS;
 // The composition root: the only file that builds real infrastructure; everything else gets it passed in.
 async function main(config: Readonly<Config>, logger: Logger, closers: Closer[]): Promise<void> {
   const dev = config.mode !== 'production';
+  // Tracing only with an OTLP endpoint set: otherwise nothing is registered and every span is the
+  // API's no-op. Closed last, so the spans of the stop itself are sent.
+  if (config.telemetry) {
+    const tracing = startTracing(config.telemetry, packageVersion());
+    closers.push({ name: 'tracing', close: tracing.close });
+    logger.info({ traces: config.telemetry.tracesUrl.origin }, 'tracing: spans are exported over OTLP');
+  }
   // Configured providers are checked before anything starts: a bad entry stops start-up at once.
   const providerEntries = config.broker.providersFile ? await readProvidersFile(config.broker.providersFile) : [];
   const fileProviders = parseProviders(providerEntries, { allowLoopback: dev, readEnv: config.broker.providerSecret });

@@ -34,6 +34,7 @@ import { protectedDomainsWith } from './security/protectedDomains.js';
 import { clientAddressOf } from './shared/clientAddress.js';
 import type { Fetch } from './shared/httpClient.js';
 import type { Secret } from './shared/secret.js';
+import { tracedFetch } from './telemetry/tracedFetch.js';
 
 /**
  * The configuration's slices the server reads, as loadConfig parsed them, passed through whole to
@@ -138,7 +139,10 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
       : createUpstreamTools({
           upstreams,
           mcp: createUpstreamMcp({
-            fetch: deps.upstreamFetch ?? deps.fetch,
+            // Each request to an upstream MCP server is a span, the trace context in its headers.
+            fetch: tracedFetch(deps.upstreamFetch ?? deps.fetch, {
+              name: (_url, init) => `upstream.mcp ${init?.method ?? 'GET'}`,
+            }),
             timeoutMs: deps.settings.broker.upstreamTimeoutMs,
             clientInfo: { name: 'connect-broker', version: deps.version },
           }),

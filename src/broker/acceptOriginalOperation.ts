@@ -29,6 +29,8 @@ import {
   type OperationReceipt,
 } from './receiptRepo.js';
 import { reachFaultPoint } from '../shared/faultPoints.js';
+import { inSpan, markRequest } from '../telemetry/spans.js';
+import { parseTraceparent } from '../telemetry/traceContext.js';
 
 export interface OriginalOperation {
   navigationId: string;
@@ -69,10 +71,31 @@ export function operationKey(
  * the compare-and-set that holds its row from then on as the lock would; moved meanwhile, it is
  * locked and decided on again.
  */
-export async function acceptOriginalOperation(
+export function acceptOriginalOperation(
   deps: BrokerDeps,
   op: OriginalOperation,
   seen?: NavigationRecord,
+): Promise<{ receipt: OperationReceipt; created: boolean }> {
+  markRequest({ 'broker.lineage': op.lineage, 'broker.navigation.id': op.navigationId });
+  // The retry that accepts is the host's request, in its own trace: linked to the flow's, where it began.
+  const flow = parseTraceparent(seen?.traceParent);
+  const attributes = { 'broker.lineage': op.lineage, 'broker.navigation.id': op.navigationId, 'broker.tool': op.tool };
+  return inSpan(
+    'broker acceptOriginalOperation',
+    attributes,
+    async (span) => {
+      const accepted = await acceptOnce(deps, op, seen);
+      span.setAttribute('broker.receipt.created', accepted.created);
+      return accepted;
+    },
+    flow ? { links: [{ context: flow }] } : {},
+  );
+}
+
+async function acceptOnce(
+  deps: BrokerDeps,
+  op: OriginalOperation,
+  seen: NavigationRecord | undefined,
 ): Promise<{ receipt: OperationReceipt; created: boolean }> {
   const key = operationKey(op);
   if (seen?.id === op.navigationId && seen.status === State.REQUIREMENT_VERIFIED) {

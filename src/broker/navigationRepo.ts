@@ -7,7 +7,7 @@ import { expirableStates, openStates, type NavigationState } from '../flow/navig
 
 const COLUMNS = `id, record_version, server_id, subject_iss, subject_sub, client_id, request_digest, tool, target_scheme,
   target_host, redirect_policy, purpose, provider, handle_digest, state_nonce_digest, session_generation, lineage,
-  retry_generation, status, row_version, created_at, expires_at, updated_at`;
+  retry_generation, status, row_version, created_at, expires_at, updated_at, trace_parent`;
 
 /** A navigation row's columns as `alias.column`, for a join whose other table names its own apart. */
 export const navigationColumnsOf = (alias: string): string =>
@@ -56,6 +56,7 @@ const INSERT_TYPES = [
   'timestamptz',
   'timestamptz',
   'timestamptz',
+  'text',
   'uuid',
   'bytea',
   'text',
@@ -103,6 +104,7 @@ export function insertNavigationWrite(
       n.createdAt,
       n.expiresAt,
       n.updatedAt,
+      n.traceParent ?? null,
       reissuedFrom ?? null,
       handle?.ciphertext ?? null,
       handle?.keyId ?? null,

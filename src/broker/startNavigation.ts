@@ -21,6 +21,8 @@ import {
   type OperationKey,
 } from './navigationRepo.js';
 import { State, type FlowLineage } from '../flow/navigationStates.js';
+import { inSpan, markRequest } from '../telemetry/spans.js';
+import { activeTraceparent } from '../telemetry/traceContext.js';
 
 export interface NavigationRequest {
   principal: Principal;
@@ -47,7 +49,24 @@ export interface NavigationRequest {
  * token, no personal data, nothing pre-authenticated (MCP 2025-11-25 and
  * 2026-07-28, Elicitation, Safe URL Handling).
  */
-export async function startNavigation(
+export function startNavigation(
+  deps: BrokerDeps,
+  request: NavigationRequest,
+): Promise<{ navigation: NavigationRecord; connectUrl: string }> {
+  markRequest({ 'broker.lineage': request.lineage });
+  const attributes = {
+    'broker.lineage': request.lineage,
+    'broker.provider': request.provider,
+    'broker.tool': request.tool,
+  };
+  return inSpan('broker startNavigation', attributes, async (span) => {
+    const started = await createNavigation(deps, request);
+    span.setAttribute('broker.navigation.id', started.navigation.id);
+    return started;
+  });
+}
+
+async function createNavigation(
   deps: BrokerDeps,
   request: NavigationRequest,
 ): Promise<{ navigation: NavigationRecord; connectUrl: string }> {
@@ -57,6 +76,8 @@ export async function startNavigation(
   const destination = request.reissue?.destination ?? (await client!.destination());
   const handle = randomToken();
   const now = deps.clock.now();
+  // This span's context: the flow's browser leg, another request, continues its trace (connectFlow.ts).
+  const traceParent = activeTraceparent();
   const created: NavigationRecord = {
     id: randomUUID(),
     recordVersion: 'elicitationNavigation.v1',
@@ -80,6 +101,7 @@ export async function startNavigation(
     createdAt: now,
     expiresAt: new Date(now.getTime() + deps.navigationTtlSeconds * 1000),
     updatedAt: now,
+    ...(traceParent && { traceParent }),
   };
   const connectUrl = connectLink(deps, handle);
   const evidence = {

@@ -7,6 +7,7 @@ import { FAULT_POINTS, type FaultPoint } from '../shared/faultPoints.js';
 import { parseTrustProxy, TRUST_NO_PROXY, TrustProxyError, type ProxyTrust } from '../shared/clientAddress.js';
 import { Secret } from '../shared/secret.js';
 import type { RateLimit } from '../web/middleware/rateLimit.js';
+import type { TracingSettings } from '../telemetry/tracing.js';
 
 const modes = ['development', 'production', 'test'] as const;
 export type Mode = (typeof modes)[number];
@@ -14,6 +15,7 @@ export type Mode = (typeof modes)[number];
 const port = z.coerce.number().int().min(0).max(65535);
 const httpsUrl = z.url({ protocol: /^https$/, error: 'must be an https:// URL' });
 const optionalString = z.string().trim().min(1).optional();
+const otlpUrl = z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' });
 /** OIDC_CLIENT_ID's default: the development identity provider's client. */
 const SIGN_IN_CLIENT_ID = 'connect-broker';
 
@@ -205,6 +207,16 @@ const envSchema = z
     // The faults suite's crash point (shared/faultPoints.ts); refused in production below.
     BROKER_FAULT_POINT: z.enum(FAULT_POINTS).optional(),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    // Tracing (src/telemetry/), under OpenTelemetry's own names: on only when an endpoint is set.
+    OTEL_EXPORTER_OTLP_ENDPOINT: otlpUrl.optional(),
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: otlpUrl.optional(),
+    OTEL_EXPORTER_OTLP_HEADERS: z
+      .string()
+      .trim()
+      .regex(/^[^=,\s]+=[^,]+(,\s*[^=,\s]+=[^,]+)*$/, 'must be comma-separated key=value pairs')
+      .optional(),
+    OTEL_SERVICE_NAME: z.string().trim().min(1).max(200).default('connect-broker'),
+    OTEL_TRACES_SAMPLER_ARG: z.coerce.number().min(0).max(1).default(1),
   })
   // Production never falls back to anything generated or embedded: every
   // trust anchor and key must be given explicitly.
@@ -234,6 +246,14 @@ const envSchema = z
         const [missing, given] =
           env.WEBHOOK_URL === undefined ? ['WEBHOOK_URL', 'WEBHOOK_SECRET'] : ['WEBHOOK_SECRET', 'WEBHOOK_URL'];
         ctx.addIssue({ code: 'custom', path: [missing], message: `is required with ${given}` });
+      }
+      // Spans name tools, providers and flows, and the headers may hold a collector's credentials: in
+      // production they leave the host over TLS only. A collector beside the broker (a sidecar or node
+      // agent on loopback, the usual deployment) may speak plain HTTP, as nothing crosses a network.
+      for (const key of ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'] as const) {
+        const url = env[key];
+        if (env.NODE_ENV === 'production' && url && URL.canParse(url) && !url.startsWith('https:') && !isLoopback(url))
+          ctx.addIssue({ code: 'custom', path: [key], message: 'must be https in production, unless on loopback' });
       }
       const webhookProblem = env.WEBHOOK_URL && urlPolicyProblem(env.WEBHOOK_URL, env.NODE_ENV !== 'production');
       if (webhookProblem) ctx.addIssue({ code: 'custom', path: ['WEBHOOK_URL'], message: webhookProblem });
@@ -429,6 +449,8 @@ export interface Config {
   /** WEBHOOK_URL and WEBHOOK_SECRET: where events are posted and the key that signs them; unset, none is posted. */
   webhook: { url: URL; secret: Secret } | undefined;
   log: { level: string };
+  /** OTEL_*: where spans go, and which; undefined (no endpoint), no tracing at all. */
+  telemetry: TracingSettings | undefined;
   /** BROKER_FAULT_POINT: where this process kills itself (the faults suite; never set in production). */
   faultPoint?: FaultPoint | undefined;
 }
@@ -546,8 +568,23 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         ? undefined
         : { url: new URL(e.WEBHOOK_URL), secret: new Secret(e.WEBHOOK_SECRET) },
     log: { level: e.LOG_LEVEL },
+    telemetry: tracingSettings(e),
     faultPoint: e.BROKER_FAULT_POINT,
   });
+}
+
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is used as it is; OTEL_EXPORTER_OTLP_ENDPOINT is a base that
+// gets the signal's path (OpenTelemetry Protocol Exporter specification, Endpoint URLs for OTLP/HTTP).
+function tracingSettings(e: z.infer<typeof envSchema>): TracingSettings | undefined {
+  const base = e.OTEL_EXPORTER_OTLP_ENDPOINT;
+  const tracesUrl = e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? (base && `${base.replace(/\/+$/, '')}/v1/traces`);
+  if (tracesUrl === undefined) return undefined;
+  return {
+    tracesUrl: new URL(tracesUrl),
+    serviceName: e.OTEL_SERVICE_NAME,
+    sampleRatio: e.OTEL_TRACES_SAMPLER_ARG,
+    headers: e.OTEL_EXPORTER_OTLP_HEADERS === undefined ? undefined : new Secret(e.OTEL_EXPORTER_OTLP_HEADERS),
+  };
 }
 
 function urlPolicyProblem(

@@ -15,6 +15,7 @@ import { consentAlongside, recordConsent } from './consentRepo.js';
 import type { NavigationRecord } from '../flow/navigationRecord.js';
 import { findNavigationByHandle, lockNavigation } from '../broker/navigationRepo.js';
 import { consentableStates, declinedStates, RECONNECT, State, verifiedStates } from '../flow/navigationStates.js';
+import { inFlowSpan } from '../telemetry/flowSpan.js';
 
 const PENDING_TTL_MS = 10 * 60 * 1000;
 
@@ -87,7 +88,16 @@ export async function viewConnect(
   handle: string,
   browser: Principal | undefined,
 ): Promise<ConnectView> {
+  const startedAt = Date.now();
   const navigation = await byHandle(deps, handle);
+  return inFlowSpan('connect page', navigation, startedAt, () => viewOf(deps, navigation, browser));
+}
+
+async function viewOf(
+  deps: BrokerDeps,
+  navigation: NavigationRecord,
+  browser: Principal | undefined,
+): Promise<ConnectView> {
   if (!browser) return { kind: 'sign_in' };
   if (!samePrincipal(browser, navigation.subject)) {
     await refuseMismatch(deps, navigation, browser, 'connect_page');
@@ -127,7 +137,12 @@ const consentSteps = (navigation: NavigationRecord): 'browser_consent'[] =>
  * exact redirect URI, browser subject); returns the provider's authorize URL.
  */
 export async function consentToConnect(deps: BrokerDeps, handle: string, browser: Principal): Promise<URL> {
+  const startedAt = Date.now();
   const found = await byHandle(deps, handle);
+  return inFlowSpan('connect consent', found, startedAt, () => consent(deps, found, browser));
+}
+
+async function consent(deps: BrokerDeps, found: NavigationRecord, browser: Principal): Promise<URL> {
   if (!samePrincipal(browser, found.subject)) {
     await refuseMismatch(deps, found, browser, 'consent');
     throw new ForbiddenError('This connect link belongs to another user. Nothing was connected.');

@@ -28,6 +28,7 @@ import { lockOpenNavigationsFor } from '../broker/navigationRepo.js';
 import { RECONNECT, State } from '../flow/navigationStates.js';
 import { verifyAndSettle } from '../broker/settleOpenFlows.js';
 import { reachFaultPoint } from '../shared/faultPoints.js';
+import { inFlowSpan } from '../telemetry/flowSpan.js';
 
 /**
  * GET /oauth/callback/{provider}. Claims the OAuth transaction once, then
@@ -48,6 +49,7 @@ export async function completeCallback(
   browserOf: () => Promise<Principal | undefined>,
   deliveredTo: string,
 ): Promise<NavigationRecord> {
+  const startedAt = Date.now();
   const state = currentUrl.searchParams.get('state');
   if (!state || state.length > 512)
     throw new InvalidInputError('This page needs the state the service sent back. Start again from your app.');
@@ -58,6 +60,19 @@ export async function completeCallback(
   }
   const { pending, navigation } = claimed;
   if (!navigation) throw new NotFoundError('The connection this response belongs to is gone.');
+  return inFlowSpan('connect callback', navigation, startedAt, () =>
+    verifyCallback(deps, { currentUrl, state, browser, deliveredTo }, pending, navigation),
+  );
+}
+
+/** The callback's checks, the code exchange and the verifying transaction, for its claimed transaction and flow. */
+async function verifyCallback(
+  deps: BrokerDeps,
+  request: { currentUrl: URL; state: string; browser: Principal | undefined; deliveredTo: string },
+  pending: PendingAuthorization,
+  navigation: NavigationRecord,
+): Promise<NavigationRecord> {
+  const { currentUrl, state, browser, deliveredTo } = request;
   const refuse = async (
     event: (typeof REFUSAL_EVENTS)[number],
     error: AppError,

@@ -36,6 +36,8 @@ export interface NavigationRecord {
   createdAt: Date;
   expiresAt: Date;
   updatedAt: Date;
+  /** The span that started the flow, as a W3C `traceparent`: its browser leg continues that trace (src/telemetry/). */
+  traceParent?: string;
 }
 
 export interface NavigationRow {
@@ -62,6 +64,8 @@ export interface NavigationRow {
   created_at: Date;
   expires_at: Date;
   updated_at: Date;
+  /** Absent where a query names its own columns without it. */
+  trace_parent?: string | null;
 }
 
 export function fromRow(row: NavigationRow): NavigationRecord {
@@ -88,5 +92,6 @@ export function fromRow(row: NavigationRow): NavigationRecord {
     createdAt: row.created_at,
     expiresAt: row.expires_at,
     updatedAt: row.updated_at,
+    ...(row.trace_parent ? { traceParent: row.trace_parent } : {}),
   };
 }

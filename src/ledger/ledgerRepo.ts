@@ -1,5 +1,7 @@
+import { SpanKind } from '@opentelemetry/api';
 import { alongsideItems, type Alongside } from '../db/alongside.js';
 import type { Queryable } from '../db/pool.js';
+import { inSpan } from '../telemetry/spans.js';
 
 export interface LedgerEntry {
   navigationId: string;
@@ -62,11 +64,28 @@ export interface FlowWrite {
  * WITH cannot nest), so all of it, or none, is done without a transaction of its own. Returns the
  * rows `write` returned.
  */
-export async function writeWithEntries<R extends { id: string }>(
+export function writeWithEntries<R extends { id: string }>(
   db: Queryable,
   write: FlowWrite,
   entries: readonly LedgerEntry[],
   alongside: readonly Alongside[] = [],
+): Promise<R[]> {
+  // The flows' writes, their ledger entries and what goes beside them: one statement, often a flow step's only write.
+  return inSpan(
+    'db flow write',
+    { ...FLOW_WRITE_SPAN, 'broker.db.alongside': alongside.length },
+    () => writeFlows<R>(db, write, entries, alongside),
+    { kind: SpanKind.CLIENT },
+  );
+}
+
+const FLOW_WRITE_SPAN = { 'db.system.name': 'postgresql', 'db.operation.name': 'flow_write' };
+
+async function writeFlows<R extends { id: string }>(
+  db: Queryable,
+  write: FlowWrite,
+  entries: readonly LedgerEntry[],
+  alongside: readonly Alongside[],
 ): Promise<R[]> {
   const at = (i: number) => `$${write.values.length + i}`;
   const also = alongsideItems(alongside, write.values.length + 7);

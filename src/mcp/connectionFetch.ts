@@ -3,6 +3,7 @@ import { UpstreamUnauthorizedError } from '../broker/forgetConnection.js';
 import { memberAt } from '../providers/conformers/responseFields.js';
 import { API_USER_AGENT } from '../oauth/upstreamAccount.js';
 import type { Fetch } from '../shared/httpClient.js';
+import { tracedFetch } from '../telemetry/tracedFetch.js';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
@@ -58,6 +59,14 @@ const hasControl = (text: string): boolean =>
  * provider refusing the stored token (UpstreamUnauthorizedError).
  */
 export function connectionFetch(fetch: Fetch, connection: ConnectionInfo, accessToken: string): ConnectionFetch {
+  // A span per API call records the connection's API base, not the tool's path: that is built from
+  // the call's arguments, which never go into a span.
+  const apiBase = URL.canParse(connection.apiBase) ? new URL(connection.apiBase) : undefined;
+  const traced = tracedFetch(fetch, {
+    name: (_url, init) => `provider.api ${(init?.method ?? 'GET').toUpperCase()}`,
+    recorded: () => (apiBase ? `${apiBase.origin}${apiBase.pathname}` : ''),
+    attributes: { 'broker.provider': connection.provider },
+  });
   return async (path, init = {}) => {
     const url = requestUrl(connection, path);
     // APIs refuse calls without a User-Agent (GitHub); the provider's pinned headers come next, the tool's may override them.
@@ -74,7 +83,7 @@ export function connectionFetch(fetch: Fetch, connection: ConnectionInfo, access
     headers.set('authorization', `Bearer ${accessToken}`);
     let response: Response;
     try {
-      response = await fetch(url, {
+      response = await traced(url, {
         method: init.method ?? 'GET',
         headers,
         redirect: 'manual',

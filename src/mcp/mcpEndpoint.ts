@@ -22,6 +22,7 @@ import type { ModernServer } from './mcpServer.js';
 import { isLegacyMessage, type LegacyEndpoint } from './legacy/legacyEndpoint.js';
 import type { RequestId } from './protocol.js';
 import { errorMessage, resultMessage, sseMessage } from './rpcMessages.js';
+import { ERA_LEGACY, ERA_MODERN, mcpRequestSpan, type McpRequestSpan } from '../telemetry/mcpRequestSpan.js';
 
 export interface McpEndpointDeps {
   server: ModernServer;
@@ -55,11 +56,15 @@ export function createMcpEndpoint(deps: McpEndpointDeps): (req: IncomingMessage,
     res.setHeader('X-Request-Id', requestId);
     res.setHeader('Cache-Control', 'no-store');
     res.setHeader('X-Content-Type-Options', 'nosniff');
-    handle(deps, req, res, requestId).catch((err: unknown) => {
-      deps.logger.error({ err, requestId, clientAddress: deps.addressOf(req) }, 'MCP endpoint failed');
-      if (!res.headersSent) sendError(res, null, outageOf(err) ?? endpointFailed('Internal error'));
-      else res.destroy();
-    });
+    // One span per request (telemetry/mcpRequestSpan.ts); a no-op with tracing off.
+    const span = mcpRequestSpan(req);
+    handle(deps, req, res, requestId, span)
+      .catch((err: unknown) => {
+        deps.logger.error({ err, requestId, clientAddress: deps.addressOf(req) }, 'MCP endpoint failed');
+        if (!res.headersSent) sendError(res, null, outageOf(err) ?? endpointFailed('Internal error'));
+        else res.destroy();
+      })
+      .finally(() => span.end(res.statusCode));
   };
 }
 
@@ -68,6 +73,7 @@ async function handle(
   req: IncomingMessage,
   res: ServerResponse,
   requestId: string,
+  span: McpRequestSpan,
 ): Promise<void> {
   if (!deps.allowedHosts.has(req.headers.host ?? ''))
     return sendError(res, null, forbidden('Forbidden: this Host is not served here'));
@@ -128,8 +134,25 @@ async function handle(
     return sendError(res, null, parseError('Parse error: the body is not valid JSON'));
   }
 
-  if (isLegacyMessage(message, req.headers)) return deps.legacy.post(req, res, message, caller, requestId);
+  const parsed = message;
+  // The rest in the request's span, begun now that its `_meta` can name its parent.
+  if (isLegacyMessage(parsed, req.headers))
+    return span.within(parsed, ERA_LEGACY, () => deps.legacy.post(req, res, parsed, caller, requestId));
+  return span.within(parsed, ERA_MODERN, () =>
+    answerModern(deps, req, res, parsed, caller, requestId, { wantsJson, wantsSse }, span),
+  );
+}
 
+async function answerModern(
+  deps: McpEndpointDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+  message: unknown,
+  caller: VerifiedBearer,
+  requestId: string,
+  { wantsJson, wantsSse }: { wantsJson: boolean; wantsSse: boolean },
+  span: McpRequestSpan,
+): Promise<void> {
   let id: RequestId | null = null;
   try {
     const envelope = readEnvelope(message, req.headers);
@@ -145,6 +168,7 @@ async function handle(
   } catch (err) {
     if (!(err instanceof McpProtocolError)) throw err;
     const errorId = err instanceof EnvelopeError ? err.id : id;
+    span.outcome('rpc_error', { 'rpc.jsonrpc.error_code': err.code });
     deps.logger.info(
       { requestId, rpcCode: err.code, message: err.message, clientAddress: deps.addressOf(req) },
       'MCP request refused',

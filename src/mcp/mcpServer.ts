@@ -5,6 +5,8 @@ import type { Envelope } from './envelope.js';
 import { elicitationModes, META_SERVER_INFO, SUPPORTED_VERSIONS, type ClientCapabilities } from './protocol.js';
 import type { VerifiedBearer } from './mcpAuth.js';
 import type { ToolRegistry } from './toolRegistry.js';
+import { markRequest } from '../telemetry/spans.js';
+import { resultOutcome } from '../telemetry/mcpRequestSpan.js';
 
 export interface ServerInfo {
   name: string;
@@ -56,6 +58,8 @@ export function createModernServer<D>(deps: ModernServerDeps<D>): ModernServer {
     if (typeof name !== 'string') throw invalidParams('params.name must be a string');
     const tool = deps.tools.find(name);
     if (!tool) throw invalidParams(`Unknown tool: ${name.slice(0, 64)}. Known tools: ${deps.tools.names.join(', ')}`);
+    // A name of the registry's, not the caller's text.
+    markRequest({ 'gen_ai.tool.name': tool.name });
     const missing = missingCapabilities(tool.requires, request.capabilities);
     if (missing)
       throw missingRequiredClientCapability(
@@ -82,6 +86,7 @@ export function createModernServer<D>(deps: ModernServerDeps<D>): ModernServer {
       logger: deps.logger,
     };
     const result = await tool.call(params['arguments'], ctx, deps.toolDeps);
+    markRequest({}, resultOutcome(result));
     // The server's own _meta keys; a tool may add its own (namespaced) beside them.
     return JSON.stringify({
       ...result,

@@ -7,6 +7,7 @@ import type { Conformer, TokenExtras } from '../providers/conformers/conformer.j
 import { failureDetail, failureReason, oauthErrorHandler } from './oauthErrors.js';
 import { signInSupport, type SignInMetadata } from './signInSupport.js';
 import { singleFlight } from '../shared/singleFlight.js';
+import { oauthCallName, tracedFetch } from '../telemetry/tracedFetch.js';
 
 // The only importer of openid-client besides oauthErrors.ts (a lint rule). The rest of the app sees
 // these types, never openid-client's.
@@ -82,9 +83,10 @@ export const MAX_AUTH_RESPONSE_BYTES = 512 * 1024;
 
 // openid-client's options are a subset of RequestInit (method, headers, body, redirect, signal).
 // Redirects are refused and bodies bounded: openid-client already asks for
-// redirect: 'manual', and this holds whatever fetch is injected.
+// redirect: 'manual', and this holds whatever fetch is injected. Each request is a span named for what
+// it asks (discovery, token exchange, refresh), its trace context sent along.
 function authServerFetch(fetch: Fetch): client.CustomFetch {
-  const bounded = strictFetch(fetch, { maxBytes: MAX_AUTH_RESPONSE_BYTES });
+  const bounded = tracedFetch(strictFetch(fetch, { maxBytes: MAX_AUTH_RESPONSE_BYTES }), { name: oauthCallName });
   return (url, init) => bounded(url, init as RequestInit);
 }
 

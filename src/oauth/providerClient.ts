@@ -4,6 +4,7 @@ import type { Provider } from '../providers/providerConfig.js';
 import { ACCESS_TOKEN_ALGORITHMS, ACCESS_TOKEN_REQUIRED_CLAIMS } from '../security/accessTokenPolicy.js';
 import { checkUrl } from '../security/urlPolicy.js';
 import { strictFetch, type Fetch } from '../shared/httpClient.js';
+import { tracedFetch } from '../telemetry/tracedFetch.js';
 import { singleFlight } from '../shared/singleFlight.js';
 import { conformerFor } from '../providers/conformers/registry.js';
 import {
@@ -104,7 +105,9 @@ export function createProviderClient(
     checkUrl(metadata.tokenEndpoint ?? '', policyFor(provider.tokenEndpoint), `${provider.id} token_endpoint`);
     if (provider.audience === undefined) return { oauth, jwks: undefined };
     checkUrl(metadata.jwksUri ?? '', policyFor(undefined), `${provider.id} jwks_uri`);
-    const fetchKeys = strictFetch(options.fetch, { maxBytes: MAX_AUTH_RESPONSE_BYTES });
+    const fetchKeys = tracedFetch(strictFetch(options.fetch, { maxBytes: MAX_AUTH_RESPONSE_BYTES }), {
+      name: () => 'oauth jwks',
+    });
     const jwks = createRemoteJWKSet(new URL(metadata.jwksUri ?? ''), {
       [joseCustomFetch]: (url, init) => fetchKeys(url, init as RequestInit),
     });

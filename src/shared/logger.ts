@@ -1,3 +1,4 @@
+import { isSpanContextValid, trace } from '@opentelemetry/api';
 import { pino, type Logger, type LoggerOptions } from 'pino';
 
 export type { Logger };
@@ -52,6 +53,15 @@ function serializeError(err: unknown): Record<string, unknown> {
   return serialized;
 }
 
+// A line written inside a span names its trace and span (OpenTelemetry's log correlation fields), so
+// it leads to them; with tracing off no span is ever active and lines stay as they were.
+function traceFields(): object {
+  const spanContext = trace.getActiveSpan()?.spanContext();
+  return spanContext && isSpanContextValid(spanContext)
+    ? { trace_id: spanContext.traceId, span_id: spanContext.spanId }
+    : {}; // a new object: pino merges the line's own fields into it
+}
+
 export interface LoggerConfig {
   level: string;
   name?: string;
@@ -65,6 +75,7 @@ export function createLogger(config: LoggerConfig, destination?: pino.Destinatio
     redact: { paths: redactPaths, censor: '[redacted]' },
     serializers: { err: serializeError },
     base: { pid: process.pid },
+    mixin: traceFields,
   };
   return destination ? pino(options, destination) : pino(options);
 }

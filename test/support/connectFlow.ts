@@ -92,15 +92,16 @@ export async function consentAndAuthorize(
 }
 
 /**
- * As consentAndAuthorize with Allow at the Report Service, but the browser stops at the provider's
- * redirect back to the broker: returns the callback's URL, for the test to send when it is ready.
+ * As consentAndAuthorize with Allow at the Report Service (or another provider with its forms), but
+ * the browser stops at the provider's redirect back to the broker: returns the callback's URL, for
+ * the test to send when it is ready.
  */
-export async function authorizeUpToCallback(run: BrowserRun, login: string): Promise<string> {
+export async function authorizeUpToCallback(run: BrowserRun, login: string, provider = 'reports'): Promise<string> {
   const consentPage = await providerConsentPage(run, login);
   const held = await run.browser.submitForm(
     consentPage,
     {},
-    { form: REPORTS_FORMS.allow, stopAt: (url) => url.pathname === '/oauth/callback/reports' },
+    { form: REPORTS_FORMS.allow, stopAt: (url) => url.pathname === `/oauth/callback/${provider}` },
   );
   if (!held.location) throw new Error(`expected a redirect to the callback, got ${held.status} at ${held.url}`);
   return held.location;

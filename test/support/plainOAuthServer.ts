@@ -11,8 +11,8 @@ export interface PlainOAuthServer {
   issuer: string;
   clientId: string;
   clientSecret: string;
-  /** The token requests it received: whether each carried HTTP Basic client authentication. */
-  tokenRequests: { basic: boolean }[];
+  /** The token requests it received: whether each carried HTTP Basic client authentication, and its W3C `traceparent`. */
+  tokenRequests: { basic: boolean; traceparent?: string }[];
   /** Every `POST /api/items` it received, in order, with the status it answered. */
   itemCalls: PlainItemCall[];
   /** The items it created (one per 201). */
@@ -34,6 +34,8 @@ export interface PlainItem {
 export interface PlainItemCall {
   idempotencyKey: string | undefined;
   status: number;
+  /** The W3C `traceparent` it came with (the broker's tracing on), else absent. */
+  traceparent?: string;
 }
 
 /**
@@ -85,7 +87,10 @@ export async function startPlainOAuthServer(options: {
     options.tls,
     (req, res) => {
       if (req.method === 'POST' && req.url?.startsWith('/token'))
-        tokenRequests.push({ basic: /^Basic /i.test(req.headers.authorization ?? '') });
+        tokenRequests.push({
+          basic: /^Basic /i.test(req.headers.authorization ?? ''),
+          ...(typeof req.headers.traceparent === 'string' && { traceparent: req.headers.traceparent }),
+        });
       handler(req, res);
     },
     '127.0.0.1',
@@ -116,6 +121,8 @@ export async function startPlainOAuthServer(options: {
   });
   api.post('/items', express.json({ limit: '8kb' }), (req, res) => {
     const call: PlainItemCall = { idempotencyKey: req.get('idempotency-key'), status: 401 };
+    const traceparent = req.get('traceparent');
+    if (traceparent !== undefined) call.traceparent = traceparent;
     itemCalls.push(call);
     void callerOf(req, res).then((owner) => {
       if (owner === undefined) return;

@@ -21,6 +21,8 @@ import { createLegacySessions, LEGACY_VERSION, type LegacySession } from './lega
 import { createRequestChannel } from './requestChannel.js';
 import { openSse } from './sseStream.js';
 import type { VerifiedBearer } from '../mcpAuth.js';
+import { markRequest } from '../../telemetry/spans.js';
+import { resultOutcome } from '../../telemetry/mcpRequestSpan.js';
 
 /** The legacy slice of the configuration (LEGACY_*) as loadConfig parsed it. */
 type LegacySettings = Config['legacy'];
@@ -184,9 +186,11 @@ export function createLegacyEndpoint(deps: LegacyEndpointDeps): LegacyEndpoint {
         const running = legacyToolCall(deps, session, id, params, ctx, channel);
         calls.add(running);
         const result = await running.finally(() => calls.delete(running));
+        markRequest({}, resultOutcome(result));
         return channel.finish(resultMessage(id, JSON.stringify(result)));
       } catch (err) {
         if (!(err instanceof McpProtocolError)) throw err;
+        markRequest({ 'rpc.jsonrpc.error_code': err.code }, 'rpc_error');
         if (err.kind === 'urlElicitationRequired')
           watchForCompletion(deps, session, err.data, limits.watchersPerSession);
         return channel.finish(errorMessage(id, err));

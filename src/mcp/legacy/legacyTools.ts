@@ -34,6 +34,7 @@ import type { RequestChannel } from './requestChannel.js';
 import type { LegacySession } from './legacySessions.js';
 import { findSameOperation } from './errorRetryLineage.js';
 import { reachFaultPoint } from '../../shared/faultPoints.js';
+import { markRequest } from '../../telemetry/spans.js';
 
 export interface LegacyToolDeps {
   tools: ToolRegistry<McpToolDeps>;
@@ -71,6 +72,7 @@ export async function legacyToolCall(
   try {
     const tool = deps.tools.find(name);
     if (!tool) throw invalidParams(`Unknown tool: ${name.slice(0, 64)}`);
+    markRequest({ 'gen_ai.tool.name': tool.name });
     if (isFormTool(tool)) return legacyResult(await askOnStream(deps, tool, params['arguments'], ctx, channel));
     if (isConnectionTool(tool))
       return legacyResult(
