@@ -1,3 +1,4 @@
+import { isAscii, prototypeOf } from '../../security/confusables.js';
 import type { ValueCheck } from './inputSchema.js';
 
 // What an argument may hold for where a declared tool puts it. The host of
@@ -39,6 +40,27 @@ export function textOf(value: unknown): string {
 export function pathValueProblem(text: string): string | undefined {
   if (text === '') return 'must not be empty in a path';
   if (text.length > MAX_PATH_VALUE) return `must be at most ${MAX_PATH_VALUE} characters in a path`;
+  const problem = segmentProblem(text);
+  if (problem || isAscii(text)) return problem;
+  // A provider or proxy that normalises Unicode reads U+FF0E U+FF0E as "..", U+FF0F as "/" (NFKC,
+  // UAX #15), and some read U+2215 or U+2044 as "/" (UTS #39 confusables): the rules hold on that reading too.
+  const read = readAs(text);
+  return read === text ? undefined : withNote(segmentProblem(read));
+}
+
+const STRUCTURE = new Set(['.', '/', '\\', '%']);
+
+/** The text NFKC-normalised, each character that looks like ".", "/", "\\" or "%" replaced by it. */
+function readAs(text: string): string {
+  let out = '';
+  for (const ch of text.normalize('NFKC')) out += STRUCTURE.has(prototypeOf(ch)) ? prototypeOf(ch) : ch;
+  return out;
+}
+
+const withNote = (problem: string | undefined) =>
+  problem && `${problem}, after Unicode normalisation (NFKC) and look-alikes of ".", "/" and "\\"`;
+
+function segmentProblem(text: string): string | undefined {
   if (hasControl(text)) return 'must not contain control characters (CR, LF, NUL, …)';
   if (text.includes('/') || text.includes('\\')) return 'must not contain "/" or "\\" (one path segment)';
   if (text === '.' || text.includes('..')) return 'must not be "." or contain ".."';

@@ -82,6 +82,29 @@ describe('a path variable', () => {
     expect(pathValueProblem('a@b')).toBe('must not contain "@"');
   });
 
+  // A provider (or a proxy before it) that normalises Unicode reads these as "..", "/" or "\\".
+  const LOOKALIKES: [string, string][] = [
+    ['fullwidth full stops (U+FF0E)', '\uFF0E\uFF0E'],
+    ['one dot leaders (U+2024)', '\u2024\u2024'],
+    ['a two dot leader (U+2025)', '\u2025'],
+    ['small full stops (U+FE52)', 'a\uFE52\uFE52b'],
+    ['a division slash (U+2215)', 'a\u2215orgs'],
+    ['a fraction slash (U+2044)', 'a\u2044b'],
+    ['a fullwidth solidus (U+FF0F)', 'a\uFF0Fb'],
+    ['a fullwidth reverse solidus (U+FF3C)', 'a\uFF3Cb'],
+    ['a set minus (U+2216)', 'a\u2216b'],
+    ['fullwidth percent-encoding (U+FF05)', '\uFF05\uFF12\uFF45'],
+  ];
+  it.each(LOOKALIKES)('refuses a path value with look-alikes of "." and "/": %s', (_what, value) => {
+    expect(pathValueProblem(value)).toMatch(/after Unicode normalisation/);
+    expect(input.schema.safeParse({ owner: 'alice', repo: value, number: 1 }).success).toBe(false);
+    expect(() => build({ owner: 'alice', repo: value, number: 1 })).toThrow(InvalidInputError);
+  });
+
+  it('keeps other non-ASCII path values', () => {
+    for (const value of ['café', '日本語', 'straße', 'a·b', 'ﬁle']) expect(pathValueProblem(value)).toBeUndefined();
+  });
+
   it('percent-encodes a normal value into one segment below the API base', () => {
     const built = build({ owner: 'alice', repo: 'my repo?#&=+ü', number: 42 });
     expect(built.path).toBe('/repos/alice/my%20repo%3F%23%26%3D%2B%C3%BC/issues/42');
