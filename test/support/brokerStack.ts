@@ -17,7 +17,8 @@ import type { LegacyLimits } from '../../src/mcp/legacy/legacySessions.js';
 import type { Quotas } from '../../src/broker/quotas.js';
 import type { Metrics } from '../../src/metrics/metrics.js';
 import { createOidcClient } from '../../src/oauth/oauthClient.js';
-import { listenHttps } from '../../src/runtime/httpsServer.js';
+import { loadConfig } from '../../src/config/config.js';
+import { listenHttp, listenHttps } from '../../src/runtime/httpsServer.js';
 import { systemClock, type Clock } from '../../src/shared/clock.js';
 import { createFetch, type Fetch } from '../../src/shared/httpClient.js';
 import { createRequestFetch } from '../../src/shared/requestFetch.js';
@@ -36,8 +37,10 @@ import { createTestDb, type TestDb, type TestDbOptions } from './testDb.js';
 import { atUrl, stackSettings } from './testSettings.js';
 
 export interface BrokerStack {
-  /** e.g. https://127.0.0.1:40123 */
+  /** e.g. https://127.0.0.1:40123; behind a proxy (`behindProxy`), the proxy's public URL. */
   brokerUrl: string;
+  /** The first instance's own listener, what a proxy in front forwards to (http:// when `behindProxy.plainHttp`). */
+  instanceUrl: string;
   /** A second broker instance on the same database and keys, on its own port (POST `${secondUrl}/mcp`). */
   secondUrl: string;
   mcpResourceUrl: string;
@@ -126,6 +129,13 @@ export interface BrokerStackOptions {
   database?: Pick<TestDbOptions, 'url' | 'poolUrl'>;
   /** Each instance in the deployment's key registry (secrets/keyAgreement.ts), as main.ts runs it; default: none. */
   keyRegistry?: { liveMs: number };
+  /** TRUST_PROXY for both instances, as an operator writes it (default: unset, no proxy trusted). */
+  trustProxy?: string;
+  /**
+   * The first instance behind a proxy the test starts: PUBLIC_URL is the proxy's (`publicUrl`), and with
+   * `plainHttp` it listens on plain HTTP as TLS_TERMINATED_BY_PROXY=true makes main.ts do.
+   */
+  behindProxy?: { publicUrl: string; plainHttp: boolean };
 }
 
 export async function startBrokerStack(options: BrokerStackOptions = {}): Promise<BrokerStack> {
@@ -138,8 +148,12 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
   const db = await createTestDb(options.database);
 
   let handler: RequestListener = (_req, res) => res.writeHead(503).end();
-  const broker = await listenHttps(tls, (req, res) => handler(req, res), '127.0.0.1', 0, 'broker');
-  const brokerUrl = `https://127.0.0.1:${broker.port}`;
+  const behind = options.behindProxy;
+  const broker = behind?.plainHttp
+    ? await listenHttp((req, res) => handler(req, res), '127.0.0.1', 0, 'broker')
+    : await listenHttps(tls, (req, res) => handler(req, res), '127.0.0.1', 0, 'broker');
+  const instanceUrl = `${behind?.plainHttp ? 'http' : 'https'}://127.0.0.1:${broker.port}`;
+  const brokerUrl = behind?.publicUrl ?? instanceUrl;
   const publicUrl = new URL(brokerUrl);
   const mcpResourceUrl = `${brokerUrl}/mcp`;
   const dev = await startLocalDevStack({
@@ -166,7 +180,10 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
   const brokerFetch = options.brokerFetch ? options.brokerFetch(fetch) : fetch;
   // As main.ts builds it, unless the test routes the broker's requests itself.
   const upstreamFetch = options.brokerFetch ? brokerFetch : createRequestFetch({ extraCaPems: [tls.caPem] });
-  const settings = atUrl(stackSettings(options), publicUrl, mcpResourceUrl);
+  const parsed = atUrl(stackSettings(options), publicUrl, mcpResourceUrl);
+  // TRUST_PROXY as loadConfig parses it for a deployment.
+  const trustProxy = loadConfig({ NODE_ENV: 'test', TRUST_PROXY: options.trustProxy }).http.trustProxy;
+  const settings = { ...parsed, http: { ...parsed.http, trustProxy } };
   let secretKeys: readonly { kid: string; key: string }[] = secrets.secretKeys;
   const registries: (KeyRegistry | undefined)[] = [undefined, undefined];
   let generation = 0;
@@ -243,6 +260,7 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
 
   return {
     brokerUrl,
+    instanceUrl,
     secondUrl,
     mcpResourceUrl,
     dev,

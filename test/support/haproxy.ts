@@ -32,7 +32,10 @@ export async function startHaproxy(options: {
   tls: TlsMaterial;
   /** Where the combined PEM is written. */
   dir: string;
+  /** A configuration file of deploy/ (default haproxy.cfg, TLS end to end; haproxy-tls-terminated.cfg speaks HTTP to the instances). */
+  config?: string;
 }): Promise<Balancer> {
+  const config = options.config ?? SHIPPED_HAPROXY_CFG;
   if (!HAPROXY_BINARY) throw new Error('haproxy is not installed');
   const pem = join(options.dir, 'balancer.pem');
   const ca = join(options.dir, 'balancer-ca.pem');
@@ -46,9 +49,9 @@ export async function startHaproxy(options: {
   };
   options.instances.forEach((address, i) => (env[`BROKER_${i + 1}`] = address));
   // -db: in the foreground, logging to stderr; -c first, so a broken file fails here with its reason.
-  const check = await run(HAPROXY_BINARY, ['-c', '-f', SHIPPED_HAPROXY_CFG], env);
-  if (check.code !== 0) throw new Error(`haproxy -c refused ${SHIPPED_HAPROXY_CFG}:\n${check.text}`);
-  const child = spawn(HAPROXY_BINARY, ['-db', '-f', SHIPPED_HAPROXY_CFG], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const check = await run(HAPROXY_BINARY, ['-c', '-f', config], env);
+  if (check.code !== 0) throw new Error(`haproxy -c refused ${config}:\n${check.text}`);
+  const child = spawn(HAPROXY_BINARY, ['-db', '-f', config], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let text = '';
   child.stdout.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
   child.stderr.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
