@@ -40,6 +40,9 @@ export function classifyUrl(raw: string, options: UrlClassifierOptions): UrlVerd
   if (raw.length > MAX_LENGTH) return block('too-long', `is longer than ${MAX_LENGTH} characters`);
   // Zero-width and bidirectional controls let a URL read differently from what it is.
   if (hasInvisible(raw)) return block('invisible-character', 'contains invisible or bidirectional characters');
+  // The WHATWG parser reads "\\" as "/" (https://a.example\\@b.example/ is a.example); other parsers
+  // read it as part of the user information or host (b.example). No reading of one is safe.
+  if (raw.includes('\\')) return block('backslash', 'contains a backslash, which parsers read differently');
   const written = writtenAuthorityOf(raw);
   if (written === undefined) return block('not-absolute', 'is not an absolute URL');
   const separator = lookalikeSeparatorIn(written.host);
@@ -52,6 +55,8 @@ export function classifyUrl(raw: string, options: UrlClassifierOptions): UrlVerd
   if (url === undefined) return block('invalid-url', 'is not a valid URL');
   const asciiHost = url.hostname.replace(/\.$/, '');
   const ip = isIpLiteral(asciiHost);
+  if (rewritten(raw, written.host, url, ip))
+    return block('parser-mismatch', 'has a scheme or host the URL parser rewrites into another');
   const loopback = isLoopbackHost(asciiHost);
   const unicodeHost = isAscii(asciiHost) && !asciiHost.includes('xn--') ? asciiHost : domainToUnicode(asciiHost);
   const parts = ip || loopback ? NO_DOMAIN : registrableDomainOf(asciiHost, unicodeHost);
@@ -111,4 +116,15 @@ function invalidLabelIn(asciiHost: string, unicodeHost: string): string | undefi
     if (!roundTrip || decoded === '' || isAscii(decoded)) return `${label} is not the punycode of a Unicode label`;
   }
   return undefined;
+}
+
+/**
+ * Whether parsing changed the scheme or the host beyond case and encoding: UTS #46 maps fullwidth
+ * and mathematical letters to ASCII (ｇｉｔｈｕｂ.com is github.com to the WHATWG parser, and itself
+ * to others). IP literals have their own rules.
+ */
+function rewritten(raw: string, writtenHost: string, url: URL, ip: boolean): boolean {
+  if (raw.slice(0, raw.indexOf(':')).toLowerCase() !== url.protocol.slice(0, -1)) return true;
+  if (ip || writtenHost.toLowerCase() === url.hostname) return false;
+  return isAscii(writtenHost) || domainToUnicode(url.hostname) !== writtenHost.normalize('NFC').toLowerCase();
 }

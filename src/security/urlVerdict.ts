@@ -5,10 +5,12 @@
 export const URL_RULES = [
   'too-long',
   'invisible-character',
+  'backslash',
   'not-absolute',
   'label-separator',
   'encoded-host',
   'invalid-url',
+  'parser-mismatch',
   'userinfo',
   'not-https',
   'loopback',

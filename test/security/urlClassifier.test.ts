@@ -234,4 +234,27 @@ describe('classifyUrl', () => {
       ['https://google.com.mx/', 'google.com.mx'],
     ]);
   });
+
+  it('refuses a URL with a backslash, which parsers read as "/" or as part of the user information or host', () => {
+    expectBlocked('backslash', [
+      'https://example.com\\@evil.example/',
+      'https://evil.example\\github.com/',
+      'https://evil.example/path\\more',
+      'https://evil.example/?q=a\\b',
+      'https:\\\\evil.example/',
+    ]);
+  });
+
+  it('refuses a host the parser rewrites into another name, and allows the ones it only lowercases or encodes', () => {
+    expectBlocked('parser-mismatch', [
+      'https://\uFF47\uFF49\uFF54\uFF48\uFF55\uFF42.com/', // fullwidth letters: github.com to the WHATWG parser
+      'https://\u{1D5C0}\u{1D5C2}\u{1D5CD}\u{1D5C1}\u{1D5CE}\u{1D5BB}.com/', // mathematical sans-serif letters
+    ]);
+    expectAllowed([
+      ['HTTPS://GitHub.COM/Octo', 'github.com'],
+      ['https://BÜCHER.de/', 'bücher.de'],
+      ['https://bu\u0308cher.de/', 'bücher.de'], // decomposed: the same name in NFC
+      ['https://straße.de/', 'straße.de'],
+    ]);
+  });
 });
