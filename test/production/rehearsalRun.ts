@@ -65,14 +65,15 @@ export async function startRehearsal(
   await admin.end();
   const databaseUrl = Object.assign(new URL(ADMIN_URL), { pathname: `/${database}` }).href;
   const db = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+  // Run last to first: the test's pool ends before the database is dropped.
   const cleanups: (() => Promise<unknown>)[] = [
-    () => db.end(),
     async () => {
       const client = new pg.Client({ connectionString: ADMIN_URL });
       await client.connect();
       await client.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
       await client.end();
     },
+    () => db.end(),
   ];
   const stop = async () => {
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
