@@ -42,7 +42,7 @@ export interface FormGuard {
    * Resolves when the form may be sent; throws ForbiddenError (and records why) when not. The schema
    * is taken as it came (a relayed one is unchecked JSON): the audit is what checks it.
    */
-  admit(form: { params: { requestedSchema: unknown } }, asker: FormAsker): Promise<void>;
+  admit(form: { params: { requestedSchema: unknown; message?: unknown } }, asker: FormAsker): Promise<void>;
 }
 
 // Names in the record and the message are someone else's text, bounded and made plain.
@@ -52,7 +52,9 @@ const FINDINGS_SHOWN = 5;
 export function createFormGuard(deps: FormGuardDeps): FormGuard {
   return {
     async admit(form, asker) {
-      const audit = auditFormSchema(form.params.requestedSchema);
+      // A relayed form's message is audited too; the broker's own quote the user's own data (a note's title).
+      const message = asker.origin === 'upstream' ? form.params.message : undefined;
+      const audit = auditFormSchema(form.params.requestedSchema, message);
       if (audit.admitted) return;
       const { findings } = audit;
       deps.refused(findings[0]!.rule, asker.origin);

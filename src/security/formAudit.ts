@@ -28,8 +28,8 @@ export const formAuditRules: readonly FormAuditRule[] = [
   'mixed_script',
 ];
 
-/** Where in a field a term was found. */
-export type FieldPart = 'name' | 'title' | 'description';
+/** Where in a field (or, for `message`, in the form) a term was found. */
+export type FieldPart = 'name' | 'title' | 'description' | 'message';
 
 /** One reason to refuse. Never a value from the schema (a `default` could be the very secret): names only. */
 export interface FormAuditFinding {
@@ -43,9 +43,12 @@ export interface FormAuditFinding {
 
 export type FormAudit = { admitted: true } | { admitted: false; findings: FormAuditFinding[] };
 
-export function auditFormSchema(requestedSchema: unknown): FormAudit {
+/** The audit of a form's schema and, when given, of the message shown above it (a relayed form's). */
+export function auditFormSchema(requestedSchema: unknown, message?: unknown): FormAudit {
   const { findings, fields } = checkShape(requestedSchema);
   const all: FormAuditFinding[] = [...findings];
+  // "Type your corporate SSO password" above a field titled "Answer" asks for the password all the same.
+  if (typeof message === 'string') all.push(...textFindings('message', message));
   for (const field of fields) {
     // A boolean is one bit whose meaning the server chose; it cannot carry a secret, so "Pin this note" may stay.
     if (field.kind === 'boolean') continue;
@@ -61,15 +64,18 @@ function wordFindings(field: FieldShape): FormAuditFinding[] {
     ['title', field.title],
     ['description', field.description],
   ];
-  for (const [part, text] of parts) {
-    if (text === undefined) continue;
-    const normalised = normaliseText(text);
-    // Letters of two look-alike alphabets in one word is how "раssword" hides from the terms below.
-    if (normalised.mixedScript) found.push({ rule: 'mixed_script', field: field.field, part });
-    const hit = findSecretTerm(normalised);
-    if (hit)
-      found.push({ rule: 'secret_term', field: field.field, part, concept: hit.concept, language: hit.language });
-  }
+  for (const [part, text] of parts) if (text !== undefined) found.push(...textFindings(part, text, field.field));
+  return found;
+}
+
+function textFindings(part: FieldPart, text: string, field?: string): FormAuditFinding[] {
+  const found: FormAuditFinding[] = [];
+  const at = field === undefined ? { part } : { field, part };
+  const normalised = normaliseText(text);
+  // Letters of two look-alike alphabets in one word is how "раssword" hides from the terms below.
+  if (normalised.mixedScript) found.push({ rule: 'mixed_script', ...at });
+  const hit = findSecretTerm(normalised);
+  if (hit) found.push({ rule: 'secret_term', ...at, concept: hit.concept, language: hit.language });
   return found;
 }
 

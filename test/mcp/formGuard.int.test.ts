@@ -134,4 +134,47 @@ describe('the form guard', () => {
     const logged = JSON.parse(logs.at(-1)!) as { findings: { field: string }[] };
     expect(logged.findings[0]!.field).toBe('x'.repeat(64));
   });
+
+  // A relayed form's message is someone else's text shown above the fields: "Type your corporate SSO
+  // password" over a field titled "Answer" collects the password as surely as a field named password.
+  it.each([
+    ['Type your corporate SSO password in the box below.', 'a password'],
+    ['Paste your session cookie here to continue.', 'an access token'],
+    ['Тype уour раssword', undefined],
+  ])('refuses a relayed form whose message asks for a secret above an innocent field: %s', async (message, asks) => {
+    logs.length = 0;
+    const form = {
+      params: {
+        mode: 'form' as const,
+        message,
+        requestedSchema: { type: 'object', properties: { answer: { type: 'string', title: 'Answer' } } },
+      },
+    };
+    const refusal = await guard.admit(form, asker).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(refusal).toBeInstanceOf(ForbiddenError);
+    expect((refusal as Error).message).toContain(
+      asks === undefined
+        ? 'the form mixes look-alike alphabets in one word (its message)'
+        : `the form asks for ${asks} (its message)`,
+    );
+    expect(JSON.parse(logs[0]!)).toMatchObject({ findings: [expect.objectContaining({ part: 'message' })] });
+  });
+
+  it("admits a relayed form whose message asks for nothing secret, and the broker's own message quoting a user's note", async () => {
+    const form = (message: string) => ({
+      params: {
+        mode: 'form' as const,
+        message,
+        requestedSchema: { type: 'object', properties: { color: { type: 'string' } } },
+      },
+    });
+    await expect(guard.admit(form('Which colour should the label be?'), asker)).resolves.toBeUndefined();
+    const own = deleteConfirmationForm('file:///work/notes/alice', [
+      { id: 'note_aaaaaaaaaaaa', title: 'My session cookie and password notes', createdAt: new Date() },
+    ]);
+    await expect(guard.admit(own, { ...asker, origin: 'broker' })).resolves.toBeUndefined();
+  });
 });
