@@ -52,6 +52,17 @@ const secretKeys = z
     return parsed;
   });
 
+// A webhook signing key (Standard Webhooks): whsec_ and base64, or a raw secret of 32 characters or more.
+const webhookSecret = z
+  .string()
+  .trim()
+  .refine((v) => v.length >= 32, 'must be at least 32 characters')
+  .refine(
+    (v) => v.length < 32 || signingKeyOf(v) !== undefined,
+    'must be whsec_ and the base64 of 24 to 64 bytes, or not start with whsec_',
+  )
+  .optional();
+
 const envSchema = z
   .object({
     NODE_ENV: z.enum(modes).default('development'),
@@ -195,15 +206,9 @@ const envSchema = z
       .optional(),
     // Where the broker posts its events (src/events/), and the key that signs them (Standard Webhooks).
     WEBHOOK_URL: optionalString, // through the URL policy below
-    WEBHOOK_SECRET: z
-      .string()
-      .trim()
-      .refine((v) => v.length >= 32, 'must be at least 32 characters')
-      .refine(
-        (v) => v.length < 32 || signingKeyOf(v) !== undefined,
-        'must be whsec_ and the base64 of 24 to 64 bytes, or not start with whsec_',
-      )
-      .optional(),
+    WEBHOOK_SECRET: webhookSecret,
+    // The secret WEBHOOK_SECRET replaces, while receivers move to the new one: deliveries carry both signatures.
+    WEBHOOK_SECRET_PREVIOUS: webhookSecret,
     // The faults suite's crash point (shared/faultPoints.ts); refused in production below.
     BROKER_FAULT_POINT: z.enum(FAULT_POINTS).optional(),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -247,6 +252,10 @@ const envSchema = z
           env.WEBHOOK_URL === undefined ? ['WEBHOOK_URL', 'WEBHOOK_SECRET'] : ['WEBHOOK_SECRET', 'WEBHOOK_URL'];
         ctx.addIssue({ code: 'custom', path: [missing], message: `is required with ${given}` });
       }
+      if (env.WEBHOOK_SECRET_PREVIOUS !== undefined && env.WEBHOOK_SECRET === undefined)
+        ctx.addIssue({ code: 'custom', path: ['WEBHOOK_SECRET'], message: 'is required with WEBHOOK_SECRET_PREVIOUS' });
+      if (env.WEBHOOK_SECRET_PREVIOUS !== undefined && env.WEBHOOK_SECRET_PREVIOUS === env.WEBHOOK_SECRET)
+        ctx.addIssue({ code: 'custom', path: ['WEBHOOK_SECRET_PREVIOUS'], message: 'is WEBHOOK_SECRET itself' });
       // Spans name tools, providers and flows, and the headers may hold a collector's credentials: in
       // production they leave the host over TLS only. A collector beside the broker (a sidecar or node
       // agent on loopback, the usual deployment) may speak plain HTTP, as nothing crosses a network.
@@ -446,8 +455,11 @@ export interface Config {
   quotas: Quotas;
   /** GET /metrics: its bearer token (METRICS_TOKEN); without one, open outside production and off (403) in it. */
   metrics: { token: Secret | undefined; openWithoutToken: boolean };
-  /** WEBHOOK_URL and WEBHOOK_SECRET: where events are posted and the key that signs them; unset, none is posted. */
-  webhook: { url: URL; secret: Secret } | undefined;
+  /**
+   * WEBHOOK_URL and WEBHOOK_SECRET: where events are posted and the key that signs them; unset, none is
+   * posted. WEBHOOK_SECRET_PREVIOUS: during a rotation, the old key, which signs every delivery too.
+   */
+  webhook: { url: URL; secret: Secret; previousSecret: Secret | undefined } | undefined;
   log: { level: string };
   /** OTEL_*: where spans go, and which; undefined (no endpoint), no tracing at all. */
   telemetry: TracingSettings | undefined;
@@ -566,7 +578,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     webhook:
       e.WEBHOOK_URL === undefined || e.WEBHOOK_SECRET === undefined
         ? undefined
-        : { url: new URL(e.WEBHOOK_URL), secret: new Secret(e.WEBHOOK_SECRET) },
+        : {
+            url: new URL(e.WEBHOOK_URL),
+            secret: new Secret(e.WEBHOOK_SECRET),
+            previousSecret: e.WEBHOOK_SECRET_PREVIOUS === undefined ? undefined : new Secret(e.WEBHOOK_SECRET_PREVIOUS),
+          },
     log: { level: e.LOG_LEVEL },
     telemetry: tracingSettings(e),
     faultPoint: e.BROKER_FAULT_POINT,
@@ -613,4 +629,12 @@ function isLoopback(url: string): boolean {
 // An exported-but-empty variable (FOO=) means "not set", as in most shells' .env handling.
 function emptyToUndefined(env: Record<string, string | undefined>): Record<string, string | undefined> {
   return Object.fromEntries(Object.entries(env).map(([k, v]) => [k, v === '' ? undefined : v]));
+}
+
+/**
+ * The variables loadConfig reads by default, for `broker doctor` (src/cli/doctor.ts), which reports
+ * on them as given: every problem, what the others configure, and which values its output must not show.
+ */
+export function processEnvironment(): Readonly<Record<string, string | undefined>> {
+  return process.env;
 }

@@ -113,8 +113,11 @@ async function post(
 ): Promise<string | undefined> {
   const body = JSON.stringify(message);
   const timestamp = Math.floor(deps.clock.now().getTime() / 1000);
-  // Config refused a secret without a key (config.ts), so there is one here.
-  const key = signingKeyOf(deps.webhook.secret.reveal())!;
+  // Config refused a secret without a key (config.ts), so there is one here. During a rotation the
+  // previous secret signs too: Standard Webhooks receivers accept any one of the space-separated signatures.
+  const keys = [deps.webhook.secret, deps.webhook.previousSecret].flatMap((s) =>
+    s ? [signingKeyOf(s.reveal())!] : [],
+  );
   try {
     const response = await deps.fetch(deps.webhook.url, {
       method: 'POST',
@@ -122,7 +125,7 @@ async function post(
         'content-type': 'application/json',
         'webhook-id': message.id,
         'webhook-timestamp': String(timestamp),
-        'webhook-signature': signWebhook(key, message.id, timestamp, body),
+        'webhook-signature': keys.map((key) => signWebhook(key, message.id, timestamp, body)).join(' '),
       },
       body,
       // A redirect is a failure, not followed: the event goes only to the URL that passed the policy.

@@ -227,6 +227,29 @@ describe('loadConfig', () => {
     expect(problemsOf({ WEBHOOK_SECRET: secret })).toEqual(['WEBHOOK_URL: is required with WEBHOOK_SECRET']);
   });
 
+  it('takes WEBHOOK_SECRET_PREVIOUS for a rotation: with WEBHOOK_SECRET, under the same rules, not the same value', () => {
+    const url = { WEBHOOK_URL: 'https://hooks.example.com/broker' };
+    const secret = 'webhook-secret-canary-0123456789abcdef';
+    const previous = 'webhook-previous-canary-0123456789abcdef';
+    expect(loadConfig({ ...url, WEBHOOK_SECRET: secret }).webhook?.previousSecret).toBeUndefined();
+    expect(
+      loadConfig({
+        ...url,
+        WEBHOOK_SECRET: secret,
+        WEBHOOK_SECRET_PREVIOUS: previous,
+      }).webhook?.previousSecret?.reveal(),
+    ).toBe(previous);
+    expect(problemsOf({ ...url, WEBHOOK_SECRET_PREVIOUS: previous })).toContain(
+      'WEBHOOK_SECRET: is required with WEBHOOK_SECRET_PREVIOUS',
+    );
+    expect(problemsOf({ ...url, WEBHOOK_SECRET: secret, WEBHOOK_SECRET_PREVIOUS: secret })).toEqual([
+      'WEBHOOK_SECRET_PREVIOUS: is WEBHOOK_SECRET itself',
+    ]);
+    expect(problemsOf({ ...url, WEBHOOK_SECRET: secret, WEBHOOK_SECRET_PREVIOUS: 'short' })).toEqual([
+      'WEBHOOK_SECRET_PREVIOUS: must be at least 32 characters',
+    ]);
+  });
+
   it('takes WEBHOOK_SECRET of 32 characters or more, or in the Standard Webhooks form whsec_<base64 of 24 to 64 bytes>', () => {
     const url = { WEBHOOK_URL: 'https://hooks.example.com/broker' };
     const whsec = `whsec_${Buffer.alloc(32, 1).toString('base64')}`;

@@ -188,6 +188,27 @@ describe('webhook delivery', () => {
     expect(await countEventsByState(db.pool)).toEqual({ pending: 0, delivered: 2, dead: 0 });
   });
 
+  // Rotating the secret: the receiver learns the new one while the broker still signs with the old,
+  // or the other way round. During the overlap every delivery carries both signatures (Standard
+  // Webhooks: several space-separated in webhook-signature), so a receiver with either accepts it.
+  it('signs with the new and the previous secret during a rotation, so a receiver with either accepts the delivery', async () => {
+    const previous = 'whsec_' + Buffer.from('the-previous-webhook-secret-0123456789').toString('base64');
+    const { webhook } = loadConfig({
+      NODE_ENV: 'test',
+      WEBHOOK_URL: `${receiver.origin}/hooks`,
+      WEBHOOK_SECRET: SECRET,
+      WEBHOOK_SECRET_PREVIOUS: previous,
+    });
+    receive(() => 204);
+    const id = await withTransaction(db.pool, (tx) => enqueueEvent(tx, { ...created('c-rot'), occurredAt: now }));
+    expect(await deliverDueEvents({ ...deps, webhook: webhook! })).toMatchObject({ claimed: 1, delivered: 1 });
+    const [delivery] = received;
+    expect(delivery!.headers['webhook-signature']!.split(' ')).toHaveLength(2);
+    expect(new Webhook(SECRET, { format: 'raw' }).verify(delivery!.body, delivery!.headers)).toMatchObject({ id });
+    expect(new Webhook(previous).verify(delivery!.body, delivery!.headers)).toMatchObject({ id });
+    expect(() => new Webhook(`${SECRET}x`, { format: 'raw' }).verify(delivery!.body, delivery!.headers)).toThrow();
+  });
+
   it('gives an event up as dead after its last attempt, and sends it no more', async () => {
     receive(() => 503);
     const id = await withTransaction(db.pool, (tx) => enqueueEvent(tx, { ...created('c-2'), occurredAt: now }));
