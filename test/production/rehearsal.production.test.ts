@@ -11,25 +11,30 @@ import { buildImage } from './imageBuild.js';
 import { connectInBrowser, hostToken, launchRehearsalChromium, signInToBroker } from './rehearsalBrowser.js';
 import { createRehearsalTls } from './rehearsalCerts.js';
 import { brokerCli } from './rehearsalProcesses.js';
-import { HOST_CLIENT_ID, SLOW_TITLE, startRehearsal, type Mode, type Rehearsal } from './rehearsalRun.js';
+import { HOST_CLIENT_ID, MODES, SLOW_TITLE, startRehearsal, type Mode, type Rehearsal } from './rehearsalRun.js';
 import { HOSTS } from './rehearsalHosts.js';
 
 // `npm run test:production`: the broker as the image builds it, `node dist/main.js` with
 // NODE_ENV=production and the production overlay's configuration, against the machine's Postgres,
 // an identity provider, a provider emulator and an upstream MCP server in their own processes, at
-// names that are not loopback; driven by the official SDK client and Chromium. Once behind HAProxy
-// (TLS terminated there, re-encrypted to the broker), once with the broker's own TLS.
+// names that are not loopback; driven by the official SDK client and Chromium. Once per TLS mode
+// (rehearsalRun.ts): ending at nginx with HTTP to the broker, ending at HAProxy re-encrypted to the
+// broker, and ending at the broker itself.
 
 const WORK = join(tmpdir(), `connect-broker-rehearsal-${process.pid}`);
 const BUILD = join(WORK, 'image');
 let IMAGE = '';
-const MODES: Mode[] = ['proxy', 'direct'];
+// REHEARSAL_MODES=direct (comma-separated) runs fewer, while working on the harness.
+const modes = (process.env['REHEARSAL_MODES']?.split(',') ?? MODES).filter((m): m is Mode => MODES.includes(m as Mode));
 
 let tls: TlsMaterial;
 let browser: Browser;
 
 beforeAll(async () => {
-  IMAGE = await step('build (the Dockerfile, target production)', () => buildImage(BUILD));
+  // REHEARSAL_IMAGE: a folder an earlier run built (its WORKDIR), reused while working on the harness.
+  IMAGE =
+    process.env['REHEARSAL_IMAGE'] ??
+    (await step('build (the Dockerfile, target production)', () => buildImage(BUILD)));
   tls = await createRehearsalTls(Object.values(HOSTS));
   browser = await launchRehearsalChromium(tls.certPem);
 });
@@ -65,7 +70,7 @@ const receiptsOf = async (r: Rehearsal, tool: string) =>
     )
   ).rows.map((row) => row.outcome_status);
 
-describe.each(MODES)('production rehearsal, TLS at the %s', (mode) => {
+describe.each(modes)('production rehearsal, %s', (mode) => {
   let r: Rehearsal;
   beforeAll(async () => {
     r = await step(`start (${mode}): database, identity provider, emulators, broker migrate, node dist/main.js`, () =>
@@ -164,6 +169,9 @@ describe.each(MODES)('production rehearsal, TLS at the %s', (mode) => {
         });
         expect(result.content).toEqual([{ type: 'text', text: 'Created "rehearsal note" for up-alice.' }]);
         expect(connects).toHaveLength(2);
+        // The server prints each call it received (upstreamServer.ts), a moment after it answered.
+        await r.upstream.waitFor('"title":"rehearsal note"', 5_000);
+        await new Promise((resolve) => setTimeout(resolve, 200));
         expect(r.upstream.output().match(/"title":"rehearsal note"/g)).toHaveLength(1);
         expect(await receiptsOf(r, `${prefix}_create_note`)).toEqual(['succeeded']);
       },

@@ -47,7 +47,16 @@ export function productionValues(): Promise<KubernetesEnvironment> {
   return kubernetesEnvironment('overlays/production');
 }
 
-export function rehearsalEnv(k8s: KubernetesEnvironment, at: RehearsalPlaces): RehearsalEnv {
+/**
+ * `tlsAt: 'proxy'`: TLS ends at the proxy, which speaks HTTP to the broker, the one change from the
+ * overlay (which re-encrypts to the pods): TLS_TERMINATED_BY_PROXY=true and no certificate files, as
+ * deploy/haproxy-tls-terminated.cfg and deploy/nginx-tls-terminated.conf.template say.
+ */
+export function rehearsalEnv(
+  k8s: KubernetesEnvironment,
+  at: RehearsalPlaces,
+  tlsAt: 'broker' | 'proxy' = 'broker',
+): RehearsalEnv {
   const mounted = (variable: string) => {
     const content = k8s.files[k8s.configMap[variable] ?? ''];
     if (content === undefined) throw new Error(`the production overlay mounts no file at its ${variable}`);
@@ -99,6 +108,11 @@ export function rehearsalEnv(k8s: KubernetesEnvironment, at: RehearsalPlaces): R
     PROVIDERS_FILE: at.providersFile,
     TOOLS_FILE: at.toolsFile,
   });
+  if (tlsAt === 'proxy') {
+    env['TLS_TERMINATED_BY_PROXY'] = 'true';
+    delete env['TLS_CERT_FILE'];
+    delete env['TLS_KEY_FILE'];
+  }
   return {
     env,
     providersYaml: stringify(providers),

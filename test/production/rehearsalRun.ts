@@ -7,16 +7,21 @@ import type { TlsMaterial } from '../../src/tls/localCa.js';
 import type { BrokerProcess } from '../support/brokerProcess.js';
 import { freePorts } from '../support/brokerProcess.js';
 import { startHaproxy, type Balancer } from '../support/haproxy.js';
+import { NGINX_TEMPLATES, startNginx } from '../support/nginx.js';
 import { brokerCli, startBroker, startService, stopService } from './rehearsalProcesses.js';
 import { productionValues, rehearsalEnv, type RehearsalEnv } from './rehearsalEnv.js';
 import { HOSTS, rehearsalFetch } from './rehearsalHosts.js';
 
 // One full run of the rehearsal, set up: a fresh database on the machine's Postgres, the identity
 // provider, the provider emulator and the upstream server in their own processes, the migration
-// step, the built broker, and in `proxy` mode HAProxy (deploy/haproxy.cfg) terminating TLS in
-// front of it. `direct`: the broker terminates TLS itself.
+// step, the built broker, and in front of it, by mode:
+// - `proxy-http`: nginx (deploy/nginx-tls-terminated.conf.template) ends TLS and speaks HTTP to the broker;
+// - `proxy-tls`: HAProxy (deploy/haproxy.cfg) ends TLS and re-encrypts to the broker's own
+//   certificate, as the production overlay's ingress does;
+// - `direct`: nothing; the broker ends TLS itself.
 
-export type Mode = 'proxy' | 'direct';
+export type Mode = 'proxy-http' | 'proxy-tls' | 'direct';
+export const MODES: readonly Mode[] = ['proxy-http', 'proxy-tls', 'direct'];
 
 /** Where the rehearsal makes its databases: a server with trust auth for postgres (CI: the machine's own). */
 const ADMIN_URL = process.env['REHEARSAL_POSTGRES_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -56,7 +61,7 @@ export async function startRehearsal(
   await writeFile(files.key, tls.keyPem, { mode: 0o600 });
   await writeFile(files.ca, tls.caPem);
   const [idpPort, githubPort, mcpPort, authPort, brokerPort, proxyPort] = await freePorts(6);
-  const publicUrl = `https://${HOSTS.broker}:${mode === 'proxy' ? proxyPort : brokerPort}`;
+  const publicUrl = `https://${HOSTS.broker}:${mode === 'direct' ? brokerPort : proxyPort}`;
   const issuer = `https://${HOSTS.idp}:${idpPort}`;
   const database = `rehearsal_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: ADMIN_URL });
@@ -79,21 +84,25 @@ export async function startRehearsal(
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
   };
   try {
-    const deployment = rehearsalEnv(await productionValues(), {
-      host: '127.0.0.1',
-      port: brokerPort!,
-      publicUrl,
-      issuer,
-      dataDir: join(dir, 'data'),
-      certFile: files.cert,
-      keyFile: files.key,
-      caFile: files.ca,
-      providersFile: join(dir, 'providers.yaml'),
-      toolsFile: join(dir, 'tools.yaml'),
-      databaseUrl,
-      githubHost: `${HOSTS.github}:${githubPort}`,
-      upstreamUrl: `https://${HOSTS.upstream}:${mcpPort}/mcp`,
-    });
+    const deployment = rehearsalEnv(
+      await productionValues(),
+      {
+        host: '127.0.0.1',
+        port: brokerPort!,
+        publicUrl,
+        issuer,
+        dataDir: join(dir, 'data'),
+        certFile: files.cert,
+        keyFile: files.key,
+        caFile: files.ca,
+        providersFile: join(dir, 'providers.yaml'),
+        toolsFile: join(dir, 'tools.yaml'),
+        databaseUrl,
+        githubHost: `${HOSTS.github}:${githubPort}`,
+        upstreamUrl: `https://${HOSTS.upstream}:${mcpPort}/mcp`,
+      },
+      mode === 'proxy-http' ? 'proxy' : 'broker',
+    );
     await writeFile(join(dir, 'providers.yaml'), deployment.providersYaml);
     await writeFile(join(dir, 'tools.yaml'), deployment.toolsYaml);
     const env = deployment.env;
@@ -148,11 +157,18 @@ export async function startRehearsal(
     cleanups.push(() => stopService(broker));
     await broker.waitFor('broker listening', 30_000);
     let balancer: Balancer | undefined;
-    if (mode === 'proxy') {
-      const instance = `127.0.0.1:${brokerPort}`;
+    const instance = `127.0.0.1:${brokerPort}`;
+    if (mode === 'proxy-tls')
       balancer = await startHaproxy({ port: proxyPort!, instances: [instance, instance, instance], tls, dir });
-      cleanups.push(() => balancer!.stop());
-    }
+    if (mode === 'proxy-http')
+      balancer = await startNginx({
+        port: proxyPort!,
+        template: NGINX_TEMPLATES.terminated,
+        instances: [instance],
+        tls,
+        dir,
+      });
+    if (balancer) cleanups.push(() => balancer.stop());
     const fetch = rehearsalFetch(tls.caPem);
     await untilReady(fetch, publicUrl, () => `${broker.output()}\n${balancer?.output() ?? ''}`);
     return {
