@@ -1,10 +1,11 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig } from '../config/config.js';
+import { ConfigError, loadConfig, processEnvironment } from '../config/config.js';
 import { createFetch } from '../shared/httpClient.js';
 import { ConnectionsCommandError, connectionsCommand } from './connectionsCommand.js';
 import { DeploymentError } from './deployment.js';
+import { doctorCommand } from './doctor.js';
 import { fetchDevToken } from './devToken.js';
 import { KeysCommandError, keysCommand } from './keysCommand.js';
 import { LedgerCommandError, ledgerCommand } from './ledgerCommand.js';
@@ -25,6 +26,9 @@ Commands:
                             reconcile, gates, close, reissue, redrive, approvals, approve,
                             reject, pause-connections, resume-connections (an operator's
                             token in BROKER_OPERATOR_TOKEN; broker ledger help for the options).
+  doctor                    Checks this environment without starting the broker: every variable,
+                            the identity provider, the database, the TLS files, each provider and
+                            upstream; one OK/WARN/FAIL line each, exit 1 on any FAIL.
   migrate [--check]         Applies the pending database migrations (the step before a rollout);
                             --check lists them and exits 1 when any is pending.
   keys status [--json]      Values at rest per key id of SECRET_KEYS and kind, the active key, and
@@ -118,6 +122,9 @@ async function main(argv: string[]): Promise<number> {
         (line) => process.stdout.write(`${line}\n`),
         (line) => process.stderr.write(`${line}\n`),
       );
+    else if (command === 'doctor')
+      // The environment itself, not loadConfig's result: every bad variable is a finding, not a stop.
+      return await doctorCommand(rest, processEnvironment(), (line) => process.stdout.write(`${line}\n`));
     else if (command === 'migrate')
       return await migrateCommand(rest, loadConfig(), (line) => process.stdout.write(`${line}\n`));
     else if (command === 'keys')
