@@ -25,5 +25,4 @@ describe('agreedActiveKid: the key new values are sealed under while instances r
   it('falls back to its own first key when no key is shared (key sets that share nothing)', () => {
     expect(agreedActiveKid(['k3'], [['k1'], ['k3']])).toBe('k3');
   });
-
 });
