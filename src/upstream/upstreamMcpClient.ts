@@ -137,15 +137,22 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
   // hook that every promise in the process then pays: 2-3 % of the broker's CPU in bench:mcp's profile.)
   const calls = new Map<string, CallState>();
   let lastCall = 0;
-  // The upstream's requests seen on a call's event stream, by JSON-RPC id: the call they belong to (its tag).
-  // A 2025-11-25 server sends a request about a client's request on that request's stream (MCP
-  // 2025-11-25, Streamable HTTP), and the SDK's handler is not told which stream it came on.
+  // The upstream's requests seen on a call's event stream, by client and JSON-RPC id: the call they
+  // belong to (its tag). A 2025-11-25 server sends a request about a client's request on that request's
+  // stream (MCP 2025-11-25, Streamable HTTP), and the SDK's handler is not told which stream it came on.
+  // The ids are the upstream's to choose (each session counts from 0): one alone names no call, and
+  // another session's id (another user's, another upstream's) must never reach this client's calls.
   const askedOn = new Map<string, string>();
+  let lastClient = 0;
+  const askedKey = (client: string, id: string) => `${client}\n${id}`;
 
   const ownerOf = (url: string, token: string) => `${url}\n${createHash('sha256').update(token).digest('base64url')}`;
 
-  /** The transport's fetch: `own` is the wire of the requests no call tags (connecting, the SDK's own notifications). */
-  function fetchFor(token: string, own: UpstreamWire): FetchLike {
+  /**
+   * The transport's fetch: `own` is the wire of the requests no call tags (connecting, the SDK's own
+   * notifications); `client` names the client (its upstream, user and session) its questions are kept under.
+   */
+  function fetchFor(token: string, own: UpstreamWire, client: string): FetchLike {
     return async (input, init) => {
       const headers = new Headers(init?.headers);
       const tag = headers.get(CALL_HEADER);
@@ -154,7 +161,7 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
       headers.set('authorization', `Bearer ${token}`);
       const bounded = strictFetch(deps.fetch, {
         maxBytes: MAX_UPSTREAM_ANSWER_BYTES,
-        ...(tag !== null && { eventStream: requestsOnStream((id) => askedOn.set(id, tag)) }),
+        ...(tag !== null && { eventStream: requestsOnStream((id) => askedOn.set(askedKey(client, id), tag)) }),
       });
       // Sent from here on, unless the socket says it never left.
       const before = wire.sent;
@@ -185,15 +192,17 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
       inputRequired: { autoFulfill: false },
       jsonSchemaValidator: validator,
     });
+    // This client's name for its upstream's questions: its session's ids are its own.
+    const scope = `${owner}\n${++lastClient}`;
     if (era !== 'modern')
       client.setRequestHandler(
         'elicitation/create',
         // The caller's answer is an ElicitResult, checked there (ElicitResultSchema).
-        async (request, ctx) => (await answerAsk(request, ctx)) as { action: 'accept' | 'decline' | 'cancel' },
+        async (request, ctx) => (await answerAsk(scope, request, ctx)) as { action: 'accept' | 'decline' | 'cancel' },
       );
     // Connecting sends nothing that does anything: its wire is the client's own, no call's.
     const wire = newWire();
-    const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: fetchFor(token, wire) });
+    const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: fetchFor(token, wire, scope) });
     const prior = era === 'modern' ? discovered.get(owner) : undefined;
     if (prior) remember(owner, prior.discover);
     try {
@@ -241,12 +250,13 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
    * decides on, never an answer the user did not give (a `decline` would be one).
    */
   async function answerAsk(
+    client: string,
     request: { params?: unknown },
     ctx: { mcpReq: { id: unknown } },
   ): Promise<Record<string, unknown>> {
-    const id = JSON.stringify(ctx.mcpReq.id);
-    const tag = askedOn.get(id);
-    askedOn.delete(id);
+    const key = askedKey(client, JSON.stringify(ctx.mcpReq.id));
+    const tag = askedOn.get(key);
+    askedOn.delete(key);
     const ask = tag === undefined ? undefined : calls.get(tag)?.ask;
     if (!ask) throw new ProtocolError(CANNOT_ASK, 'The broker cannot ask the user on this call.');
     const answer = await ask((request.params ?? {}) as Record<string, unknown>);
