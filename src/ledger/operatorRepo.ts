@@ -83,6 +83,26 @@ export async function recordOperatorAction(
   );
 }
 
+/**
+ * One refused operator access, counted: the subject's first refusal in a minute (UTC) is a row of
+ * its own (the request it names is that first one), each later one in that minute adds one to the
+ * row's `refusals` (migrations/0027_operator_refusal_counts.sql).
+ */
+export async function countOperatorRefusal(
+  db: Queryable,
+  reason: string,
+  actor: string,
+  details: Record<string, unknown>,
+  now: Date,
+): Promise<void> {
+  await db.query(
+    `INSERT INTO operator_actions (action, reason, actor, details, created_at, refused_minute)
+     VALUES ('access_refused', $1, $2, $3, $4, date_trunc('minute', $4::timestamptz AT TIME ZONE 'UTC'))
+     ON CONFLICT (actor, refused_minute) DO UPDATE SET refusals = operator_actions.refusals + 1`,
+    [reason, actor, JSON.stringify(details), now],
+  );
+}
+
 /** Revokes every OAuth transaction not yet consumed; their callbacks will find nothing. */
 export async function deletePendingAuthorizations(db: Queryable): Promise<number> {
   const { rowCount } = await db.query('DELETE FROM oauth_transactions');

@@ -5,7 +5,7 @@ import { readSessionCookie } from '../auth/sessionCookie.js';
 import { currentSession } from '../auth/signIn.js';
 import type { Pool } from '../db/pool.js';
 import { ForbiddenError } from '../errors/appError.js';
-import { recordOperatorAction } from '../ledger/operatorRepo.js';
+import { countOperatorRefusal } from '../ledger/operatorRepo.js';
 import type { Clock } from '../shared/clock.js';
 import type { Logger } from '../shared/logger.js';
 import { csrfTokenFor } from '../web/middleware/csrf.js';
@@ -96,7 +96,7 @@ function formPageOf(req: Pick<Request, 'baseUrl' | 'path'>): string {
   return '/ops';
 }
 
-/** Every refused attempt at an operator route or command leaves a row (append-only). */
+/** Every refused attempt at an operator route is counted: at most a row per subject and minute (append-only). */
 export async function recordRefusal(
   deps: OperatorGuardDeps,
   req: Pick<Request, 'method' | 'baseUrl' | 'path'>,
@@ -106,9 +106,8 @@ export async function recordRefusal(
   const path = `${req.baseUrl}${req.path === '/' ? '' : req.path}`.slice(0, 200);
   const what = `${req.method} ${path}`;
   deps.logger.warn({ actor, what }, 'operator access refused');
-  await recordOperatorAction(
+  await countOperatorRefusal(
     deps.pool,
-    'access_refused',
     `not an operator: ${what}`,
     actor,
     { method: req.method, path },
