@@ -73,8 +73,9 @@ const receiptsOf = async (r: Rehearsal, tool: string) =>
 describe.each(modes)('production rehearsal, %s', (mode) => {
   let r: Rehearsal;
   beforeAll(async () => {
-    r = await step(`start (${mode}): database, identity provider, emulators, broker migrate, node dist/main.js`, () =>
-      startRehearsal(mode, IMAGE, tls, WORK),
+    r = await step(
+      `start (${mode}): database, identity provider, emulators, broker migrate, broker doctor, node dist/main.js`,
+      () => startRehearsal(mode, IMAGE, tls, WORK),
     );
   });
   afterAll(async () => {

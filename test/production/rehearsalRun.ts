@@ -148,11 +148,15 @@ export async function startRehearsal(
       }),
     ]);
     cleanups.push(() => Promise.all([idp, github, upstream].map(stopService)));
-    // The documented migration step, `broker migrate`; a build whose CLI has none applies them at start.
-    if (/^ {2}migrate\b/m.test((await brokerCli(imageDir, env, ['help'])).output)) {
-      const migrated = await brokerCli(imageDir, env, ['migrate']);
-      if (migrated.code !== 0) throw new Error(`broker migrate exited ${migrated.code}:\n${migrated.output}`);
-    }
+    // The documented steps before a start, where the build's CLI has them: `broker migrate` (else the
+    // service migrates at start) and `broker doctor`, which must find nothing wrong.
+    const help = (await brokerCli(imageDir, env, ['help'])).output;
+    for (const command of ['migrate', 'doctor'])
+      if (new RegExp(`^ {2}${command}\\b`, 'm').test(help)) {
+        const run = await brokerCli(imageDir, env, [command]);
+        if (run.code !== 0) throw new Error(`broker ${command} exited ${run.code}:\n${run.output}`);
+        if (command === 'doctor') process.stderr.write(`[${mode}] broker doctor:\n${run.output}`);
+      }
     const broker = startBroker(imageDir, env);
     cleanups.push(() => stopService(broker));
     await broker.waitFor('broker listening', 30_000);
