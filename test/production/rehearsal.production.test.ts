@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -35,6 +36,14 @@ beforeAll(async () => {
   IMAGE =
     process.env['REHEARSAL_IMAGE'] ??
     (await step('build (the Dockerfile, target production)', () => buildImage(BUILD)));
+  // Else a module production imports from a devDependency would load here and fail only in the image.
+  await step('the image holds no devDependency', async () => {
+    const { devDependencies = {} } = JSON.parse(await readFile(join(IMAGE, 'package.json'), 'utf8')) as {
+      devDependencies?: Record<string, string>;
+    };
+    const kept = Object.keys(devDependencies).filter((name) => existsSync(join(IMAGE, 'node_modules', name)));
+    expect(kept).toEqual([]);
+  });
   tls = await createRehearsalTls(Object.values(HOSTS));
   browser = await launchRehearsalChromium(tls.certPem);
 });

@@ -21,7 +21,7 @@ export async function createRehearsalTls(names: readonly string[], now = new Dat
       keys: caKeys,
       signingAlgorithm: signing,
       notBefore: new Date(now.getTime() - DAY_MS),
-      notAfter: new Date(now.getTime() + 2 * DAY_MS),
+      notAfter: new Date(now.getTime() + 90 * DAY_MS),
       extensions: [
         new x509.BasicConstraintsExtension(true, 0, true),
         new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
@@ -39,7 +39,7 @@ export async function createRehearsalTls(names: readonly string[], now = new Dat
       signingKey: caKeys.privateKey,
       signingAlgorithm: signing,
       notBefore: new Date(now.getTime() - DAY_MS),
-      notAfter: new Date(now.getTime() + 2 * DAY_MS),
+      notAfter: new Date(now.getTime() + 90 * DAY_MS),
       extensions: [
         new x509.BasicConstraintsExtension(false, undefined, true),
         new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
