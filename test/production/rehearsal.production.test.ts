@@ -1,4 +1,3 @@
-import { existsSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +10,7 @@ import { connectSdkClient, toolCalls } from '../support/sdkClient.js';
 import { buildImage } from './imageBuild.js';
 import { connectInBrowser, hostToken, launchRehearsalChromium, signInToBroker } from './rehearsalBrowser.js';
 import { createRehearsalTls } from './rehearsalCerts.js';
+import { devDependenciesIn, receiptsOf, step } from './rehearsalChecks.js';
 import { brokerCli } from './rehearsalProcesses.js';
 import { HOST_CLIENT_ID, MODES, SLOW_TITLE, startRehearsal, type Mode, type Rehearsal } from './rehearsalRun.js';
 import { HOSTS } from './rehearsalHosts.js';
@@ -37,13 +37,7 @@ beforeAll(async () => {
     process.env['REHEARSAL_IMAGE'] ??
     (await step('build (the Dockerfile, target production)', () => buildImage(BUILD)));
   // Else a module production imports from a devDependency would load here and fail only in the image.
-  await step('the image holds no devDependency', async () => {
-    const { devDependencies = {} } = JSON.parse(await readFile(join(IMAGE, 'package.json'), 'utf8')) as {
-      devDependencies?: Record<string, string>;
-    };
-    const kept = Object.keys(devDependencies).filter((name) => existsSync(join(IMAGE, 'node_modules', name)));
-    expect(kept).toEqual([]);
-  });
+  await step('the image holds no devDependency', async () => expect(await devDependenciesIn(IMAGE)).toEqual([]));
   tls = await createRehearsalTls(Object.values(HOSTS));
   browser = await launchRehearsalChromium(tls.certPem);
 });
@@ -51,33 +45,6 @@ afterAll(async () => {
   await browser?.close();
   await rm(WORK, { recursive: true, force: true });
 });
-
-/** Runs one named step; a failure names the step, and the broker's last output when there is one. */
-async function step<T>(name: string, run: () => Promise<T>, rehearsal?: Rehearsal): Promise<T> {
-  const started = Date.now();
-  try {
-    const result = await run();
-    process.stderr.write(`${rehearsal ? `[${rehearsal.mode}] ` : ''}${name}: ${Date.now() - started} ms\n`);
-    return result;
-  } catch (err) {
-    const output = rehearsal ? `\n--- broker output ---\n${rehearsal.broker.output().slice(-3000)}` : '';
-    throw new Error(
-      `${rehearsal ? `[${rehearsal.mode}] ` : ''}step "${name}" failed: ${(err as Error).message}${output}`,
-      {
-        cause: err,
-      },
-    );
-  }
-}
-
-const receiptsOf = async (r: Rehearsal, tool: string) =>
-  (
-    await r.db.query<{ outcome_status: string }>(
-      `SELECT r.outcome_status FROM operation_receipts r JOIN elicitation_navigations n ON n.id = r.navigation_id
-       WHERE n.tool = $1`,
-      [tool],
-    )
-  ).rows.map((row) => row.outcome_status);
 
 describe.each(modes)('production rehearsal, %s', (mode) => {
   let r: Rehearsal;
