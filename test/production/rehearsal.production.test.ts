@@ -154,6 +154,18 @@ describe.each(modes)('production rehearsal, %s', (mode) => {
       },
       r,
     );
+    await step(
+      'the operator role, read from the identity provider at sign-in: /ops refused to a user, shown to an operator',
+      async () => {
+        expect((await page.goto(`${r.publicUrl}/ops`))?.status()).toBe(403);
+        const operatorPage = await (await browser.newContext()).newPage();
+        await signInToBroker(operatorPage, r.publicUrl, olivia.login, olivia.password);
+        await operatorPage.goto(`${r.publicUrl}/ops`);
+        expect(await operatorPage.textContent('h1')).toBe('Operator dashboard');
+        await operatorPage.context().close();
+      },
+      r,
+    );
     await context.close();
 
     await step(
