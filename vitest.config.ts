@@ -17,6 +17,7 @@ export default defineConfig({
             'test/**/*.faults.test.ts',
             'test/**/*.gates.test.ts',
             'test/**/*.production.test.ts',
+            'test/**/*.deploy.test.ts',
           ],
           setupFiles: ['test/support/setupNetwork.ts'],
         },
@@ -67,6 +68,18 @@ export default defineConfig({
           include: ['test/production/**/*.production.test.ts'],
           testTimeout: 180_000,
           hookTimeout: 180_000,
+        },
+      },
+      {
+        // The broker behind the proxy configurations of deploy/ (real HAProxy and nginx, installed by
+        // .ci/run), in-process on the run's Postgres; run by `npm run test:production` beside the rehearsal.
+        test: {
+          name: 'deploy',
+          include: ['test/**/*.deploy.test.ts'],
+          setupFiles: ['test/support/setupNetwork.ts'],
+          globalSetup: ['test/support/globalDb.ts'],
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
         },
       },
       {
