@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { readMigrations } from '../../src/db/migrate.js';
 import { runTs } from '../support/brokerProcess.js';
+import { PRODUCTION_ENV } from '../support/productionSettings.js';
 
 // `broker migrate` as a deploy step runs it: its own process, a database nobody migrated yet,
 // configured through DATABASE_URL alone.
@@ -24,16 +25,7 @@ async function admin(sql: string): Promise<void> {
 
 // A production environment, as the migration Job gets it: loadConfig checks all of it, though
 // only the database is used (no file is read, no other server is asked).
-const production = {
-  NODE_ENV: 'production',
-  PUBLIC_URL: 'https://broker.example.com',
-  OIDC_ISSUER: 'https://login.example.com',
-  OIDC_CLIENT_ID: 'connect-broker',
-  OIDC_CLIENT_SECRET: 'client-secret-canary',
-  SECRET_KEYS: `k1:${randomBytes(32).toString('base64url')}`,
-  TLS_CERT_FILE: '/nonexistent/cert.pem',
-  TLS_KEY_FILE: '/nonexistent/key.pem',
-};
+const production = PRODUCTION_ENV;
 
 async function broker(args: string[]): Promise<{ code: number | null; output: string }> {
   const run = runTs('src/cli/broker.ts', ['migrate', ...args], { ...production, DATABASE_URL: databaseUrl });

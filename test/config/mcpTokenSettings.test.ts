@@ -1,32 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config/config.js';
+import { loadConfig } from '../../src/config/config.js';
+import { configProblems as problemsOf, PRODUCTION_ENV } from '../support/productionSettings.js';
 
 // The settings that fit MCP token verification to identity providers that cannot write the
 // resource URL as the audience or at+jwt as the type (docs/identity-providers.md).
 
-const key = Buffer.alloc(32, 7).toString('base64url');
 const production = {
-  NODE_ENV: 'production',
-  PUBLIC_URL: 'https://broker.example.com',
+  ...PRODUCTION_ENV,
   OIDC_ISSUER: 'https://login.microsoftonline.com/8e1c1d57-7d5c-4d5e-9f3a-0c5d2b7f1a10/v2.0',
   OIDC_CLIENT_ID: '3f1b4c2a-0d7e-4a35-9b8e-2c6f1d0a9e41',
-  OIDC_CLIENT_SECRET: 'client-secret-canary',
-  SECRET_KEYS: `k1:${key}`,
-  DATABASE_URL: 'postgres://broker:pw@db.example.com:5432/broker',
-  TLS_CERT_FILE: '/etc/broker/tls.pem',
-  TLS_KEY_FILE: '/etc/broker/tls-key.pem',
 };
 const API_CLIENT_ID = 'b7a0e5c4-91d2-4f7e-8c3b-5e6a2d1f0c98';
-
-function problemsOf(env: Record<string, string>): string[] {
-  try {
-    loadConfig(env);
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return (err as ConfigError).problems;
-  }
-  throw new Error('expected a ConfigError');
-}
 
 describe('MCP token settings', () => {
   it('default to the resource URL as audience, at+jwt only, and the checked scope advertised', () => {

@@ -1,29 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config/config.js';
+import { loadConfig } from '../../src/config/config.js';
+import { configProblems as problemsOf, PRODUCTION_ENV as production } from '../support/productionSettings.js';
 
-const key = Buffer.alloc(32, 7).toString('base64url');
-const production = {
-  NODE_ENV: 'production',
-  PUBLIC_URL: 'https://broker.example.com',
-  OIDC_ISSUER: 'https://login.example.com',
-  OIDC_CLIENT_ID: 'connect-broker',
-  OIDC_CLIENT_SECRET: 'client-secret-canary',
-  SECRET_KEYS: `k1:${key}`,
-  DATABASE_URL: 'postgres://broker:pw@db.example.com:5432/broker',
-  TLS_CERT_FILE: '/etc/broker/tls.pem',
-  TLS_KEY_FILE: '/etc/broker/tls-key.pem',
-};
 const { TLS_CERT_FILE: _cert, TLS_KEY_FILE: _key, ...productionWithoutTls } = production;
-
-function problemsOf(env: Record<string, string>): string[] {
-  try {
-    loadConfig(env);
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return (err as ConfigError).problems;
-  }
-  throw new Error('expected a ConfigError');
-}
 
 describe('TRUST_PROXY and TLS_TERMINATED_BY_PROXY', () => {
   it('trusts no proxy and serves its own TLS by default', () => {

@@ -1,29 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config/config.js';
+import { loadConfig } from '../../src/config/config.js';
+import { configProblems as problemsOf, PRODUCTION_ENV as production } from '../support/productionSettings.js';
 import { FAULT_POINTS, reachFaultPoint } from '../../src/shared/faultPoints.js';
 
 // The kill itself is what test/faults/ proves on real processes; here, who may set a point at all.
-const production = {
-  NODE_ENV: 'production',
-  PUBLIC_URL: 'https://broker.example.com',
-  OIDC_ISSUER: 'https://login.example.com',
-  OIDC_CLIENT_ID: 'connect-broker',
-  OIDC_CLIENT_SECRET: 'client-secret-canary',
-  SECRET_KEYS: `k1:${Buffer.alloc(32, 7).toString('base64url')}`,
-  DATABASE_URL: 'postgres://broker:pw@db.example.com:5432/broker',
-  TLS_CERT_FILE: '/etc/broker/tls.pem',
-  TLS_KEY_FILE: '/etc/broker/tls-key.pem',
-};
-
-const problemsOf = (env: Record<string, string>): string[] => {
-  try {
-    loadConfig(env);
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return (err as ConfigError).problems;
-  }
-  throw new Error('expected a ConfigError');
-};
 
 describe('BROKER_FAULT_POINT', () => {
   it('is off unless set, and names one of the fault points outside production', () => {
