@@ -1,8 +1,7 @@
-import { createHash, X509Certificate } from 'node:crypto';
 import { UnauthorizedError, type FetchLike } from '@modelcontextprotocol/client';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { DEV_PASSWORD } from '../../src/dev/devUsers.js';
-import { CHROMIUM_PATH } from '../support/chromium.js';
+import { launchChromium } from '../support/chromium.js';
 import { InMemoryHostOAuth, listenLoopbackCallback } from '../support/mcpHostOAuth.js';
 import { sdkClient, type SdkTarget } from '../support/sdkClient.js';
 import { CHROMIUM_HOST_RULES } from './rehearsalHosts.js';
@@ -10,25 +9,8 @@ import { CHROMIUM_HOST_RULES } from './rehearsalHosts.js';
 // The rehearsal's browser: Debian's Chromium, the rehearsal's names mapped to this machine, and
 // only the rehearsal's server key trusted (by SPKI pin; every name shares one certificate).
 
-export async function launchRehearsalChromium(certPem: string): Promise<Browser> {
-  const spki = new X509Certificate(certPem).publicKey.export({ type: 'spki', format: 'der' });
-  const pin = createHash('sha256').update(spki).digest('base64');
-  return chromium.launch({
-    executablePath: CHROMIUM_PATH,
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--headless',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      CHROMIUM_HOST_RULES,
-      `--ignore-certificate-errors-spki-list=${pin}`,
-    ],
-  });
+export function launchRehearsalChromium(certPem: string): Promise<Browser> {
+  return launchChromium(certPem, [CHROMIUM_HOST_RULES]);
 }
 
 /** Signs in at the identity provider's form if it shows one (a browser with a session there skips it). */

@@ -6,9 +6,9 @@ export const CHROMIUM_PATH = '/usr/bin/chromium';
 /**
  * Debian's Chromium, headless. It trusts exactly our development server key
  * (by SPKI pin), so pages load over real HTTPS without turning certificate
- * checks off for anything else.
+ * checks off for anything else. `extraArgs`: more switches (e.g. host rules).
  */
-export async function launchChromium(certPem: string): Promise<Browser> {
+export async function launchChromium(certPem: string, extraArgs: readonly string[] = []): Promise<Browser> {
   const spki = new X509Certificate(certPem).publicKey.export({ type: 'spki', format: 'der' });
   const pin = createHash('sha256').update(spki).digest('base64');
   return chromium.launch({
@@ -23,6 +23,7 @@ export async function launchChromium(certPem: string): Promise<Browser> {
       '--disable-component-update',
       '--disable-sync',
       `--ignore-certificate-errors-spki-list=${pin}`,
+      ...extraArgs,
     ],
   });
 }
