@@ -10,6 +10,7 @@ import type { Fetch } from '../src/shared/httpClient.js';
 import type { Logger } from '../src/shared/logger.js';
 import { Secret } from '../src/shared/secret.js';
 import type { Render } from '../src/web/render.js';
+import type { BrokerModules } from './brokerModules.js';
 
 export type ExtraTools = NonNullable<ServerDeps['extraTools']>;
 
@@ -26,9 +27,17 @@ export interface BenchBrokerBase {
   migrations: MigrationFile[];
 }
 
+type Assembly = Pick<
+  BrokerModules,
+  'createBrokerServer' | 'createOidcClient' | 'parseProviders' | 'Secret' | 'systemClock'
+>;
+const SOURCE: Assembly = { createBrokerServer, createOidcClient, parseProviders, Secret, systemClock };
+
 /**
  * One broker instance as main.ts assembles it (the wiring of test/support/brokerStack.ts, which
  * needs vitest), signing users in at the development identity provider and accepting its MCP tokens.
+ * `form` is the code it is assembled from (bench/brokerModules.ts), src/ by default; `base` and
+ * `instance` then hold values made by that form too.
  */
 export function createBenchBroker(
   base: BenchBrokerBase,
@@ -39,9 +48,11 @@ export function createBenchBroker(
     providers: readonly Record<string, unknown>[];
     extraTools?: ExtraTools;
   },
+  form: Assembly = SOURCE,
 ): BrokerServer {
   const { dev, secrets, fetch } = base;
-  return createBrokerServer({
+  const { createOidcClient, parseProviders, Secret, systemClock } = form;
+  return form.createBrokerServer({
     settings: instance.settings,
     pool: instance.pool,
     logger: base.logger,

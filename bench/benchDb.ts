@@ -5,10 +5,14 @@ import { migrate } from '../src/db/migrate.js';
 import { createPool, type Pool, type PoolConfig } from '../src/db/pool.js';
 import type { Logger } from '../src/shared/logger.js';
 import type { Secret } from '../src/shared/secret.js';
+import type { BrokerModules } from './brokerModules.js';
 
 export interface BenchDb {
-  /** A new pool on the bench schema (each server gets its own, as a deployment would). */
-  newPool(): Pool;
+  /**
+   * A new pool on the bench schema (each server gets its own, as a deployment would), made by
+   * `form`'s createPool when given (a broker's pool, in that broker's code form).
+   */
+  newPool(form?: Pick<BrokerModules, 'createPool' | 'Secret'>): Pool;
   close(): Promise<void>;
 }
 
@@ -27,8 +31,12 @@ export async function openBenchDb(url: Secret | undefined, dir: string, logger: 
   if (!dbUrl) throw new Error('no database: set DATABASE_URL or let the bench start embedded Postgres');
   const schema = `bench_${randomBytes(6).toString('hex')}`;
   const pools: ClosablePool[] = [];
-  const open = (config: PoolConfig): Pool => {
-    const pool = closablePool(createPool(config, logger));
+  const open = (config: PoolConfig, form?: Pick<BrokerModules, 'createPool' | 'Secret'>): Pool => {
+    const pool = closablePool(
+      form
+        ? form.createPool({ ...config, url: new form.Secret(config.url.reveal()) }, logger)
+        : createPool(config, logger),
+    );
     pools.push(pool);
     return pool;
   };
@@ -39,7 +47,8 @@ export async function openBenchDb(url: Secret | undefined, dir: string, logger: 
   try {
     const admin = open({ url: dbUrl, poolMax: 1 });
     await admin.query(`CREATE SCHEMA ${schema}`);
-    const newPool = () => open({ url: dbUrl, poolMax: POOL_MAX, schema });
+    const newPool = (form?: Pick<BrokerModules, 'createPool' | 'Secret'>) =>
+      open({ url: dbUrl, poolMax: POOL_MAX, schema }, form);
     await migrate(newPool());
     return {
       newPool,

@@ -1,9 +1,8 @@
 import { fileURLToPath } from 'node:url';
-import { DEV_PROVIDER_SCOPES } from '../src/mcp/declared/devDefaults.js';
-import { loadToolsFile } from '../src/mcp/declared/toolsFile.js';
 import { tools as builtInTools } from '../src/mcp/tools/registry.js';
 import { GITHUB_FORMS, consentAndAuthorize, openConnectLink } from '../test/support/connectFlow.js';
-import { githubIssueCoded } from './benchIssueTool.js';
+import { GITHUB_ISSUE_CODED, githubIssueCoded } from './benchIssueTool.js';
+import { BROKER_FORMS, type BrokerForm } from './brokerModules.js';
 import { callTool } from './flowMcp.js';
 import { runLoad, type LoadJob, type LoadResult } from './load.js';
 import type { BenchStack } from './stack.js';
@@ -11,7 +10,8 @@ import { BENCH_ISSUE, DECLARED_CASES } from './wire.js';
 
 // bench:mcp's declared-tool comparison: a read declared in bench/mcpBenchTools.yaml
 // beside the same call written with defineConnectionTool (bench/benchIssueTool.ts),
-// on one broker, through one connection of alice's to the GitHub-like provider.
+// on one broker, through one connection of alice's to the GitHub-like provider;
+// each window once on the tsx broker and once on the compiled one.
 
 const TOOLS_FILE = fileURLToPath(new URL('./mcpBenchTools.yaml', import.meta.url));
 const [CODED, DECLARED] = DECLARED_CASES;
@@ -22,17 +22,20 @@ export interface DeclaredRuns {
 }
 
 /**
- * Serves both tools (the file checked as start-up checks a TOOLS_FILE), connects
+ * Serves both tools (the file checked as start-up checks a TOOLS_FILE), each broker
+ * form its own, made and checked by that form's code; connects
  * alice to the GitHub-like provider through the declared tool's connect link,
  * as a host and a browser do, and opens the issue both tools read.
  */
 export async function prepareDeclaredTools(stack: BenchStack, token: string): Promise<void> {
-  const taken = [...builtInTools, githubIssueCoded].map((t) => ({ name: t.name, source: 'built-in' }));
-  const declared = await loadToolsFile(TOOLS_FILE, {
-    providers: [{ id: 'github', scopes: DEV_PROVIDER_SCOPES.github }],
-    taken,
-  });
-  await stack.serveGithubTools([githubIssueCoded, ...declared]);
+  const taken = [...builtInTools.map((t) => t.name), GITHUB_ISSUE_CODED].map((name) => ({ name, source: 'built-in' }));
+  await stack.serveGithubTools(async ({ tool }) => [
+    githubIssueCoded(tool),
+    ...(await tool.loadToolsFile(TOOLS_FILE, {
+      providers: [{ id: 'github', scopes: tool.DEV_PROVIDER_SCOPES.github }],
+      taken,
+    })),
+  ]);
 
   const target = { brokerUrl: stack.brokerUrl, fetch: stack.fetch };
   const asked = (await callTool(
@@ -73,19 +76,31 @@ export async function prepareDeclaredTools(stack: BenchStack, token: string): Pr
 export const WINDOW_ORDER = [CODED, DECLARED, DECLARED, CODED, DECLARED, CODED, CODED, DECLARED] as const;
 
 /**
- * Each tool once unmeasured (its first calls open connections and warm the
- * code), then the windows of WINDOW_ORDER.
+ * Each tool once unmeasured on each form (its first calls open connections and warm the
+ * code), then the windows of WINDOW_ORDER, each on both forms, the form that goes first
+ * alternating from one window to the next. The tsx broker serves again at the end.
  */
 export async function measureDeclaredTools(
   job: Omit<LoadJob, 'caseName'>,
+  use: (form: BrokerForm) => void,
   progress: (line: string) => void,
-): Promise<DeclaredRuns> {
-  for (const caseName of DECLARED_CASES) await runLoad({ ...job, caseName, durationMs: job.warmupMs });
-  const runs: DeclaredRuns = { coded: [], declared: [] };
-  for (const caseName of WINDOW_ORDER) {
-    const result = await runLoad({ ...job, caseName });
-    progress(`${caseName}: ${result.requestsPerSecond.toFixed(0)} calls/s`);
-    (caseName === CODED ? runs.coded : runs.declared).push(result);
+): Promise<Record<BrokerForm, DeclaredRuns>> {
+  for (const form of BROKER_FORMS) {
+    use(form);
+    for (const caseName of DECLARED_CASES) await runLoad({ ...job, caseName, durationMs: job.warmupMs });
   }
+  const runs: Record<BrokerForm, DeclaredRuns> = {
+    tsx: { coded: [], declared: [] },
+    compiled: { coded: [], declared: [] },
+  };
+  for (const [i, caseName] of WINDOW_ORDER.entries()) {
+    for (const form of i % 2 === 0 ? BROKER_FORMS : [...BROKER_FORMS].reverse()) {
+      use(form);
+      const result = await runLoad({ ...job, caseName });
+      progress(`${caseName} (${form}): ${result.requestsPerSecond.toFixed(0)} calls/s`);
+      (caseName === CODED ? runs[form].coded : runs[form].declared).push(result);
+    }
+  }
+  use('tsx');
   return runs;
 }

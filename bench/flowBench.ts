@@ -1,32 +1,45 @@
 import { randomBytes } from 'node:crypto';
 import { devUsers } from '../src/dev/devUsers.js';
+import { compiledBrokerDir, type BrokerForm } from './brokerModules.js';
 import { readFlowEnv, type FlowEnv } from './flowEnv.js';
+import { formatFlowFormComparison } from './flowForms.js';
 import { formatRun, formatSideBySide, type FlowRun } from './flowReport.js';
 import { fetchTokens, runFlows } from './flowRun.js';
 import { githubService, reportService, type FlowService } from './flowServices.js';
 import { startFlowStack, type FlowStack } from './flowStack.js';
 import { verifyFlows } from './flowVerify.js';
 
-// npm run bench:flow — N complete connect flows (BENCH_FLOWS, default 200),
+// npm run bench:flow — N complete connect flows (BENCH_FLOWS, default 100),
 // BENCH_CONCURRENCY (default 20) at a time, over HTTPS with a cookie jar per
 // flow, against the development identity provider and each development
 // provider in turn, each on a fresh stack: the Report Service, each flow
 // ending in an accepted reports_create, then the GitHub-like provider, each
 // ending in an accepted github_create_issue in <login>/demo; then both side by side.
-// Exits 1 unless every flow of both runs did its operation exactly once.
+// Each service runs twice: on the broker process from src/ through tsx (npm start) and on
+// the compiled build (dist/, built first: bench/brokerModules.ts); a table of the two and
+// a verdict close the run (per side 100 flows, 200 before the compiled runs were added, so
+// a run stays about as long). Exits 1 unless every flow of every run did its operation
+// exactly once; a slower compiled build is reported, not failed.
+
+const DEFAULTS = { flows: 100, concurrency: 20 };
 
 async function main(): Promise<boolean> {
   // The bench reads its own variables (bench/flowEnv.ts), as test/ does.
-  const env = readFlowEnv(process.env);
+  const env = readFlowEnv(process.env, DEFAULTS);
+  const compiledDir = await compiledBrokerDir(process.env, (line) => process.stdout.write(`flow bench: ${line}\n`));
   const users = devUsers.map((u) => u.login);
-  const runs: FlowRun[] = [];
-  // A fresh stack per service: the same broker, database and quotas for each, and each user's
+  const pairs: Record<BrokerForm, FlowRun>[] = [];
+  // A fresh stack per service and form: the same broker, database and quotas for each, and each user's
   // flows of one run stay within the default quota of flows an hour (src/broker/quotas.ts).
-  for (const serviceOf of [reportService, githubService]) runs.push(await runOnce(env, users, serviceOf));
-  process.stdout.write(formatSideBySide(runs));
-  const ok = runs.every((r) => r.verification.ok);
+  for (const serviceOf of [reportService, githubService]) {
+    const tsx = await runOnce(env, users, serviceOf, { form: 'tsx' });
+    pairs.push({ tsx, compiled: await runOnce(env, users, serviceOf, { form: 'compiled', compiledDir }) });
+  }
+  process.stdout.write(formatSideBySide(pairs.map((p) => p.tsx)));
+  process.stdout.write(formatFlowFormComparison(pairs));
+  const ok = pairs.every((p) => p.tsx.verification.ok && p.compiled.verification.ok);
   process.stdout.write(
-    ok ? '\nOK: every flow of both runs did its operation exactly once\n' : '\nFAILED: see the run reports above\n',
+    ok ? '\nOK: every flow of every run did its operation exactly once\n' : '\nFAILED: see the run reports above\n',
   );
   return ok;
 }
@@ -35,9 +48,12 @@ async function runOnce(
   env: FlowEnv,
   users: readonly string[],
   serviceOf: (stack: FlowStack) => FlowService,
+  broker: { form: BrokerForm; compiledDir?: string },
 ): Promise<FlowRun> {
-  process.stdout.write(`flow bench: starting Postgres, the development servers and the broker process…\n`);
-  const stack = await startFlowStack(env);
+  process.stdout.write(
+    `flow bench: starting Postgres, the development servers and the broker process (${broker.form})…\n`,
+  );
+  const stack = await startFlowStack(env, broker);
   const interrupted = () => {
     process.stderr.write('flow bench: interrupted; cleaning up\n');
     void stack.close().finally(() => process.exit(130));
@@ -67,6 +83,7 @@ async function runOnce(
       results,
       broker,
       brokerPid: stack.broker.pid,
+      form: stack.form,
       poolMax: stack.poolMax,
       database: stack.database,
       verification,

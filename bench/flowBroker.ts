@@ -1,20 +1,10 @@
 import type { RequestListener } from 'node:http';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { readMigrations } from '../src/db/migrate.js';
-import { createPool, type Pool } from '../src/db/pool.js';
-import { loadOrCreateDevSecrets } from '../src/dev/devSecrets.js';
-import { createOidcClient } from '../src/oauth/oauthClient.js';
-import { parseProviders } from '../src/providers/providerConfig.js';
-import { listenHttps } from '../src/runtime/httpsServer.js';
-import { createBrokerServer, type BrokerServer } from '../src/server.js';
-import { systemClock } from '../src/shared/clock.js';
-import { createFetch } from '../src/shared/httpClient.js';
-import { createLogger } from '../src/shared/logger.js';
-import { Secret } from '../src/shared/secret.js';
-import { loadOrCreateLocalTls } from '../src/tls/localCa.js';
-import { createRender } from '../src/web/render.js';
+import type { Pool } from '../src/db/pool.js';
+import type { BrokerServer } from '../src/server.js';
 import { atUrl, defaultSettings, MANY_SIGN_INS } from '../test/support/testSettings.js';
+import { BROKER_FORMS, loadBrokerModules, type BrokerForm } from './brokerModules.js';
 import type { BrokerChildConfig, FromBroker, ToBroker } from './flowIpc.js';
 import { createProbe } from './flowProbe.js';
 
@@ -23,12 +13,33 @@ import { createProbe } from './flowProbe.js';
 // Assembled as src/main.ts does, with the configuration's defaults (pool 10,
 // sessions 8 h, retry wait 10 s: loadConfig's), and bench/flowProbe.ts on its
 // listener, fetch and pool.
-// Started with the bench's folder (TLS material, dev-secrets.json) as its
-// only argument; everything else arrives over IPC (bench/flowIpc.ts).
+// Started with the bench's folder (TLS material, dev-secrets.json), the code form to
+// assemble the broker from and the compiled build's folder as its arguments
+// (bench/brokerModules.ts: every broker module, its listener, pool, fetch and logger
+// among them, comes from that form; this harness and test/support/testSettings.ts
+// run through tsx in both);
+// everything else arrives over IPC (bench/flowIpc.ts).
 
-const dir = process.argv[2];
+const [dir, formArg = 'tsx', compiledDir = ''] = process.argv.slice(2);
 if (!dir || !process.send) throw new Error('bench/flowBroker.ts is started by bench/flowBench.ts');
+if (!(BROKER_FORMS as readonly string[]).includes(formArg)) throw new Error(`unknown broker form ${formArg}`);
 const send = (message: FromBroker) => process.send!(message);
+const {
+  createBrokerServer,
+  createLogger,
+  createFetch,
+  createOidcClient,
+  createPool,
+  createRender,
+  listenHttps,
+  loadConfig,
+  loadOrCreateDevSecrets,
+  loadOrCreateLocalTls,
+  parseProviders,
+  readMigrations,
+  Secret,
+  systemClock,
+} = await loadBrokerModules(formArg as BrokerForm, compiledDir);
 
 const probe = createProbe();
 const logger = createLogger(
@@ -82,7 +93,7 @@ async function assemble(config: BrokerChildConfig): Promise<BrokerServer> {
   pool = probe.pool(
     createPool({ url: new Secret(config.databaseUrl), poolMax: config.poolMax, schema: config.schema }, logger),
   );
-  const defaults = defaultSettings();
+  const defaults = defaultSettings(loadConfig);
   return createBrokerServer({
     settings: atUrl(
       {

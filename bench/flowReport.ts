@@ -1,3 +1,4 @@
+import type { BrokerForm } from './brokerModules.js';
 import type { FlowResult } from './flowDriver.js';
 import type { BrokerStats } from './flowIpc.js';
 import type { FlowService } from './flowServices.js';
@@ -12,6 +13,8 @@ export interface FlowRun {
   results: readonly FlowResult[];
   broker: BrokerStats;
   brokerPid: number;
+  /** The code the broker process ran (bench/brokerModules.ts); tsx when absent. */
+  form?: BrokerForm;
   poolMax: number;
   database: string;
   verification: Verification;
@@ -37,7 +40,7 @@ const loopDelay = (d: { p50: number; p99: number; max: number }) =>
 /** Callback-to-verified p99 target: under 250 ms. */
 export const CALLBACK_P99_TARGET_MS = 250;
 /** Database queries per flow target: at most 30 (BEGIN/COMMIT included). */
-const QUERIES_PER_FLOW_TARGET = 30;
+export const QUERIES_PER_FLOW_TARGET = 30;
 const queriesTarget = (run: Pick<FlowRun, 'flows' | 'broker'>) =>
   queriesPerFlow(run) <= QUERIES_PER_FLOW_TARGET ? 'met' : 'MISSED';
 
@@ -55,8 +58,8 @@ const row = (label: string, value: string) => `  ${label.padEnd(50)} ${value}`;
 const latencyRow = (label: string, p: Percentiles) =>
   `  ${label.padEnd(50)} ${ms(p.p50).padStart(10)} ${ms(p.p99).padStart(10)} ${ms(p.max).padStart(10)} ${ms(p.mean).padStart(10)}   n=${p.n}`;
 
-const flowsPerSecond = (run: Pick<FlowRun, 'flows' | 'wallMs'>) => (run.flows / run.wallMs) * 1000;
-const queriesPerFlow = (run: Pick<FlowRun, 'flows' | 'broker'>) => run.broker.queries / run.flows;
+export const flowsPerSecond = (run: Pick<FlowRun, 'flows' | 'wallMs'>) => (run.flows / run.wallMs) * 1000;
+export const queriesPerFlow = (run: Pick<FlowRun, 'flows' | 'broker'>) => run.broker.queries / run.flows;
 
 /** The callback → verified latencies of a run's completed flows. */
 export function callbackPercentiles(run: Pick<FlowRun, 'results'>): Percentiles {
@@ -75,7 +78,7 @@ export function formatRun(run: FlowRun): string {
   const lines = [
     '',
     `Connect flow bench, ${run.service.name} (${run.service.tool}): ${run.flows} flows, ${run.concurrency} at a time, as ${run.users.join(', ')} (each flow forgets its user's connection first)`,
-    `  broker: child process ${run.brokerPid}, pool ${run.poolMax}; ${run.database}; the development servers: the bench process`,
+    `  broker: child process ${run.brokerPid} (${run.form === 'compiled' ? 'the compiled build, dist/' : 'src/ through tsx'}), pool ${run.poolMax}; ${run.database}; the development servers: the bench process`,
     '',
     `  ${'latency'.padEnd(50)} ${'p50'.padStart(10)} ${'p99'.padStart(10)} ${'max'.padStart(10)} ${'mean'.padStart(10)}`,
     latencyRow(`callback → verified (${step} → 303)`, callback),

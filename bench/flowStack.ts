@@ -17,6 +17,7 @@ import { createLogger } from '../src/shared/logger.js';
 import type { Secret } from '../src/shared/secret.js';
 import { loadOrCreateLocalTls } from '../src/tls/localCa.js';
 import { createRender } from '../src/web/render.js';
+import type { BrokerForm } from './brokerModules.js';
 import type { FlowEnv } from './flowEnv.js';
 import type { BrokerStats, FromBroker, ToBroker } from './flowIpc.js';
 
@@ -35,6 +36,8 @@ export interface FlowStack {
   database: string;
   /** The broker's pool size. */
   poolMax: number;
+  /** The code the broker process runs (bench/brokerModules.ts). */
+  form: BrokerForm;
   broker: { pid: number; openWindow(): Promise<void>; stats(): Promise<BrokerStats> };
   /** Error lines the development servers and embedded Postgres logged. */
   devErrors: string[];
@@ -51,10 +54,16 @@ const POOL_MAX = 10;
  * migrations in a schema of its own, the development identity provider, the
  * Report Service and the GitHub-like provider in this process (configured as
  * npm start configures them), and the broker in a child process
- * (bench/flowBroker.ts). The broker listens first, so the development servers
+ * (bench/flowBroker.ts), assembled from `options.form`'s modules (tsx by default; `compiled`
+ * needs `compiledDir`). The broker listens first, so the development servers
  * know its redirect URIs; then it is configured over IPC.
  */
-export async function startFlowStack(env: FlowEnv, options: { quotas?: Partial<Quotas> } = {}): Promise<FlowStack> {
+export async function startFlowStack(
+  env: FlowEnv,
+  options: { quotas?: Partial<Quotas>; form?: BrokerForm; compiledDir?: string } = {},
+): Promise<FlowStack> {
+  const form = options.form ?? 'tsx';
+  if (form === 'compiled' && !options.compiledDir) throw new Error('a compiled broker needs compiledDir');
   const closers: (() => Promise<unknown>)[] = [];
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -98,7 +107,7 @@ export async function startFlowStack(env: FlowEnv, options: { quotas?: Partial<Q
     closers.push(() => pool.end());
     await migrate(pool);
 
-    const child = startBroker(dir);
+    const child = startBroker(dir, form, options.compiledDir ?? '');
     closers.push(() => child.stop());
     const brokerUrl = `https://127.0.0.1:${await child.listening}`;
     const dev = await startLocalDevStack({
@@ -136,6 +145,7 @@ export async function startFlowStack(env: FlowEnv, options: { quotas?: Partial<Q
       pool,
       database: `${database}, schema ${schema}`,
       poolMax: POOL_MAX,
+      form,
       broker: {
         pid: child.pid,
         openWindow: async () => void (await child.request({ type: 'window' }, 'window-open')),
@@ -158,8 +168,8 @@ interface BrokerChild {
   stop(): Promise<void>;
 }
 
-function startBroker(dir: string): BrokerChild {
-  const child: ChildProcess = fork(BROKER_ENTRY, [dir], {
+function startBroker(dir: string, form: BrokerForm, compiledDir: string): BrokerChild {
+  const child: ChildProcess = fork(BROKER_ENTRY, [dir, form, compiledDir], {
     cwd: REPO_ROOT,
     execArgv: ['--import', 'tsx'],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],

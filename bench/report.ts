@@ -10,8 +10,8 @@ export interface Measurement {
 }
 
 // The targets: broker req/s over the peer's, and the broker's p99 at 16 connections.
-const RATIO_TARGET: Record<PeerCaseName, number> = { 'tools/list': 3, 'tools/call notes_list': 2 };
-const P99_TARGET_MS = 20;
+export const RATIO_TARGET: Record<PeerCaseName, number> = { 'tools/list': 3, 'tools/call notes_list': 2 };
+export const P99_TARGET_MS = 20;
 
 /** The figures as text: one table row per measurement, then the ratios and verdicts per case. */
 export function formatReport(measurements: readonly Measurement[], connections: number, seconds: number): string {

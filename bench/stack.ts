@@ -1,5 +1,4 @@
 import type { RequestListener } from 'node:http';
-import { readMigrations } from '../src/db/migrate.js';
 import { seedDevelopmentData } from '../src/dev/devSeed.js';
 import { createKeyring } from '../src/crypto/keyring.js';
 import { createSecretBox } from '../src/crypto/secretBox.js';
@@ -13,14 +12,15 @@ import type { Principal } from '../src/auth/principal.js';
 import { DEV_UPSTREAM_ID } from '../src/dev/devUpstream.js';
 import { resourceMetadataUrl } from '../src/mcp/protectedResourceRoutes.js';
 import { listenHttps, type RunningServer } from '../src/runtime/httpsServer.js';
+import type { BrokerServer } from '../src/server.js';
 import type { Fetch } from '../src/shared/httpClient.js';
-import { createRequestFetch } from '../src/shared/requestFetch.js';
 import type { Logger } from '../src/shared/logger.js';
 import { accessTokenFor } from '../src/secrets/tokenVault.js';
 import { systemClock } from '../src/shared/clock.js';
 import { Secret } from '../src/shared/secret.js';
 import { atUrl, defaultSettings } from '../test/support/testSettings.js';
-import { createBenchBroker, type ExtraTools } from './benchBroker.js';
+import { createBenchBroker, type BenchBrokerBase, type ExtraTools } from './benchBroker.js';
+import { BROKER_FORMS, type BrokerForm, type BrokerModules } from './brokerModules.js';
 import { openBenchResources, type BenchResources } from './benchResources.js';
 import { createPeerListener } from './peerServer.js';
 import { startUpstreamProcess } from './upstreamProcess.js';
@@ -35,11 +35,17 @@ export interface BenchStack {
   /** A fetch that trusts the stack's CA (TLS verified). */
   fetch: Fetch;
   /**
-   * Puts a broker that also has the GitHub-like development provider, and
-   * serves `tools` beside the built-in ones, in place of the first (which has
-   * only the Report Service, as the peer's tool set mirrors), at the same URL.
+   * Which code form's broker answers at brokerUrl from now on (bench/brokerModules.ts); tsx at
+   * the start. Both are built for each configuration below, on the same settings, database,
+   * development servers and listener (so the same tokens' audience and callback URLs).
    */
-  serveGithubTools(tools: ExtraTools): Promise<void>;
+  use(form: BrokerForm): void;
+  /**
+   * Puts a broker that also has the GitHub-like development provider, and
+   * serves the tools `toolsFor` makes in its form beside the built-in ones, in place of the first
+   * (which has only the Report Service, as the peer's tool set mirrors), at the same URL.
+   */
+  serveGithubTools(toolsFor: (form: BrokerModules) => Promise<ExtraTools>): Promise<void>;
   /** The development upstream MCP server's endpoint (memo, src/dev/devUpstream.ts), in its own process. */
   upstreamMcpUrl: string;
   /** memo's process's CPU time so far. */
@@ -53,15 +59,17 @@ export interface BenchStack {
 
 /**
  * The broker as main.ts assembles it (the wiring of test/support/brokerStack.ts,
- * which needs vitest), the development identity provider and GitHub-like
- * provider, a migrated and seeded schema, and the SDK peer on the same TLS
- * certificate, database and issuer.
+ * which needs vitest), once from each code form of `forms`, the development identity
+ * provider and GitHub-like provider, a migrated and seeded schema, and the SDK peer
+ * on the same TLS certificate, database and issuer. The listener is node:https with
+ * the broker's options (src/runtime/httpsServer.ts), shared by both forms.
  */
 export async function startBenchStack(options: {
   databaseUrl: Secret | undefined;
   logger: Logger;
+  forms: Record<BrokerForm, BrokerModules>;
 }): Promise<BenchStack> {
-  const { logger } = options;
+  const { logger, forms } = options;
   const { tls, secrets, fetch, render, db, defer, close } = await openBenchResources({
     databaseUrl: options.databaseUrl,
     logger,
@@ -87,27 +95,55 @@ export async function startBenchStack(options: {
     defer(() => dev.close(0));
     const memo = await startUpstreamProcess(tls, brokerUrl);
     defer(memo.close);
-    const brokerPool = db.newPool();
-    await seedDevelopmentData(brokerPool, dev.idp.issuer);
-    const upstreamFetch = createRequestFetch({ extraCaPems: [tls.caPem] });
-    const base = { logger, render, fetch, upstreamFetch, dev, secrets, migrations: await readMigrations() };
-    // The configuration's defaults (src/config/config.ts), as a deployment gets them.
-    const settings = atUrl(defaultSettings(), new URL(brokerUrl), mcpResourceUrl);
-    const brokerFor = (providers: Record<string, unknown>[], extraTools: ExtraTools = []) =>
-      createBenchBroker(base, { settings, pool: brokerPool, providers, extraTools });
-    // One broker at a time behind the one listener: the next keeps its URL, so the same tokens'
-    // audience and the same callback URL registered at the GitHub-like provider.
-    let brokerServer = brokerFor([reportServiceProvider(dev, secrets)]);
-    defer(() => brokerServer.close());
-    brokerHandler = brokerServer.listener;
-    const serveInstead = async (providers: Record<string, unknown>[], tools: ExtraTools = []) => {
-      const previous = brokerServer;
-      brokerServer = brokerFor(providers, tools);
-      brokerHandler = brokerServer.listener;
-      await previous.close();
+    await seedDevelopmentData(db.newPool(), dev.idp.issuer);
+    // Each form's broker on its own pool, fetches, views and settings, all made by that form's code;
+    // the configuration's defaults (src/config/config.ts), as a deployment gets them.
+    const setupOf = async (form: BrokerModules) => ({
+      form,
+      pool: db.newPool(form),
+      settings: atUrl(defaultSettings(form.loadConfig), new URL(brokerUrl), mcpResourceUrl),
+      base: {
+        logger,
+        render: form.createRender({ cache: true }),
+        fetch: form.createFetch({ extraCaPems: [tls.caPem] }),
+        upstreamFetch: form.createRequestFetch({ extraCaPems: [tls.caPem] }),
+        dev,
+        secrets,
+        migrations: await form.readMigrations(),
+      } satisfies BenchBrokerBase,
+    });
+    const setups = { tsx: await setupOf(forms.tsx), compiled: await setupOf(forms.compiled) };
+    type Pair = Record<BrokerForm, BrokerServer>;
+    const brokersFor = async (
+      providers: Record<string, unknown>[],
+      toolsFor: (form: BrokerModules) => Promise<ExtraTools> = () => Promise.resolve([]),
+    ): Promise<Pair> => {
+      const one = async ({ form, pool, settings, base }: (typeof setups)[BrokerForm]) =>
+        createBenchBroker(base, { settings, pool, providers, extraTools: await toolsFor(form) }, form);
+      return { tsx: await one(setups.tsx), compiled: await one(setups.compiled) };
     };
-    const serveGithubTools = (tools: ExtraTools) =>
-      serveInstead([reportServiceProvider(dev, secrets), githubDevProvider(dev.github!)], tools);
+    // One configuration at a time behind the one listener, and one form of it answering: the next
+    // keeps its URL, so the same tokens' audience and the same callback URL registered at the
+    // GitHub-like provider.
+    let serving: BrokerForm = 'tsx';
+    let brokers = await brokersFor([reportServiceProvider(dev, secrets)]);
+    defer(() => Promise.all(BROKER_FORMS.map((f) => brokers[f].close())));
+    brokerHandler = brokers.tsx.listener;
+    const use = (form: BrokerForm) => {
+      serving = form;
+      brokerHandler = brokers[form].listener;
+    };
+    const serveInstead = async (
+      providers: Record<string, unknown>[],
+      toolsFor?: (form: BrokerModules) => Promise<ExtraTools>,
+    ) => {
+      const previous = brokers;
+      brokers = await brokersFor(providers, toolsFor);
+      use(serving);
+      await Promise.all(BROKER_FORMS.map((f) => previous[f].close()));
+    };
+    const serveGithubTools = (toolsFor: (form: BrokerModules) => Promise<ExtraTools>) =>
+      serveInstead([reportServiceProvider(dev, secrets), githubDevProvider(dev.github!)], toolsFor);
     const serveUpstream = () => serveInstead([reportServiceProvider(dev, secrets), devUpstreamProvider(memo)]);
     // The vault's box as src/broker/buildBrokerDeps.ts builds it: the same keys, the same purpose.
     const keys = secrets.secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) }));
@@ -136,6 +172,7 @@ export async function startBenchStack(options: {
       issuer: dev.idp.issuer,
       caPem: tls.caPem,
       fetch,
+      use,
       serveGithubTools,
       upstreamMcpUrl: memo.url,
       upstreamCpuUsage: memo.cpuUsage,

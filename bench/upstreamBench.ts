@@ -1,5 +1,6 @@
 import { decodeJwt } from 'jose';
 import { consentAndAuthorize, openConnectLink } from '../test/support/connectFlow.js';
+import { BROKER_FORMS, type BrokerForm } from './brokerModules.js';
 import { callTool } from './flowMcp.js';
 import { runLoad, type LoadJob, type LoadResult } from './load.js';
 import { sampleCheck } from './sampleCheck.js';
@@ -9,7 +10,7 @@ import { BENCH_MEMO, UPSTREAM_CASES } from './wire.js';
 // bench:mcp's upstream comparison: the development upstream MCP server's read-only list,
 // proxied by the broker (memo_list: the broker checks alice's MCP token, reads her upstream
 // token from the vault and calls memo with it) beside the same call sent to memo directly with
-// that upstream token.
+// that upstream token. The proxied rows run on the tsx broker and on the compiled one.
 
 const [PROXIED, DIRECT] = UPSTREAM_CASES;
 
@@ -47,42 +48,63 @@ export async function prepareUpstream(stack: BenchStack, token: string): Promise
   return upstreamToken;
 }
 
-/** The sample requests of either case that failed (none: both answer with the bench memo). */
+/** The sample requests of either case that failed on either broker form (none: both answer with the bench memo). */
 export async function checkUpstream(stack: BenchStack, token: string, upstreamToken: string): Promise<string[]> {
-  const proxied = await sampleCheck(stack.fetch, [{ name: 'broker', url: stack.brokerMcpUrl }], token, [PROXIED]);
+  const proxied: string[] = [];
+  for (const form of BROKER_FORMS) {
+    stack.use(form);
+    const check = await sampleCheck(stack.fetch, [{ name: `broker (${form})`, url: stack.brokerMcpUrl }], token, [
+      PROXIED,
+    ]);
+    proxied.push(...check.failures);
+  }
+  stack.use('tsx');
   const direct = await sampleCheck(stack.fetch, [{ name: 'upstream', url: stack.upstreamMcpUrl }], upstreamToken, [
     DIRECT,
   ]);
-  return [...proxied.failures, ...direct.failures];
+  return [...proxied, ...direct.failures];
 }
 
 /**
- * The direct window, then the proxied one, with the same connections, warm-up and duration; then the
- * same two at one connection. memo's process's CPU is counted over each window beside this one's.
+ * The direct window, then the proxied one on each broker form, with the same connections, warm-up
+ * and duration; then the same at one connection, the forms in the other order. memo's process's
+ * CPU is counted over each window beside this one's. Both forms' runs share the direct windows;
+ * the tsx broker serves again at the end.
  */
 export async function measureUpstream(
   stack: BenchStack,
   job: Omit<LoadJob, 'url' | 'caseName' | 'token'>,
   tokens: { mcp: string; upstream: string },
   progress: (line: string) => void,
-): Promise<UpstreamRuns> {
-  const pair = async (connections: number) => {
+): Promise<Record<BrokerForm, UpstreamRuns>> {
+  const pair = async (connections: number, forms: readonly BrokerForm[]) => {
     const at = { ...job, connections };
     const direct = await runLoad(
       { ...at, url: stack.upstreamMcpUrl, caseName: DIRECT, token: tokens.upstream },
       stack.upstreamCpuUsage,
     );
     progress(`${DIRECT} on memo directly, ${connections} connection(s): ${direct.requestsPerSecond.toFixed(0)} req/s`);
-    const proxied = await runLoad(
-      { ...at, url: stack.brokerMcpUrl, caseName: PROXIED, token: tokens.mcp },
-      stack.upstreamCpuUsage,
-    );
-    progress(
-      `${PROXIED} through the broker, ${connections} connection(s): ${proxied.requestsPerSecond.toFixed(0)} req/s`,
-    );
+    const proxied = {} as Record<BrokerForm, LoadResult>;
+    for (const form of forms) {
+      stack.use(form);
+      proxied[form] = await runLoad(
+        { ...at, url: stack.brokerMcpUrl, caseName: PROXIED, token: tokens.mcp },
+        stack.upstreamCpuUsage,
+      );
+      progress(
+        `${PROXIED} through the broker (${form}), ${connections} connection(s): ${proxied[form].requestsPerSecond.toFixed(0)} req/s`,
+      );
+    }
+    stack.use('tsx');
     return { direct, proxied };
   };
-  const loaded = await pair(job.connections);
-  const alone = await pair(1);
-  return { ...loaded, proxiedAlone: alone.proxied, directAlone: alone.direct };
+  const loaded = await pair(job.connections, BROKER_FORMS);
+  const alone = await pair(1, [...BROKER_FORMS].reverse());
+  const runsOf = (form: BrokerForm): UpstreamRuns => ({
+    direct: loaded.direct,
+    proxied: loaded.proxied[form],
+    directAlone: alone.direct,
+    proxiedAlone: alone.proxied[form],
+  });
+  return { tsx: runsOf('tsx'), compiled: runsOf('compiled') };
 }

@@ -7,8 +7,8 @@ import type { UpstreamRuns } from './upstreamBench.js';
 // connection: at 16 on two shared cores both rows are CPU-bound, and each row's p50 is its queue
 // (connections ÷ req/s), so there it only restates the throughput share (70 % of the rate is
 // +43 % p50); it is printed too.
-const ADDED_P50_TARGET_MS = 2;
-const THROUGHPUT_SHARE_TARGET = 0.7;
+export const ADDED_P50_TARGET_MS = 2;
+export const THROUGHPUT_SHARE_TARGET = 0.7;
 
 const HEADER = [
   'case',

@@ -9,9 +9,12 @@ import type { BrokerStackOptions } from './brokerStack.js';
 // without a stack repeating it. A stack changes fields on the parsed slices, in the slices' own
 // units: tests ask for values the environment schema refuses (legacy limits of a few milliseconds).
 
-/** loadConfig's parse of an environment that sets nothing but NODE_ENV=test. */
-export function defaultSettings(): ServerSettings {
-  return loadConfig({ NODE_ENV: 'test' });
+/**
+ * loadConfig's parse of an environment that sets nothing but NODE_ENV=test. The benches pass the
+ * loadConfig of the code form they build a broker from (bench/brokerModules.ts).
+ */
+export function defaultSettings(load: typeof loadConfig = loadConfig): ServerSettings {
+  return load({ NODE_ENV: 'test' });
 }
 
 /** The settings of one instance served at `publicUrl` (a port-0 listener's), whose MCP audience is `mcpResourceUrl`. */
