@@ -55,6 +55,9 @@ Commands:
   upstreams snapshot <id> --file <tools.json> | --clear
                             Pins the tools shown to users not yet connected to <id>, with who
                             pinned them (an operator's token).
+  upstreams repin <id> --reason <why>
+                            Binds <id> to the authorization server its metadata names now, after
+                            a change (an operator's token; recorded with the reason).
   tools list [--json]       Every tool start-up serves: name, provider, scopes, and its source
                             (built in, module, file).
   tools check [--json]      Validates TOOLS_FILE against the configured providers; exit 1 on any

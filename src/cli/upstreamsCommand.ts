@@ -15,6 +15,7 @@ import { parseToolSnapshot } from '../upstream/toolSnapshot.js';
 import { databaseUrl, deploymentFetch, deploymentKeys, deploymentProviders } from './deployment.js';
 import { withOperator } from './operatorAuth.js';
 import { formatTable } from './table.js';
+import { repinUpstream } from './upstreamsRepin.js';
 
 export class UpstreamsCommandError extends Error {
   constructor(
@@ -33,6 +34,7 @@ const NONE = 'No upstream MCP servers (kind: mcp) in PROVIDERS_FILE, and no deve
 const usage = `Usage: broker upstreams list [--json]
        broker upstreams check [--json]
        broker upstreams snapshot <id> --file <tools.json> | --clear
+       broker upstreams repin <id> --reason <why>
 
   list      Each upstream MCP server the running broker serves (PROVIDERS_FILE's, and outside
             production the development one npm start runs at DEV_UPSTREAM_PORT): its prefix, URL,
@@ -42,13 +44,17 @@ const usage = `Usage: broker upstreams list [--json]
           would: its 401 challenge, its protected resource metadata, its authorization server's
           metadata, and the broker's client there (the pre-registered one, the broker's Client ID
           Metadata Document, or a Dynamic Client Registration: made now if none is stored, and
-          kept for the running broker). At most ${TIMEOUT_MS / 1000} s a request; exit 1 unless every
+          kept for the running broker). An authorization server other than the one pinned for
+          the upstream is reported and refused (nothing is sent to it). At most ${TIMEOUT_MS / 1000} s a request; exit 1 unless every
           upstream is ok. Uses the broker's database and keys (DATABASE_URL or the embedded
           one; SECRET_KEYS or the development ones).
   snapshot  Pins the tools users not yet connected to <id> are shown (so the model can pick the
             tool that starts the connection): a tools/list result ({"tools": [...]}) or its array
             of tools, checked whole; --clear removes it. A connected user is always shown their own
             list. Needs an operator's token (BROKER_OPERATOR_TOKEN).
+  repin     Binds <id> to the authorization server its metadata names now (the entry's issuer,
+            where it declares one), after a change check reported; recorded with the reason.
+            Needs an operator's token.
 `;
 
 export interface UpstreamCheck {
@@ -66,15 +72,17 @@ export async function upstreamsCommand(
   out: (line: string) => void,
 ): Promise<number> {
   const [sub, ...rest] = args;
-  if (sub !== 'check' && sub !== 'list' && sub !== 'snapshot') throw new UpstreamsCommandError(usage);
+  if (sub !== 'check' && sub !== 'list' && sub !== 'snapshot' && sub !== 'repin')
+    throw new UpstreamsCommandError(usage);
   const { values, positionals } = parseArgs({
     args: rest,
     strict: true,
-    allowPositionals: sub === 'snapshot',
+    allowPositionals: sub === 'snapshot' || sub === 'repin',
     options: {
       json: { type: 'boolean', default: false },
       file: { type: 'string' },
       clear: { type: 'boolean', default: false },
+      reason: { type: 'string' },
     },
   });
   const dev = config.mode !== 'production';
@@ -83,6 +91,11 @@ export async function upstreamsCommand(
     (p): p is Provider & { upstream: UpstreamEntry } => p.upstream !== undefined,
   );
   if (sub === 'snapshot') return snapshot(config, upstreams, positionals, values, out);
+  if (sub === 'repin') {
+    if (positionals.length !== 1) throw new UpstreamsCommandError(usage);
+    const refused = (message: string, exitCode?: number) => new UpstreamsCommandError(message, exitCode);
+    return repinUpstream(config, upstreams, positionals[0]!, values.reason, refused, out);
+  }
   if (sub === 'list') return list(config, upstreams, values.json, out);
   if (upstreams.length === 0) {
     out(values.json ? '[]' : NONE);

@@ -189,7 +189,14 @@ async function verifyCallback(
           existing.upstreamSubject !== connection.upstreamSubject && { replacedAccount: existing.upstreamSubject }),
       },
     };
-    const facts = { subject: locked.subject, provider: locked.provider, ...connection, navigationId: locked.id };
+    // The issuer the grant came from: its refresh token is only ever sent back there (tokenRefresh.ts).
+    const facts = {
+      subject: locked.subject,
+      provider: locked.provider,
+      ...connection,
+      navigationId: locked.id,
+      issuer: client.provider.issuer,
+    };
     const record = { id: existing?.id ?? randomUUID(), ...facts };
     // The connection, its whole token set (a refresh token of the previous grant never outlives it)
     // and its webhook event are written in the statement that verifies and settles the flows, and

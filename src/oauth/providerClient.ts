@@ -49,7 +49,8 @@ export interface ProviderClient {
     checks: AuthorizationChecks,
     asked?: readonly string[],
   ): Promise<ProviderGrant>;
-  refresh(refreshToken: string): Promise<ProviderTokens>;
+  /** `issuer`: the authorization server the grant came from (the connection's); another one's client refuses it unsent. */
+  refresh(refreshToken: string, issuer?: string): Promise<ProviderTokens>;
   /** Asks the provider to revoke the grant behind these tokens (tokenRevocation.ts); never throws. */
   revoke(tokens: HeldTokens): Promise<Revocation>;
 }

@@ -13,6 +13,7 @@ export const connectionEvents = [
   'token_refused', // the provider answered 401 to a call made with the stored token
   'expired', // the access token expired and there is no refresh token to renew it
   'key_missing', // a stored token was sealed under a key SECRET_KEYS no longer holds
+  'issuer_changed', // discovery named another authorization server than the one the grant came from
   'connected', // a verified callback stored a new token set (a first connect or a reconnect in place)
   'revoked', // the user or an operator disconnected it
 ] as const;
@@ -32,6 +33,7 @@ const moves: Readonly<Record<ConnectionEvent, Move>> = {
   token_refused: { from: live, to: 'needs_reauth' },
   expired: { from: live, to: 'needs_reauth' },
   key_missing: { from: live, to: 'needs_reauth' },
+  issuer_changed: { from: live, to: 'needs_reauth' },
   connected: { from: connectionStates, to: 'active' },
   revoked: { from: [...live, 'needs_reauth'], to: 'revoked' },
 };

@@ -21,6 +21,8 @@ export interface ConnectionRecord {
   metadata: Readonly<Record<string, string>>;
   /** This connection's own API base (Salesforce `instance_url`); the provider's applies where undefined. */
   apiBase: string | undefined;
+  /** The authorization server (issuer) the grant came from: its tokens go to no other. Undefined: stored before it was recorded, or a provider with no issuer. */
+  issuer?: string | undefined;
   navigationId: string | undefined;
   connectedAt: Date;
   state: ConnectionState;
@@ -61,6 +63,7 @@ interface Row {
   granted_scopes: string[];
   metadata: Record<string, string>;
   api_base: string | null;
+  issuer: string | null;
   navigation_id: string | null;
   connected_at: Date;
   state: ConnectionState;
@@ -80,6 +83,7 @@ const fromRow = (r: Row): ConnectionRecord => ({
   grantedScopes: r.granted_scopes,
   metadata: r.metadata,
   apiBase: r.api_base ?? undefined,
+  issuer: r.issuer ?? undefined,
   navigationId: r.navigation_id ?? undefined,
   connectedAt: r.connected_at,
   state: r.state,
@@ -104,8 +108,8 @@ export async function insertConnection(db: Queryable, c: ConnectionWrite, now: D
 export function connectionInsertAlongside(id: string, c: ConnectionWrite, now: Date): Alongside {
   return {
     text: (p) =>
-      `INSERT INTO connections (id, subject_iss, subject_sub, provider, upstream_subject, upstream_name, granted_scopes, metadata, api_base, navigation_id, connected_at, updated_at, preferred)
-       VALUES (${p(1)}::uuid, ${p(2)}, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)}, ${p(7)}::text[], ${p(8)}::jsonb, ${p(9)}, ${p(10)}::uuid, ${p(11)}::timestamptz, ${p(11)}::timestamptz,
+      `INSERT INTO connections (id, subject_iss, subject_sub, provider, upstream_subject, upstream_name, granted_scopes, metadata, api_base, navigation_id, issuer, connected_at, updated_at, preferred)
+       VALUES (${p(1)}::uuid, ${p(2)}, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)}, ${p(7)}::text[], ${p(8)}::jsonb, ${p(9)}, ${p(10)}::uuid, ${p(11)}, ${p(12)}::timestamptz, ${p(12)}::timestamptz,
                NOT EXISTS (SELECT 1 FROM connections WHERE subject_iss = ${p(2)} AND subject_sub = ${p(3)} AND provider = ${p(4)} AND preferred))`,
     values: [id, c.subject.iss, c.subject.sub, c.provider, ...factsOf(c), now],
   };
@@ -119,6 +123,7 @@ const factsOf = (c: ConnectionWrite) => [
   JSON.stringify(c.metadata),
   c.apiBase ?? null,
   c.navigationId ?? null,
+  c.issuer ?? null,
 ];
 
 /**
@@ -131,7 +136,7 @@ export function connectionReplaceAlongside(id: string, c: ConnectionWrite, now: 
     text: (p) =>
       `UPDATE connections
           SET upstream_subject = ${p(2)}, upstream_name = ${p(3)}, granted_scopes = ${p(4)}::text[], metadata = ${p(5)}::jsonb,
-              api_base = ${p(6)}, navigation_id = ${p(7)}::uuid, connected_at = ${p(8)}::timestamptz, updated_at = ${p(8)}::timestamptz,
+              api_base = ${p(6)}, navigation_id = ${p(7)}::uuid, issuer = ${p(8)}, connected_at = ${p(9)}::timestamptz, updated_at = ${p(9)}::timestamptz,
               state = 'active', lease_until = NULL, version = version + 1
         WHERE id = ${p(1)}::uuid`,
     values: [id, ...factsOf(c), now],
@@ -350,6 +355,19 @@ export async function listConnections(db: Queryable, filter: ConnectionFilter): 
       ORDER BY connected_at DESC, id
       LIMIT $4`,
     [filter.subject ?? null, filter.provider ?? null, filter.state ?? null, filter.limit],
+  );
+  return rows.map(fromRow);
+}
+
+/** A provider's connections in one of `states` (an authorization server change ends them all). */
+export async function findProviderConnections(
+  db: Queryable,
+  provider: string,
+  states: readonly ConnectionState[],
+): Promise<ConnectionRecord[]> {
+  const { rows } = await db.query<Row>(
+    'SELECT * FROM connections WHERE provider = $1 AND state = ANY($2) ORDER BY id',
+    [provider, states],
   );
   return rows.map(fromRow);
 }

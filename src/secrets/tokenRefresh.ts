@@ -12,6 +12,7 @@ import { keyMissing, recordUnopenable } from './missingKey.js';
 import { deleteSecrets, findSecrets, type StoredSecret } from './secretsRepo.js';
 import { openSecret, storeTokens, type TokenVaultDeps } from './sealedTokens.js';
 import { reachFaultPoint } from '../shared/faultPoints.js';
+import { IssuerChangedError } from '../upstream/upstreamErrors.js';
 
 /** How long one instance may hold a refresh: longer than the provider call's own timeout (shared/httpClient.ts). */
 export const REFRESH_LEASE_MS = 30_000;
@@ -103,8 +104,14 @@ async function refreshOnce(
   const spent = openSecret(deps.box, refresh);
   let tokens: ProviderTokens;
   try {
-    tokens = await client.refresh(spent);
+    tokens = await client.refresh(spent, leased.issuer);
   } catch (err) {
+    // The provider's authorization server is no longer the grant's: nothing was sent, and the grant
+    // is never sent to another server; the user connects again once an operator re-pinned.
+    if (err instanceof IssuerChangedError) {
+      await endConnection(deps, leased, 'issuer_changed');
+      return { kind: 'reconnect' };
+    }
     // invalid_grant surfaces as invalid_input: the grant is gone, the user must connect again.
     if (err instanceof AppError && err.code === 'invalid_input') {
       await endConnection(deps, leased, 'refresh_refused');
@@ -139,7 +146,7 @@ async function refreshOnce(
 async function endConnection(
   deps: TokenVaultDeps,
   connection: ConnectionRecord,
-  event: Extract<ConnectionEvent, 'key_missing' | 'expired' | 'refresh_refused'>,
+  event: Extract<ConnectionEvent, 'key_missing' | 'expired' | 'refresh_refused' | 'issuer_changed'>,
   forget: (tx: Queryable) => Promise<void> = (tx) => deleteSecrets(tx, connection.id),
 ): Promise<void> {
   await withTransaction(deps.pool, async (tx) => {

@@ -1,7 +1,7 @@
 import { isObject } from '../providers/conformers/responseFields.js';
 import { sameResource } from './resource.js';
 import type { UpstreamEntry } from './upstreamEntry.js';
-import { UpstreamSetupError, type UpstreamStep } from './upstreamErrors.js';
+import { IssuerChangedError, UpstreamSetupError, type UpstreamStep } from './upstreamErrors.js';
 import { policyChecked, upstreamRequest, type UpstreamAnswer, type UpstreamFetchDeps } from './upstreamFetch.js';
 import { bearerParams } from './wwwAuthenticate.js';
 
@@ -41,11 +41,16 @@ export interface UpstreamDiscovery {
 const PRM_SUFFIX = '/.well-known/oauth-protected-resource';
 const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
 
-/** Discovers how `upstream` is authorized; throws UpstreamSetupError naming the step and the reason. */
+/**
+ * Discovers how `upstream` is authorized; throws UpstreamSetupError naming the step and the reason.
+ * With `pinned` (the issuer the upstream is bound to), a metadata document that does not list it
+ * throws IssuerChangedError before any request reaches the server it names instead.
+ */
 export async function discoverUpstream(
   id: string,
   upstream: UpstreamEntry,
   deps: UpstreamFetchDeps,
+  pinned?: string,
 ): Promise<UpstreamDiscovery> {
   const at = (step: UpstreamStep) => ({ ...deps, upstream: id, step });
   const fail = (step: UpstreamStep, message: string): never => {
@@ -94,8 +99,11 @@ export async function discoverUpstream(
   if (scopesSupported === null)
     fail('resource_metadata', `${found.url} has a scopes_supported that is not a list of scopes`);
 
-  // 3. The first authorization server it names (RFC 9728 §7.6 leaves the choice to the client).
-  const authorizationServer = await discoverAuthorizationServer(at('authorization_server'), (servers as string[])[0]!);
+  // 3. The pinned server where it is listed, else the first it names (RFC 9728 §7.6 leaves the choice
+  // to the client); one that is not the pinned one is never asked anything.
+  const listed = servers as string[];
+  if (pinned !== undefined && !listed.includes(pinned)) throw new IssuerChangedError(id, pinned, listed[0]!);
+  const authorizationServer = await discoverAuthorizationServer(at('authorization_server'), pinned ?? listed[0]!);
   return {
     resource: upstream.url,
     resourceMetadataUrl: found.url,

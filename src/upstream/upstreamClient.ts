@@ -5,8 +5,10 @@ import type { Provider } from '../providers/providerConfig.js';
 import type { Fetch } from '../shared/httpClient.js';
 import { singleFlight } from '../shared/singleFlight.js';
 import { discoverUpstream, type UpstreamDiscovery } from './discovery.js';
+import { heldToPin } from './issuerPin.js';
 import { registerClient, type ClientRegistration } from './registration.js';
 import type { UpstreamEntry } from './upstreamEntry.js';
+import { IssuerChangedError } from './upstreamErrors.js';
 
 export interface UpstreamClientDeps {
   fetch: Fetch;
@@ -58,7 +60,10 @@ export function createUpstreamClient(
   };
   const resolve = singleFlight(
     async () => {
-      const discovery = await discoverUpstream(entry.id, entry.upstream, fetchDeps);
+      // Held to the pinned authorization server before any client, secret or token is used there.
+      const discovery = await heldToPin(deps, entry.id, entry.upstream.issuer, (pinned) =>
+        discoverUpstream(entry.id, entry.upstream, fetchDeps, pinned),
+      );
       const registration = await registerClient(entry, discovery.authorizationServer, { ...deps, ...fetchDeps });
       const provider = completed(entry, discovery, registration);
       const client = createProviderClient(provider, {
@@ -89,7 +94,13 @@ export function createUpstreamClient(
       const { client, provider } = await resolve();
       return client.completeAuthorization(currentUrl, redirectUri, checks, withScopes(provider.scopes, asked));
     },
-    refresh: async (refreshToken) => (await resolve()).client.refresh(refreshToken),
+    async refresh(refreshToken, issuer) {
+      const { client, provider } = await resolve();
+      // A grant of another authorization server (pinned before an operator re-pinned) is never sent here.
+      if (issuer !== undefined && issuer !== provider.issuer)
+        throw new IssuerChangedError(entry.id, issuer, provider.issuer ?? '');
+      return client.refresh(refreshToken);
+    },
     // Never throws, as every provider client's: an upstream that cannot be resolved was not asked.
     revoke: (tokens) =>
       resolve().then(

@@ -14,6 +14,8 @@ export interface UpstreamEntry {
   registration: 'auto' | 'static';
   /** The scopes the operator chose; undefined: the server's own (its challenge, else its metadata). */
   scopes: readonly string[] | undefined;
+  /** The authorization server the operator binds it to (required with `static`); undefined: pinned on first use. */
+  issuer: string | undefined;
 }
 
 // No underscore: it separates the prefix from the upstream's tool name.
@@ -37,6 +39,8 @@ const UpstreamEntrySchema = z
     // A pre-registered public client has none.
     clientSecret: SecretSchema.optional(),
     scopes: z.array(scopeToken).min(1).max(20).optional(),
+    // Compared exactly with what discovery names (RFC 8414 §3.3): no normalisation.
+    issuer: z.string().max(2048).optional(),
     highRisk: z.boolean().default(false),
   })
   .superRefine((e, ctx) => {
@@ -44,6 +48,14 @@ const UpstreamEntrySchema = z
     // carry one it would never use.
     if (e.registration === 'static' && e.clientId === undefined)
       ctx.addIssue({ code: 'custom', path: ['clientId'], message: 'is required with registration: static' });
+    // The client secret goes to the token endpoint: the operator names the server it belongs to,
+    // so an upstream's metadata never chooses where it is sent.
+    if (e.registration === 'static' && e.issuer === undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['issuer'],
+        message: 'is required with registration: static (the authorization server the client is registered at)',
+      });
     if (e.registration === 'auto')
       for (const field of ['clientId', 'clientSecret'] as const)
         if (e[field] !== undefined)
@@ -75,9 +87,22 @@ export function upstreamProvider(entry: unknown, options: { allowLoopback: boole
     if (!(err instanceof UrlPolicyError)) throw err;
     problems.push(`url: ${err.message}`);
   }
+  if (e.issuer !== undefined)
+    try {
+      checkUrl(e.issuer, { allowLoopback: options.allowLoopback }, `${e.id}.issuer`);
+    } catch (err) {
+      if (!(err instanceof UrlPolicyError)) throw err;
+      problems.push(`issuer: ${err.message}`);
+    }
   const secret = e.clientSecret === undefined ? undefined : secretOf(e.clientSecret, options.env, problems);
   if (problems.length > 0 || url === undefined) return { problems };
-  const upstream: UpstreamEntry = { url, prefix: e.prefix, registration: e.registration, scopes: e.scopes };
+  const upstream: UpstreamEntry = {
+    url,
+    prefix: e.prefix,
+    registration: e.registration,
+    scopes: e.scopes,
+    issuer: e.issuer,
+  };
   // Typed by providerConfig.ts's Provider where it is returned (this module cannot import it: that
   // module imports this one).
   return {

@@ -19,3 +19,23 @@ export class UpstreamSetupError extends UnavailableError {
     super(`Upstream ${upstream}: ${message}`, { ...options, expose: false });
   }
 }
+
+/**
+ * Discovery named another authorization server than the one pinned for the upstream (or the same
+ * issuer with other endpoints): nothing is sent to it, and only an operator re-pins.
+ */
+export class IssuerChangedError extends UpstreamSetupError {
+  constructor(
+    upstream: string,
+    readonly pinned: string,
+    readonly named: string,
+  ) {
+    super(
+      upstream,
+      'authorization_server',
+      named === pinned
+        ? `the authorization server ${pinned} now names other endpoints than the ones pinned; nothing is sent to them until an operator re-pins (broker upstreams repin ${upstream} --reason ...)`
+        : `its metadata names the authorization server ${named}, not the pinned ${pinned}; nothing is sent to it until an operator re-pins (broker upstreams repin ${upstream} --reason ...)`,
+    );
+  }
+}

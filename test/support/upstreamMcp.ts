@@ -62,6 +62,13 @@ export interface UpstreamMcp {
   documentFetches: string[];
   /** Requests to the MCP server's origin, by path, in order (discovery's probes). */
   requests: string[];
+  /** Every request its authorization server received: method, path and whether it carried an Authorization header. */
+  authRequests: { method: string; path: string; authorization: boolean }[];
+  /**
+   * The authorization servers its Protected Resource Metadata names (its own issuer at first): a test
+   * assigns another's to play an upstream whose metadata was changed.
+   */
+  authorizationServers: string[];
   /** The tokens the MCP server accepted: whose, for which audience, from which client. */
   accepted: { sub: string; aud: unknown; clientId: string }[];
   /** Every Authorization header the MCP server received, as sent. */
@@ -141,6 +148,8 @@ export async function startUpstreamMcp(options: {
     registrations: [] as string[],
     documentFetches: [] as string[],
     requests: [] as string[],
+    authRequests: [] as UpstreamMcp['authRequests'],
+    authorizationServers: [issuer],
     accepted: [] as UpstreamMcp['accepted'],
     bearers: [] as string[],
     calls: [] as UpstreamMcp['calls'],
@@ -225,7 +234,14 @@ export async function startUpstreamMcp(options: {
   );
   app.use(options.issuerPath ?? '/', provider.callback());
   app.use(pageErrors({ logger, render, brand: 'Upstream Notes' }));
-  authServer.setHandler((req, res) => app(req, res));
+  authServer.setHandler((req, res) => {
+    seen.authRequests.push({
+      method: req.method ?? '',
+      path: req.url ?? '',
+      authorization: !!req.headers.authorization,
+    });
+    app(req, res);
+  });
 
   mcpServer.setHandler(
     mcpListener({
@@ -254,6 +270,12 @@ export async function startUpstreamMcp(options: {
     set behaviour(next) {
       seen.behaviour = next;
     },
+    get authorizationServers() {
+      return seen.authorizationServers;
+    },
+    set authorizationServers(next) {
+      seen.authorizationServers = next;
+    },
     stopMcp: () => mcpServer.close(),
     close: async () => {
       // The MCP server may be stopped already (stopMcp).
@@ -275,6 +297,7 @@ function mcpListener(options: {
   seen: Pick<
     UpstreamMcp,
     | 'requests'
+    | 'authorizationServers'
     | 'accepted'
     | 'bearers'
     | 'calls'
@@ -292,11 +315,12 @@ function mcpListener(options: {
   const origin = new URL(options.url).origin;
   const pathInserted = '/.well-known/oauth-protected-resource/mcp';
   const metadataPath = options.metadata === 'root' ? '/.well-known/oauth-protected-resource' : pathInserted;
-  const document = {
+  // Read on each request: a test's change of the servers it names reaches the next discovery.
+  const document = () => ({
     resource: options.url,
-    authorization_servers: [options.issuer],
+    authorization_servers: options.seen.authorizationServers,
     scopes_supported: [UPSTREAM_SCOPE],
-  };
+  });
   const keys = createLocalJWKSet(options.jwks);
   const bearer = {
     requiredScopes: [UPSTREAM_SCOPE],
@@ -451,7 +475,7 @@ function mcpListener(options: {
     const path = req.url?.split('?')[0] ?? '';
     options.seen.requests.push(`${req.method} ${path}`);
     if (req.method === 'GET' && path === metadataPath)
-      return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(document));
+      return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(document()));
     if (path !== '/mcp') return void res.writeHead(404).end();
     if (req.headers.authorization !== undefined) options.seen.bearers.push(req.headers.authorization);
     for (const name of Object.keys(req.headers)) options.seen.headerNames.add(name);

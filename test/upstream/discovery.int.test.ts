@@ -50,7 +50,13 @@ afterAll(async () => {
 });
 
 const url = () => `${server.origin}/mcp`;
-const entry = (): UpstreamEntry => ({ url: url(), prefix: 'notes', registration: 'auto', scopes: undefined });
+const entry = (): UpstreamEntry => ({
+  url: url(),
+  prefix: 'notes',
+  registration: 'auto',
+  scopes: undefined,
+  issuer: undefined,
+});
 const discover = (timeoutMs = 2_000) => discoverUpstream('notes', entry(), { fetch, allowLoopback: true, timeoutMs });
 const refusal = (timeoutMs?: number) =>
   discover(timeoutMs).then(

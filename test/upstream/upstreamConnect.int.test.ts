@@ -42,6 +42,7 @@ const entries = () => [
     clientId: fixed.staticClient.id,
     clientSecret: { env: 'NOTES_STATIC_SECRET' },
     scopes: [UPSTREAM_SCOPE],
+    issuer: fixed.issuer,
   },
   // The same server with nothing registered: it supports neither documents nor registration.
   { id: 'notes-unregistered', kind: 'mcp', url: fixed.url, prefix: 'unregistered', registration: 'auto' },

@@ -53,6 +53,7 @@ describe('upstream entries in PROVIDERS_FILE', () => {
           clientSecret: { env: 'GITHUB_MCP_SECRET' },
           scopes: ['repo'],
           displayName: 'GitHub',
+          issuer: 'https://github.com/login/oauth',
         },
       ],
       { allowLoopback: false, readEnv: (name) => (name === 'GITHUB_MCP_SECRET' ? 'secret-canary' : undefined) },
@@ -66,6 +67,23 @@ describe('upstream entries in PROVIDERS_FILE', () => {
       resource: 'https://api.githubcopilot.com',
     });
     expect(provider!.clientSecret.reveal()).toBe('secret-canary');
+    expect(provider!.upstream?.issuer).toBe('https://github.com/login/oauth');
+  });
+
+  it('refuses registration: static without the issuer its client belongs to, and an issuer the URL policy refuses', () => {
+    const fixed = { ...linear, registration: 'static', clientId: 'x', clientSecret: 'y' };
+    expect(
+      problemsOf(
+        [
+          { ...fixed, id: 'a', prefix: 'a' },
+          { ...fixed, id: 'b', prefix: 'b', issuer: 'http://auth.example.com' },
+        ],
+        () => undefined,
+      ),
+    ).toEqual([
+      '- [0] (a) issuer: is required with registration: static (the authorization server the client is registered at)',
+      '- [1] (b) issuer: b.issuer must use https: http://auth.example.com',
+    ]);
   });
 
   it('lists every problem of every entry at once', () => {
@@ -77,7 +95,15 @@ describe('upstream entries in PROVIDERS_FILE', () => {
           { ...linear, id: 'c', prefix: 'c', registration: 'static' },
           { ...linear, id: 'd', prefix: 'd', clientId: 'x', clientSecret: 'y' },
           { ...linear, id: 'e', prefix: 'linear' },
-          { ...linear, id: 'f', prefix: 'f', registration: 'static', clientId: 'x', clientSecret: { env: 'UNSET' } },
+          {
+            ...linear,
+            id: 'f',
+            prefix: 'f',
+            registration: 'static',
+            clientId: 'x',
+            clientSecret: { env: 'UNSET' },
+            issuer: 'https://auth.example.com',
+          },
           { ...linear, id: 'g', prefix: 'g', extra: true },
           linear,
         ],
@@ -87,6 +113,7 @@ describe('upstream entries in PROVIDERS_FILE', () => {
       '- [0] (a) url: a.url must use https: http://mcp.example.com/mcp',
       '- [1] (b) prefix: must be lower-case letters, digits and single hyphens, starting with a letter',
       '- [2] (c) clientId: is required with registration: static',
+      '- [2] (c) issuer: is required with registration: static (the authorization server the client is registered at)',
       '- [3] (d) clientId: is for registration: static (auto registers the broker itself)',
       '- [3] (d) clientSecret: is for registration: static (auto registers the broker itself)',
       '- [5] (f) clientSecret: the environment variable UNSET is not set',
