@@ -15,6 +15,7 @@ import { banner, type BannerFacts } from './runtime/banner.js';
 import { listenHttp, listenHttps } from './runtime/httpsServer.js';
 import { AlreadyRunningError, acquireRunLock } from './runtime/runLock.js';
 import { stopSignalHandler } from './runtime/stopSignals.js';
+import { createEgressGuard } from './security/egressGuard.js';
 import { systemClock } from './shared/clock.js';
 import { createFetch } from './shared/httpClient.js';
 import { createRequestFetch } from './shared/requestFetch.js';
@@ -72,10 +73,13 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
 
   const tls = dev ? await loadOrCreateLocalTls(join(config.dataDir, 'tls')) : await readTls(config);
   const extraCaPems = tls.caPem ? [tls.caPem] : [];
-  const fetch = createFetch({ extraCaPems, timeoutMs: config.broker.providerTimeoutMs });
+  // Every outgoing connection is judged by its address: none reaches an internal one EGRESS_ALLOW does not name.
+  const egress = createEgressGuard({ allow: config.egress.allow });
+  logger.info({ egressAllow: config.egress.allow.entries }, 'egress: internal addresses refused except these');
+  const fetch = createFetch({ extraCaPems, timeoutMs: config.broker.providerTimeoutMs, egress });
   // Its own deadline: an upstream MCP server's tool may take longer (or shorter) than a provider's API.
   // On undici's request, not fetch: one upstream request per proxied tool call (shared/requestFetch.ts).
-  const upstreamFetch = createRequestFetch({ extraCaPems, timeoutMs: config.broker.upstreamTimeoutMs });
+  const upstreamFetch = createRequestFetch({ extraCaPems, timeoutMs: config.broker.upstreamTimeoutMs, egress });
   const render = createRender({ cache: !dev });
 
   let databaseUrl = config.db.url;

@@ -4,6 +4,7 @@ import type { Config } from '../config/config.js';
 import { runningEmbeddedPostgresUrl } from '../db/embeddedPostgres.js';
 import { parseProviders, ProviderConfigError, type Provider } from '../providers/providerConfig.js';
 import { readProvidersFile } from '../providers/providersFile.js';
+import { createEgressGuard } from '../security/egressGuard.js';
 import { createFetch, type Fetch } from '../shared/httpClient.js';
 import { Secret } from '../shared/secret.js';
 
@@ -81,10 +82,13 @@ async function developmentEntries(config: Readonly<Config>): Promise<Record<stri
   );
 }
 
-/** The fetch the running broker calls providers with: the system's CAs, and the development CA or TLS_CA_FILE. */
+/**
+ * The fetch the running broker calls providers with: the system's CAs, and the development CA or
+ * TLS_CA_FILE, and its egress guard (EGRESS_ALLOW), so a check refuses what the broker would.
+ */
 export async function deploymentFetch(config: Readonly<Config>): Promise<Fetch> {
   const caFile =
     config.tls.caFile ?? (config.mode === 'production' ? undefined : join(config.dataDir, 'tls', 'ca.pem'));
   const caPem = caFile ? await readFile(caFile, 'utf8').catch(() => undefined) : undefined;
-  return createFetch({ extraCaPems: caPem ? [caPem] : [] });
+  return createFetch({ extraCaPems: caPem ? [caPem] : [], egress: createEgressGuard({ allow: config.egress.allow }) });
 }

@@ -5,6 +5,7 @@ import { callbackPathFor } from '../broker/brokerDeps.js';
 import type { Config } from '../config/config.js';
 import { parseProviders, ProviderConfigError, type Provider } from '../providers/providerConfig.js';
 import { readProvidersFile } from '../providers/providersFile.js';
+import { createEgressGuard } from '../security/egressGuard.js';
 import { createFetch } from '../shared/httpClient.js';
 import { checkProviders } from './providerCheck.js';
 import { formatTable } from './table.js';
@@ -74,7 +75,11 @@ export async function providersCommand(
   }
 
   const checks = await checkProviders(providers, {
-    fetch: createFetch({ extraCaPems: await trustedCas(config, dev), timeoutMs: CHECK_TIMEOUT_MS }),
+    fetch: createFetch({
+      extraCaPems: await trustedCas(config, dev),
+      timeoutMs: CHECK_TIMEOUT_MS,
+      egress: createEgressGuard({ allow: config.egress.allow }),
+    }),
     allowLoopback: dev,
     timeoutMs: CHECK_TIMEOUT_MS,
   });

@@ -3,6 +3,7 @@ import { DEFAULT_QUOTAS, type Quotas } from '../broker/quotas.js';
 import { signingKeyOf } from '../events/webhookSignature.js';
 import type { LegacyLimits } from '../mcp/legacy/legacySessions.js';
 import { checkUrl, UrlPolicyError } from '../security/urlPolicy.js';
+import { NON_PRODUCTION_EGRESS_ALLOW, parseEgressAllow, type EgressAllow } from '../security/egressAllow.js';
 import { FAULT_POINTS, type FaultPoint } from '../shared/faultPoints.js';
 import { parseTrustProxy, TRUST_NO_PROXY, TrustProxyError, type ProxyTrust } from '../shared/clientAddress.js';
 import { Secret } from '../shared/secret.js';
@@ -116,6 +117,8 @@ const envSchema = z
     SWEEP_INTERVAL_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
     PROVIDER_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
     UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+    // Internal services the broker may connect to (security/egressAllow.ts); unset outside production, loopback.
+    EGRESS_ALLOW: optionalString,
     LEGACY_URL_ELICITATION: z.enum(['nested', 'error']).default('nested'),
     LEGACY_WAIT_MS: z.coerce
       .number()
@@ -263,6 +266,13 @@ const envSchema = z
         const url = env[key];
         if (env.NODE_ENV === 'production' && url && URL.canParse(url) && !url.startsWith('https:') && !isLoopback(url))
           ctx.addIssue({ code: 'custom', path: [key], message: 'must be https in production, unless on loopback' });
+      }
+      if (env.EGRESS_ALLOW !== undefined) {
+        try {
+          parseEgressAllow(env.EGRESS_ALLOW);
+        } catch (err) {
+          ctx.addIssue({ code: 'custom', path: ['EGRESS_ALLOW'], message: (err as Error).message });
+        }
       }
       const webhookProblem = env.WEBHOOK_URL && urlPolicyProblem(env.WEBHOOK_URL, env.NODE_ENV !== 'production');
       if (webhookProblem) ctx.addIssue({ code: 'custom', path: ['WEBHOOK_URL'], message: webhookProblem });
@@ -438,6 +448,8 @@ export interface Config {
     /** UPSTREAM_TIMEOUT_MS: each request to an upstream MCP server (a proxied call, a tools/list), its whole answer included. */
     upstreamTimeoutMs: number;
   };
+  /** EGRESS_ALLOW: the internal names and ranges every outgoing connection may reach (shared/httpClient.ts). */
+  egress: { allow: EgressAllow };
   legacy: { urlElicitation: 'nested' | 'error'; waitMs: number; retryWindowMs: number; limits: LegacyLimits };
   /** Sign-in requests per client address, per instance (LOGIN_RATE_BURST, LOGIN_RATE_PER_MINUTE). */
   login: { rateLimit: RateLimit };
@@ -541,6 +553,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       sweepIntervalMs: e.SWEEP_INTERVAL_MS,
       providerTimeoutMs: e.PROVIDER_TIMEOUT_MS,
       upstreamTimeoutMs: e.UPSTREAM_TIMEOUT_MS,
+    },
+    egress: {
+      allow: parseEgressAllow(e.EGRESS_ALLOW ?? (e.NODE_ENV === 'production' ? '' : NON_PRODUCTION_EGRESS_ALLOW)),
     },
     legacy: {
       urlElicitation: e.LEGACY_URL_ELICITATION,

@@ -1,5 +1,7 @@
+import { isIP } from 'node:net';
 import { createSecureContext, rootCertificates } from 'node:tls';
-import { Agent } from 'undici';
+import { Agent, buildConnector } from 'undici';
+import type { EgressGuard } from '../security/egressGuard.js';
 import { readBoundedBody } from './boundedBody.js';
 
 export type Fetch = typeof fetch;
@@ -28,6 +30,11 @@ export function createFetch(options: FetchOptions = {}): Fetch {
 export interface FetchOptions {
   extraCaPems?: readonly string[];
   timeoutMs?: number;
+  /**
+   * The broker's egress to parties others chose (main.ts passes one): every connection's address is
+   * judged (security/egressGuard.ts). The CLI's and the tests' own clients of the broker pass none.
+   */
+  egress?: EgressGuard;
 }
 
 /** The undici Agent createFetch and createRequestFetch (requestFetch.ts) dispatch on: verified TLS, the deadline as its timeouts. */
@@ -35,11 +42,28 @@ export function verifyingAgent(options: FetchOptions): Agent {
   // One TLS context for every connection: building it from the ~140 system roots costs tens of
   // milliseconds of CPU, which undici would otherwise pay again on each new connection.
   const secureContext = createSecureContext({ ca: [...rootCertificates, ...(options.extraCaPems ?? [])] });
+  const egress = options.egress;
   return new Agent({
-    connect: { secureContext, rejectUnauthorized: true },
+    connect: egress
+      ? guardedConnector(egress, buildConnector({ secureContext, rejectUnauthorized: true, lookup: egress.lookup }))
+      : { secureContext, rejectUnauthorized: true },
     headersTimeout: options.timeoutMs ?? 10_000,
     bodyTimeout: options.timeoutMs ?? 10_000,
   });
+}
+
+/**
+ * The connector undici calls once per new connection (it pools them): a name is judged by the
+ * guard's lookup, whose answer the socket connects to; an IP literal, which net never looks up, is
+ * judged here.
+ */
+function guardedConnector(egress: EgressGuard, connect: buildConnector.connector): buildConnector.connector {
+  return (options, callback) => {
+    const host = options.hostname.replace(/^\[|\]$/g, '');
+    const refused = isIP(host) === 0 ? undefined : egress.refusal(host, host);
+    if (refused) return callback(refused, null);
+    return connect(options, callback);
+  };
 }
 
 export class FetchRefusedError extends Error {

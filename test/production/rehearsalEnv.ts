@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { parse, stringify } from 'yaml';
 import { brokerEnv, kubernetesEnvironment, type KubernetesEnvironment } from '../support/kubernetesEnvironment.js';
+import { HOSTS } from './rehearsalHosts.js';
 
 // The broker's environment for the rehearsal, generated from the production overlay as rendered
 // (test/support/kubernetesEnvironment.ts: the Deployment's ConfigMap values, the Secret keys it
@@ -107,6 +108,8 @@ export function rehearsalEnv(
     TLS_CA_FILE: at.caFile,
     PROVIDERS_FILE: at.providersFile,
     TOOLS_FILE: at.toolsFile,
+    // The services a cluster would hold inside it: their names resolve to loopback here (hostnames.mjs).
+    EGRESS_ALLOW: [HOSTS.idp, HOSTS.github, HOSTS.upstream].join(','),
   });
   if (tlsAt === 'proxy') {
     env['TLS_TERMINATED_BY_PROXY'] = 'true';

@@ -19,6 +19,7 @@ import type { Metrics } from '../../src/metrics/metrics.js';
 import { createOidcClient } from '../../src/oauth/oauthClient.js';
 import { loadConfig } from '../../src/config/config.js';
 import { listenHttp, listenHttps } from '../../src/runtime/httpsServer.js';
+import { createEgressGuard } from '../../src/security/egressGuard.js';
 import { systemClock, type Clock } from '../../src/shared/clock.js';
 import { createFetch, type Fetch } from '../../src/shared/httpClient.js';
 import { createRequestFetch } from '../../src/shared/requestFetch.js';
@@ -142,7 +143,9 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
   const dir = await mkdtemp(join(tmpdir(), 'broker-stack-'));
   const tls = await loadOrCreateLocalTls(join(dir, 'tls'));
   const secrets = await loadOrCreateDevSecrets(dir);
-  const fetch = createFetch({ extraCaPems: [tls.caPem] });
+  // The broker's egress as main.ts guards it, with the test mode's default EGRESS_ALLOW (loopback).
+  const egress = createEgressGuard({ allow: loadConfig({ NODE_ENV: 'test' }).egress.allow });
+  const fetch = createFetch({ extraCaPems: [tls.caPem], egress });
   const render = createRender({ cache: false });
   const { logger, logs } = capturedLogger();
   const db = await createTestDb(options.database);
@@ -179,7 +182,7 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
   const servers: BrokerServer[] = [];
   const brokerFetch = options.brokerFetch ? options.brokerFetch(fetch) : fetch;
   // As main.ts builds it, unless the test routes the broker's requests itself.
-  const upstreamFetch = options.brokerFetch ? brokerFetch : createRequestFetch({ extraCaPems: [tls.caPem] });
+  const upstreamFetch = options.brokerFetch ? brokerFetch : createRequestFetch({ extraCaPems: [tls.caPem], egress });
   const parsed = atUrl(stackSettings(options), publicUrl, mcpResourceUrl);
   // TRUST_PROXY as loadConfig parses it for a deployment.
   const trustProxy = loadConfig({ NODE_ENV: 'test', TRUST_PROXY: options.trustProxy }).http.trustProxy;

@@ -41,6 +41,7 @@ export const ADDRESS_SETTINGS = [
   'TOOLS_FILE',
   'WEBHOOK_URL',
   'TRUST_PROXY',
+  'EGRESS_ALLOW',
 ] as const;
 
 /** Renders `deploy/kubernetes/<overlay>` and reads the Deployment's broker container (see environmentOf). */
