@@ -6,6 +6,7 @@ import type { FormAuditRule, FormOrigin } from '../security/formAudit.js';
 import type { Logger } from '../shared/logger.js';
 import { cachedGateFigures, registerGateMetrics, type GateFiguresReader } from './gateMetrics.js';
 import { registerLedgerMetrics } from './ledgerMetrics.js';
+import { registerPinMetrics } from './pinMetrics.js';
 import { methodLabel } from './routeLabel.js';
 
 // GET /metrics, Prometheus text. Per-instance figures (HTTP requests, sweeps,
@@ -114,6 +115,7 @@ export function createMetrics(deps: MetricsDeps): Metrics {
     now: deps.now ?? Date.now,
   });
   const refreshGates = registerGateMetrics(registry, { logger: deps.logger, collectFailed, read: gateFigures });
+  registerPinMetrics(registry, { pool: deps.pool, logger: deps.logger, collectFailed });
 
   return {
     registry,

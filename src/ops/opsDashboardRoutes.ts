@@ -26,6 +26,7 @@ import {
 } from './dashboardRepo.js';
 import { operatorForm, pageModel, readAct } from './opsForms.js';
 import type { OpsRoutesDeps } from './opsDeps.js';
+import { listPins } from '../upstream/issuerPinsRepo.js';
 import { upstreamRows } from './upstreamFigures.js';
 
 const DAYS = 30;
@@ -52,7 +53,7 @@ export function opsDashboardRoutes(deps: OpsRoutesDeps): Router {
   router.get('/', async (req, res) => {
     parseInput(z.strictObject({}), req.query, 'query');
     const now = clock.now();
-    const [gates, byState, perDay, latency, paused, stuck, pending, webhookEvents, connections, receipts, calls] =
+    const [gates, byState, perDay, latency, paused, stuck, pending, webhookEvents, connections, receipts, calls, pins] =
       await Promise.all([
         deps.ops.gateFigures(),
         countFlowsByState(pool),
@@ -65,6 +66,7 @@ export function opsDashboardRoutes(deps: OpsRoutesDeps): Router {
         countConnectionsByProvider(pool, upstreamIds),
         countReceiptsByProvider(pool, upstreamIds),
         deps.ops.upstreamCalls(),
+        listPins(pool),
       ]);
     const states = navigationStates.map((s) => ({ label: s, value: byState.get(s) ?? 0, tone: toneOf(s) }));
     const latencyCounts = fillBuckets(latency.buckets, LATENCY_BOUNDS_SECONDS.length + 1);
@@ -92,7 +94,13 @@ export function opsDashboardRoutes(deps: OpsRoutesDeps): Router {
           { labelEvery: 5 },
         ),
         days: DAYS,
-        upstreams: upstreamRows(upstreams, connections, receipts, calls.counts),
+        upstreams: upstreamRows(
+          upstreams,
+          connections,
+          receipts,
+          calls.counts,
+          new Map(pins.map((p) => [p.provider, p])),
+        ),
         upstreamCallsSince: calls.since.toISOString(),
       }),
     );

@@ -1,4 +1,5 @@
 import type { UpstreamCallCount, UpstreamOutcome } from '../metrics/metrics.js';
+import type { IssuerPin } from '../upstream/issuerPinsRepo.js';
 import type { ProviderConnections, ProviderReceipts } from './dashboardRepo.js';
 
 /** One upstream MCP server's row on the dashboard. */
@@ -11,6 +12,9 @@ export interface UpstreamRow {
   accepted: ProviderReceipts;
   /** Requests this instance sent since it started (its in-memory counters, as on /metrics). */
   instance: { calls: number; errors: number; errorsByOutcome: string; lists: number };
+  /** The authorization server it is pinned to (none before its first use), and a change discovery named since. */
+  authorizationServer:
+    { issuer: string; pinnedBy: string; changedTo?: string | undefined; changedAt?: string | undefined } | undefined;
 }
 
 const OUTCOME_LABELS: Readonly<Record<Exclude<UpstreamOutcome, 'ok'>, string>> = {
@@ -30,8 +34,10 @@ export function upstreamRows(
   connections: ReadonlyMap<string, ProviderConnections>,
   receipts: ReadonlyMap<string, ProviderReceipts>,
   counts: readonly UpstreamCallCount[],
+  pins: ReadonlyMap<string, IssuerPin> = new Map(),
 ): UpstreamRow[] {
   return upstreams.map((u) => {
+    const pin = pins.get(u.id);
     const mine = counts.filter((c) => c.upstream === u.id);
     const calls = mine.filter((c) => c.method === 'tools/call');
     const failures = calls.filter((c) => c.outcome !== 'ok' && c.count > 0);
@@ -47,6 +53,11 @@ export function upstreamRows(
           .map((c) => `${OUTCOME_LABELS[c.outcome as Exclude<UpstreamOutcome, 'ok'>]} ${c.count}`)
           .join(', '),
         lists: sum(mine.filter((c) => c.method === 'tools/list')),
+      },
+      authorizationServer: pin && {
+        issuer: pin.issuer,
+        pinnedBy: pin.pinnedBy,
+        ...(pin.changedTo !== undefined && { changedTo: pin.changedTo, changedAt: pin.changedAt?.toISOString() }),
       },
     };
   });

@@ -4,7 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrokerDeps } from '../../src/broker/brokerDeps.js';
 import { buildBrokerDeps } from '../../src/broker/buildBrokerDeps.js';
 import { startNavigation } from '../../src/broker/startNavigation.js';
+import { DEV_PASSWORD } from '../../src/dev/devUsers.js';
 import { refreshExpiring } from '../../src/jobs/proactiveRefresh.js';
+import { createMetrics } from '../../src/metrics/metrics.js';
 import { parseProviders } from '../../src/providers/providerConfig.js';
 import { accessTokenFor } from '../../src/secrets/tokenVault.js';
 import { systemClock } from '../../src/shared/clock.js';
@@ -15,7 +17,9 @@ import { randomToken } from '../../src/shared/tokens.js';
 import type { UpstreamClient } from '../../src/upstream/upstreamClient.js';
 import { IssuerChangedError } from '../../src/upstream/upstreamErrors.js';
 import { consentAndAuthorize, openConnectLink } from '../support/connectFlow.js';
+import { sampleValue } from '../support/metricsText.js';
 import { operatorCli } from '../support/operatorCli.js';
+import { createTestBrowser } from '../support/testBrowser.js';
 import { atUrl, stackSettings } from '../support/testSettings.js';
 import { startUpstreamMcp, UPSTREAM_SCOPE, type UpstreamMcp } from '../support/upstreamMcp.js';
 import { useBrokerStack } from '../support/useBrokerStack.js';
@@ -177,6 +181,27 @@ describe('authorization server pins: a changed upstream metadata gets nothing', 
       const client = instance().providers.get('notes-pinned') as UpstreamClient;
       await expect(client.resolve()).rejects.toBeInstanceOf(IssuerChangedError);
       expect(rogue.authRequests).toEqual([]);
+    });
+
+    it('the change is on /metrics and on the upstream row of /ops', async () => {
+      const metrics = createMetrics({
+        pool: stack.db.pool,
+        logger: createLogger({ level: 'silent' }),
+        processMetrics: false,
+      });
+      const text = await metrics.registry.metrics();
+      expect(sampleValue(text, 'broker_authorization_server_changed', { provider: 'notes-pinned' })).toBe(1);
+      expect(sampleValue(text, 'broker_authorization_server_changed', { provider: 'notes-fixed' })).toBeUndefined();
+
+      const ops = createTestBrowser({ fetch: stack.fetch });
+      const form = await ops.get(`${stack.brokerUrl}/login?return_to=/ops`);
+      const page = await ops.submitForm(form, { login: 'ops', password: DEV_PASSWORD });
+      expect(page.status).toBe(200);
+      const row = page.text.match(/<tr class="upstream" data-upstream="notes-pinned">([\s\S]*?)<\/tr>/)?.[1] ?? '';
+      expect(row.replace(/<[^>]+>/g, '')).toContain(
+        `its metadata names ${rogue.issuer}. Nothing is sent to it and its users must reconnect; re-pin with broker upstreams repin notes-pinned --reason …`,
+      );
+      expect(row).toContain(`authorization server ${notes.issuer} (pinned by first_use)`);
     });
 
     it('broker upstreams check reports the change; repin by the CLI needs a reason, re-pins and is recorded', async () => {
