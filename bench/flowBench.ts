@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { devUsers } from '../src/dev/devUsers.js';
-import { compiledBrokerDir, type BrokerForm } from './brokerModules.js';
+import { BROKER_FORMS, compiledBrokerDir, type BrokerForm } from './brokerModules.js';
 import { readFlowEnv, type FlowEnv } from './flowEnv.js';
 import { formatFlowFormComparison } from './flowForms.js';
 import { formatRun, formatSideBySide, type FlowRun } from './flowReport.js';
@@ -31,9 +31,12 @@ async function main(): Promise<boolean> {
   const pairs: Record<BrokerForm, FlowRun>[] = [];
   // A fresh stack per service and form: the same broker, database and quotas for each, and each user's
   // flows of one run stay within the default quota of flows an hour (src/broker/quotas.ts).
-  for (const serviceOf of [reportService, githubService]) {
-    const tsx = await runOnce(env, users, serviceOf, { form: 'tsx' });
-    pairs.push({ tsx, compiled: await runOnce(env, users, serviceOf, { form: 'compiled', compiledDir }) });
+  // The form that runs first alternates, so a machine getting busier or quieter weighs on both alike.
+  for (const [i, serviceOf] of [reportService, githubService].entries()) {
+    const pair = {} as Record<BrokerForm, FlowRun>;
+    for (const form of i % 2 === 0 ? BROKER_FORMS : [...BROKER_FORMS].reverse())
+      pair[form] = await runOnce(env, users, serviceOf, { form, compiledDir });
+    pairs.push(pair);
   }
   process.stdout.write(formatSideBySide(pairs.map((p) => p.tsx)));
   process.stdout.write(formatFlowFormComparison(pairs));

@@ -7,6 +7,7 @@ import { BROKER_FORMS, compiledBrokerDir, loadBrokerModules } from './brokerModu
 import { runLoad } from './load.js';
 import { measureDeclaredTools, prepareDeclaredTools } from './declaredBench.js';
 import { formatDeclaredReport } from './declaredReport.js';
+import { measureBothForms } from './formWindows.js';
 import { formatMcpFormComparison, type McpFormRuns } from './mcpForms.js';
 import type { LoadResult } from './load.js';
 import { formatReport, type Measurement, type ServerName } from './report.js';
@@ -23,14 +24,15 @@ import { CASES, DECLARED_CASES, type PeerCaseName } from './wire.js';
 // 10 % slower); then a tools/call proxied to the development upstream MCP server
 // beside the same call sent to it directly, memo in a process of its own (the broker adds at most
 // 2 ms at p50, measured at one connection, and keeps at least 70 % of the direct req/s at 16).
-// Every broker row runs twice, on the broker from src/ through tsx (npm start) and on the
-// compiled build (dist/, built first: bench/brokerModules.ts), one after the other; a table of
-// the two and a verdict close the run. A measurement, not a test: a MISS or a slower compiled
+// Every broker row runs on the broker from src/ through tsx (npm start) and on the compiled
+// build (dist/, built first: bench/brokerModules.ts), in alternating windows
+// (bench/formWindows.ts); a table of the two and a verdict close the run. A measurement, not a test: a MISS or a slower compiled
 // build still exits 0; a failed request exits 1.
 
 const CONNECTIONS = 16;
-// Seconds per window: 5 (8 before the compiled rows were added), so a run stays about as long.
-const DEFAULT_SECONDS = 5;
+// Seconds per window: 4 (8 before the compiled rows were added): each form gets two windows of
+// a case, as long as the one window before, and a run stays about as long.
+const DEFAULT_SECONDS = 4;
 
 async function main(): Promise<number> {
   // The bench is a development harness like test/: it reads its two variables here.
@@ -91,15 +93,15 @@ async function main(): Promise<number> {
       console.log(`${result.requestsPerSecond.toFixed(0)} req/s`);
       return result;
     };
-    // Per case the tsx broker (the report's "broker"), the compiled one, then the peer.
+    // Per case the broker's windows on both forms (the tsx one's are the report's "broker"), then the peer.
     const measurements: Measurement[] = [];
     const compiledCases = {} as Record<PeerCaseName, LoadResult>;
     for (const caseName of CASES) {
-      stack.use('tsx');
-      measurements.push({ caseName, server: 'broker', result: await measure(caseName, 'broker', stack.brokerMcpUrl) });
-      stack.use('compiled');
-      compiledCases[caseName] = await measure(caseName, 'broker (compiled)', stack.brokerMcpUrl);
-      stack.use('tsx');
+      const broker = await measureBothForms(stack.use, (form) =>
+        measure(caseName, form === 'tsx' ? 'broker' : 'broker (compiled)', stack.brokerMcpUrl),
+      );
+      measurements.push({ caseName, server: 'broker', result: broker.tsx });
+      compiledCases[caseName] = broker.compiled;
       measurements.push({ caseName, server: 'peer', result: await measure(caseName, 'peer', stack.peerMcpUrl) });
     }
     console.log(`\n${formatReport(measurements, CONNECTIONS, env.measureSeconds)}`);

@@ -90,7 +90,8 @@ export function formatMcpFormComparison(runs: McpFormRuns, connections: number, 
   return formatFormComparison(
     [
       `the broker as npm start runs it (src/*.ts through tsx) beside the compiled build (dist/, as the image runs it),`,
-      `one after the other behind the same listener, database, settings and load: ${seconds} s per window, ${connections} connections unless said;`,
+      `in turn behind the same listener, database, settings and load: ${seconds} s windows, ${connections} connections unless said;`,
+      'per case two windows of each form (tsx, compiled, compiled, tsx), the declared tools eight, alternating;',
       'the peer and memo-direct windows are shared; CPU is this process’s, which holds whichever broker serves',
     ].join('\n'),
     rows,

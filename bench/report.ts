@@ -17,7 +17,7 @@ export const P99_TARGET_MS = 20;
 export function formatReport(measurements: readonly Measurement[], connections: number, seconds: number): string {
   const rows = measurements.map(({ caseName, server, result }) => resultRow(caseName, server, result));
   const out = [
-    `${connections} connections, ${seconds} s measured per row after a warm-up`,
+    `${connections} connections, ${seconds} s measured per window after a warm-up; a broker row is two windows (bench/formWindows.ts)`,
     '',
     ...formatColumns(RESULT_HEADER, rows),
     '',

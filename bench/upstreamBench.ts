@@ -1,6 +1,7 @@
 import { decodeJwt } from 'jose';
 import { consentAndAuthorize, openConnectLink } from '../test/support/connectFlow.js';
 import { BROKER_FORMS, type BrokerForm } from './brokerModules.js';
+import { measureBothForms } from './formWindows.js';
 import { callTool } from './flowMcp.js';
 import { runLoad, type LoadJob, type LoadResult } from './load.js';
 import { sampleCheck } from './sampleCheck.js';
@@ -66,8 +67,8 @@ export async function checkUpstream(stack: BenchStack, token: string, upstreamTo
 }
 
 /**
- * The direct window, then the proxied one on each broker form, with the same connections, warm-up
- * and duration; then the same at one connection, the forms in the other order. memo's process's
+ * The direct window, then the proxied ones on each broker form (bench/formWindows.ts), with the
+ * same connections, warm-up and duration; then the same at one connection. memo's process's
  * CPU is counted over each window beside this one's. Both forms' runs share the direct windows;
  * the tsx broker serves again at the end.
  */
@@ -77,29 +78,27 @@ export async function measureUpstream(
   tokens: { mcp: string; upstream: string },
   progress: (line: string) => void,
 ): Promise<Record<BrokerForm, UpstreamRuns>> {
-  const pair = async (connections: number, forms: readonly BrokerForm[]) => {
+  const pair = async (connections: number) => {
     const at = { ...job, connections };
     const direct = await runLoad(
       { ...at, url: stack.upstreamMcpUrl, caseName: DIRECT, token: tokens.upstream },
       stack.upstreamCpuUsage,
     );
     progress(`${DIRECT} on memo directly, ${connections} connection(s): ${direct.requestsPerSecond.toFixed(0)} req/s`);
-    const proxied = {} as Record<BrokerForm, LoadResult>;
-    for (const form of forms) {
-      stack.use(form);
-      proxied[form] = await runLoad(
+    const proxied = await measureBothForms(stack.use, async (form) => {
+      const result = await runLoad(
         { ...at, url: stack.brokerMcpUrl, caseName: PROXIED, token: tokens.mcp },
         stack.upstreamCpuUsage,
       );
       progress(
-        `${PROXIED} through the broker (${form}), ${connections} connection(s): ${proxied[form].requestsPerSecond.toFixed(0)} req/s`,
+        `${PROXIED} through the broker (${form}), ${connections} connection(s): ${result.requestsPerSecond.toFixed(0)} req/s`,
       );
-    }
-    stack.use('tsx');
+      return result;
+    });
     return { direct, proxied };
   };
-  const loaded = await pair(job.connections, BROKER_FORMS);
-  const alone = await pair(1, [...BROKER_FORMS].reverse());
+  const loaded = await pair(job.connections);
+  const alone = await pair(1);
   const runsOf = (form: BrokerForm): UpstreamRuns => ({
     direct: loaded.direct,
     proxied: loaded.proxied[form],

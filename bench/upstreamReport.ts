@@ -46,7 +46,7 @@ export function formatUpstreamReport(runs: UpstreamRuns, connections: number, se
   const addedLoaded = proxied.p50Ms - direct.p50Ms;
   const share = proxied.requestsPerSecond / direct.requestsPerSecond;
   const out = [
-    `${seconds} s measured per row after a warm-up; memo runs in a process of its own (bench/upstreamProcess.ts), the broker in this one`,
+    `${seconds} s measured per window after a warm-up (a broker row is two: bench/formWindows.ts); memo runs in a process of its own (bench/upstreamProcess.ts), the broker in this one`,
     '',
     ...formatColumns(HEADER, [
       row('tools/call list', 'memo directly', connections, direct),
