@@ -4,7 +4,7 @@ import type { Config } from '../config/config.js';
 import { runningEmbeddedPostgresUrl } from '../db/embeddedPostgres.js';
 import { parseProviders, ProviderConfigError, type Provider } from '../providers/providerConfig.js';
 import { readProvidersFile } from '../providers/providersFile.js';
-import { createEgressGuard } from '../security/egressGuard.js';
+import { createEgressGuard } from '../shared/egressGuard.js';
 import { createFetch, type Fetch } from '../shared/httpClient.js';
 import { Secret } from '../shared/secret.js';
 

@@ -5,7 +5,7 @@ import { callbackPathFor } from '../broker/brokerDeps.js';
 import type { Config } from '../config/config.js';
 import { parseProviders, ProviderConfigError, type Provider } from '../providers/providerConfig.js';
 import { readProvidersFile } from '../providers/providersFile.js';
-import { createEgressGuard } from '../security/egressGuard.js';
+import { createEgressGuard } from '../shared/egressGuard.js';
 import { createFetch } from '../shared/httpClient.js';
 import { checkProviders } from './providerCheck.js';
 import { formatTable } from './table.js';

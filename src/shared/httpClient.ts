@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import { createSecureContext, rootCertificates } from 'node:tls';
 import { Agent, buildConnector } from 'undici';
-import type { EgressGuard } from '../security/egressGuard.js';
+import type { EgressGuard } from './egressGuard.js';
 import { readBoundedBody } from './boundedBody.js';
 
 export type Fetch = typeof fetch;
@@ -32,7 +32,7 @@ export interface FetchOptions {
   timeoutMs?: number;
   /**
    * The broker's egress to parties others chose (main.ts passes one): every connection's address is
-   * judged (security/egressGuard.ts). The CLI's and the tests' own clients of the broker pass none.
+   * judged (egressGuard.ts). The CLI's and the tests' own clients of the broker pass none.
    */
   egress?: EgressGuard;
 }

@@ -3,7 +3,7 @@ import { loadConfig } from '../../src/config/config.js';
 import { internalKindOf } from '../../src/security/egressAddress.js';
 import { configProblems, PRODUCTION_ENV } from '../support/productionSettings.js';
 
-// The addresses the egress guard (security/egressGuard.ts) refuses, and EGRESS_ALLOW as loadConfig reads it.
+// The addresses the egress guard (shared/egressGuard.ts) refuses, and EGRESS_ALLOW as loadConfig reads it.
 
 describe('internalKindOf', () => {
   it.each([

@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:https';
 import nock from 'nock';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config.js';
-import { createEgressGuard, type Resolve } from '../../src/security/egressGuard.js';
+import { createEgressGuard, type Resolve } from '../../src/shared/egressGuard.js';
 import { createFetch, type Fetch } from '../../src/shared/httpClient.js';
 import { createRequestFetch } from '../../src/shared/requestFetch.js';
 import { createRehearsalTls } from '../production/rehearsalCerts.js';

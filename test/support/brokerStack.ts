@@ -19,7 +19,7 @@ import type { Metrics } from '../../src/metrics/metrics.js';
 import { createOidcClient } from '../../src/oauth/oauthClient.js';
 import { loadConfig } from '../../src/config/config.js';
 import { listenHttp, listenHttps } from '../../src/runtime/httpsServer.js';
-import { createEgressGuard } from '../../src/security/egressGuard.js';
+import { createEgressGuard } from '../../src/shared/egressGuard.js';
 import { systemClock, type Clock } from '../../src/shared/clock.js';
 import { createFetch, type Fetch } from '../../src/shared/httpClient.js';
 import { createRequestFetch } from '../../src/shared/requestFetch.js';

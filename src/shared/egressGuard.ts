@@ -1,7 +1,7 @@
 import dns, { type LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
-import type { EgressAllow } from './egressAllow.js';
-import { internalKindOf } from './egressAddress.js';
+import type { EgressAllow } from '../security/egressAllow.js';
+import { internalKindOf } from '../security/egressAddress.js';
 
 /** A host's addresses, as dns.lookup(host, { all: true }) answers. */
 export type Resolve = (hostname: string) => Promise<LookupAddress[]>;
