@@ -8,6 +8,7 @@ import type { Clock } from '../shared/clock.js';
 import type { Fetch } from '../shared/httpClient.js';
 import type { Logger } from '../shared/logger.js';
 import type { Secret } from '../shared/secret.js';
+import { holdDiscoveredServer } from '../upstream/issuerPin.js';
 import { createUpstreamClient } from '../upstream/upstreamClient.js';
 import type { BrokerDeps } from './brokerDeps.js';
 import { createCompletionSignal } from './completionSignal.js';
@@ -67,7 +68,11 @@ export function buildBrokerDeps(build: BrokerBuild): BrokerDeps {
               { ...p, upstream: p.upstream },
               { ...clientDeps, pool: build.pool, box, publicUrl: http.publicUrl },
             )
-          : createProviderClient(p, clientDeps),
+          : createProviderClient(p, {
+              ...clientDeps,
+              // Discovered endpoints are pinned on first use, as an upstream's authorization server is.
+              holdDiscovered: (found) => holdDiscoveredServer({ pool: build.pool, now: clientDeps.now }, p.id, found),
+            }),
       ]),
     ),
     box,

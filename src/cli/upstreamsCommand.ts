@@ -87,14 +87,13 @@ export async function upstreamsCommand(
   });
   const dev = config.mode !== 'production';
   // What the running broker serves: PROVIDERS_FILE, and outside production npm start's development upstream.
-  const upstreams = (await deploymentProviders(config)).filter(
-    (p): p is Provider & { upstream: UpstreamEntry } => p.upstream !== undefined,
-  );
+  const providers = await deploymentProviders(config);
+  const upstreams = providers.filter((p): p is Provider & { upstream: UpstreamEntry } => p.upstream !== undefined);
   if (sub === 'snapshot') return snapshot(config, upstreams, positionals, values, out);
   if (sub === 'repin') {
     if (positionals.length !== 1) throw new UpstreamsCommandError(usage);
     const refused = (message: string, exitCode?: number) => new UpstreamsCommandError(message, exitCode);
-    return repinUpstream(config, upstreams, positionals[0]!, values.reason, refused, out);
+    return repinUpstream(config, providers, positionals[0]!, values.reason, refused, out);
   }
   if (sub === 'list') return list(config, upstreams, values.json, out);
   if (upstreams.length === 0) {

@@ -1,11 +1,12 @@
 import type { Config } from '../config/config.js';
 import { withTransaction } from '../db/transaction.js';
 import { recordOperatorAction } from '../ledger/operatorRepo.js';
+import { createProviderClient, type DiscoveredServer } from '../oauth/providerClient.js';
 import type { Provider } from '../providers/providerConfig.js';
+import type { Fetch } from '../shared/httpClient.js';
 import { discoverUpstream } from '../upstream/discovery.js';
 import { endpointsOf } from '../upstream/issuerPin.js';
-import { findPin, repin } from '../upstream/issuerPinsRepo.js';
-import type { UpstreamEntry } from '../upstream/upstreamEntry.js';
+import { findPin, repin, type PinnedEndpoints } from '../upstream/issuerPinsRepo.js';
 import { UpstreamSetupError } from '../upstream/upstreamErrors.js';
 import { deploymentFetch } from './deployment.js';
 import { withOperator } from './operatorAuth.js';
@@ -15,13 +16,14 @@ const MAX_REASON = 500;
 
 /**
  * `broker upstreams repin <id> --reason R`: binds the upstream to the authorization server its
- * metadata names now (the entry's declared `issuer`, where it has one, must be among them), clears
- * a recorded change, and records who did it and why in operator_actions, in one transaction.
+ * metadata names now (the entry's declared `issuer`, where it has one, must be among them), or a
+ * catalog provider to the endpoints its issuer's discovery names now, clears a recorded change, and
+ * records who did it and why in operator_actions, in one transaction.
  * Connections ended by the change stay ended: their tokens were the old server's.
  */
 export async function repinUpstream(
   config: Readonly<Config>,
-  upstreams: readonly (Provider & { upstream: UpstreamEntry })[],
+  providers: readonly Provider[],
   id: string,
   reason: string | undefined,
   refused: (message: string, exitCode?: number) => Error,
@@ -30,10 +32,12 @@ export async function repinUpstream(
   const why = reason?.trim() ?? '';
   if (why.length === 0 || why.length > MAX_REASON)
     throw refused(`A re-pin needs --reason (1 to ${MAX_REASON} characters): it is recorded with the operator.`);
-  const entry = upstreams.find((p) => p.id === id);
+  // Those whose authorization server comes from discovery: upstream MCP servers, and discovered catalog entries.
+  const pinnable = providers.filter((p) => p.upstream !== undefined || p.kind === 'oidc' || p.metadataDiscovery);
+  const entry = pinnable.find((p) => p.id === id);
   if (!entry)
     throw refused(
-      `No upstream MCP server ${id} is served (upstreams: ${upstreams.map((p) => p.id).join(', ') || 'none'}).`,
+      `No provider ${id} has a discovered authorization server (these do: ${pinnable.map((p) => p.id).join(', ') || 'none'}).`,
     );
   return withOperator(config, 'upstreams repin', refused, async (pool, { actor }) => {
     const fetchDeps = {
@@ -41,20 +45,17 @@ export async function repinUpstream(
       allowLoopback: config.mode !== 'production',
       timeoutMs: TIMEOUT_MS,
     };
-    const discovery = await discoverUpstream(id, entry.upstream, fetchDeps, entry.upstream.issuer).catch(
-      (err: unknown) => {
-        if (!(err instanceof UpstreamSetupError)) throw err;
-        throw refused(`Cannot re-pin ${id}: ${err.message.replace(/^Upstream [^:]+: /, '')}`, 1);
-      },
-    );
-    const server = discovery.authorizationServer;
+    const server = await discovered(entry, fetchDeps).catch((err: unknown) => {
+      if (!(err instanceof UpstreamSetupError)) throw err;
+      throw refused(`Cannot re-pin ${id}: ${err.message.replace(/^Upstream [^:]+: /, '')}`, 1);
+    });
     const now = new Date();
     const before = await withTransaction(pool, async (tx) => {
       const was = await findPin(tx, id);
       await repin(tx, {
         provider: id,
         issuer: server.issuer,
-        endpoints: endpointsOf(server),
+        endpoints: server.endpoints,
         pinnedBy: actor,
         pinnedAt: now,
       });
@@ -73,4 +74,28 @@ export async function repinUpstream(
     );
     return 0;
   });
+}
+
+/** What discovery names now: an upstream's authorization server, or a catalog provider's endpoints. */
+async function discovered(
+  entry: Provider,
+  deps: { fetch: Fetch; allowLoopback: boolean; timeoutMs: number },
+): Promise<{ issuer: string; endpoints: PinnedEndpoints }> {
+  if (entry.upstream) {
+    const discovery = await discoverUpstream(entry.id, entry.upstream, deps, entry.upstream.issuer);
+    return { issuer: discovery.authorizationServer.issuer, endpoints: endpointsOf(discovery.authorizationServer) };
+  }
+  let found: DiscoveredServer | undefined;
+  const client = createProviderClient(entry, {
+    fetch: deps.fetch,
+    allowLoopback: deps.allowLoopback,
+    now: () => new Date(),
+    holdDiscovered: async (server) => {
+      found = server;
+    },
+  });
+  // Reading where users are sent loads the metadata (and nothing else is asked of the provider).
+  await client.destination();
+  const { issuer, ...endpoints } = found!;
+  return { issuer, endpoints };
 }

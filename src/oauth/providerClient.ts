@@ -16,6 +16,7 @@ import {
 } from './oauthClient.js';
 import { revokeAtProvider, type HeldTokens, type Revocation } from './tokenRevocation.js';
 import { tokenAnswerPaths, upstreamConnectionOf, type UpstreamConnection } from './upstreamAccount.js';
+import { IssuerChangedError } from '../upstream/upstreamErrors.js';
 
 export interface ProviderAuthorization extends AuthorizationChecks {
   url: URL;
@@ -31,6 +32,14 @@ export interface ProviderTokens {
 export interface ProviderGrant {
   tokens: ProviderTokens;
   connection: UpstreamConnection;
+}
+
+/** What discovery found of a provider's authorization server. */
+export interface DiscoveredServer {
+  issuer: string;
+  authorizationEndpoint: string;
+  tokenEndpoint: string;
+  revocationEndpoint: string | undefined;
 }
 
 export interface ProviderClient {
@@ -73,6 +82,11 @@ export function createProviderClient(
     now: () => Date;
     /** The authorization server's metadata, already discovered and checked (src/upstream/): nothing is fetched. */
     serverMetadata?: Readonly<Record<string, unknown>> & { issuer: string };
+    /**
+     * Where endpoints come from discovery: holds them to the pinned ones (src/upstream/issuerPin.ts)
+     * before anything is sent to them; throws when they changed.
+     */
+    holdDiscovered?: (found: DiscoveredServer) => Promise<void>;
   },
 ): ProviderClient {
   const hostOf = (configured: string | undefined) => new URL(configured ?? provider.issuer ?? '').host;
@@ -81,12 +95,13 @@ export function createProviderClient(
     expectedHost: hostOf(configured),
   });
   const authorizePolicy = policyFor(provider.authorizationEndpoint);
+  const discovered = provider.kind === 'oidc' || provider.metadataDiscovery;
   // Metadata loaded once, lazily; a failure is tried again on the next call.
   const connect = async (): Promise<{ oauth: OAuthServer; jwks: RemoteJWKSet | undefined }> => {
     const oauth = await connectProviderServer({
       server: options.serverMetadata
         ? { metadata: options.serverMetadata }
-        : provider.kind === 'oidc' || provider.metadataDiscovery
+        : discovered
           ? { discover: provider.issuer ?? '', algorithm: provider.kind }
           : {
               issuer: provider.issuer,
@@ -104,6 +119,14 @@ export function createProviderClient(
     const metadata = oauth.metadata();
     checkUrl(metadata.authorizationEndpoint ?? '', authorizePolicy, `${provider.id} authorization_endpoint`);
     checkUrl(metadata.tokenEndpoint ?? '', policyFor(provider.tokenEndpoint), `${provider.id} token_endpoint`);
+    // Discovered endpoints (openid-client checked the issuer) are held to the pinned ones before use.
+    if (!options.serverMetadata && discovered && options.holdDiscovered)
+      await options.holdDiscovered({
+        issuer: provider.issuer ?? '',
+        authorizationEndpoint: metadata.authorizationEndpoint ?? '',
+        tokenEndpoint: metadata.tokenEndpoint ?? '',
+        revocationEndpoint: metadata.revocationEndpoint,
+      });
     if (provider.audience === undefined) return { oauth, jwks: undefined };
     checkUrl(metadata.jwksUri ?? '', policyFor(undefined), `${provider.id} jwks_uri`);
     const fetchKeys = tracedFetch(strictFetch(options.fetch, { maxBytes: MAX_AUTH_RESPONSE_BYTES }), {
@@ -180,7 +203,10 @@ export function createProviderClient(
       const checked = await toProviderTokens(tokens, jwks);
       return { tokens: checked, connection: await upstreamConnectionOf(provider, tokens, options, asked) };
     },
-    async refresh(refreshToken) {
+    async refresh(refreshToken, issuer) {
+      // A grant of another issuer (the entry's issuer was changed since) is never sent to this one.
+      if (issuer !== undefined && provider.issuer !== undefined && issuer !== provider.issuer)
+        throw new IssuerChangedError(provider.id, issuer, provider.issuer);
       const { oauth, jwks } = await ready();
       const tokens = await oauth.refresh(refreshToken, tokenOptions);
       return toProviderTokens({ ...tokens, refreshToken: tokens.refreshToken ?? refreshToken }, jwks);

@@ -73,3 +73,30 @@ export async function heldToPin(
     return refuse(held, server.issuer);
   return discovery;
 }
+
+/**
+ * A catalog provider's discovered authorization server held to its pin (createProviderClient's
+ * `holdDiscovered`): pinned on first use; its endpoints named otherwise later are recorded and
+ * refused as an upstream's are. The issuer itself is the entry's (discovery checks it exactly), so a
+ * new one is the operator's change of the entry: pinned again, and older grants stay refused
+ * (`connections.issuer`).
+ */
+export async function holdDiscoveredServer(
+  deps: IssuerPinDeps,
+  provider: string,
+  found: { issuer: string } & PinnedEndpoints,
+): Promise<void> {
+  const { issuer, ...endpoints } = found;
+  const stored = await findPin(deps.pool, provider);
+  if (stored !== undefined && stored.issuer !== issuer) {
+    await repin(deps.pool, { provider, issuer, endpoints, pinnedBy: 'config', pinnedAt: deps.now() });
+    return;
+  }
+  if (stored?.changedTo !== undefined) throw new IssuerChangedError(provider, stored.issuer, stored.changedTo);
+  const held =
+    stored ??
+    (await pinIfNone(deps.pool, { provider, issuer, endpoints, pinnedBy: 'first_use', pinnedAt: deps.now() }));
+  if (held.issuer === issuer && sameEndpoints(held.endpoints, endpoints)) return;
+  await recordIssuerChange(deps.pool, { provider, pin: held, named: issuer }, deps.now());
+  throw new IssuerChangedError(provider, held.issuer, issuer);
+}

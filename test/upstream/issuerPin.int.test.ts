@@ -5,12 +5,13 @@ import type { BrokerDeps } from '../../src/broker/brokerDeps.js';
 import { buildBrokerDeps } from '../../src/broker/buildBrokerDeps.js';
 import { startNavigation } from '../../src/broker/startNavigation.js';
 import { DEV_PASSWORD } from '../../src/dev/devUsers.js';
+import { reportServiceProvider } from '../../src/dev/devStack.js';
 import { refreshExpiring } from '../../src/jobs/proactiveRefresh.js';
 import { createMetrics } from '../../src/metrics/metrics.js';
 import { parseProviders } from '../../src/providers/providerConfig.js';
 import { accessTokenFor } from '../../src/secrets/tokenVault.js';
 import { systemClock } from '../../src/shared/clock.js';
-import { createFetch } from '../../src/shared/httpClient.js';
+import { createFetch, type Fetch } from '../../src/shared/httpClient.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { Secret } from '../../src/shared/secret.js';
 import { randomToken } from '../../src/shared/tokens.js';
@@ -74,14 +75,17 @@ describe('authorization server pins: a changed upstream metadata gets nothing', 
 
   // An instance of the broker on the stack's database, built as the server builds its own: a new one
   // is a restart, which discovers each upstream again.
-  const instance = (): BrokerDeps =>
+  const instance = (fetch: Fetch = stack.fetch): BrokerDeps =>
     buildBrokerDeps({
       pool: stack.db.pool,
       clock: systemClock,
       logger: createLogger({ level: 'silent' }),
-      fetch: stack.fetch,
+      fetch,
       secretKeys: stack.secrets.secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) })),
-      providers: parseProviders(entries(), { allowLoopback: true, readEnv }),
+      providers: parseProviders([reportServiceProvider(stack.dev, stack.secrets), ...entries()], {
+        allowLoopback: true,
+        readEnv,
+      }),
       allowLoopback: true,
       settings: atUrl(stackSettings({}), new URL(stack.brokerUrl)),
     });
@@ -247,6 +251,40 @@ describe('authorization server pins: a changed upstream metadata gets nothing', 
       // Re-pinned: the upstream resolves against the server the operator chose.
       const resolved = await (instance().providers.get('notes-pinned') as UpstreamClient).resolve();
       expect(resolved.provider.issuer).toBe(rogue.issuer);
+    });
+  });
+
+  describe('a catalog provider whose endpoints come from discovery (the Report Service)', () => {
+    it('pins them on first use; endpoints other than the pinned ones get no refresh token, the connection ends', async () => {
+      const { connection } = await connect(instance(), 'reports');
+      const reportsIssuer = stack.dev.reports.issuer;
+      expect(connection).toMatchObject({ issuer: reportsIssuer, state: 'active' });
+      const pinned = await pinOf('reports');
+      expect(pinned).toMatchObject({ issuer: reportsIssuer, pinned_by: 'first_use', changed_to: null });
+      // What a pin made before the provider's metadata changed holds: other endpoints than it names now.
+      await query(
+        "UPDATE authorization_server_pins SET endpoints = jsonb_set(endpoints, '{tokenEndpoint}', '\"https://elsewhere.example/token\"') WHERE provider = 'reports'",
+      );
+      await expireAccessToken(connection.id);
+      const sent: string[] = [];
+      const tapped = instance((url, init) => {
+        if (String(url) === pinned.endpoints.tokenEndpoint) sent.push(String(url));
+        return stack.fetch(url, init);
+      });
+
+      expect(await accessTokenFor({ ...tapped, clock: systemClock }, alice(), 'reports')).toBeUndefined();
+
+      expect(sent).toEqual([]);
+      expect(await query('SELECT state FROM connections WHERE id = $1', [connection.id])).toEqual([
+        { state: 'needs_reauth' },
+      ]);
+      expect(await pinOf('reports')).toMatchObject({ issuer: reportsIssuer, changed_to: reportsIssuer });
+      expect(
+        await query(
+          "SELECT data->>'reason' AS reason FROM webhook_events WHERE type = 'connection.needs_reauth' AND data->>'connectionId' = $1",
+          [connection.id],
+        ),
+      ).toEqual([{ reason: 'issuer_changed' }]);
     });
   });
 
