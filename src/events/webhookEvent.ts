@@ -48,7 +48,7 @@ export type WebhookEvent =
 
 /**
  * The event of a connection whose user must connect again; `reason` names the move that ended it, as
- * secrets/connectionStates.ts does (token_refused, refresh_refused, expired, key_missing).
+ * secrets/connectionStates.ts does (token_refused, refresh_refused, expired, key_missing, issuer_changed).
  */
 export const needsReauthEvent = (
   connection: { id: string | undefined; provider: string; subject: SubjectRef },
