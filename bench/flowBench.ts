@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { devUsers } from '../src/dev/devUsers.js';
 import { BROKER_FORMS, compiledBrokerDir, type BrokerForm } from './brokerModules.js';
-import { readFlowEnv, type FlowEnv } from './flowEnv.js';
+import { DEFAULT_QUOTAS } from '../src/broker/quotas.js';
+import { assertFlowsWithinQuota, readFlowEnv, type FlowEnv } from './flowEnv.js';
 import { formatFlowFormComparison } from './flowForms.js';
 import { formatRun, formatSideBySide, type FlowRun } from './flowReport.js';
 import { fetchTokens, runFlows } from './flowRun.js';
@@ -28,6 +29,7 @@ async function main(): Promise<boolean> {
   const env = readFlowEnv(process.env, DEFAULTS);
   const compiledDir = await compiledBrokerDir(process.env, (line) => process.stdout.write(`flow bench: ${line}\n`));
   const users = devUsers.map((u) => u.login);
+  assertFlowsWithinQuota(env.flows, users.length, DEFAULT_QUOTAS.navigationsPerHour);
   const pairs: Record<BrokerForm, FlowRun>[] = [];
   // A fresh stack per service and form: the same broker, database and quotas for each, and each user's
   // flows of one run stay within the default quota of flows an hour (src/broker/quotas.ts).

@@ -36,3 +36,16 @@ export function positiveInt(
     throw new Error(`${name} must be a whole number from 1 to ${max}, got ${JSON.stringify(raw)}`);
   return value;
 }
+
+/**
+ * Refuses a flow count that would take a user past the default quota of flows an hour
+ * (src/broker/quotas.ts): the flows past it would be refused, not measured. `extraPerUser`
+ * counts flows a run starts besides the N (bench:loop's victim link).
+ */
+export function assertFlowsWithinQuota(flows: number, users: number, perHour: number, extraPerUser = 0): void {
+  const perUser = Math.ceil(flows / users) + extraPerUser;
+  if (perUser > perHour)
+    throw new Error(
+      `BENCH_FLOWS=${flows} gives ${perUser} flows per user, more than the default quota of ${perHour} an hour; use at most ${(perHour - extraPerUser) * users}`,
+    );
+}

@@ -3,7 +3,7 @@ import { loadavg } from 'node:os';
 import { DEFAULT_QUOTAS, type Quotas } from '../src/broker/quotas.js';
 import type { Pool } from '../src/db/pool.js';
 import { devUsers } from '../src/dev/devUsers.js';
-import { positiveInt, readFlowEnv, type FlowEnv } from './flowEnv.js';
+import { assertFlowsWithinQuota, positiveInt, readFlowEnv, type FlowEnv } from './flowEnv.js';
 import { callTool } from './flowMcp.js';
 import { formatRun } from './flowReport.js';
 import { fetchTokens, runFlows } from './flowRun.js';
@@ -57,11 +57,7 @@ async function main(): Promise<boolean> {
   };
   const users = devUsers.map((u) => u.login).filter((login) => login !== LOOPER);
   // Each run's normal users must stay inside the default quotas themselves (one more flow: the victim's link).
-  const perUser = Math.ceil(env.flows / users.length) + 1;
-  if (perUser > DEFAULT_QUOTAS.navigationsPerHour)
-    throw new Error(
-      `BENCH_FLOWS=${env.flows} gives ${perUser} flows per user, more than the default quota of ${DEFAULT_QUOTAS.navigationsPerHour} an hour; use at most ${(DEFAULT_QUOTAS.navigationsPerHour - 1) * users.length}`,
-    );
+  assertFlowsWithinQuota(env.flows, users.length, DEFAULT_QUOTAS.navigationsPerHour, 1);
   process.stdout.write(
     `loop bench: ${env.flows} flows as ${users.join(', ')}, ${env.concurrency} at a time, three runs; looper ${LOOPER} with ${env.toolLoops} tool loops and ${env.linkLoops} link loops; load average ${loadavg()
       .map((l) => l.toFixed(2))
