@@ -71,7 +71,10 @@ export function createBenchBroker(
     ...(base.upstreamFetch && { upstreamFetch: base.upstreamFetch }),
     secretKeys: secrets.secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) })),
     version: 'bench',
-    providers: parseProviders(instance.providers, { allowLoopback: true }),
+    providers: parseProviders(instance.providers, {
+      allowLoopback: true,
+      self: { publicUrl: instance.settings.http.publicUrl, issuer: dev.idp.issuer },
+    }),
     allowLoopback: true,
     extraTools: instance.extraTools ?? [],
   });

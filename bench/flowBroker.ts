@@ -120,7 +120,10 @@ async function assemble(config: BrokerChildConfig): Promise<BrokerServer> {
     fetch,
     secretKeys: secrets.secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) })),
     version: 'flow-bench',
-    providers: parseProviders(config.providers, { allowLoopback: true }),
+    providers: parseProviders(config.providers, {
+      allowLoopback: true,
+      self: { publicUrl, issuer: config.idpIssuer },
+    }),
     allowLoopback: true,
   });
 }

@@ -56,7 +56,12 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
   }
   // Configured providers are checked before anything starts: a bad entry stops start-up at once.
   const providerEntries = config.broker.providersFile ? await readProvidersFile(config.broker.providersFile) : [];
-  const fileProviders = parseProviders(providerEntries, { allowLoopback: dev, readEnv: config.broker.providerSecret });
+  // The development identity provider's issuer is known once it runs: the second parse below checks it.
+  const fileProviders = parseProviders(providerEntries, {
+    allowLoopback: dev,
+    readEnv: config.broker.providerSecret,
+    self: { publicUrl: config.http.publicUrl, issuer: config.oidc.issuer },
+  });
   // So are the operator's tool modules: a module that does not load, or a clashing name, stops it too.
   const modules = await loadToolModules(config.toolModules, tools);
   // And the declared tools (TOOLS_FILE, or the development default): every problem in the file stops it.
@@ -179,7 +184,11 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
   closers.push({ name: 'key registry', close: () => keyAnnouncer.stop().then(() => keyRegistry.leave()) });
   if (dev) await (await import('./dev/devSeed.js')).seedDevelopmentData(pool, issuer);
 
-  const providers = parseProviders(providerEntries, { allowLoopback: dev, readEnv: config.broker.providerSecret });
+  const providers = parseProviders(providerEntries, {
+    allowLoopback: dev,
+    readEnv: config.broker.providerSecret,
+    self: { publicUrl: config.http.publicUrl, issuer },
+  });
   const metrics = createMetrics({ pool, logger });
   const broker = createBrokerServer({
     // The declared tools may mark themselves high-risk beside HIGH_RISK_TOOLS.

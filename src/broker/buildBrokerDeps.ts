@@ -33,6 +33,8 @@ export interface BrokerBuild {
   providers: readonly Provider[];
   /** Development: loopback URLs pass the URL policy. */
   allowLoopback: boolean;
+  /** The broker's own OIDC issuer (undefined where the caller does not know it): no upstream may use it. */
+  issuer: string | undefined;
   /** The configuration's slices as loadConfig parsed them; `http.publicUrl` is this instance's. */
   settings: Pick<Config, 'http' | 'broker' | 'quotas' | 'highRiskTools'>;
 }
@@ -66,7 +68,7 @@ export function buildBrokerDeps(build: BrokerBuild): BrokerDeps {
         p.upstream
           ? createUpstreamClient(
               { ...p, upstream: p.upstream },
-              { ...clientDeps, pool: build.pool, box, publicUrl: http.publicUrl },
+              { ...clientDeps, pool: build.pool, box, publicUrl: http.publicUrl, issuer: build.issuer },
             )
           : createProviderClient(p, {
               ...clientDeps,

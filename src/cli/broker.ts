@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, processEnvironment } from '../config/config.js';
 import { createFetch } from '../shared/httpClient.js';
 import { ConnectionsCommandError, connectionsCommand } from './connectionsCommand.js';
-import { DeploymentError } from './deployment.js';
+import { DeploymentError, deploymentIssuer } from './deployment.js';
 import { doctorCommand } from './doctor.js';
 import { fetchDevToken } from './devToken.js';
 import { KeysCommandError, keysCommand } from './keysCommand.js';
@@ -86,7 +86,7 @@ async function devToken(args: string[]): Promise<void> {
   const caPem = await readFile(join(config.dataDir, 'tls', 'ca.pem'), 'utf8').catch(() => {
     throw new UsageError(`No development CA in ${config.dataDir}/tls. Start the development server first: npm start`);
   });
-  const issuer = config.oidc.issuer ?? `https://127.0.0.1:${config.dev.idpPort}`;
+  const issuer = deploymentIssuer(config);
   const token = await fetchDevToken({
     issuer,
     resource: config.http.mcpResourceUrl,

@@ -9,7 +9,7 @@ import { connectionStates, type ConnectionState } from '../secrets/connectionSta
 import { accountLabelOf, listConnections, type ConnectionRecord } from '../secrets/connectionsRepo.js';
 import { systemClock } from '../shared/clock.js';
 import { createLogger } from '../shared/logger.js';
-import { deploymentFetch, deploymentKeys, deploymentProviders } from './deployment.js';
+import { deploymentFetch, deploymentIssuer, deploymentKeys, deploymentProviders } from './deployment.js';
 import { withOperator } from './operatorAuth.js';
 import { formatTable } from './table.js';
 
@@ -170,6 +170,7 @@ async function revoke(config: Readonly<Config>, pool: Pool, id: string, act: Ope
     secretKeys: await deploymentKeys(config),
     providers: await deploymentProviders(config),
     allowLoopback: config.mode !== 'production',
+    issuer: deploymentIssuer(config),
     settings: config,
   });
   try {

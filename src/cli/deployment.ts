@@ -7,6 +7,7 @@ import { readProvidersFile } from '../providers/providersFile.js';
 import { createEgressGuard } from '../shared/egressGuard.js';
 import { createFetch, type Fetch } from '../shared/httpClient.js';
 import { Secret } from '../shared/secret.js';
+import type { BrokerSelf } from '../upstream/selfReference.js';
 
 /** The CLI cannot find what the running broker uses (exit 2). */
 export class DeploymentError extends Error {
@@ -45,6 +46,16 @@ export async function deploymentKeys(config: Readonly<Config>): Promise<{ kid: s
   return dev.secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) }));
 }
 
+/** The running broker's OIDC issuer: OIDC_ISSUER, or outside production the development identity provider's. */
+export function deploymentIssuer(config: Readonly<Config>): string {
+  return config.oidc.issuer ?? `https://127.0.0.1:${config.dev.idpPort}`;
+}
+
+/** The running broker's own origin and identity provider, which no upstream may be. */
+export function deploymentSelf(config: Readonly<Config>): BrokerSelf {
+  return { publicUrl: config.http.publicUrl, issuer: deploymentIssuer(config) };
+}
+
 /**
  * The providers the running broker has, as start-up builds them (src/main.ts): PROVIDERS_FILE, and
  * outside production the development ones npm start adds (an operator's own `github` entry takes
@@ -59,6 +70,7 @@ export async function deploymentProviders(config: Readonly<Config>): Promise<Pro
     return parseProviders([...development.filter((entry) => !own.has(entry['id'])), ...entries], {
       allowLoopback: dev,
       readEnv: config.broker.providerSecret,
+      self: deploymentSelf(config),
     });
   } catch (err) {
     if (err instanceof ProviderConfigError) throw new DeploymentError(err.message);

@@ -5,7 +5,7 @@ import { fail, ok, warn, type Finding } from './doctorFinding.js';
 import { checkIssuer } from './doctorIssuer.js';
 import { checkProvidersFile } from './doctorProviders.js';
 import { checkTls } from './doctorTls.js';
-import { deploymentFetch } from './deployment.js';
+import { deploymentFetch, deploymentSelf } from './deployment.js';
 
 export interface DoctorDeps {
   /** The fetch the checks call out with (default: the running broker's, deployment.ts). */
@@ -69,7 +69,7 @@ async function diagnose(env: Record<string, string | undefined>, deps: DoctorDep
       ? checkDatabase(subject, database)
       : Promise.resolve(production ? [] : [ok('DATABASE_URL', 'not set: development mode runs its embedded Postgres')]),
     checkTls(config.tls, config.http.publicUrl, production, deps.now ?? new Date()),
-    checkProvidersFile(config.broker, { fetch, allowLoopback }),
+    checkProvidersFile(config.broker, { fetch, allowLoopback, self: deploymentSelf(config) }),
   ];
   if (config.oidc.issuer && config.oidc.clientSecret)
     checks.unshift(

@@ -4,6 +4,7 @@ import { parseProviders, ProviderConfigError, type Provider } from '../providers
 import { readProvidersFile } from '../providers/providersFile.js';
 import type { Fetch } from '../shared/httpClient.js';
 import { discoverUpstream } from '../upstream/discovery.js';
+import type { BrokerSelf } from '../upstream/selfReference.js';
 import { fail, ok, reasonOf, type Finding } from './doctorFinding.js';
 import { checkProviders } from './providerCheck.js';
 
@@ -17,13 +18,17 @@ const TIMEOUT_MS = 10_000;
  */
 export async function checkProvidersFile(
   settings: Pick<Config['broker'], 'providersFile' | 'providerSecret'>,
-  options: { fetch: Fetch; allowLoopback: boolean },
+  options: { fetch: Fetch; allowLoopback: boolean; self: BrokerSelf },
 ): Promise<Finding[]> {
   if (!settings.providersFile) return [ok('PROVIDERS_FILE', 'not set: no third-party providers')];
   let providers: Provider[];
   try {
     const entries = await readProvidersFile(settings.providersFile);
-    providers = parseProviders(entries, { allowLoopback: options.allowLoopback, readEnv: settings.providerSecret });
+    providers = parseProviders(entries, {
+      allowLoopback: options.allowLoopback,
+      readEnv: settings.providerSecret,
+      self: options.self,
+    });
   } catch (err) {
     if (!(err instanceof ProviderConfigError))
       return [fail('PROVIDERS_FILE', `${settings.providersFile}: ${reasonOf(err)}`)];
@@ -45,7 +50,7 @@ export async function checkProvidersFile(
     providers.flatMap((p) =>
       p.upstream
         ? [
-            discoverUpstream(p.id, p.upstream, { ...options, timeoutMs: TIMEOUT_MS }).then(
+            discoverUpstream(p.id, p.upstream, { ...options, timeoutMs: TIMEOUT_MS }, { self: options.self }).then(
               (found) =>
                 ok(
                   `upstream ${p.id}`,

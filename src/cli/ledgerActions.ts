@@ -11,7 +11,7 @@ import { pauseConnections, resumeConnections } from '../ledger/killSwitch.js';
 import { systemClock } from '../shared/clock.js';
 import { createFetch } from '../shared/httpClient.js';
 import type { Logger } from '../shared/logger.js';
-import { deploymentKeys } from './deployment.js';
+import { deploymentIssuer, deploymentKeys } from './deployment.js';
 import { formatTable } from './table.js';
 
 export const actionCommands = [
@@ -100,6 +100,7 @@ export async function runAction(
     secretKeys: await deploymentKeys(config),
     providers: [],
     allowLoopback: config.mode !== 'production',
+    issuer: deploymentIssuer(config),
     settings: config,
   });
   const { signal } = broker;

@@ -7,7 +7,7 @@ import { recordOperatorAction } from '../ledger/operatorRepo.js';
 import { createClaimsVerifier } from '../mcp/mcpAuth.js';
 import { systemClock } from '../shared/clock.js';
 import { createLogger, type Logger } from '../shared/logger.js';
-import { databaseUrl, deploymentFetch } from './deployment.js';
+import { databaseUrl, deploymentFetch, deploymentIssuer } from './deployment.js';
 
 export class OperatorAuthError extends Error {
   constructor(
@@ -38,7 +38,7 @@ export async function authenticateOperator(
 ): Promise<{ actor: string; subject: Principal }> {
   const token = config.cli.operatorToken?.reveal();
   if (!token) throw new OperatorAuthError(`Operator commands need an operator's token. ${HOW_TO}`, 2);
-  const issuer = config.oidc.issuer ?? `https://127.0.0.1:${config.dev.idpPort}`;
+  const issuer = deploymentIssuer(config);
   const verify = createClaimsVerifier({
     issuer,
     audience: config.mcp.tokenAudience ?? config.http.mcpResourceUrl,

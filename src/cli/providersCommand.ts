@@ -7,6 +7,7 @@ import { parseProviders, ProviderConfigError, type Provider } from '../providers
 import { readProvidersFile } from '../providers/providersFile.js';
 import { createEgressGuard } from '../shared/egressGuard.js';
 import { createFetch } from '../shared/httpClient.js';
+import { deploymentSelf } from './deployment.js';
 import { checkProviders } from './providerCheck.js';
 import { formatTable } from './table.js';
 
@@ -98,7 +99,11 @@ export async function providersCommand(
 export async function loadProviders(config: Readonly<Config>, dev: boolean): Promise<Provider[]> {
   try {
     const entries = config.broker.providersFile ? await readProvidersFile(config.broker.providersFile) : [];
-    return parseProviders(entries, { allowLoopback: dev, readEnv: config.broker.providerSecret });
+    return parseProviders(entries, {
+      allowLoopback: dev,
+      readEnv: config.broker.providerSecret,
+      self: deploymentSelf(config),
+    });
   } catch (err) {
     if (err instanceof ProviderConfigError) throw new ProvidersCommandError(err.message, 1);
     throw err;

@@ -12,7 +12,7 @@ import type { UpstreamTool } from '../upstream/upstreamMcpClient.js';
 import { UpstreamSetupError } from '../upstream/upstreamErrors.js';
 import { clearSnapshot, listSnapshots, pinSnapshot } from '../upstream/snapshotsRepo.js';
 import { parseToolSnapshot } from '../upstream/toolSnapshot.js';
-import { databaseUrl, deploymentFetch, deploymentKeys, deploymentProviders } from './deployment.js';
+import { databaseUrl, deploymentFetch, deploymentIssuer, deploymentKeys, deploymentProviders } from './deployment.js';
 import { withOperator } from './operatorAuth.js';
 import { formatTable } from './table.js';
 import { repinUpstream } from './upstreamsRepin.js';
@@ -109,6 +109,7 @@ export async function upstreamsCommand(
       pool,
       box: createSecretBox(createKeyring(await deploymentKeys(config), 'secrets')),
       publicUrl: config.http.publicUrl,
+      issuer: deploymentIssuer(config),
       timeoutMs: TIMEOUT_MS,
     };
     const checks = await Promise.all(

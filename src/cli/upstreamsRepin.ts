@@ -7,8 +7,9 @@ import type { Fetch } from '../shared/httpClient.js';
 import { discoverUpstream } from '../upstream/discovery.js';
 import { endpointsOf } from '../upstream/issuerPin.js';
 import { findPin, repin, type PinnedEndpoints } from '../upstream/issuerPinsRepo.js';
+import type { BrokerSelf } from '../upstream/selfReference.js';
 import { UpstreamSetupError } from '../upstream/upstreamErrors.js';
-import { deploymentFetch } from './deployment.js';
+import { deploymentFetch, deploymentSelf } from './deployment.js';
 import { withOperator } from './operatorAuth.js';
 
 const TIMEOUT_MS = 10_000;
@@ -45,7 +46,7 @@ export async function repinUpstream(
       allowLoopback: config.mode !== 'production',
       timeoutMs: TIMEOUT_MS,
     };
-    const server = await discovered(entry, fetchDeps).catch((err: unknown) => {
+    const server = await discovered(entry, fetchDeps, deploymentSelf(config)).catch((err: unknown) => {
       if (!(err instanceof UpstreamSetupError)) throw err;
       throw refused(`Cannot re-pin ${id}: ${err.message.replace(/^Upstream [^:]+: /, '')}`, 1);
     });
@@ -80,9 +81,10 @@ export async function repinUpstream(
 async function discovered(
   entry: Provider,
   deps: { fetch: Fetch; allowLoopback: boolean; timeoutMs: number },
+  self: BrokerSelf,
 ): Promise<{ issuer: string; endpoints: PinnedEndpoints }> {
   if (entry.upstream) {
-    const discovery = await discoverUpstream(entry.id, entry.upstream, deps, entry.upstream.issuer);
+    const discovery = await discoverUpstream(entry.id, entry.upstream, deps, { pinned: entry.upstream.issuer, self });
     return { issuer: discovery.authorizationServer.issuer, endpoints: endpointsOf(discovery.authorizationServer) };
   }
   let found: DiscoveredServer | undefined;

@@ -7,6 +7,7 @@ import { readProvidersFile } from '../providers/providersFile.js';
 import { protectedDomainsWith } from '../security/protectedDomains.js';
 import { classifyUrl } from '../security/urlClassifier.js';
 import { printableUrl } from '../security/urlPolicy.js';
+import { deploymentSelf } from './deployment.js';
 
 export class UrlCheckError extends Error {
   readonly exitCode = 2;
@@ -104,7 +105,11 @@ async function configuredProviderHosts(config: Readonly<Config>): Promise<string
   if (!config.broker.providersFile) return [];
   try {
     const entries = await readProvidersFile(config.broker.providersFile);
-    const providers = parseProviders(entries, { allowLoopback: config.mode !== 'production', readEnv: () => 'unread' });
+    const providers = parseProviders(entries, {
+      allowLoopback: config.mode !== 'production',
+      readEnv: () => 'unread',
+      self: deploymentSelf(config),
+    });
     return providerHosts(providers);
   } catch (err) {
     if (err instanceof ProviderConfigError) throw new UrlCheckError(err.message);

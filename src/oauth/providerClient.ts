@@ -87,6 +87,8 @@ export function createProviderClient(
      * before anything is sent to them; throws when they changed.
      */
     holdDiscovered?: (found: DiscoveredServer) => Promise<void>;
+    /** Why an access token the server issued may not be kept (an upstream's audience); undefined: it may. */
+    checkAccessToken?: (accessToken: string) => string | undefined;
   },
 ): ProviderClient {
   const hostOf = (configured: string | undefined) => new URL(configured ?? provider.issuer ?? '').host;
@@ -156,6 +158,9 @@ export function createProviderClient(
         );
       }
     }
+    const refused = options.checkAccessToken?.(tokens.accessToken);
+    if (refused !== undefined)
+      throw new UpstreamAuthError(`${provider.displayName} issued a token the broker refuses: ${refused}.`);
     return {
       accessToken: tokens.accessToken,
       refreshToken: tokens.refreshToken,

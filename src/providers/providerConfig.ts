@@ -3,6 +3,7 @@ import type { ConformerName } from './conformers/registry.js';
 import { checkUrl, UrlPolicyError } from '../security/urlPolicy.js';
 import type { Secret } from '../shared/secret.js';
 import { upstreamProvider, type UpstreamEntry } from '../upstream/upstreamEntry.js';
+import type { BrokerSelf } from '../upstream/selfReference.js';
 import { catalog } from './catalog/catalog.js';
 import { type CatalogEntry, CatalogEntrySchema, CLIENT_ID_PLACEHOLDER } from './catalog/catalogEntry.js';
 import { CatalogExpansionError, expandEntry, type ExpandedEntry } from './catalog/expandEntry.js';
@@ -100,7 +101,11 @@ export class ProviderConfigError extends Error {
  * parameters, secrets named from the environment and the URL policy on every
  * URL; a rejected file stops start-up with every problem listed.
  */
-export function parseProviders(entries: unknown, options: { allowLoopback: boolean; readEnv?: Env }): Provider[] {
+export function parseProviders(
+  entries: unknown,
+  /** `self`: the broker's own origin and identity provider, which no upstream may be (src/upstream/selfReference.ts). */
+  options: { allowLoopback: boolean; readEnv?: Env; self: BrokerSelf },
+): Provider[] {
   if (!Array.isArray(entries))
     throw new ProviderConfigError('Invalid provider configuration: expected an array of providers');
   const env = options.readEnv ?? (() => undefined);
@@ -116,7 +121,7 @@ export function parseProviders(entries: unknown, options: { allowLoopback: boole
             `[${index}]${typeof (entry as { id?: unknown })?.id === 'string' ? ` (${(entry as { id: string }).id})` : ''} ${p}`,
         ),
       );
-    const result = parseEntry(entry, { allowLoopback: options.allowLoopback, env });
+    const result = parseEntry(entry, { allowLoopback: options.allowLoopback, env, self: options.self });
     if ('problems' in result) {
       report(result.problems);
       continue;
@@ -139,7 +144,7 @@ function issuesOf(error: z.ZodError): string[] {
   return error.issues.map((i) => `${i.path.join('.') || '(entry)'}: ${i.message}`);
 }
 
-function parseEntry(entry: unknown, options: { allowLoopback: boolean; env: Env }): Parsed {
+function parseEntry(entry: unknown, options: { allowLoopback: boolean; env: Env; self: BrokerSelf }): Parsed {
   const shape = typeof entry === 'object' && entry !== null ? entry : {};
   if ('catalog' in shape) return fromCatalog(entry, options);
   if ('kind' in shape && shape.kind === 'mcp') return upstreamProvider(entry, options);

@@ -1,5 +1,6 @@
 import { isObject } from '../providers/conformers/responseFields.js';
 import { sameResource } from './resource.js';
+import { ownIssuerProblem, type BrokerSelf } from './selfReference.js';
 import type { UpstreamEntry } from './upstreamEntry.js';
 import { IssuerChangedError, UpstreamSetupError, type UpstreamStep } from './upstreamErrors.js';
 import { policyChecked, upstreamRequest, type UpstreamAnswer, type UpstreamFetchDeps } from './upstreamFetch.js';
@@ -44,14 +45,17 @@ const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
 /**
  * Discovers how `upstream` is authorized; throws UpstreamSetupError naming the step and the reason.
  * With `pinned` (the issuer the upstream is bound to), a metadata document that does not list it
- * throws IssuerChangedError before any request reaches the server it names instead.
+ * throws IssuerChangedError before any request reaches the server it names instead. An
+ * authorization server that is the broker's own (`self`: its identity provider or its origin) is
+ * refused before it is asked anything.
  */
 export async function discoverUpstream(
   id: string,
   upstream: UpstreamEntry,
   deps: UpstreamFetchDeps,
-  pinned?: string,
+  options: { pinned?: string | undefined; self: BrokerSelf },
 ): Promise<UpstreamDiscovery> {
+  const { pinned, self } = options;
   const at = (step: UpstreamStep) => ({ ...deps, upstream: id, step });
   const fail = (step: UpstreamStep, message: string): never => {
     throw new UpstreamSetupError(id, step, message);
@@ -103,7 +107,10 @@ export async function discoverUpstream(
   // to the client); one that is not the pinned one is never asked anything.
   const listed = servers as string[];
   if (pinned !== undefined && !listed.includes(pinned)) throw new IssuerChangedError(id, pinned, listed[0]!);
-  const authorizationServer = await discoverAuthorizationServer(at('authorization_server'), pinned ?? listed[0]!);
+  const chosen = pinned ?? listed[0]!;
+  const own = ownIssuerProblem(chosen, self);
+  if (own !== undefined) fail('resource_metadata', `${found.url} names ${own}`);
+  const authorizationServer = await discoverAuthorizationServer(at('authorization_server'), chosen);
   return {
     resource: upstream.url,
     resourceMetadataUrl: found.url,

@@ -7,6 +7,7 @@ import { singleFlight } from '../shared/singleFlight.js';
 import { discoverUpstream, type UpstreamDiscovery } from './discovery.js';
 import { heldToPin } from './issuerPin.js';
 import { registerClient, type ClientRegistration } from './registration.js';
+import { tokenAudienceProblem } from './selfReference.js';
 import type { UpstreamEntry } from './upstreamEntry.js';
 import { IssuerChangedError } from './upstreamErrors.js';
 
@@ -20,6 +21,8 @@ export interface UpstreamClientDeps {
   box: SecretBox;
   /** This instance's origin: its redirect URI and Client ID Metadata Documents. */
   publicUrl: URL;
+  /** The broker's own OIDC issuer, which no upstream may use (selfReference.ts). */
+  issuer: string | undefined;
   /** Each discovery or registration request's deadline. */
   timeoutMs?: number;
 }
@@ -62,7 +65,10 @@ export function createUpstreamClient(
     async () => {
       // Held to the pinned authorization server before any client, secret or token is used there.
       const discovery = await heldToPin(deps, entry.id, entry.upstream.issuer, (pinned) =>
-        discoverUpstream(entry.id, entry.upstream, fetchDeps, pinned),
+        discoverUpstream(entry.id, entry.upstream, fetchDeps, {
+          pinned,
+          self: { publicUrl: deps.publicUrl, issuer: deps.issuer },
+        }),
       );
       const registration = await registerClient(entry, discovery.authorizationServer, { ...deps, ...fetchDeps });
       const provider = completed(entry, discovery, registration);
@@ -71,6 +77,8 @@ export function createUpstreamClient(
         allowLoopback: deps.allowLoopback,
         now: deps.now,
         serverMetadata: discovery.authorizationServer.metadata,
+        // An upstream's JWT access token must be for it: never one the broker itself would accept.
+        checkAccessToken: (accessToken) => tokenAudienceProblem(accessToken, entry.upstream.url),
       });
       resolved = { discovery, registration, provider, client };
       return resolved;

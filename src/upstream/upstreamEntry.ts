@@ -3,6 +3,7 @@ import { providerId, scopeToken, SecretSchema, secretOf, type Env } from '../pro
 import { checkUrl, UrlPolicyError } from '../security/urlPolicy.js';
 import { Secret } from '../shared/secret.js';
 import { canonicalResource } from './resource.js';
+import { ownIssuerProblem, ownUrlProblem, type BrokerSelf } from './selfReference.js';
 
 /** What a PROVIDERS_FILE entry of kind `mcp` says about its server, beside the fields every provider has. */
 export interface UpstreamEntry {
@@ -74,7 +75,7 @@ const UpstreamEntrySchema = z
  * empty until upstreamClient.ts completes it on first use. Its account at the server is unknowable
  * (`identity: none`): MCP defines no way to ask it.
  */
-export function upstreamProvider(entry: unknown, options: { allowLoopback: boolean; env: Env }) {
+export function upstreamProvider(entry: unknown, options: { allowLoopback: boolean; env: Env; self: BrokerSelf }) {
   const result = UpstreamEntrySchema.safeParse(entry);
   if (!result.success)
     return { problems: result.error.issues.map((i) => `${i.path.join('.') || '(entry)'}: ${i.message}`) };
@@ -87,9 +88,13 @@ export function upstreamProvider(entry: unknown, options: { allowLoopback: boole
     if (!(err instanceof UrlPolicyError)) throw err;
     problems.push(`url: ${err.message}`);
   }
+  const ownUrl = url === undefined ? undefined : ownUrlProblem(url, options.self);
+  if (ownUrl !== undefined) problems.push(`url: ${ownUrl}`);
   if (e.issuer !== undefined)
     try {
       checkUrl(e.issuer, { allowLoopback: options.allowLoopback }, `${e.id}.issuer`);
+      const own = ownIssuerProblem(e.issuer, options.self);
+      if (own !== undefined) problems.push(`issuer: ${own}`);
     } catch (err) {
       if (!(err instanceof UrlPolicyError)) throw err;
       problems.push(`issuer: ${err.message}`);

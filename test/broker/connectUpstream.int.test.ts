@@ -16,6 +16,7 @@ import {
 } from '../support/forgedTokens.js';
 import { createTestBrowser, type BrowserResponse, type TestBrowser } from '../support/testBrowser.js';
 import { useBrokerStack } from '../support/useBrokerStack.js';
+import { TEST_SELF } from '../support/brokerSelf.js';
 
 // Faults between the broker and the provider: a wrong
 // PKCE verifier, a mixed-up `iss`, a token for another audience, a token
@@ -278,7 +279,7 @@ describe('connect flow faults at the provider', () => {
               audience: `${issuer}/api`,
             },
           ],
-          { allowLoopback: false },
+          { allowLoopback: false, self: TEST_SELF },
         )[0]!,
         {
           fetch,

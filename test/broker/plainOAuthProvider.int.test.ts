@@ -18,6 +18,7 @@ import { tokenFor } from '../support/mcpWire.js';
 import { plainProviderEntry, startPlainOAuthServer, type PlainOAuthServer } from '../support/plainOAuthServer.js';
 import { createTestBrowser, type BrowserResponse } from '../support/testBrowser.js';
 import { useBrokerStack } from '../support/useBrokerStack.js';
+import { TEST_SELF } from '../support/brokerSelf.js';
 
 // A plain OAuth 2.0 provider beside the built-in OIDC Report Service: a real
 // oidc-provider asked for no `openid` scope, with opaque access tokens and
@@ -42,7 +43,7 @@ describe('a plain OAuth 2.0 provider, and one callback path per provider', () =>
 
   beforeAll(async () => {
     // The broker's own use case starts the flow (no tool uses this provider): the same keys and database as the stack.
-    const [provider] = parseProviders([plainProviderEntry(plain)], { allowLoopback: true });
+    const [provider] = parseProviders([plainProviderEntry(plain)], { allowLoopback: true, self: TEST_SELF });
     const logger = createLogger({ level: 'silent' });
     deps = {
       pool: stack.db.pool,

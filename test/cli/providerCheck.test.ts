@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { checkProviders, EXPLICIT_ENDPOINTS, UPSTREAM } from '../../src/cli/providerCheck.js';
 import { parseProviders } from '../../src/providers/providerConfig.js';
 import type { Fetch } from '../../src/shared/httpClient.js';
+import { TEST_SELF } from '../support/brokerSelf.js';
 
 const oidcEntry = (id: string) => ({
   id,
@@ -28,6 +29,7 @@ describe('checkProviders', () => {
   it('bounds each discovery by the timeout, all of them at once', async () => {
     const providers = parseProviders([oidcEntry('one'), oidcEntry('two'), oidcEntry('three')], {
       allowLoopback: false,
+      self: TEST_SELF,
     });
     const asked: string[] = [];
     // A server that accepts the request and never answers.
@@ -53,7 +55,7 @@ describe('checkProviders', () => {
   });
 
   it('passes an entry with explicit endpoints without a request', async () => {
-    const providers = parseProviders([explicitEntry], { allowLoopback: false });
+    const providers = parseProviders([explicitEntry], { allowLoopback: false, self: TEST_SELF });
     const refusing: Fetch = () => Promise.reject(new Error('no request was expected'));
     expect(await checkProviders(providers, { fetch: refusing, allowLoopback: false, timeoutMs: 300 })).toEqual([
       { id: 'explicit', ok: true, result: EXPLICIT_ENDPOINTS },
@@ -63,7 +65,7 @@ describe('checkProviders', () => {
   it('leaves an upstream MCP server to broker upstreams check, without a request', async () => {
     const providers = parseProviders(
       [{ id: 'linear', kind: 'mcp', url: 'https://mcp.linear.app/mcp', prefix: 'linear', registration: 'auto' }],
-      { allowLoopback: false },
+      { allowLoopback: false, self: TEST_SELF },
     );
     const refusing: Fetch = () => Promise.reject(new Error('no request was expected'));
     expect(await checkProviders(providers, { fetch: refusing, allowLoopback: false, timeoutMs: 300 })).toEqual([

@@ -9,6 +9,7 @@ import { createFetch, type Fetch } from '../../src/shared/httpClient.js';
 import { loadOrCreateLocalTls } from '../../src/tls/localCa.js';
 import { plainProviderEntry, startPlainOAuthServer, type PlainOAuthServer } from '../support/plainOAuthServer.js';
 import { createTestBrowser } from '../support/testBrowser.js';
+import { TEST_SELF } from '../support/brokerSelf.js';
 
 // A plain OAuth 2.0 provider whose endpoints come from its RFC 8414
 // metadata (/.well-known/oauth-authorization-server), a real oidc-provider
@@ -36,6 +37,7 @@ describe('an oauth2 entry with RFC 8414 metadata discovery', () => {
   const client = () => {
     const [provider] = parseProviders([plainProviderEntry(plain, { metadataDiscovery: true })], {
       allowLoopback: true,
+      self: TEST_SELF,
     });
     return createProviderClient(provider!, { fetch, allowLoopback: true, now: () => new Date() });
   };

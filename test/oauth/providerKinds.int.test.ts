@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createProviderClient } from '../../src/oauth/providerClient.js';
 import { parseProviders } from '../../src/providers/providerConfig.js';
 import { createFetch } from '../../src/shared/httpClient.js';
+import { TEST_SELF } from '../support/brokerSelf.js';
 
 // Plain OAuth 2.0 catalog providers against their real host names, answered
 // by nock at the HTTP level through the broker's own fetch: explicit
@@ -13,7 +14,7 @@ import { createFetch } from '../../src/shared/httpClient.js';
 const REDIRECT_URI = 'https://broker.example.test/oauth/callback/x';
 
 function clientFor(entry: Record<string, unknown>) {
-  const [provider] = parseProviders([entry], { allowLoopback: false });
+  const [provider] = parseProviders([entry], { allowLoopback: false, self: TEST_SELF });
   return createProviderClient(provider!, {
     fetch: createFetch(),
     allowLoopback: false,

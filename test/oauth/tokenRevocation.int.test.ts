@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createProviderClient } from '../../src/oauth/providerClient.js';
 import { parseProviders } from '../../src/providers/providerConfig.js';
 import { createFetch } from '../../src/shared/httpClient.js';
+import { TEST_SELF } from '../support/brokerSelf.js';
 
 // A connection's grant revoked at its provider, per catalog entry, on the providers' real host
 // names answered by nock through the broker's own fetch: RFC 7009 where the entry names an
@@ -14,7 +15,7 @@ const ACCESS = 'access-canary-7d1f';
 const REFRESH = 'refresh-canary-93ab';
 
 function clientFor(entry: Record<string, unknown>) {
-  const [provider] = parseProviders([entry], { allowLoopback: false });
+  const [provider] = parseProviders([entry], { allowLoopback: false, self: TEST_SELF });
   return createProviderClient(provider!, { fetch: createFetch(), allowLoopback: false, now: () => new Date() });
 }
 

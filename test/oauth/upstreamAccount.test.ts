@@ -3,6 +3,7 @@ import type { ServerTokens } from '../../src/oauth/oauthClient.js';
 import { tokenAnswerPaths, upstreamConnectionOf } from '../../src/oauth/upstreamAccount.js';
 import { parseProviders, type Provider } from '../../src/providers/providerConfig.js';
 import type { Fetch } from '../../src/shared/httpClient.js';
+import { TEST_SELF } from '../support/brokerSelf.js';
 
 // What the broker learns about a connection right after the code exchange,
 // for each way a provider entry declares it. The fetch is the provider's API,
@@ -11,7 +12,10 @@ import type { Fetch } from '../../src/shared/httpClient.js';
 const TOKEN = 'canary-access-token-0f3c';
 
 function providerOf(entry: Record<string, unknown>): Provider {
-  return parseProviders([{ clientId: 'client', clientSecret: 'secret', ...entry }], { allowLoopback: false })[0]!;
+  return parseProviders([{ clientId: 'client', clientSecret: 'secret', ...entry }], {
+    allowLoopback: false,
+    self: TEST_SELF,
+  })[0]!;
 }
 
 function tokens(overrides: Partial<ServerTokens> = {}): ServerTokens {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseProviders, ProviderConfigError } from '../../src/providers/providerConfig.js';
 import { badProvidersFile } from '../support/providerEntries.js';
+import { TEST_SELF } from '../support/brokerSelf.js';
 
 const good = {
   id: 'reports',
@@ -15,7 +16,7 @@ const good = {
 
 function problems(entries: unknown): string {
   try {
-    parseProviders(entries, { allowLoopback: false });
+    parseProviders(entries, { allowLoopback: false, self: TEST_SELF });
   } catch (err) {
     expect(err).toBeInstanceOf(ProviderConfigError);
     return (err as Error).message;
@@ -25,7 +26,7 @@ function problems(entries: unknown): string {
 
 describe('parseProviders', () => {
   it('accepts a well-formed entry and keeps its secret out of print', () => {
-    const [provider] = parseProviders([good], { allowLoopback: false });
+    const [provider] = parseProviders([good], { allowLoopback: false, self: TEST_SELF });
     expect(provider?.id).toBe('reports');
     expect(JSON.stringify(provider)).not.toContain('client-secret-canary');
   });
@@ -48,7 +49,7 @@ describe('parseProviders', () => {
       audience: 'https://127.0.0.1:8445/api',
     };
     expect(problems([local])).toContain('loopback');
-    expect(parseProviders([local], { allowLoopback: true })[0]?.issuer).toBe('https://127.0.0.1:8445');
+    expect(parseProviders([local], { allowLoopback: true, self: TEST_SELF })[0]?.issuer).toBe('https://127.0.0.1:8445');
   });
 
   it('refuses duplicate ids, unknown fields and missing ones', () => {
@@ -74,7 +75,7 @@ describe('PROVIDERS_FILE entries: catalog ids, custom entries, secrets from the 
           params: { host: 'github.example.com' },
         },
       ],
-      { allowLoopback: false, readEnv },
+      { allowLoopback: false, self: TEST_SELF, readEnv },
     );
     expect(github).toMatchObject({
       id: 'github',
@@ -106,7 +107,7 @@ describe('PROVIDERS_FILE entries: catalog ids, custom entries, secrets from the 
           params: { host: 'github.example.com' },
         },
       ],
-      { allowLoopback: false },
+      { allowLoopback: false, self: TEST_SELF },
     );
     expect(github?.revocationCall).toEqual({
       method: 'DELETE',
@@ -119,6 +120,7 @@ describe('PROVIDERS_FILE entries: catalog ids, custom entries, secrets from the 
   it("takes the catalog's defaults where the deployment gives none", () => {
     const [entra] = parseProviders([{ id: 'work', catalog: 'microsoft', clientId: 'app', clientSecret: 's' }], {
       allowLoopback: false,
+      self: TEST_SELF,
     });
     expect(entra?.authorizationEndpoint).toBe('https://login.microsoftonline.com/common/oauth2/v2.0/authorize');
     expect(entra?.resource).toBeUndefined();
@@ -143,7 +145,7 @@ describe('PROVIDERS_FILE entries: catalog ids, custom entries, secrets from the 
           clientSecret: { env: 'ACME_SECRET' },
         },
       ],
-      { allowLoopback: false, readEnv: (name) => (name === 'ACME_SECRET' ? 'x' : undefined) },
+      { allowLoopback: false, self: TEST_SELF, readEnv: (name) => (name === 'ACME_SECRET' ? 'x' : undefined) },
     );
     expect(custom).toMatchObject({
       id: 'acme',

@@ -7,6 +7,7 @@ import { parseProviders, ProviderConfigError } from '../../src/providers/provide
 import { readProvidersFile } from '../../src/providers/providersFile.js';
 import { freePorts, runTs } from '../support/brokerProcess.js';
 import { badProvidersFile } from '../support/providerEntries.js';
+import { TEST_SELF } from '../support/brokerSelf.js';
 
 describe('start-up with a PROVIDERS_FILE of catalog and custom entries', () => {
   it('refuses to start and lists every problem: unknown catalog id, a missing template parameter, a host the URL policy refuses, a secret missing from the environment', async () => {
@@ -118,6 +119,7 @@ describe('readProvidersFile: a YAML or JSON PROVIDERS_FILE', () => {
     });
     const providers = parseProviders(entries, {
       allowLoopback: false,
+      self: TEST_SELF,
       readEnv: (name) => (name === 'GITHUB_CLIENT_SECRET' ? 'from-env' : undefined),
     });
     expect(providers.map((p) => [p.id, p.catalog, p.scopes])).toEqual([

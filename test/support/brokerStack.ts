@@ -178,7 +178,11 @@ export async function startBrokerStack(options: BrokerStackOptions = {}): Promis
     ...(dev.github && !own.has('github') ? [githubDevProvider(dev.github)] : []),
     ...(dev.upstream ? [devUpstreamProvider(dev.upstream)] : []),
   ];
-  const providers = parseProviders([...builtIn, ...extra], { allowLoopback: true });
+  // As main.ts parses them: no upstream may be the broker's own origin or identity provider.
+  const providers = parseProviders([...builtIn, ...extra], {
+    allowLoopback: true,
+    self: { publicUrl, issuer: dev.idp.issuer },
+  });
   const servers: BrokerServer[] = [];
   const brokerFetch = options.brokerFetch ? options.brokerFetch(fetch) : fetch;
   // As main.ts builds it, unless the test routes the broker's requests itself.

@@ -7,6 +7,7 @@ import type { Fetch } from '../../src/shared/httpClient.js';
 import type { BrokerStack } from './brokerStack.js';
 import { capturedLogger } from './capturedLogger.js';
 import { secretsBox } from './deadToken.js';
+import { TEST_SELF } from './brokerSelf.js';
 
 /** One request a provider was sent, as the broker sent it. */
 export interface SentRequest {
@@ -39,7 +40,7 @@ export function disconnectDeps(
   fetch: Fetch,
   entries: unknown[] = [reportServiceProvider(stack.dev, stack.secrets)],
 ): DisconnectDeps & { logs: string[] } {
-  const providers = parseProviders(entries, { allowLoopback: true });
+  const providers = parseProviders(entries, { allowLoopback: true, self: TEST_SELF });
   const { logger, logs } = capturedLogger();
   return {
     logs,

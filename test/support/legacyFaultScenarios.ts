@@ -19,6 +19,7 @@ import { internalErrors } from './legacySdkClient.js';
 import { createTestBrowser, type TestBrowser } from './testBrowser.js';
 import { atUrl } from './testSettings.js';
 import { useBrokerStack } from './useBrokerStack.js';
+import { TEST_SELF } from './brokerSelf.js';
 
 // The harness of test/mcp/legacy/legacyLineageFaults.int.test.ts: alice's legacy sessions driven
 // by hand on raw HTTP, her reports_create up to its URL elicitation (nested) or its -32042, the
@@ -329,7 +330,10 @@ export async function startExtraInstance(
     fetch: stack.fetch,
     secretKeys: stack.secrets.secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) })),
     version: 'test',
-    providers: parseProviders([reportServiceProvider(stack.dev, stack.secrets)], { allowLoopback: true }),
+    providers: parseProviders([reportServiceProvider(stack.dev, stack.secrets)], {
+      allowLoopback: true,
+      self: TEST_SELF,
+    }),
     allowLoopback: true,
   });
   holder.server = server;

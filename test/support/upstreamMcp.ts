@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express from 'express';
-import { createLocalJWKSet, errors as joseErrors, jwtVerify } from 'jose';
+import { createLocalJWKSet, decodeJwt, errors as joseErrors, importJWK, jwtVerify, SignJWT } from 'jose';
 import { type KoaContextWithOIDC, Provider } from 'oidc-provider';
 import { z } from 'zod';
 import { randomUUID } from 'node:crypto';
@@ -69,6 +69,11 @@ export interface UpstreamMcp {
    * assigns another's to play an upstream whose metadata was changed.
    */
   authorizationServers: string[];
+  /**
+   * Set: its authorization server ignores `resource` and issues every access token for this audience
+   * instead (re-signed with its own key), as an identity provider shared with the broker could.
+   */
+  tokenAudience: string | undefined;
   /** The tokens the MCP server accepted: whose, for which audience, from which client. */
   accepted: { sub: string; aud: unknown; clientId: string }[];
   /** Every Authorization header the MCP server received, as sent. */
@@ -150,6 +155,7 @@ export async function startUpstreamMcp(options: {
     requests: [] as string[],
     authRequests: [] as UpstreamMcp['authRequests'],
     authorizationServers: [issuer],
+    tokenAudience: undefined as string | undefined,
     accepted: [] as UpstreamMcp['accepted'],
     bearers: [] as string[],
     calls: [] as UpstreamMcp['calls'],
@@ -200,8 +206,16 @@ export async function startUpstreamMcp(options: {
     },
   });
   provider.use(providerHeaders([]));
+  const [signingJwk] = keys.jwks.keys;
   provider.use(async (ctx: KoaContextWithOIDC, next: () => Promise<void>) => {
     await next();
+    const body = ctx.body as { access_token?: unknown } | undefined;
+    if (ctx.oidc?.route === 'token' && seen.tokenAudience !== undefined && typeof body?.access_token === 'string') {
+      const claims = decodeJwt(body.access_token);
+      body.access_token = await new SignJWT({ ...claims, aud: seen.tokenAudience })
+        .setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid: signingJwk!.kid! })
+        .sign(await importJWK(signingJwk!, 'ES256'));
+    }
     const params = ctx.oidc?.params;
     if (ctx.oidc?.route === 'authorization' && params) seen.authorizations.push({ ...params });
     if (ctx.oidc?.route === 'token' && params)
@@ -272,6 +286,12 @@ export async function startUpstreamMcp(options: {
     },
     get authorizationServers() {
       return seen.authorizationServers;
+    },
+    get tokenAudience() {
+      return seen.tokenAudience;
+    },
+    set tokenAudience(next) {
+      seen.tokenAudience = next;
     },
     set authorizationServers(next) {
       seen.authorizationServers = next;

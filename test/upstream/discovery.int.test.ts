@@ -9,6 +9,7 @@ import { discoverUpstream } from '../../src/upstream/discovery.js';
 import type { UpstreamEntry } from '../../src/upstream/upstreamEntry.js';
 import { UpstreamSetupError } from '../../src/upstream/upstreamErrors.js';
 import { listenHttps, type HttpsTestServer } from '../support/httpsTestServer.js';
+import { TEST_SELF } from '../support/brokerSelf.js';
 
 // Discovery's refusals, against one HTTPS server on loopback playing the MCP server and its
 // authorization server with canned answers: each document is checked before anything is taken
@@ -57,7 +58,8 @@ const entry = (): UpstreamEntry => ({
   scopes: undefined,
   issuer: undefined,
 });
-const discover = (timeoutMs = 2_000) => discoverUpstream('notes', entry(), { fetch, allowLoopback: true, timeoutMs });
+const discover = (timeoutMs = 2_000) =>
+  discoverUpstream('notes', entry(), { fetch, allowLoopback: true, timeoutMs }, { self: TEST_SELF });
 const refusal = (timeoutMs?: number) =>
   discover(timeoutMs).then(
     () => {

@@ -2,27 +2,21 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrokerDeps } from '../../src/broker/brokerDeps.js';
-import { buildBrokerDeps } from '../../src/broker/buildBrokerDeps.js';
-import { startNavigation } from '../../src/broker/startNavigation.js';
 import { DEV_PASSWORD } from '../../src/dev/devUsers.js';
-import { reportServiceProvider } from '../../src/dev/devStack.js';
 import { refreshExpiring } from '../../src/jobs/proactiveRefresh.js';
 import { createMetrics } from '../../src/metrics/metrics.js';
-import { parseProviders } from '../../src/providers/providerConfig.js';
 import { accessTokenFor } from '../../src/secrets/tokenVault.js';
 import { systemClock } from '../../src/shared/clock.js';
 import { createFetch, type Fetch } from '../../src/shared/httpClient.js';
 import { createLogger } from '../../src/shared/logger.js';
-import { Secret } from '../../src/shared/secret.js';
-import { randomToken } from '../../src/shared/tokens.js';
 import type { UpstreamClient } from '../../src/upstream/upstreamClient.js';
 import { IssuerChangedError } from '../../src/upstream/upstreamErrors.js';
-import { consentAndAuthorize, openConnectLink } from '../support/connectFlow.js';
 import { sampleValue } from '../support/metricsText.js';
 import { operatorCli } from '../support/operatorCli.js';
 import { createTestBrowser } from '../support/testBrowser.js';
-import { atUrl, stackSettings } from '../support/testSettings.js';
 import { startUpstreamMcp, UPSTREAM_SCOPE, type UpstreamMcp } from '../support/upstreamMcp.js';
+import { reportServiceProvider } from '../../src/dev/devStack.js';
+import { connectUpstream, upstreamBroker } from '../support/upstreamBroker.js';
 import { useBrokerStack } from '../support/useBrokerStack.js';
 
 // A compromised upstream MCP server changes its Protected Resource Metadata (RFC 9728) to name an
@@ -76,31 +70,10 @@ describe('authorization server pins: a changed upstream metadata gets nothing', 
   // An instance of the broker on the stack's database, built as the server builds its own: a new one
   // is a restart, which discovers each upstream again.
   const instance = (fetch: Fetch = stack.fetch): BrokerDeps =>
-    buildBrokerDeps({
-      pool: stack.db.pool,
-      clock: systemClock,
-      logger: createLogger({ level: 'silent' }),
-      fetch,
-      secretKeys: stack.secrets.secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) })),
-      providers: parseProviders([reportServiceProvider(stack.dev, stack.secrets), ...entries()], {
-        allowLoopback: true,
-        readEnv,
-      }),
-      allowLoopback: true,
-      settings: atUrl(stackSettings({}), new URL(stack.brokerUrl)),
-    });
+    upstreamBroker(stack, [reportServiceProvider(stack.dev, stack.secrets), ...entries()], { readEnv, fetch });
 
   async function connect(deps: BrokerDeps, provider: string) {
-    const { navigation, connectUrl } = await startNavigation(deps, {
-      principal: alice(),
-      clientId: undefined,
-      tool: `${provider}_whoami`,
-      requestDigest: randomToken(),
-      provider,
-      purpose: 'read your notes',
-      lineage: 'mrtr',
-    });
-    const done = await consentAndAuthorize(stack, await openConnectLink(stack, connectUrl, 'alice'), 'alice');
+    const { navigation, done } = await connectUpstream(stack, deps, provider);
     expect(done.status).toBe(200);
     const [connection] = await query('SELECT id, issuer, state FROM connections WHERE provider = $1', [provider]);
     return { navigationId: navigation.id, connection };

@@ -2,22 +2,15 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrokerDeps } from '../../src/broker/brokerDeps.js';
-import { buildBrokerDeps } from '../../src/broker/buildBrokerDeps.js';
-import { startNavigation } from '../../src/broker/startNavigation.js';
-import { parseProviders } from '../../src/providers/providerConfig.js';
 import { accessTokenFor } from '../../src/secrets/tokenVault.js';
 import { systemClock } from '../../src/shared/clock.js';
 import { createFetch } from '../../src/shared/httpClient.js';
-import { createLogger } from '../../src/shared/logger.js';
-import { Secret } from '../../src/shared/secret.js';
-import { randomToken } from '../../src/shared/tokens.js';
 import type { UpstreamClient } from '../../src/upstream/upstreamClient.js';
 import { UpstreamSetupError } from '../../src/upstream/upstreamErrors.js';
-import { consentAndAuthorize, openConnectLink } from '../support/connectFlow.js';
 import { callTool } from '../support/mcpWire.js';
 import { operatorCli } from '../support/operatorCli.js';
-import { atUrl, stackSettings } from '../support/testSettings.js';
 import { startUpstreamMcp, UPSTREAM_SCOPE, type UpstreamMcp } from '../support/upstreamMcp.js';
+import { connectUpstream, upstreamBroker } from '../support/upstreamBroker.js';
 import { useBrokerStack } from '../support/useBrokerStack.js';
 
 // Three upstream MCP servers behind the broker, each the official SDK's server behind bearer auth
@@ -74,18 +67,7 @@ describe('upstream MCP servers: discovery, registration and the connect flow', (
   const query = async (sql: string, params: unknown[] = []) => (await stack.db.pool.query(sql, params)).rows;
 
   // A second instance of the broker on the stack's database and origin, built as the server builds its own.
-  function instance(): BrokerDeps {
-    return buildBrokerDeps({
-      pool: stack.db.pool,
-      clock: systemClock,
-      logger: createLogger({ level: 'silent' }),
-      fetch: stack.fetch,
-      secretKeys: stack.secrets.secretKeys.map((k) => ({ kid: k.kid, key: new Secret(k.key) })),
-      providers: parseProviders(entries(), { allowLoopback: true, readEnv }),
-      allowLoopback: true,
-      settings: atUrl(stackSettings({}), new URL(stack.brokerUrl)),
-    });
-  }
+  const instance = () => upstreamBroker(stack, entries(), { readEnv });
   const upstream = (d: BrokerDeps, id: string) => d.providers.get(id) as UpstreamClient;
 
   beforeAll(() => {
@@ -96,19 +78,7 @@ describe('upstream MCP servers: discovery, registration and the connect flow', (
   });
 
   /** alice connects `provider` through the broker's pages, from a flow the second instance starts. */
-  async function connect(provider: string) {
-    const { navigation, connectUrl } = await startNavigation(deps, {
-      principal: alice(),
-      clientId: undefined,
-      tool: `${provider}_whoami`,
-      requestDigest: randomToken(),
-      provider,
-      purpose: 'read your notes',
-      lineage: 'mrtr',
-    });
-    const done = await consentAndAuthorize(stack, await openConnectLink(stack, connectUrl, 'alice'), 'alice');
-    return { navigation, done };
-  }
+  const connect = (provider: string) => connectUpstream(stack, deps, provider);
 
   /** The stored access token, used at the upstream as a proxied call will: accepted there, for that server. */
   async function callWithStoredToken(server: UpstreamMcp, provider: string) {

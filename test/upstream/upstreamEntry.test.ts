@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseProviders, ProviderConfigError } from '../../src/providers/providerConfig.js';
 import { canonicalResource } from '../../src/upstream/resource.js';
+import { TEST_SELF } from '../support/brokerSelf.js';
 
 // PROVIDERS_FILE entries of kind `mcp`, validated at start beside every other provider.
 
@@ -8,7 +9,7 @@ const linear = { id: 'linear', kind: 'mcp', url: 'https://mcp.linear.app/mcp', p
 
 const problemsOf = (entries: unknown[], readEnv?: (name: string) => string | undefined) => {
   try {
-    parseProviders(entries, { allowLoopback: false, ...(readEnv && { readEnv }) });
+    parseProviders(entries, { allowLoopback: false, self: TEST_SELF, ...(readEnv && { readEnv }) });
   } catch (err) {
     if (err instanceof ProviderConfigError)
       return err.message
@@ -22,7 +23,7 @@ const problemsOf = (entries: unknown[], readEnv?: (name: string) => string | und
 
 describe('upstream entries in PROVIDERS_FILE', () => {
   it('makes an auto entry a public OAuth 2.0 provider whose endpoints and client are still to be learnt', () => {
-    const [provider] = parseProviders([linear], { allowLoopback: false });
+    const [provider] = parseProviders([linear], { allowLoopback: false, self: TEST_SELF });
     expect(provider).toMatchObject({
       id: 'linear',
       displayName: 'linear',
@@ -56,7 +57,11 @@ describe('upstream entries in PROVIDERS_FILE', () => {
           issuer: 'https://github.com/login/oauth',
         },
       ],
-      { allowLoopback: false, readEnv: (name) => (name === 'GITHUB_MCP_SECRET' ? 'secret-canary' : undefined) },
+      {
+        allowLoopback: false,
+        self: TEST_SELF,
+        readEnv: (name) => (name === 'GITHUB_MCP_SECRET' ? 'secret-canary' : undefined),
+      },
     );
     expect(provider).toMatchObject({
       clientId: 'Iv1.abc',
@@ -127,5 +132,50 @@ describe('upstream entries in PROVIDERS_FILE', () => {
     expect(canonicalResource('https://mcp.example.com/mcp/')).toBe('https://mcp.example.com/mcp/');
     expect(canonicalResource('https://mcp.example.com/mcp#x')).toBeUndefined();
     expect(canonicalResource('mcp.example.com')).toBeUndefined();
+  });
+  it("refuses an upstream on the broker's own origin or authorized by the broker's own identity provider", () => {
+    // TEST_SELF: PUBLIC_URL https://broker.self.example, OIDC_ISSUER https://idp.self.example.
+    const own = { ...linear, id: 'own', prefix: 'own', url: 'https://broker.self.example/mcp' };
+    const ownOther = { ...linear, id: 'other', prefix: 'other', url: 'https://BROKER.self.example:443/tools/mcp' };
+    const byIdp = {
+      ...linear,
+      id: 'byidp',
+      prefix: 'byidp',
+      registration: 'static',
+      clientId: 'broker',
+      issuer: 'https://idp.self.example/',
+    };
+    const byBroker = { ...linear, id: 'bybroker', prefix: 'bybroker', issuer: 'https://broker.self.example/oauth' };
+    const problems = problemsOf([own, ownOther, byIdp, byBroker]);
+    expect(problems).toEqual([
+      expect.stringMatching(/^- \[0\] \(own\) url: https:\/\/broker\.self\.example\/mcp is the broker's own address/),
+      expect.stringMatching(
+        /^- \[1\] \(other\) url: https:\/\/broker\.self\.example\/tools\/mcp is the broker's own address/,
+      ),
+      expect.stringMatching(
+        /^- \[2\] \(byidp\) issuer: https:\/\/idp\.self\.example\/ is the broker's own identity provider/,
+      ),
+      expect.stringMatching(
+        /^- \[3\] \(bybroker\) issuer: the authorization server https:\/\/broker\.self\.example\/oauth is the broker's own address/,
+      ),
+    ]);
+    // Another origin, and the identity provider's host on another path, are other servers.
+    expect(
+      problemsOf([
+        { ...linear, url: 'https://broker.self.example:8443/mcp' },
+        { ...linear, id: 'idp-path', prefix: 'idppath', issuer: 'https://idp.self.example/tenant' },
+      ]),
+    ).toEqual([]);
+  });
+
+  it('judges own addresses under a PUBLIC_URL with a path by that path', () => {
+    const self = { publicUrl: new URL('https://apps.example/broker'), issuer: undefined };
+    const entry = (id: string, url: string) => ({ ...linear, id, prefix: id, url });
+    expect(() =>
+      parseProviders([entry('sibling', 'https://apps.example/notes/mcp')], { allowLoopback: false, self }),
+    ).not.toThrow();
+    expect(() =>
+      parseProviders([entry('inside', 'https://apps.example/broker/mcp')], { allowLoopback: false, self }),
+    ).toThrow(/inside\) url: https:\/\/apps\.example\/broker\/mcp is the broker's own address/);
   });
 });

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { parseProviders } from '../../src/providers/providerConfig.js';
 import { canonicalJson, prefixCollisions, servedName } from '../../src/upstream/upstreamTools.js';
 import { parseToolSnapshot } from '../../src/upstream/toolSnapshot.js';
+import { TEST_SELF } from '../support/brokerSelf.js';
 
 const upstream = (id: string, prefix: string) => ({
   id,
@@ -21,7 +22,10 @@ describe('upstream tool names', () => {
   });
 
   it("refuses a prefix that is the first word of one of the broker's own tools", () => {
-    const providers = parseProviders([upstream('one', 'notes'), upstream('two', 'linear')], { allowLoopback: false });
+    const providers = parseProviders([upstream('one', 'notes'), upstream('two', 'linear')], {
+      allowLoopback: false,
+      self: TEST_SELF,
+    });
     expect(prefixCollisions(['notes_delete', 'notes_list', 'reports_create'], providers)).toEqual([
       "one: prefix notes would serve names beside the broker's own notes_delete, notes_list: choose another prefix",
     ]);

@@ -10,6 +10,7 @@ import { providersForTools } from '../../../src/mcp/declared/toolsSetup.js';
 import { tools } from '../../../src/mcp/tools/registry.js';
 import { catalogEntries } from '../../../src/providers/catalog/catalog.js';
 import { parseProviders } from '../../../src/providers/providerConfig.js';
+import { TEST_SELF } from '../../support/brokerSelf.js';
 
 // The starter tools shipped in config/starter-tools/: every file reads, every
 // starter compiles against a PROVIDERS_FILE that configures each catalog
@@ -41,7 +42,7 @@ function everyCatalogProvider() {
     clientSecret: 'not-a-real-secret',
     scopes: [...new Set([...entry.defaultScopes, ...needed(entry.id)])],
   }));
-  return parseProviders(entries, { allowLoopback: false });
+  return parseProviders(entries, { allowLoopback: false, self: TEST_SELF });
 }
 
 beforeAll(async () => {

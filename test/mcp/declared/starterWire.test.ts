@@ -8,6 +8,7 @@ import { catalog } from '../../../src/providers/catalog/catalog.js';
 import { parseProviders, type Provider } from '../../../src/providers/providerConfig.js';
 import type { ConnectionRecord } from '../../../src/secrets/connectionsRepo.js';
 import type { Fetch } from '../../../src/shared/httpClient.js';
+import { TEST_SELF } from '../../support/brokerSelf.js';
 
 // Each starter tool's request as it leaves the broker, and what it makes of
 // the provider's answer: the compiled tool's operation performed through the
@@ -46,7 +47,7 @@ beforeAll(async () => {
       clientSecret: 'not-a-real-secret',
       scopes: scopes(id),
     })),
-    { allowLoopback: false },
+    { allowLoopback: false, self: TEST_SELF },
   );
   providers = new Map(configured.map((p) => [p.id, p]));
   const declared = declareTools(
