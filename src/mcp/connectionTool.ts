@@ -19,7 +19,6 @@ import {
   startNavigation,
   type NavigationRequest,
 } from '../broker/startNavigation.js';
-import { InvalidInputError } from '../errors/appError.js';
 import { invalidParams, missingRequiredClientCapability } from './toMcp.js';
 import {
   performOrForget,
@@ -44,7 +43,7 @@ import {
 import type { FormGuard } from './formGuard.js';
 import type { TokenVaultDeps } from '../secrets/tokenVault.js';
 import { completeResult, errorResult, type ToolContext } from './defineTool.js';
-import { ElicitResultSchema } from './elicitationForms.js';
+import { connectAnswerOf, declinedResult } from './connectAnswer.js';
 import { elicitationModes, type ToolCallResult } from './protocol.js';
 import { openPresentedState, type RequestStateCodec, type SealedState, type StateBinding } from './requestState.js';
 
@@ -150,29 +149,14 @@ export async function runConnectionTool(
     throw invalidParams('requestState belongs to another client of this user; call the tool again without it');
 
   const raw = ctx.inputResponses?.[INPUT_KEY];
-  let seen: NavigationRecord | undefined = navigation;
-  if (raw !== undefined) {
-    const reply = ElicitResultSchema.safeParse(raw);
-    if (!reply.success)
-      throw new InvalidInputError(
-        `inputResponses.${INPUT_KEY} is not an elicitation result ({action}). Nothing was done.`,
-      );
-    if (reply.data.action === 'decline') {
-      await advanceIfAllowed(deps.broker, navigation.id, 'host_decline', `mcp:${ctx.principal.sub}`, navigation);
-      return completeResult(`You declined to connect; ${call.purpose} was not done.`, { status: 'declined' });
-    }
-    if (reply.data.action === 'cancel') {
-      return completeResult(
-        `Connecting was cancelled; ${call.purpose} was not done. The link stays valid until ${navigation.expiresAt.toISOString()}: retry with the same requestState and accept to continue.`,
-        {
-          status: 'cancelled',
-          expiresAt: navigation.expiresAt.toISOString(),
-        },
-      );
-    }
-    seen = await advanceIfAllowed(deps.broker, navigation.id, 'host_accept', `mcp:${ctx.principal.sub}`, navigation);
-  }
-  return settle(deps, ctx, call, binding, state, seen);
+  if (raw === undefined) return settle(deps, ctx, call, binding, state, navigation);
+  const answer = await connectAnswerOf(deps.broker, navigation, raw, {
+    actor: `mcp:${ctx.principal.sub}`,
+    purpose: call.purpose,
+    retry: 'retry with the same requestState and accept to continue.',
+  });
+  if (answer.kind === 'ended') return answer.result;
+  return settle(deps, ctx, call, binding, state, answer.navigation);
 }
 
 /**
@@ -311,8 +295,7 @@ async function settle(
     if (receipt) return runAccepted(deps, ctx, call, receipt);
   }
   const navigation = read!;
-  if (declinedStates.has(navigation.status))
-    return completeResult(`You declined to connect; ${call.purpose} was not done.`, { status: 'declined' });
+  if (declinedStates.has(navigation.status)) return declinedResult(call.purpose);
   if (navigation.status === State.REQUIREMENT_VERIFIED || navigation.status === State.OPERATION_REJECTED)
     return accept(deps, ctx, call, navigation, binding, state);
   if (navigation.status === State.EXPIRED) {

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { acceptOriginalOperation } from '../../broker/acceptOriginalOperation.js';
 import { approvalMessage, awaitApproval, needsApproval } from '../../broker/approvals.js';
-import { advanceIfAllowed } from '../../broker/advance.js';
 import type { NavigationRecord } from '../../flow/navigationRecord.js';
 import type { Pool } from '../../db/pool.js';
 import { findNavigationById } from '../../broker/navigationRepo.js';
@@ -26,6 +25,7 @@ import {
   unknownAccountResult,
 } from '../accountChoice.js';
 import type { ConnectionRecord } from '../../secrets/connectionsRepo.js';
+import { connectAnswerOf } from '../connectAnswer.js';
 import { ElicitResultSchema } from '../elicitationForms.js';
 import { elicitationModes, type CallToolResult, type ToolCallResult } from '../protocol.js';
 import type { McpToolDeps } from '../toolDeps.js';
@@ -202,18 +202,12 @@ async function connectionCall(
     throw urlElicitationRequired({ elicitations: [elicitation] });
   }
   const answer = await channel.ask('elicitation/create', elicitation, deps.waitMs);
-  const reply = ElicitResultSchema.safeParse(answer?.['result']);
-  const actor = `mcp:${ctx.principal.sub}`;
-  if (!reply.success || reply.data.action === 'cancel') {
-    return errorResult(
-      `Connecting was cancelled or not answered; ${call.purpose} was not done. The link stays valid until ${navigation.expiresAt.toISOString()}.`,
-    );
-  }
-  if (reply.data.action === 'decline') {
-    await advanceIfAllowed(broker, navigation.id, 'host_decline', actor);
-    return errorResult(`You declined to connect; ${call.purpose} was not done.`);
-  }
-  await advanceIfAllowed(broker, navigation.id, 'host_accept', actor);
+  const answered = await connectAnswerOf(broker, navigation, answer?.['result'], {
+    actor: `mcp:${ctx.principal.sub}`,
+    purpose: call.purpose,
+    retry: 'finish connecting with the link, then call the tool again to continue.',
+  });
+  if (answered.kind === 'ended') return answered.result;
   reachFaultPoint('legacy.nested_waiting');
   // The session's end (the client's DELETE, the idle sweep, the broker stopping) ends the wait too.
   const verified = await broker.waits.run(ctx.principal, () =>
