@@ -1,10 +1,32 @@
 // Dependencies point one way: no import cycle anywhere in src/, type-only imports included
 // (they tie modules together for the reader and the type checker as much as runtime imports do),
-// and folders that once imported each other now import in one direction only.
+// and the folders stand in one order, each importing only those below it.
 // Production code (everything in src/ but src/dev/, reachable from dist/main.js and bin/broker.js)
 // runs on a production install (`npm ci --omit=dev`, the Dockerfile's production target): it imports
 // no devDependency and reaches the development stack only by dynamic import, in development mode.
 // Run by `npm run lint`; test/lint/dependencyRules.test.ts plants violations to show each rule fails.
+/** The files directly in src/ (main.ts, server.ts, app.ts, buildBrokerDeps.ts). */
+const ROOT = '.';
+const pathOf = (folder) => (folder === ROOT ? '(^|/)src/[^/]+$' : `(^|/)src/${folder}/`);
+
+/** One rule per folder: it may not import any folder above it in `order` (lowest first). */
+function layerRules(order) {
+  return order.slice(0, -1).map((folder, i) => {
+    const above = order.slice(i + 1);
+    const name = folder === ROOT ? 'root' : folder;
+    return {
+      name: `layer-${name}`,
+      severity: 'error',
+      comment: `${folder === ROOT ? 'src/*' : `${folder}/`} imports only what stands below it; these stand above: ${above
+        .map((f) => (f === ROOT ? 'src/*' : f))
+        .join(', ')}. Move what both need below both, or pass it in from the composition root.`,
+      from: { path: pathOf(folder) },
+      // A package's own src/ (node_modules/x/build/src/index.js) is no folder of ours.
+      to: { path: `(${above.map(pathOf).join('|')})`, pathNot: 'node_modules' },
+    };
+  });
+}
+
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
@@ -40,27 +62,41 @@ module.exports = {
       from: { path: '(^|/)src/', pathNot: '(^|/)src/dev/' },
       to: { path: '(^|/)src/dev/', dependencyTypesNot: ['dynamic-import'] },
     },
-    // Folders point one way (the pairs that once went both ways). Paths match anywhere in the
-    // path, so the rules' own test can plant a `src/` tree elsewhere.
-    ...[
-      ['auth', 'web', 'sign-in logic under the routes that serve it'],
-      ['errors', 'mcp', 'errors/ holds AppError and the HTTP table; each wire maps errors itself'],
-      ['flow', 'broker', 'the flow aggregate under the use cases that move it'],
-      ['ledger', 'broker', 'the ledger records flows; the broker writes to it'],
-      ['secrets', 'broker', 'the vault under the flows that fill it'],
-      ['providers', 'oauth', 'provider facts (catalog, conformers) under the OAuth client that uses them'],
-      ['providers', 'mcp', 'providers know nothing of the MCP wire'],
-      ['notes', 'mcp', 'a domain does not import a transport'],
-      ['flow', 'mcp', 'a domain does not import a transport'],
-      ['dev', 'cli', 'the CLI uses the development servers, not the other way'],
-      ['runtime', 'dev', 'the runtime is told about development servers, it does not load them'],
-    ].map(([from, to, why]) => ({
-      name: `${from}-not-${to}`,
-      severity: 'error',
-      comment: `${from}/ may not import ${to}/: ${why}.`,
-      from: { path: `(^|/)src/${from}/` },
-      to: { path: `(^|/)src/${to}/` },
-    })),
+    // Folders stand in one order, the lowest first, and a folder imports only folders below it, so
+    // every pair of folders has one direction and an arrow that runs back up fails here (the files
+    // directly in src/, the composition root, sit above every folder but cli/). Paths match anywhere
+    // in the path, so the rules' own test can plant a `src/` tree elsewhere. To add a folder, place it.
+    ...layerRules([
+      'runtime',
+      'security',
+      'tls',
+      'shared',
+      'crypto',
+      'telemetry',
+      'config',
+      'db',
+      'errors',
+      'events',
+      'health',
+      'providers',
+      'oauth',
+      'auth',
+      'flow',
+      'notes',
+      'ledger',
+      'metrics',
+      'secrets',
+      'broker',
+      'web',
+      'connect',
+      'mcp',
+      'dev',
+      'upstream',
+      'jobs',
+      'ops',
+      ROOT,
+      'cli',
+    ]),
   ],
   options: {
     tsPreCompilationDeps: true,

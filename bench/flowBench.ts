@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { devUsers } from '../src/dev/devUsers.js';
 import { BROKER_FORMS, compiledBrokerDir, type BrokerForm } from './brokerModules.js';
-import { DEFAULT_QUOTAS } from '../src/broker/quotas.js';
 import { assertFlowsWithinQuota, readFlowEnv, type FlowEnv } from './flowEnv.js';
 import { formatFlowFormComparison } from './flowForms.js';
 import { formatRun, formatSideBySide, type FlowRun } from './flowReport.js';
@@ -9,6 +8,7 @@ import { fetchTokens, runFlows } from './flowRun.js';
 import { githubService, reportService, type FlowService } from './flowServices.js';
 import { startFlowStack, type FlowStack } from './flowStack.js';
 import { verifyFlows } from './flowVerify.js';
+import { DEFAULT_QUOTAS } from '../src/config/limits.js';
 
 // npm run bench:flow — N complete connect flows (BENCH_FLOWS, default 100),
 // BENCH_CONCURRENCY (default 20) at a time, over HTTPS with a cookie jar per

@@ -1,5 +1,5 @@
 import type { IntervalHistogram } from 'node:perf_hooks';
-import type { Quotas } from '../src/broker/quotas.js';
+import type { Quotas } from '../src/config/limits.js';
 
 // What the flow bench (parent) and its broker process (bench/flowBroker.ts) share: the messages, and one measure.
 

@@ -5,7 +5,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import type { Quotas } from '../src/broker/quotas.js';
 import { startEmbeddedPostgres } from '../src/db/embeddedPostgres.js';
 import { migrate } from '../src/db/migrate.js';
 import { createPool, type Pool } from '../src/db/pool.js';
@@ -20,6 +19,7 @@ import { createRender } from '../src/web/render.js';
 import type { BrokerForm } from './brokerModules.js';
 import type { FlowEnv } from './flowEnv.js';
 import type { BrokerStats, FromBroker, ToBroker } from './flowIpc.js';
+import type { Quotas } from '../src/config/limits.js';
 
 export interface FlowStack {
   /** e.g. https://127.0.0.1:40123 (the broker process). */

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { loadavg } from 'node:os';
-import { DEFAULT_QUOTAS, type Quotas } from '../src/broker/quotas.js';
 import type { Pool } from '../src/db/pool.js';
 import { devUsers } from '../src/dev/devUsers.js';
 import { assertFlowsWithinQuota, positiveInt, readFlowEnv, type FlowEnv } from './flowEnv.js';
@@ -12,6 +11,7 @@ import { startFlowStack } from './flowStack.js';
 import { verifyFlows } from './flowVerify.js';
 import { prepareLooper, type Looper } from './loopCaller.js';
 import { formatLooper, formatLoopTable, type LoopRun } from './loopReport.js';
+import { DEFAULT_QUOTAS, type Quotas } from '../src/config/limits.js';
 
 // npm run bench:loop — the normal flow workload of bench:flow (BENCH_FLOWS,
 // default 100; BENCH_CONCURRENCY, default 10) three times, each on a fresh

@@ -5,7 +5,7 @@ import { ConfigError, loadConfig, type Config } from './config/config.js';
 import { startEmbeddedPostgres } from './db/embeddedPostgres.js';
 import { migrate, readMigrations } from './db/migrate.js';
 import { startSweeper } from './jobs/sweeps.js';
-import { startPeriodic } from './jobs/periodic.js';
+import { startPeriodic } from './shared/periodic.js';
 import { PROACTIVE_REFRESH } from './jobs/proactiveRefresh.js';
 import { startWebhookDelivery } from './events/webhookDelivery.js';
 import { createPool } from './db/pool.js';

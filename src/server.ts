@@ -5,7 +5,7 @@ import { createLoginCookies } from './auth/loginCookie.js';
 import { reconcileOutcomes, type RedriveDeps } from './jobs/redrive.js';
 import { resealPass, type ResealProgress } from './jobs/reseal.js';
 import { refreshExpiring, type ProactiveRefreshOptions, type ProactiveRefreshResult } from './jobs/proactiveRefresh.js';
-import { buildBrokerDeps } from './broker/buildBrokerDeps.js';
+import { buildBrokerDeps } from './buildBrokerDeps.js';
 import type { Config } from './config/config.js';
 import { createKeyring } from './crypto/keyring.js';
 import { createMetrics, type Metrics } from './metrics/metrics.js';

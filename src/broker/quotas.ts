@@ -1,30 +1,6 @@
 import type { Principal } from '../auth/principal.js';
 import { RateLimitedError } from '../errors/appError.js';
 
-/**
- * What one principal may ask of the broker (configuration: QUOTA_*). New
- * flows and open flows are counted in Postgres, so the limits hold across
- * instances; concurrent waits are counted per instance (a wait holds this
- * process's resources, not the cluster's).
- */
-export interface Quotas {
-  /** New connect flows a principal may start per rolling hour. */
-  navigationsPerHour: number;
-  /** Flows a principal may have open at once for one provider. */
-  openPerProvider: number;
-  /** Calls of one principal that may wait at once (for a connection, an approval, another call's outcome) on one instance. */
-  waitsPerPrincipal: number;
-  /** Refusals recorded in the ledger per flow; past it a refusal is still refused and logged, not written. */
-  refusalsPerFlow: number;
-}
-
-export const DEFAULT_QUOTAS: Quotas = {
-  navigationsPerHour: 60,
-  openPerProvider: 5,
-  waitsPerPrincipal: 8,
-  refusalsPerFlow: 20,
-};
-
 export interface WaitGate {
   /** Runs `wait` as one of the principal's waits, or refuses (429-style, with a retry hint) when it has too many. */
   run<T>(principal: Principal, wait: () => Promise<T>): Promise<T>;

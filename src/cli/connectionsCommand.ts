@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { buildBrokerDeps } from '../broker/buildBrokerDeps.js';
+import { buildBrokerDeps } from '../buildBrokerDeps.js';
 import type { Config } from '../config/config.js';
 import type { Pool } from '../db/pool.js';
 import { AppError } from '../errors/appError.js';

@@ -7,7 +7,7 @@ import { readProvidersFile } from '../providers/providersFile.js';
 import { createEgressGuard } from '../shared/egressGuard.js';
 import { createFetch, type Fetch } from '../shared/httpClient.js';
 import { Secret } from '../shared/secret.js';
-import type { BrokerSelf } from '../upstream/selfReference.js';
+import type { BrokerSelf } from '../providers/selfReference.js';
 
 /** The CLI cannot find what the running broker uses (exit 2). */
 export class DeploymentError extends Error {

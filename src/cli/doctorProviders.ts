@@ -4,7 +4,7 @@ import { parseProviders, ProviderConfigError, type Provider } from '../providers
 import { readProvidersFile } from '../providers/providersFile.js';
 import type { Fetch } from '../shared/httpClient.js';
 import { discoverUpstream } from '../upstream/discovery.js';
-import type { BrokerSelf } from '../upstream/selfReference.js';
+import type { BrokerSelf } from '../providers/selfReference.js';
 import { fail, ok, reasonOf, type Finding } from './doctorFinding.js';
 import { checkProviders } from './providerCheck.js';
 

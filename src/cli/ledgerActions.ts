@@ -1,6 +1,6 @@
 import { decideApproval } from '../broker/approvals.js';
 import { findApprovals } from '../broker/approvalRepo.js';
-import { buildBrokerDeps } from '../broker/buildBrokerDeps.js';
+import { buildBrokerDeps } from '../buildBrokerDeps.js';
 import { markTerminal, reissueLink, requestRedrive } from '../ops/recovery.js';
 import { findReceiptById } from '../broker/receiptRepo.js';
 import type { Principal } from '../auth/principal.js';

@@ -6,9 +6,9 @@ import type { Provider } from '../providers/providerConfig.js';
 import type { Fetch } from '../shared/httpClient.js';
 import { discoverUpstream } from '../upstream/discovery.js';
 import { endpointsOf } from '../upstream/issuerPin.js';
-import { findPin, repin, type PinnedEndpoints } from '../upstream/issuerPinsRepo.js';
-import type { BrokerSelf } from '../upstream/selfReference.js';
-import { UpstreamSetupError } from '../upstream/upstreamErrors.js';
+import { findPin, repin, type PinnedEndpoints } from '../oauth/issuerPinsRepo.js';
+import type { BrokerSelf } from '../providers/selfReference.js';
+import { UpstreamSetupError } from '../errors/upstreamErrors.js';
 import { deploymentFetch, deploymentSelf } from './deployment.js';
 import { withOperator } from './operatorAuth.js';
 

@@ -1,14 +1,12 @@
 import { z } from 'zod';
-import { DEFAULT_QUOTAS, type Quotas } from '../broker/quotas.js';
-import { signingKeyOf } from '../events/webhookSignature.js';
-import type { LegacyLimits } from '../mcp/legacy/legacySessions.js';
+import { signingKeyOf } from '../crypto/webhookSignature.js';
 import { checkUrl, UrlPolicyError } from '../security/urlPolicy.js';
 import { NON_PRODUCTION_EGRESS_ALLOW, parseEgressAllow, type EgressAllow } from '../security/egressAllow.js';
 import { FAULT_POINTS, type FaultPoint } from '../shared/faultPoints.js';
 import { parseTrustProxy, TRUST_NO_PROXY, TrustProxyError, type ProxyTrust } from '../shared/clientAddress.js';
 import { Secret } from '../shared/secret.js';
-import type { RateLimit } from '../web/middleware/rateLimit.js';
 import type { TracingSettings } from '../telemetry/tracing.js';
+import { DEFAULT_QUOTAS, type Quotas, type LegacyLimits, type RateLimit } from './limits.js';
 
 const modes = ['development', 'production', 'test'] as const;
 export type Mode = (typeof modes)[number];

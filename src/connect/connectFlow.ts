@@ -15,7 +15,7 @@ import { consentAlongside, recordConsent } from './consentRepo.js';
 import type { NavigationRecord } from '../flow/navigationRecord.js';
 import { findNavigationByHandle, lockNavigation } from '../broker/navigationRepo.js';
 import { consentableStates, declinedStates, RECONNECT, State, verifiedStates } from '../flow/navigationStates.js';
-import { inFlowSpan } from '../telemetry/flowSpan.js';
+import { inFlowSpan } from '../flow/flowSpan.js';
 
 const PENDING_TTL_MS = 10 * 60 * 1000;
 

@@ -28,7 +28,7 @@ import { lockOpenNavigationsFor } from '../broker/navigationRepo.js';
 import { RECONNECT, State } from '../flow/navigationStates.js';
 import { verifyAndSettle } from '../broker/settleOpenFlows.js';
 import { reachFaultPoint } from '../shared/faultPoints.js';
-import { inFlowSpan } from '../telemetry/flowSpan.js';
+import { inFlowSpan } from '../flow/flowSpan.js';
 
 /**
  * GET /oauth/callback/{provider}. Claims the OAuth transaction once, then

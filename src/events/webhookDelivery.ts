@@ -1,12 +1,12 @@
 import type { Config } from '../config/config.js';
 import type { Pool } from '../db/pool.js';
-import { startPeriodic } from '../jobs/periodic.js';
+import { startPeriodic } from '../shared/periodic.js';
 import type { Clock } from '../shared/clock.js';
 import type { Fetch } from '../shared/httpClient.js';
 import type { Logger } from '../shared/logger.js';
 import type { WebhookMessage } from './webhookEvent.js';
 import { claimDueEvents, giveUpExhausted, markDelivered, markFailed, type ClaimedEvent } from './webhookOutboxRepo.js';
-import { signingKeyOf, signWebhook } from './webhookSignature.js';
+import { signingKeyOf, signWebhook } from '../crypto/webhookSignature.js';
 
 export interface WebhookDeliveryDeps {
   pool: Pool;

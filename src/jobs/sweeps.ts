@@ -5,7 +5,7 @@ import type { Logger } from '../shared/logger.js';
 import { advance } from '../broker/advance.js';
 import { lockOverdueNavigations } from '../broker/navigationRepo.js';
 import { writeAnchor } from '../ledger/anchorRepo.js';
-import { startPeriodic } from './periodic.js';
+import { startPeriodic } from '../shared/periodic.js';
 import { deleteExpiredBatch, sweptTables, type SweptRows } from './sweepRepo.js';
 import { reachFaultPoint } from '../shared/faultPoints.js';
 

@@ -1,7 +1,7 @@
 import { Gauge, type Registry } from 'prom-client';
 import type { Queryable } from '../db/pool.js';
 import type { Logger } from '../shared/logger.js';
-import { listPins } from '../upstream/issuerPinsRepo.js';
+import { listPins } from '../oauth/issuerPinsRepo.js';
 
 export interface PinMetricsDeps {
   pool: Queryable;

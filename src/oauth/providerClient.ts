@@ -16,7 +16,7 @@ import {
 } from './oauthClient.js';
 import { revokeAtProvider, type HeldTokens, type Revocation } from './tokenRevocation.js';
 import { tokenAnswerPaths, upstreamConnectionOf, type UpstreamConnection } from './upstreamAccount.js';
-import { IssuerChangedError } from '../upstream/upstreamErrors.js';
+import { IssuerChangedError } from '../errors/upstreamErrors.js';
 
 export interface ProviderAuthorization extends AuthorizationChecks {
   url: URL;

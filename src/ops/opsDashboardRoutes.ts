@@ -26,7 +26,7 @@ import {
 } from './dashboardRepo.js';
 import { operatorForm, pageModel, readAct } from './opsForms.js';
 import type { OpsRoutesDeps } from './opsDeps.js';
-import { listPins } from '../upstream/issuerPinsRepo.js';
+import { listPins } from '../oauth/issuerPinsRepo.js';
 import { upstreamRows } from './upstreamFigures.js';
 
 const DAYS = 30;

@@ -1,5 +1,5 @@
 import type { UpstreamCallCount, UpstreamOutcome } from '../metrics/metrics.js';
-import type { IssuerPin } from '../upstream/issuerPinsRepo.js';
+import type { IssuerPin } from '../oauth/issuerPinsRepo.js';
 import type { ProviderConnections, ProviderReceipts } from './dashboardRepo.js';
 
 /** One upstream MCP server's row on the dashboard. */

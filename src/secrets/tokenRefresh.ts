@@ -12,7 +12,7 @@ import { keyMissing, recordUnopenable } from './missingKey.js';
 import { deleteSecrets, findSecrets, type StoredSecret } from './secretsRepo.js';
 import { openSecret, storeTokens, type TokenVaultDeps } from './sealedTokens.js';
 import { reachFaultPoint } from '../shared/faultPoints.js';
-import { IssuerChangedError } from '../upstream/upstreamErrors.js';
+import { IssuerChangedError } from '../errors/upstreamErrors.js';
 
 /** How long one instance may hold a refresh: longer than the provider call's own timeout (shared/httpClient.ts). */
 export const REFRESH_LEASE_MS = 30_000;

@@ -1,8 +1,8 @@
 import { isObject } from '../providers/conformers/responseFields.js';
-import { sameResource } from './resource.js';
-import { ownIssuerProblem, type BrokerSelf } from './selfReference.js';
-import type { UpstreamEntry } from './upstreamEntry.js';
-import { IssuerChangedError, UpstreamSetupError, type UpstreamStep } from './upstreamErrors.js';
+import { sameResource } from '../shared/resource.js';
+import { ownIssuerProblem, type BrokerSelf } from '../providers/selfReference.js';
+import type { UpstreamEntry } from '../providers/upstreamEntry.js';
+import { IssuerChangedError, UpstreamSetupError, type UpstreamStep } from '../errors/upstreamErrors.js';
 import { policyChecked, upstreamRequest, type UpstreamAnswer, type UpstreamFetchDeps } from './upstreamFetch.js';
 import { bearerParams } from './wwwAuthenticate.js';
 

@@ -6,7 +6,7 @@ import { appendObservations } from '../ledger/ledgerRepo.js';
 import { fromStatesOf, ledgerEventOf } from '../secrets/connectionStates.js';
 import { findProviderConnections, moveConnection } from '../secrets/connectionsRepo.js';
 import { deleteSecrets } from '../secrets/secretsRepo.js';
-import { markChanged, type IssuerPin } from './issuerPinsRepo.js';
+import { markChanged, type IssuerPin } from '../oauth/issuerPinsRepo.js';
 
 /** What discovery named, against the pin: the issuer, or the same issuer with other endpoints. */
 export interface IssuerChange {

@@ -1,8 +1,8 @@
 import type { Pool } from '../db/pool.js';
 import type { AuthorizationServer, UpstreamDiscovery } from './discovery.js';
 import { recordIssuerChange } from './issuerChange.js';
-import { findPin, pinIfNone, repin, type IssuerPin, type PinnedEndpoints } from './issuerPinsRepo.js';
-import { IssuerChangedError } from './upstreamErrors.js';
+import { findPin, pinIfNone, repin, type IssuerPin, type PinnedEndpoints } from '../oauth/issuerPinsRepo.js';
+import { IssuerChangedError } from '../errors/upstreamErrors.js';
 
 export interface IssuerPinDeps {
   pool: Pool;

@@ -16,8 +16,8 @@ import {
   type RegisteredAuthMethod,
   type StoredRegistration,
 } from './registrationsRepo.js';
-import type { UpstreamEntry } from './upstreamEntry.js';
-import { UpstreamSetupError } from './upstreamErrors.js';
+import type { UpstreamEntry } from '../providers/upstreamEntry.js';
+import { UpstreamSetupError } from '../errors/upstreamErrors.js';
 import { upstreamRequest, type UpstreamFetchDeps } from './upstreamFetch.js';
 
 /** The client the broker is at an upstream's authorization server, and how it was obtained. */

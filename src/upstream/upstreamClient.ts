@@ -7,9 +7,9 @@ import { singleFlight } from '../shared/singleFlight.js';
 import { discoverUpstream, type UpstreamDiscovery } from './discovery.js';
 import { heldToPin } from './issuerPin.js';
 import { registerClient, type ClientRegistration } from './registration.js';
-import { tokenAudienceProblem } from './selfReference.js';
-import type { UpstreamEntry } from './upstreamEntry.js';
-import { IssuerChangedError } from './upstreamErrors.js';
+import { tokenAudienceProblem } from '../providers/selfReference.js';
+import type { UpstreamEntry } from '../providers/upstreamEntry.js';
+import { IssuerChangedError } from '../errors/upstreamErrors.js';
 
 export interface UpstreamClientDeps {
   fetch: Fetch;

@@ -1,7 +1,7 @@
 import { MAX_AUTH_RESPONSE_BYTES } from '../oauth/oauthClient.js';
 import { checkUrl, UrlPolicyError } from '../security/urlPolicy.js';
 import { FetchRefusedError, strictFetch, type Fetch } from '../shared/httpClient.js';
-import { UpstreamSetupError, type UpstreamStep } from './upstreamErrors.js';
+import { UpstreamSetupError, type UpstreamStep } from '../errors/upstreamErrors.js';
 
 export interface UpstreamFetchDeps {
   fetch: Fetch;

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { BrokerDeps } from '../../src/broker/brokerDeps.js';
-import { DEFAULT_QUOTAS, createWaitGate } from '../../src/broker/quotas.js';
+import { createWaitGate } from '../../src/broker/quotas.js';
 import { startNavigation } from '../../src/broker/startNavigation.js';
 import { createCompletionSignal } from '../../src/broker/completionSignal.js';
 import { createKeyring } from '../../src/crypto/keyring.js';
@@ -19,6 +19,7 @@ import { plainProviderEntry, startPlainOAuthServer, type PlainOAuthServer } from
 import { createTestBrowser, type BrowserResponse } from '../support/testBrowser.js';
 import { useBrokerStack } from '../support/useBrokerStack.js';
 import { TEST_SELF } from '../support/brokerSelf.js';
+import { DEFAULT_QUOTAS } from '../../src/config/limits.js';
 
 // A plain OAuth 2.0 provider beside the built-in OIDC Report Service: a real
 // oidc-provider asked for no `openid` scope, with opaque access tokens and

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_QUOTAS } from '../../src/broker/quotas.js';
 import { digestOf } from '../../src/shared/tokens.js';
 import { elicitConnection, openConnectLink, retryConnection, URL_CAPS } from '../support/connectFlow.js';
 import { closeLegacy, connectLegacy, expectUrlElicitation } from '../support/legacySdkClient.js';
 import { callTool } from '../support/mcpWire.js';
 import { useBrokerStack } from '../support/useBrokerStack.js';
+import { DEFAULT_QUOTAS } from '../../src/config/limits.js';
 
 // Per-principal quotas (QUOTA_*): new flows per hour, open flows per provider,
 // concurrent waits, refusal rows per flow. A refusal is a clear tool error with

@@ -1,16 +1,28 @@
 import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify, stripVTControlCharacters } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // The dependency rules of .dependency-cruiser.cjs, as `npm run lint` runs them: a planted cycle,
-// also through a type-only import, a planted folder edge against its direction, production code
+// also through a type-only import, planted folder edges against the folders' order, production code
 // importing a devDependency and production code importing src/dev/ statically fail; a tree whose
 // production code loads src/dev/ by dynamic import passes, as does the repository's own src/.
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
+
+// Planted imports against the folder order: [importer, imported] under a planted src/.
+const BACK_ARROWS = [
+  ['notes/note.ts', 'mcp/protocol.ts'],
+  ['providers/providerConfig.ts', 'upstream/upstreamEntry.ts'],
+  ['broker/brokerDeps.ts', 'upstream/upstreamClient.ts'],
+  ['events/webhookDelivery.ts', 'jobs/periodic.ts'],
+  ['metrics/pinMetrics.ts', 'upstream/issuerPinsRepo.ts'],
+  ['config/config.ts', 'web/middleware/rateLimit.ts'],
+  ['telemetry/flowSpan.ts', 'flow/navigationRecord.ts'],
+  ['server.ts', 'cli/broker.ts'],
+] as const;
 const run = promisify(execFile);
 
 async function depcruise(target: string): Promise<{ code: number; output: string }> {
@@ -43,14 +55,19 @@ describe('the dependency rules', () => {
       join(planted, 'tool.ts'),
       "import type { Deps } from './registry.js';\nexport const tool = (deps: Deps) => deps.pool;\n",
     );
-    // A folder edge the rules forbid: a domain (notes/) importing the transport (mcp/).
-    await mkdir(join(planted, 'src/notes'), { recursive: true });
-    await mkdir(join(planted, 'src/mcp'), { recursive: true });
-    await writeFile(join(planted, 'src/mcp/protocol.ts'), 'export const VERSION = 1;\n');
-    await writeFile(
-      join(planted, 'src/notes/note.ts'),
-      "import { VERSION } from '../mcp/protocol.js';\nexport const note = VERSION;\n",
-    );
+    // Folder edges the order forbids: a domain (notes/) importing the transport (mcp/), and the
+    // arrows that once ran back up (each from a folder to one above it).
+    for (const [from, to] of BACK_ARROWS) {
+      await mkdir(join(planted, 'src', dirname(from)), { recursive: true });
+      await mkdir(join(planted, 'src', dirname(to)), { recursive: true });
+      await writeFile(join(planted, 'src', to), 'export const VALUE = 1;\n');
+      await writeFile(
+        join(planted, 'src', from),
+        `import { VALUE } from '${relative(dirname(from), to)
+          .replace(/^(?!\.)/, './')
+          .replace(/\.ts$/, '.js')}';\nexport const value = VALUE;\n`,
+      );
+    }
     // Production code importing a devDependency (nock): a production install has no nock.
     await mkdir(join(planted, 'src/upstream'), { recursive: true });
     await writeFile(
@@ -94,9 +111,15 @@ describe('the dependency rules', () => {
     // A child process that loads dependency-cruiser: seconds on a busy machine, as for src/ below.
   }, 60_000);
 
-  it('refuses an import against a folder direction, naming the rule', async () => {
+  it("refuses an import against the folder order, naming the importing folder's rule", async () => {
     const result = await depcruise(planted);
-    expect(result.output).toMatch(/notes-not-mcp: .*src\/notes\/note\.ts → .*src\/mcp\/protocol\.ts/);
+    for (const [from, to] of BACK_ARROWS) {
+      const rule = from.includes('/') ? `layer-${from.split('/')[0]}` : 'layer-root';
+      expect(result.output).toContain(`${rule}: ${join(planted, 'src', from).slice(root.length)} → `);
+      expect(result.output).toMatch(
+        new RegExp(`src/${from.replace(/\./g, '\\.')} → .*src/${to.replace(/\./g, '\\.')}`),
+      );
+    }
   }, 60_000);
 
   it('refuses production code importing a devDependency, naming the rule', async () => {

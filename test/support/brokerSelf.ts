@@ -1,4 +1,4 @@
-import type { BrokerSelf } from '../../src/upstream/selfReference.js';
+import type { BrokerSelf } from '../../src/providers/selfReference.js';
 
 /**
  * A broker's own origin and identity provider for tests that parse provider entries without a

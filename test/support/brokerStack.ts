@@ -13,8 +13,6 @@ import {
   startLocalDevStack,
   type DevStack,
 } from '../../src/dev/devStack.js';
-import type { LegacyLimits } from '../../src/mcp/legacy/legacySessions.js';
-import type { Quotas } from '../../src/broker/quotas.js';
 import type { Metrics } from '../../src/metrics/metrics.js';
 import { createOidcClient } from '../../src/oauth/oauthClient.js';
 import { loadConfig } from '../../src/config/config.js';
@@ -30,12 +28,12 @@ import { createBrokerServer, type BrokerServer, type ServerSettings } from '../.
 import { createKeyRegistry, type KeyRegistry } from '../../src/secrets/keyAgreement.js';
 import type { Tool } from '../../src/mcp/defineTool.js';
 import type { McpToolDeps } from '../../src/mcp/toolDeps.js';
-import type { RateLimit } from '../../src/web/middleware/rateLimit.js';
 import { createRender } from '../../src/web/render.js';
 import type { ResealProgress } from '../../src/jobs/reseal.js';
 import { capturedLogger } from './capturedLogger.js';
 import { createTestDb, type TestDb, type TestDbOptions } from './testDb.js';
 import { atUrl, stackSettings } from './testSettings.js';
+import type { LegacyLimits, Quotas, RateLimit } from '../../src/config/limits.js';
 
 export interface BrokerStack {
   /** e.g. https://127.0.0.1:40123; behind a proxy (`behindProxy`), the proxy's public URL. */

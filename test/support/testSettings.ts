@@ -1,8 +1,8 @@
 import { loadConfig } from '../../src/config/config.js';
 import type { ServerSettings } from '../../src/server.js';
 import { Secret } from '../../src/shared/secret.js';
-import type { RateLimit } from '../../src/web/middleware/rateLimit.js';
 import type { BrokerStackOptions } from './brokerStack.js';
+import type { RateLimit } from '../../src/config/limits.js';
 
 // The settings of the brokers that tests and benches build: what loadConfig makes of a test
 // environment, so every default, and every setting added later, is the one a deployment gets

@@ -1,5 +1,5 @@
 import type { BrokerDeps } from '../../src/broker/brokerDeps.js';
-import { buildBrokerDeps } from '../../src/broker/buildBrokerDeps.js';
+import { buildBrokerDeps } from '../../src/buildBrokerDeps.js';
 import { startNavigation, type NavigationRequest } from '../../src/broker/startNavigation.js';
 import { parseProviders } from '../../src/providers/providerConfig.js';
 import { systemClock } from '../../src/shared/clock.js';

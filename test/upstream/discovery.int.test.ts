@@ -6,8 +6,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createFetch, type Fetch } from '../../src/shared/httpClient.js';
 import { loadOrCreateLocalTls } from '../../src/tls/localCa.js';
 import { discoverUpstream } from '../../src/upstream/discovery.js';
-import type { UpstreamEntry } from '../../src/upstream/upstreamEntry.js';
-import { UpstreamSetupError } from '../../src/upstream/upstreamErrors.js';
+import type { UpstreamEntry } from '../../src/providers/upstreamEntry.js';
+import { UpstreamSetupError } from '../../src/errors/upstreamErrors.js';
 import { listenHttps, type HttpsTestServer } from '../support/httpsTestServer.js';
 import { TEST_SELF } from '../support/brokerSelf.js';
 

@@ -10,7 +10,7 @@ import { systemClock } from '../../src/shared/clock.js';
 import { createFetch, type Fetch } from '../../src/shared/httpClient.js';
 import { createLogger } from '../../src/shared/logger.js';
 import type { UpstreamClient } from '../../src/upstream/upstreamClient.js';
-import { IssuerChangedError } from '../../src/upstream/upstreamErrors.js';
+import { IssuerChangedError } from '../../src/errors/upstreamErrors.js';
 import { sampleValue } from '../support/metricsText.js';
 import { operatorCli } from '../support/operatorCli.js';
 import { createTestBrowser } from '../support/testBrowser.js';

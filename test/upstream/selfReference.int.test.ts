@@ -4,7 +4,7 @@ import { accessTokenFor } from '../../src/secrets/tokenVault.js';
 import { systemClock } from '../../src/shared/clock.js';
 import { createFetch } from '../../src/shared/httpClient.js';
 import type { UpstreamClient } from '../../src/upstream/upstreamClient.js';
-import { UpstreamSetupError } from '../../src/upstream/upstreamErrors.js';
+import { UpstreamSetupError } from '../../src/errors/upstreamErrors.js';
 import { connectUpstream, upstreamBroker } from '../support/upstreamBroker.js';
 import { startUpstreamMcp, type UpstreamMcp } from '../support/upstreamMcp.js';
 import { useBrokerStack } from '../support/useBrokerStack.js';

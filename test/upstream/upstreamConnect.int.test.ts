@@ -6,7 +6,7 @@ import { accessTokenFor } from '../../src/secrets/tokenVault.js';
 import { systemClock } from '../../src/shared/clock.js';
 import { createFetch } from '../../src/shared/httpClient.js';
 import type { UpstreamClient } from '../../src/upstream/upstreamClient.js';
-import { UpstreamSetupError } from '../../src/upstream/upstreamErrors.js';
+import { UpstreamSetupError } from '../../src/errors/upstreamErrors.js';
 import { callTool } from '../support/mcpWire.js';
 import { operatorCli } from '../support/operatorCli.js';
 import { startUpstreamMcp, UPSTREAM_SCOPE, type UpstreamMcp } from '../support/upstreamMcp.js';

@@ -4,6 +4,7 @@ import type { Principal } from '../../auth/principal.js';
 import { sessionEnded } from '../toMcp.js';
 import type { ClientCapabilities, RequestId } from '../protocol.js';
 import { errorMember } from '../rpcMessages.js';
+import type { LegacyLimits } from '../../config/limits.js';
 
 export { LEGACY_VERSION } from '../protocol.js';
 
@@ -30,20 +31,6 @@ export interface LegacySession {
   ended: boolean;
   /** Aborts when the session ends: its streams close and its waits stop. */
   closing: AbortSignal;
-}
-
-/** LEGACY_* settings: how many sessions, for how long, and what each may hold open. */
-export interface LegacyLimits {
-  maxSessions: number;
-  maxSessionsPerPrincipal: number;
-  /** A session with no request for this long is ended by the idle sweep. */
-  idleMs: number;
-  /** A comment line on every open SSE stream this often, so proxies and clients see it is alive. */
-  heartbeatMs: number;
-  /** The standalone GET stream is closed after this long; the client opens another (2025-11-25 allows it). */
-  streamMaxMs: number;
-  /** -32042 completion watchers per session; past it the oldest stops. */
-  watchersPerSession: number;
 }
 
 export type CreateResult = { session: LegacySession } | { refused: string };

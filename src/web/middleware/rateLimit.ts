@@ -3,13 +3,7 @@ import { isIPv6 } from 'node:net';
 import type { RequestHandler } from 'express';
 import { RateLimitedError } from '../../errors/appError.js';
 import type { Logger } from '../../shared/logger.js';
-
-export interface RateLimit {
-  /** Requests an address may make at once before it is slowed down. */
-  burst: number;
-  /** Tokens an address gets back per minute. */
-  perMinute: number;
-}
+import type { RateLimit } from '../../config/limits.js';
 
 // Enough distinct addresses for a busy instance; past it the least recently seen is forgotten
 // (it starts again with a full bucket), so memory stays bounded whatever the traffic.

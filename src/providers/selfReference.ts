@@ -1,5 +1,5 @@
 import { decodeJwt, errors as joseErrors } from 'jose';
-import { sameResource } from './resource.js';
+import { sameResource } from '../shared/resource.js';
 
 // An upstream is a server the broker does not control. Two of its answers would make the broker
 // a confused deputy against itself: an authorization server that is the broker's own identity

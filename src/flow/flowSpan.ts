@@ -1,7 +1,7 @@
 import { SpanKind } from '@opentelemetry/api';
-import type { NavigationRecord } from '../flow/navigationRecord.js';
-import { inSpan } from './spans.js';
-import { flowParent } from './traceContext.js';
+import type { NavigationRecord } from './navigationRecord.js';
+import { inSpan } from '../telemetry/spans.js';
+import { flowParent } from '../telemetry/traceContext.js';
 
 /**
  * Runs a step of a flow's browser leg (the connect page, the consent, the provider's callback) in a

@@ -1,4 +1,4 @@
-import { UnavailableError } from '../errors/appError.js';
+import { UnavailableError } from './appError.js';
 
 /** Where resolving an upstream stopped: its 401, its protected resource metadata, its authorization server, or the client. */
 export type UpstreamStep = 'challenge' | 'resource_metadata' | 'authorization_server' | 'registration';

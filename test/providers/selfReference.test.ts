@@ -1,6 +1,6 @@
 import { generateKeyPair, SignJWT, UnsecuredJWT } from 'jose';
 import { describe, expect, it } from 'vitest';
-import { tokenAudienceProblem } from '../../src/upstream/selfReference.js';
+import { tokenAudienceProblem } from '../../src/providers/selfReference.js';
 
 // An upstream's JWT access token is kept only when it is for that upstream (RFC 9068 §4, RFC 8707).
 

@@ -1,4 +1,4 @@
-import type { Logger } from '../shared/logger.js';
+import type { Logger } from './logger.js';
 
 /**
  * Runs `run` every `intervalMs`, each wait jittered by ±25% so that instances started together

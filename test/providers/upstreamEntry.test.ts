@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseProviders, ProviderConfigError } from '../../src/providers/providerConfig.js';
-import { canonicalResource } from '../../src/upstream/resource.js';
+import { canonicalResource } from '../../src/shared/resource.js';
 import { TEST_SELF } from '../support/brokerSelf.js';
 
 // PROVIDERS_FILE entries of kind `mcp`, validated at start beside every other provider.

@@ -1,6 +1,6 @@
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
-import { signingKeyOf, signWebhook } from '../../src/events/webhookSignature.js';
+import { signingKeyOf, signWebhook } from '../../src/crypto/webhookSignature.js';
 
 // The signature is checked against the Standard Webhooks reference library (the npm package
 // `standardwebhooks`), as a receiver would run it, not against a second copy of our own code.

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { providerId, scopeToken, SecretSchema, secretOf, type Env } from '../providers/entryFields.js';
+import { providerId, scopeToken, SecretSchema, secretOf, type Env } from './entryFields.js';
 import { checkUrl, UrlPolicyError } from '../security/urlPolicy.js';
 import { Secret } from '../shared/secret.js';
-import { canonicalResource } from './resource.js';
+import { canonicalResource } from '../shared/resource.js';
 import { ownIssuerProblem, ownUrlProblem, type BrokerSelf } from './selfReference.js';
 
 /** What a PROVIDERS_FILE entry of kind `mcp` says about its server, beside the fields every provider has. */

@@ -1,18 +1,18 @@
-import type { Config } from '../config/config.js';
-import { createKeyring, type KeyRotationView } from '../crypto/keyring.js';
-import { createSecretBox } from '../crypto/secretBox.js';
-import type { Pool } from '../db/pool.js';
-import { createProviderClient, type ProviderClient } from '../oauth/providerClient.js';
-import type { Provider } from '../providers/providerConfig.js';
-import type { Clock } from '../shared/clock.js';
-import type { Fetch } from '../shared/httpClient.js';
-import type { Logger } from '../shared/logger.js';
-import type { Secret } from '../shared/secret.js';
-import { holdDiscoveredServer } from '../upstream/issuerPin.js';
-import { createUpstreamClient } from '../upstream/upstreamClient.js';
-import type { BrokerDeps } from './brokerDeps.js';
-import { createCompletionSignal } from './completionSignal.js';
-import { createWaitGate } from './quotas.js';
+import type { Config } from './config/config.js';
+import { createKeyring, type KeyRotationView } from './crypto/keyring.js';
+import { createSecretBox } from './crypto/secretBox.js';
+import type { Pool } from './db/pool.js';
+import { createProviderClient, type ProviderClient } from './oauth/providerClient.js';
+import type { Provider } from './providers/providerConfig.js';
+import type { Clock } from './shared/clock.js';
+import type { Fetch } from './shared/httpClient.js';
+import type { Logger } from './shared/logger.js';
+import type { Secret } from './shared/secret.js';
+import { holdDiscoveredServer } from './upstream/issuerPin.js';
+import { createUpstreamClient } from './upstream/upstreamClient.js';
+import type { BrokerDeps } from './broker/brokerDeps.js';
+import { createCompletionSignal } from './broker/completionSignal.js';
+import { createWaitGate } from './broker/quotas.js';
 
 /** What the broker's use cases are built from: the process's resources and the deployment's settings. */
 export interface BrokerBuild {
