@@ -45,3 +45,7 @@ export interface BrokerDeps extends BrokerSettings {
 export const CALLBACK_ROUTE = '/oauth/callback/:provider';
 export const callbackPathFor = (providerId: string): string => `/oauth/callback/${providerId}`;
 export const DONE_PATH = '/connect/done';
+
+/** A provider as users are shown it: its display name, or its id when it is not configured (any more). */
+export const providerNameOf = (broker: Pick<BrokerDeps, 'providers'>, providerId: string): string =>
+  broker.providers.get(providerId)?.provider.displayName ?? providerId;

@@ -7,7 +7,7 @@ import { parseInput } from '../web/parse.js';
 import type { Render } from '../web/render.js';
 import { formBody } from '../web/requestBody.js';
 import { signedInUser } from '../web/signedInUser.js';
-import { CALLBACK_ROUTE, DONE_PATH, type BrokerDeps } from '../broker/brokerDeps.js';
+import { CALLBACK_ROUTE, DONE_PATH, type BrokerDeps, providerNameOf } from '../broker/brokerDeps.js';
 import { consentToConnect, viewConnect } from './connectFlow.js';
 import { findNavigationById } from '../broker/navigationRepo.js';
 import { flowTargetOf } from '../broker/startReconnect.js';
@@ -44,7 +44,7 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
     ) {
       throw new ForbiddenError('There is nothing to show here for you.');
     }
-    const providerName = broker.providers.get(navigation.provider)?.provider.displayName ?? navigation.provider;
+    const providerName = providerNameOf(broker, navigation.provider);
     res.type('html').send(
       render('connect/done', {
         title: `${providerName} connected`,

@@ -7,6 +7,7 @@ import {
 } from '../broker/acceptOriginalOperation.js';
 import { advanceIfAllowed } from '../broker/advance.js';
 import type { BrokerDeps } from '../broker/brokerDeps.js';
+import { providerNameOf } from '../broker/brokerDeps.js';
 import type { NavigationRecord } from '../flow/navigationRecord.js';
 import { approvalMessage, awaitApproval, needsApproval } from '../broker/approvals.js';
 import { findNavigationById, findReissueOf } from '../broker/navigationRepo.js';
@@ -135,7 +136,8 @@ export async function runConnectionTool(
   };
   if (ctx.requestState === undefined) {
     const access = await accessWithOpenFlow(deps, ctx, call);
-    if (access.kind === 'unknown_account') return unknownAccountResult(providerNameOf(deps, call), access);
+    if (access.kind === 'unknown_account')
+      return unknownAccountResult(providerNameOf(deps.broker, call.provider), access);
     if (access.kind === 'choose') return askWhichAccount(deps, ctx, call, binding, access.candidates);
     if (access.kind !== 'connected') return askToConnect(deps, ctx, call, binding, access);
     return runConnected(deps, ctx, call, binding, access);
@@ -214,14 +216,14 @@ async function askWhichAccount(
 ): Promise<ToolCallResult> {
   if (!elicitationModes(ctx.capabilities).form || !deps.forms)
     return errorResult(
-      `You have several ${providerNameOf(deps, call)} accounts connected and no default: call again with account set to one of ${candidateLabels(
+      `You have several ${providerNameOf(deps.broker, call.provider)} accounts connected and no default: call again with account set to one of ${candidateLabels(
         candidates,
       )
         .map((l) => `"${l}"`)
         .join(', ')}, or make one your default on the connections page. Nothing was done.`,
       { status: 'account_required', accounts: candidateLabels(candidates) },
     );
-  const form = accountQuestion(providerNameOf(deps, call), call.purpose, candidates);
+  const form = accountQuestion(providerNameOf(deps.broker, call.provider), call.purpose, candidates);
   await deps.forms.admit(form, {
     tool: call.tool,
     origin: 'broker',
@@ -263,15 +265,13 @@ async function answerWhichAccount(
   // Changed meanwhile (refused, disconnected): asked again from what is usable now.
   if (access.kind === 'choose') return askWhichAccount(deps, ctx, call, binding, access.candidates);
   if (access.kind === 'connected') return runConnected(deps, ctx, chosen, binding, access);
-  if (access.kind === 'unknown_account') return unknownAccountResult(providerNameOf(deps, call), access);
+  if (access.kind === 'unknown_account')
+    return unknownAccountResult(providerNameOf(deps.broker, call.provider), access);
   return askToConnect(deps, ctx, call, binding, access);
 }
 
 // A flow's retry asks nobody which account: whether the user is connected is the default's (or the named one's) answer.
 const settling = (call: ConnectionCall): ConnectionChoice => ({ ...call.choice, ask: false });
-
-const providerNameOf = (deps: ConnectionToolDeps, call: ConnectionCall): string =>
-  deps.broker.providers.get(call.provider)?.provider.displayName ?? call.provider;
 
 /**
  * The retry of a flow: its outcome once accepted, or its acceptance once verified, or a bounded wait.
@@ -450,7 +450,7 @@ export async function runAccepted(
   }
   const reason = reconnectReasonOf(outcome);
   if (!reason) return used ? namingConnection(call.render(outcome), used) : call.render(outcome);
-  const name = deps.broker.providers.get(call.provider)?.provider.displayName ?? call.provider;
+  const name = providerNameOf(deps.broker, call.provider);
   if (reason === 'scopes_missing') {
     const missing = (outcome.outcome?.['missing'] as string[] | undefined) ?? [];
     const text = `Your ${name} connection was not granted ${scopeList(missing)}, which ${call.purpose} needs, so it was not done, and it never will be from this call. Call the tool again, as a new call, to grant it; it is then done once.`;
@@ -476,7 +476,7 @@ async function askToConnect(
   const request = navigationRequest(ctx, call, 'mrtr');
   const { navigation, connectUrl } =
     (await findReusableNavigation(deps.broker, request)) ?? (await startNavigation(deps.broker, request));
-  const name = deps.broker.providers.get(call.provider)?.provider.displayName ?? call.provider;
+  const name = providerNameOf(deps.broker, call.provider);
   const message = `${connectRequestText(call, name, navigation.targetHost, access)} The link opens ${deps.broker.publicUrl.host}, where you sign in and confirm before being sent to ${navigation.targetHost}.`;
   const { token } = await deps.requestState.seal(binding, {
     navigationId: navigation.id,

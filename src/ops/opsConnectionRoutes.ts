@@ -6,6 +6,7 @@ import { parseInput } from '../web/parse.js';
 import { describeRevocation, revokeConnection } from './connectionRevocation.js';
 import { IdParams, operatorForm, optional, pageModel, readAct } from './opsForms.js';
 import type { OpsRoutesDeps } from './opsDeps.js';
+import { providerNameOf } from '../broker/brokerDeps.js';
 
 const ConnectionsQuery = z.strictObject({
   subject: optional(z.string().trim().min(1).max(255)),
@@ -22,7 +23,7 @@ const CONNECTIONS_LIMIT = 200;
 export function opsConnectionRoutes(deps: OpsRoutesDeps): Router {
   const router = Router();
   const { broker } = deps.ops;
-  const displayName = (provider: string) => broker.providers.get(provider)?.provider.displayName ?? provider;
+  const displayName = (provider: string) => providerNameOf(broker, provider);
   const row = (c: ConnectionRecord) => ({
     id: c.id,
     subject: c.subject.sub,

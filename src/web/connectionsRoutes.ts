@@ -1,6 +1,7 @@
 import { Router, type Request } from 'express';
 import { z } from 'zod';
 import type { BrokerDeps } from '../broker/brokerDeps.js';
+import { providerNameOf } from '../broker/brokerDeps.js';
 import { disconnectConnection } from '../broker/disconnectConnection.js';
 import { preferConnection } from '../broker/preferConnection.js';
 import { startAddAccount, startReconnect } from '../broker/startReconnect.js';
@@ -145,7 +146,7 @@ export function connectionsRoutes(deps: ConnectionsRoutesDeps): Router {
       actor: `browser:${principal.sub}`,
       reason: 'disconnected by the user on the connections page',
     });
-    const providerName = broker.providers.get(result.provider)?.provider.displayName ?? result.provider;
+    const providerName = providerNameOf(broker, result.provider);
     res.type('html').send(
       render('connections/disconnected', {
         title: `${providerName} disconnected`,

@@ -35,6 +35,7 @@ import type { LegacySession } from './legacySessions.js';
 import { findSameOperation } from './errorRetryLineage.js';
 import { reachFaultPoint } from '../../shared/faultPoints.js';
 import { markRequest } from '../../telemetry/spans.js';
+import { providerNameOf } from '../../broker/brokerDeps.js';
 
 export interface LegacyToolDeps {
   tools: ToolRegistry<McpToolDeps>;
@@ -142,7 +143,7 @@ async function connectionCall(
   const joined = same ? await joinSameOperation(deps, call, ctx, same, jsonrpcId, session.closing, channel) : undefined;
   if (joined) return joined;
   let access = await connectionAccessFor(connection.vault, ctx.principal, call.provider, call.scopes, call.choice);
-  const providerName = broker.providers.get(call.provider)?.provider.displayName ?? call.provider;
+  const providerName = providerNameOf(broker, call.provider);
   if (access.kind === 'unknown_account') return unknownAccountResult(providerName, access);
   if (access.kind === 'choose') {
     const asked = await askWhichAccountOnStream(deps, call, ctx, channel, providerName, access.candidates);
@@ -191,7 +192,7 @@ async function connectionCall(
   const request = navigationRequest(ctx, call, lineage);
   const { navigation, connectUrl } =
     (await findReusableNavigation(broker, request)) ?? (await startNavigation(broker, request));
-  const name = broker.providers.get(call.provider)?.provider.displayName ?? call.provider;
+  const name = providerNameOf(broker, call.provider);
   const elicitation = {
     mode: 'url' as const,
     elicitationId: navigation.id,
