@@ -17,16 +17,15 @@ const noInsecureRequests = {
 // list typed elsewhere can miss a state the table gains. The names are read from the module itself.
 export const navigationStatesModule = 'src/flow/navigationStates.ts';
 
-/** The `navigationStates` array of the module, as written there. */
-function readNavigationStates() {
-  const { ast } = tseslint.parser.parseForESLint(
-    readFileSync(new URL(navigationStatesModule, import.meta.url), 'utf8'),
-    { sourceType: 'module' },
-  );
+/** The exported string array `name` of `module`, as written there. */
+function readStringArray(module, name) {
+  const { ast } = tseslint.parser.parseForESLint(readFileSync(new URL(module, import.meta.url), 'utf8'), {
+    sourceType: 'module',
+  });
   for (const statement of ast.body) {
     const declarator =
       statement.type === 'ExportNamedDeclaration'
-        ? statement.declaration?.declarations?.find((d) => d.id.name === 'navigationStates')
+        ? statement.declaration?.declarations?.find((d) => d.id.name === name)
         : undefined;
     const list = declarator?.init?.type === 'TSAsExpression' ? declarator.init.expression : declarator?.init;
     if (
@@ -35,10 +34,13 @@ function readNavigationStates() {
     )
       return list.elements.map((e) => e.value);
   }
-  throw new Error(`eslint.config.js: no navigationStates array of string literals in ${navigationStatesModule}`);
+  throw new Error(`eslint.config.js: no ${name} array of string literals in ${module}`);
 }
 
-const statePattern = new RegExp(`\\b(${readNavigationStates().join('|')})\\b`, 'g');
+const statePattern = new RegExp(
+  `\\b(${readStringArray(navigationStatesModule, 'navigationStates').join('|')})\\b`,
+  'g',
+);
 const noStateLiterals = {
   meta: {
     type: 'problem',
@@ -56,6 +58,55 @@ const noStateLiterals = {
     return {
       Literal: (node) => typeof node.value === 'string' && check(node, node.value),
       TemplateElement: (node) => check(node, node.value.raw),
+    };
+  },
+};
+
+// The same for connection states (src/secrets/connectionStates.ts). Their names are ordinary words
+// ('active', 'revoked'), so only their uses as states are refused: a `.state` compared with one, and
+// one written into SQL against a `state` column.
+export const connectionStatesModule = 'src/secrets/connectionStates.ts';
+const connectionStateNames = readStringArray(connectionStatesModule, 'connectionStates');
+const connectionStateAlternatives = connectionStateNames.join('|');
+const sqlConnectionState = new RegExp(
+  `\\bstate\\s*(?:=|<>|!=)\\s*'(${connectionStateAlternatives})'|\\bstate\\s+(?:NOT\\s+)?IN\\s*\\(([^)]*)\\)`,
+  'gi',
+);
+const noConnectionStateLiterals = {
+  meta: {
+    type: 'problem',
+    schema: [],
+    messages: {
+      connectionState:
+        "'{{state}}' is a connection state: name it through src/secrets/connectionStates.ts (usableStates, toStateOf, …) and pass it to SQL as a parameter.",
+    },
+  },
+  create(context) {
+    const report = (node, state) => context.report({ node, messageId: 'connectionState', data: { state } });
+    const isStateMember = (node) =>
+      node?.type === 'MemberExpression' &&
+      !node.computed &&
+      node.property.type === 'Identifier' &&
+      node.property.name === 'state';
+    const checkSql = (node, text) => {
+      for (const m of text.matchAll(sqlConnectionState)) {
+        if (m[1]) report(node, m[1]);
+        for (const listed of (m[2] ?? '').matchAll(/'([^']*)'/g))
+          if (connectionStateNames.includes(listed[1])) report(node, listed[1]);
+      }
+    };
+    return {
+      BinaryExpression(node) {
+        if (!['===', '!==', '==', '!='].includes(node.operator)) return;
+        for (const [member, other] of [
+          [node.left, node.right],
+          [node.right, node.left],
+        ])
+          if (isStateMember(member) && other.type === 'Literal' && connectionStateNames.includes(other.value))
+            report(other, other.value);
+      },
+      Literal: (node) => typeof node.value === 'string' && checkSql(node, node.value),
+      TemplateElement: (node) => checkSql(node, node.value.raw),
     };
   },
 };
@@ -105,9 +156,21 @@ export default tseslint.config(
   },
   {
     files: ['src/**/*.ts'],
+    plugins: {
+      broker: {
+        rules: { 'no-state-literals': noStateLiterals, 'no-connection-state-literals': noConnectionStateLiterals },
+      },
+    },
+  },
+  {
+    files: ['src/**/*.ts'],
     ignores: [navigationStatesModule],
-    plugins: { broker: { rules: { 'no-state-literals': noStateLiterals } } },
     rules: { 'broker/no-state-literals': 'error' },
+  },
+  {
+    files: ['src/**/*.ts'],
+    ignores: [connectionStatesModule],
+    rules: { 'broker/no-connection-state-literals': 'error' },
   },
   {
     // Configuration and test harness are where the environment is read.

@@ -7,7 +7,7 @@ import { enqueueEvent } from '../events/webhookOutboxRepo.js';
 import { appendObservations } from '../ledger/ledgerRepo.js';
 import type { ProviderClient } from '../oauth/providerClient.js';
 import type { HeldTokens, Revocation } from '../oauth/tokenRevocation.js';
-import { ledgerEventOf } from '../secrets/connectionStates.js';
+import { disconnectedState, ledgerEventOf } from '../secrets/connectionStates.js';
 import { findConnectionById, moveConnection, type ConnectionRecord } from '../secrets/connectionsRepo.js';
 import { openSecret } from '../secrets/sealedTokens.js';
 import { deleteSecrets, findSecrets, type StoredSecret } from '../secrets/secretsRepo.js';
@@ -65,7 +65,7 @@ export async function disconnectConnection(deps: DisconnectDeps, input: Disconne
     const connection = await findConnectionById(deps.pool, connectionId);
     if (!connection || (input.subject && !samePrincipal(connection.subject, input.subject)))
       throw new NotFoundError('No such connection.');
-    if (connection.state === 'revoked') throw new ConflictError('This connection is already disconnected.');
+    if (connection.state === disconnectedState) throw new ConflictError('This connection is already disconnected.');
     const secrets = await findSecrets(deps.pool, connection.id);
     const revocation = await revokeHeld(deps, connection, secrets);
     const result: DisconnectResult = {

@@ -4,6 +4,7 @@ import { withTransaction } from '../db/transaction.js';
 import { ConflictError, NotFoundError } from '../errors/appError.js';
 import { choosePreferred, findConnectionById, type ConnectionRecord } from '../secrets/connectionsRepo.js';
 import type { Clock } from '../shared/clock.js';
+import { disconnectedState } from '../secrets/connectionStates.js';
 
 /**
  * The signed-in user makes one of their connections their default for its provider ("Make
@@ -19,7 +20,7 @@ export async function preferConnection(
     const found = await findConnectionById(tx, input.connectionId);
     if (!found || found.subject.iss !== input.principal.iss || found.subject.sub !== input.principal.sub)
       throw new NotFoundError('You have no such connection.');
-    if (found.state === 'revoked')
+    if (found.state === disconnectedState)
       throw new ConflictError('This connection was disconnected: connect it again before making it your default.');
     const chosen = await choosePreferred(tx, input.principal, input.connectionId, deps.clock.now());
     if (!chosen) throw new NotFoundError('You have no such connection.');

@@ -2,7 +2,7 @@ import type { Principal } from '../auth/principal.js';
 import { ConflictError, NotFoundError } from '../errors/appError.js';
 import type { NavigationRecord } from '../flow/navigationRecord.js';
 import { RECONNECT } from '../flow/navigationStates.js';
-import { reconnectableStates } from '../secrets/connectionStates.js';
+import { disconnectedState, reconnectableStates } from '../secrets/connectionStates.js';
 import type { Queryable } from '../db/pool.js';
 import {
   findConnectionById,
@@ -73,7 +73,7 @@ export async function startReconnect(
   const name = client.provider.displayName;
   if (!reconnectableStates.has(connection.state))
     throw new ConflictError(
-      connection.state === 'revoked'
+      connection.state === disconnectedState
         ? `Your ${name} connection was disconnected. Your app asks you to connect it again when it needs it.`
         : `Your ${name} connection works; there is nothing to reconnect.`,
     );

@@ -76,6 +76,7 @@ export function keysStatus(
 }
 
 function retireText(k: KeyStatus): string {
+  // eslint-disable-next-line broker/no-connection-state-literals -- a key's state, not a connection's
   if (k.state === 'active') return 'no: new values are sealed under it';
   if (k.state === 'missing')
     return `not configured: ${k.values} value(s) no configured key opens (users connect again, flows start again)`;

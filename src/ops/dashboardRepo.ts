@@ -1,5 +1,6 @@
 import { State } from '../flow/navigationStates.js';
 import type { Queryable } from '../db/pool.js';
+import { reconnectableStates, usableStates } from '../secrets/connectionStates.js';
 
 // Read-only aggregates for the operator dashboard. SELECT
 // only. Each answers in a handful of rows however large the ledger is:
@@ -96,11 +97,11 @@ export async function countConnectionsByProvider(
 ): Promise<Map<string, ProviderConnections>> {
   const { rows } = await db.query<{ provider: string; users: number; connections: number; needs_reauth: number }>(
     `SELECT provider,
-            count(DISTINCT (subject_iss, subject_sub)) FILTER (WHERE state IN ('active', 'refreshing'))::int AS users,
-            count(*) FILTER (WHERE state IN ('active', 'refreshing'))::int AS connections,
-            count(*) FILTER (WHERE state = 'needs_reauth')::int AS needs_reauth
+            count(DISTINCT (subject_iss, subject_sub)) FILTER (WHERE state = ANY($2))::int AS users,
+            count(*) FILTER (WHERE state = ANY($2))::int AS connections,
+            count(*) FILTER (WHERE state = ANY($3))::int AS needs_reauth
        FROM connections WHERE provider = ANY($1) GROUP BY provider`,
-    [providers],
+    [providers, [...usableStates], [...reconnectableStates]],
   );
   return new Map(
     rows.map((r) => [r.provider, { users: r.users, connections: r.connections, needsReauth: r.needs_reauth }]),

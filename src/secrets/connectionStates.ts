@@ -51,3 +51,6 @@ export const reconnectableStates: ReadonlySet<ConnectionState> = new Set(['needs
 
 /** The ledger event a connection's move is recorded under, on the flow that made it. */
 export const ledgerEventOf = (event: ConnectionEvent): string => `connection_${event}`;
+
+/** Where a disconnect leaves a connection: kept for the record, never used again. */
+export const disconnectedState: ConnectionState = toStateOf('revoked');

@@ -137,9 +137,9 @@ export function connectionReplaceAlongside(id: string, c: ConnectionWrite, now: 
       `UPDATE connections
           SET upstream_subject = ${p(2)}, upstream_name = ${p(3)}, granted_scopes = ${p(4)}::text[], metadata = ${p(5)}::jsonb,
               api_base = ${p(6)}, navigation_id = ${p(7)}::uuid, issuer = ${p(8)}, connected_at = ${p(9)}::timestamptz, updated_at = ${p(9)}::timestamptz,
-              state = 'active', lease_until = NULL, version = version + 1
+              state = ${p(10)}, lease_until = NULL, version = version + 1
         WHERE id = ${p(1)}::uuid`,
-    values: [id, ...factsOf(c), now],
+    values: [id, ...factsOf(c), now, toStateOf('connected')],
   };
 }
 
@@ -285,12 +285,20 @@ export async function moveConnection(
   const { rows } = await db.query<Row>(
     `UPDATE connections
         SET state = $2, version = version + 1, updated_at = $4,
-            lease_until = CASE WHEN $2 = 'refreshing' THEN $5::timestamptz END
+            lease_until = CASE WHEN $2 = $7 THEN $5::timestamptz END
       WHERE id = $1 AND state = ANY($3) AND ($6::bigint IS NULL OR version = $6)
-        -- A lease is taken over only once its time ran out.
-        AND ($2 <> 'refreshing' OR state <> 'refreshing' OR lease_until < $4)
+        -- A lease ($7, the refreshing state) is taken over only once its time ran out.
+        AND ($2 <> $7 OR state <> $7 OR lease_until < $4)
       RETURNING *`,
-    [move.id, to, fromStatesOf(move.event), move.now, move.leaseUntil ?? null, move.version ?? null],
+    [
+      move.id,
+      to,
+      fromStatesOf(move.event),
+      move.now,
+      move.leaseUntil ?? null,
+      move.version ?? null,
+      toStateOf('refresh_started'),
+    ],
   );
   return rows[0] && fromRow(rows[0]);
 }

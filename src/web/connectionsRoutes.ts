@@ -6,7 +6,7 @@ import { disconnectConnection } from '../broker/disconnectConnection.js';
 import { preferConnection } from '../broker/preferConnection.js';
 import { startAddAccount, startReconnect } from '../broker/startReconnect.js';
 import { ForbiddenError } from '../errors/appError.js';
-import { reconnectableStates, type ConnectionState } from '../secrets/connectionStates.js';
+import { type ConnectionState, disconnectedState, reconnectableStates } from '../secrets/connectionStates.js';
 import { accountLabelOf, findConnectionsOf, type ConnectionRecord } from '../secrets/connectionsRepo.js';
 import { csrfTokenFor, isValidCsrf, requireSameOrigin } from './middleware/csrf.js';
 import { parseInput } from './parse.js';
@@ -36,7 +36,7 @@ const STATE_LABELS: Readonly<Record<ConnectionState, string>> = {
 function rowOf(deps: ConnectionsRoutesDeps, c: ConnectionRecord, all: readonly ConnectionRecord[]) {
   const configured = deps.broker.providers.get(c.provider);
   // Several accounts at one provider: which one a call uses when it names none is the user's to choose.
-  const siblings = all.filter((o) => o.provider === c.provider && o.state !== 'revoked').length;
+  const siblings = all.filter((o) => o.provider === c.provider && o.state !== disconnectedState).length;
   return {
     id: c.id,
     provider: c.provider,
@@ -44,7 +44,7 @@ function rowOf(deps: ConnectionsRoutesDeps, c: ConnectionRecord, all: readonly C
     account: accountLabelOf(c),
     isDefault: c.preferred && siblings > 1,
     defaultChosen: c.preferredChosen,
-    canMakeDefault: siblings > 1 && c.state !== 'revoked' && !(c.preferred && c.preferredChosen),
+    canMakeDefault: siblings > 1 && c.state !== disconnectedState && !(c.preferred && c.preferredChosen),
     scopes: c.grantedScopes,
     state: c.state,
     stateLabel: STATE_LABELS[c.state],
@@ -52,7 +52,7 @@ function rowOf(deps: ConnectionsRoutesDeps, c: ConnectionRecord, all: readonly C
     lastUsedAt: c.lastUsedAt && when(c.lastUsedAt),
     // A provider taken out of the configuration cannot be signed in to again.
     canReconnect: reconnectableStates.has(c.state) && configured !== undefined,
-    canDisconnect: c.state !== 'revoked',
+    canDisconnect: c.state !== disconnectedState,
   };
 }
 
@@ -80,7 +80,7 @@ export function connectionsRoutes(deps: ConnectionsRoutesDeps): Router {
         .send(render('connections/signIn', { title: 'Sign in to see your connections', returnTo: CONNECTIONS_PATH }));
     const connections = await findConnectionsOf(broker.pool, user.principal);
     // "Add another account" for each configured provider the user is connected to (an app's call makes the first).
-    const providers = [...new Set(connections.filter((c) => c.state !== 'revoked').map((c) => c.provider))]
+    const providers = [...new Set(connections.filter((c) => c.state !== disconnectedState).map((c) => c.provider))]
       .filter((id) => broker.providers.has(id))
       .map((id) => ({ id, name: broker.providers.get(id)!.provider.displayName }));
     res.type('html').send(
