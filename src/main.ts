@@ -22,6 +22,7 @@ import { createRequestFetch } from './shared/requestFetch.js';
 import { createLogger, type Logger } from './shared/logger.js';
 import { armFaultPoint } from './shared/faultPoints.js';
 import { Secret } from './shared/secret.js';
+import { readTrustedCas } from './tls/trustedCas.js';
 import { loadOrCreateLocalTls, type TlsMaterial } from './tls/localCa.js';
 import { createKeyRegistry } from './secrets/keyAgreement.js';
 import { createRender } from './web/render.js';
@@ -77,7 +78,11 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
   closers.push({ name: 'run lock', close: lock.release });
 
   const tls = dev ? await loadOrCreateLocalTls(join(config.dataDir, 'tls')) : await readTls(config);
-  const extraCaPems = tls.caPem ? [tls.caPem] : [];
+  // The development CA and TLS_CA_FILE, in development too (a provider on a private CA).
+  const extraCaPems = await readTrustedCas({
+    devCaFile: dev ? join(config.dataDir, 'tls', 'ca.pem') : undefined,
+    caFile: config.tls.caFile,
+  });
   // Every outgoing connection is judged by its address: none reaches an internal one EGRESS_ALLOW does not name.
   const egress = createEgressGuard({ allow: config.egress.allow });
   logger.info({ egressAllow: config.egress.allow.entries }, 'egress: internal addresses refused except these');
@@ -292,16 +297,12 @@ function packageVersion(): string {
 }
 
 async function readTls(config: Readonly<Config>): Promise<TlsMaterial> {
-  const { certFile, keyFile, caFile, terminatedByProxy } = config.tls;
-  // The listener is plain HTTP: only the CA that outbound calls trust is read.
-  if (terminatedByProxy) return { certPem: '', keyPem: '', caPem: caFile ? await readFile(caFile, 'utf8') : '' };
+  const { certFile, keyFile, terminatedByProxy } = config.tls;
+  // TLS_CA_FILE is read with the CAs outbound calls trust (tls/trustedCas.ts), not here.
+  if (terminatedByProxy) return { certPem: '', keyPem: '', caPem: '' };
   if (!certFile || !keyFile) throw new ConfigError(['TLS_CERT_FILE and TLS_KEY_FILE are required']);
-  const [certPem, keyPem, caPem] = await Promise.all([
-    readFile(certFile, 'utf8'),
-    readFile(keyFile, 'utf8'),
-    caFile ? readFile(caFile, 'utf8') : '',
-  ]);
-  return { certPem, keyPem, caPem };
+  const [certPem, keyPem] = await Promise.all([readFile(certFile, 'utf8'), readFile(keyFile, 'utf8')]);
+  return { certPem, keyPem, caPem: '' };
 }
 
 /** Closes in reverse order of opening: servers first (in-flight requests finish), the database last. */

@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Config } from '../config/config.js';
 import { runningEmbeddedPostgresUrl } from '../db/embeddedPostgres.js';
@@ -7,6 +6,7 @@ import { readProvidersFile } from '../providers/providersFile.js';
 import { createEgressGuard } from '../shared/egressGuard.js';
 import { createFetch, type Fetch } from '../shared/httpClient.js';
 import { Secret } from '../shared/secret.js';
+import { CaFileError, readTrustedCas } from '../tls/trustedCas.js';
 import type { BrokerSelf } from '../providers/selfReference.js';
 
 /** The CLI cannot find what the running broker uses (exit 2). */
@@ -94,13 +94,26 @@ async function developmentEntries(config: Readonly<Config>): Promise<Record<stri
   );
 }
 
+/** The CAs the running broker trusts beside the system roots (src/main.ts): the development CA, and TLS_CA_FILE. */
+export async function deploymentCas(config: Readonly<Config>): Promise<string[]> {
+  try {
+    return await readTrustedCas({
+      devCaFile: config.mode === 'production' ? undefined : join(config.dataDir, 'tls', 'ca.pem'),
+      caFile: config.tls.caFile,
+    });
+  } catch (err) {
+    if (err instanceof CaFileError) throw new DeploymentError(err.message);
+    throw err;
+  }
+}
+
 /**
- * The fetch the running broker calls providers with: the system's CAs, and the development CA or
- * TLS_CA_FILE, and its egress guard (EGRESS_ALLOW), so a check refuses what the broker would.
+ * The fetch the running broker calls providers with: the system's CAs and deploymentCas, and its
+ * egress guard (EGRESS_ALLOW), so a check refuses what the broker would.
  */
 export async function deploymentFetch(config: Readonly<Config>): Promise<Fetch> {
-  const caFile =
-    config.tls.caFile ?? (config.mode === 'production' ? undefined : join(config.dataDir, 'tls', 'ca.pem'));
-  const caPem = caFile ? await readFile(caFile, 'utf8').catch(() => undefined) : undefined;
-  return createFetch({ extraCaPems: caPem ? [caPem] : [], egress: createEgressGuard({ allow: config.egress.allow }) });
+  return createFetch({
+    extraCaPems: await deploymentCas(config),
+    egress: createEgressGuard({ allow: config.egress.allow }),
+  });
 }

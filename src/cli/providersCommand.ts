@@ -1,5 +1,3 @@
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { callbackPathFor } from '../broker/brokerDeps.js';
 import type { Config } from '../config/config.js';
@@ -7,7 +5,7 @@ import { parseProviders, ProviderConfigError, type Provider } from '../providers
 import { readProvidersFile } from '../providers/providersFile.js';
 import { createEgressGuard } from '../shared/egressGuard.js';
 import { createFetch } from '../shared/httpClient.js';
-import { deploymentSelf } from './deployment.js';
+import { deploymentCas, deploymentSelf } from './deployment.js';
 import { checkProviders } from './providerCheck.js';
 import { formatTable } from './table.js';
 
@@ -77,7 +75,7 @@ export async function providersCommand(
 
   const checks = await checkProviders(providers, {
     fetch: createFetch({
-      extraCaPems: await trustedCas(config, dev),
+      extraCaPems: await deploymentCas(config),
       timeoutMs: CHECK_TIMEOUT_MS,
       egress: createEgressGuard({ allow: config.egress.allow }),
     }),
@@ -110,14 +108,4 @@ export async function loadProviders(config: Readonly<Config>, dev: boolean): Pro
   }
 }
 
-// The CAs the running broker's fetch trusts beside the system roots (src/main.ts): the development CA, or TLS_CA_FILE.
-async function trustedCas(config: Readonly<Config>, dev: boolean): Promise<string[]> {
-  const file = dev ? join(config.dataDir, 'tls', 'ca.pem') : config.tls.caFile;
-  if (!file) return [];
-  try {
-    return [await readFile(file, 'utf8')];
-  } catch (cause) {
-    if (dev && (cause as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw new ProvidersCommandError(`TLS_CA_FILE ${file} cannot be read: ${(cause as Error).message}`);
-  }
-}
+
