@@ -19,14 +19,14 @@ export default defineConfig({
             'test/**/*.production.test.ts',
             'test/**/*.deploy.test.ts',
           ],
-          setupFiles: ['test/support/setupNetwork.ts'],
+          setupFiles: ['test/support/setupNetwork.ts', 'test/support/quietOidcProvider.ts'],
         },
       },
       {
         test: {
           name: 'int',
           include: ['test/**/*.int.test.ts'],
-          setupFiles: ['test/support/setupNetwork.ts'],
+          setupFiles: ['test/support/setupNetwork.ts', 'test/support/quietOidcProvider.ts'],
           globalSetup: ['test/support/globalDb.ts'],
           // A worker keeps its modules from file to file: each file builds its own stack (schema,
           // servers, broker) and closes it, so only the import is shared, and importing the broker's
@@ -43,7 +43,7 @@ export default defineConfig({
         test: {
           name: 'faults',
           include: ['test/faults/**/*.faults.test.ts'],
-          setupFiles: ['test/support/setupNetwork.ts'],
+          setupFiles: ['test/support/setupNetwork.ts', 'test/support/quietOidcProvider.ts'],
           globalSetup: ['test/support/globalDb.ts', 'test/support/faultTotals.ts'],
           testTimeout: 150_000,
           hookTimeout: 60_000,
@@ -57,7 +57,7 @@ export default defineConfig({
         test: {
           name: 'browser',
           include: ['test/**/*.browser.test.ts'],
-          setupFiles: ['test/support/setupNetwork.ts'],
+          setupFiles: ['test/support/setupNetwork.ts', 'test/support/quietOidcProvider.ts'],
           globalSetup: ['test/support/globalDb.ts'],
           testTimeout: 60_000,
           hookTimeout: 60_000,
@@ -70,6 +70,7 @@ export default defineConfig({
         test: {
           name: 'production',
           include: ['test/production/**/*.production.test.ts'],
+          setupFiles: ['test/support/quietOidcProvider.ts'],
           testTimeout: 180_000,
           hookTimeout: 180_000,
         },
@@ -80,7 +81,7 @@ export default defineConfig({
         test: {
           name: 'deploy',
           include: ['test/**/*.deploy.test.ts'],
-          setupFiles: ['test/support/setupNetwork.ts'],
+          setupFiles: ['test/support/setupNetwork.ts', 'test/support/quietOidcProvider.ts'],
           globalSetup: ['test/support/globalDb.ts'],
           testTimeout: 30_000,
           hookTimeout: 60_000,
@@ -92,7 +93,7 @@ export default defineConfig({
         test: {
           name: 'gates',
           include: ['test/gates/**/*.gates.test.ts'],
-          setupFiles: ['test/support/setupNetwork.ts'],
+          setupFiles: ['test/support/setupNetwork.ts', 'test/support/quietOidcProvider.ts'],
           testTimeout: 60_000,
           hookTimeout: 120_000,
         },

@@ -132,8 +132,9 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     }
     // Development servers (oidc-provider and friends) are loaded only in development.
     const { loadOrCreateDevSecrets } = await import('./dev/devSecrets.js');
+    const { withoutRuntimeWarning } = await import('./dev/oidcProviderRuntime.js');
     const { devUpstreamProvider, githubDevProvider, reportServiceProvider, startDevStack } =
-      await import('./dev/devStack.js');
+      await withoutRuntimeWarning(() => import('./dev/devStack.js'));
     const secrets = await loadOrCreateDevSecrets(config.dataDir);
     const stack = await startDevStack({
       host: config.http.host,

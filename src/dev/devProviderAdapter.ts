@@ -36,11 +36,29 @@ export async function openFileAdapter(filePath: string, now: () => number = Date
     entries.set(keyOf(entry.model, entry.id), entry);
   }
   const write = createJsonFileWriter(filePath);
-  const save = () =>
+  return storeAdapter(entries, now, (live) =>
     write(() => {
       for (const [key, entry] of entries) if (!live(entry)) entries.delete(key);
       return { version: 1, entries: [...entries.values()] };
-    });
+    }),
+  );
+}
+
+/**
+ * The same store kept in memory only, for servers that need not outlive their process (tests, the
+ * rehearsal's servers). Chosen explicitly: oidc-provider's own default in-memory adapter warns at
+ * every start that it is for development only, which these servers are.
+ */
+export function memoryAdapter(now: () => number = Date.now): AdapterFactory {
+  return storeAdapter(new Map(), now, async () => undefined);
+}
+
+function storeAdapter(
+  entries: Map<string, Entry>,
+  now: () => number,
+  persist: (live: (entry: Entry | undefined) => entry is Entry) => Promise<void>,
+): AdapterFactory {
+  const save = () => persist(live);
   const live = (entry: Entry | undefined): entry is Entry =>
     entry !== undefined && (entry.expiresAt === undefined || entry.expiresAt + GRACE_MS > now());
   const findWhere = (model: string, match: (payload: AdapterPayload) => boolean) => {

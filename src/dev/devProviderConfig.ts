@@ -5,6 +5,7 @@ import type { DevAuthKeys } from './devAuthKeys.js';
 import { createProviderPages } from './devProviderPages.js';
 import { clientPolicy, openRegistrationFeatures } from './devRegistration.js';
 import { type DevUser, devUsers, findDevUser } from './devUsers.js';
+import { memoryAdapter } from './devProviderAdapter.js';
 
 /**
  * A client registered statically with a development authorization server:
@@ -43,6 +44,7 @@ export interface DevProviderConfigOptions {
   /** Each user's `roles` claim (default: `devUsers`' roles). */
   rolesOf?: (login: string) => readonly string[];
   render: Render;
+  /** Where its sessions, grants and tokens are kept (default: memory, devProviderAdapter.ts). */
   adapter?: AdapterFactory;
   /** Dynamic Client Registration and Client ID Metadata Documents (fetched with `fetch`), loopback clients only. */
   openRegistration?: { fetch: Fetch };
@@ -59,7 +61,8 @@ export function buildProviderConfig(options: DevProviderConfigOptions): Configur
   const staticClientIds = new Set(options.clients.map((c) => c.clientId));
   const users = directory(options.subjectOf, options.rolesOf ?? ((login) => findDevUser(login)?.roles ?? []));
   return {
-    ...(options.adapter ? { adapter: options.adapter } : {}),
+    // In memory unless the caller persists it (devStack.ts keeps npm start's in DATA_DIR).
+    adapter: options.adapter ?? memoryAdapter(),
     ...(registration ? { fetch: registration.fetch } : {}),
     extraClientMetadata: clientPolicy({ staticClientIds, openRegistration: registration !== undefined }),
     clients: options.clients.map((c) => ({

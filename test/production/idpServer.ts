@@ -5,6 +5,7 @@ import express, { type Request, type Response } from 'express';
 import { exportJWK, generateKeyPair } from 'jose';
 import { type Configuration, errors, Provider } from 'oidc-provider';
 import { z } from 'zod';
+import { memoryAdapter } from '../../src/dev/devProviderAdapter.js';
 
 // The rehearsal's identity provider, in its own process: oidc-provider set up as an enterprise IdP
 // is (not the development stack's): a confidential client for the broker's sign-in with its one
@@ -80,6 +81,7 @@ async function providerFor(settings: Settings): Promise<Provider> {
       return user ? rolesClaim(user.roles) : undefined;
     },
     pkce: { required: () => true },
+    adapter: memoryAdapter(),
     features: {
       devInteractions: { enabled: false },
       userinfo: { enabled: true },
