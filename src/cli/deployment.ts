@@ -62,20 +62,29 @@ export function deploymentSelf(config: Readonly<Config>): BrokerSelf {
  * the development one's place), with the ports and secrets the running stack uses.
  */
 export async function deploymentProviders(config: Readonly<Config>): Promise<Provider[]> {
-  const dev = config.mode !== 'production';
   try {
-    const entries = config.broker.providersFile ? await readProvidersFile(config.broker.providersFile) : [];
-    const own = new Set(entries.map((entry) => (entry as { id?: unknown } | null)?.id));
-    const development = dev ? await developmentEntries(config) : [];
-    return parseProviders([...development.filter((entry) => !own.has(entry['id'])), ...entries], {
-      allowLoopback: dev,
-      readEnv: config.broker.providerSecret,
-      self: deploymentSelf(config),
-    });
+    return (await deploymentProviderSources(config)).map((s) => s.provider);
   } catch (err) {
     if (err instanceof ProviderConfigError) throw new DeploymentError(err.message);
     throw err;
   }
+}
+
+/** deploymentProviders, each marked whether npm start adds it (`development`); a bad file throws ProviderConfigError. */
+export async function deploymentProviderSources(
+  config: Readonly<Config>,
+): Promise<{ provider: Provider; development: boolean }[]> {
+  const dev = config.mode !== 'production';
+  const entries = config.broker.providersFile ? await readProvidersFile(config.broker.providersFile) : [];
+  const own = new Set(entries.map((entry) => (entry as { id?: unknown } | null)?.id));
+  const development = (dev ? await developmentEntries(config) : []).filter((entry) => !own.has(entry['id']));
+  const ids = new Set(development.map((entry) => entry['id']));
+  const providers = parseProviders([...development, ...entries], {
+    allowLoopback: dev,
+    readEnv: config.broker.providerSecret,
+    self: deploymentSelf(config),
+  });
+  return providers.map((provider) => ({ provider, development: ids.has(provider.id) }));
 }
 
 // Development material is loaded only outside production.

@@ -5,7 +5,7 @@ import { parseProviders, ProviderConfigError, type Provider } from '../providers
 import { readProvidersFile } from '../providers/providersFile.js';
 import { createEgressGuard } from '../shared/egressGuard.js';
 import { createFetch } from '../shared/httpClient.js';
-import { deploymentCas, deploymentSelf } from './deployment.js';
+import { deploymentCas, deploymentProviderSources, deploymentSelf } from './deployment.js';
 import { checkProviders } from './providerCheck.js';
 import { formatTable } from './table.js';
 
@@ -24,14 +24,14 @@ const usage = `Usage: broker providers <command> [--json]
 
 Reads PROVIDERS_FILE (YAML or JSON) as start-up does; a file with problems lists every one (exit 1).
 
-  list    Each provider: id, name, catalog entry or custom, kind, the callback URL to register at
-          the provider, and the scopes it asks for. No network access.
+  list    Each provider: id, name, catalog entry, custom or development (added by npm start), kind,
+          the callback URL to register at the provider, and the scopes it asks for. No network access.
   check   Loads each provider's endpoints: discovers those of oidc and metadataDiscovery entries
           (concurrently, at most ${CHECK_TIMEOUT_MS / 1000} s each); exit 1 unless every provider is ok.
 `;
 
 const DEV_NOTE =
-  'Development mode: the built-in development providers (the Report Service, and a GitHub-like provider) are added by npm start and are not listed.';
+  'Development mode: the development providers npm start adds (the Report Service, a GitHub-like provider, the memo upstream) are listed as development once it has run; check checks PROVIDERS_FILE only.';
 
 /** `broker providers …`: returns the process exit code. Notes go to `note` (stderr), so --json output stays JSON. */
 export async function providersCommand(
@@ -44,8 +44,12 @@ export async function providersCommand(
   if (sub !== 'list' && sub !== 'check') throw new ProvidersCommandError(usage);
   const { values } = parseArgs({ args: rest, strict: true, options: { json: { type: 'boolean', default: false } } });
   const dev = config.mode !== 'production';
-  const providers = await loadProviders(config, dev);
   if (dev) note(DEV_NOTE);
+  const listed =
+    sub === 'list'
+      ? await providerSources(config)
+      : (await loadProviders(config, dev)).map((provider) => ({ provider, development: false }));
+  const providers = listed.map((l) => l.provider);
   if (providers.length === 0 && !values.json)
     out(
       config.broker.providersFile
@@ -54,10 +58,10 @@ export async function providersCommand(
     );
 
   if (sub === 'list') {
-    const rows = providers.map((p) => ({
+    const rows = listed.map(({ provider: p, development }) => ({
       id: p.id,
       displayName: p.displayName,
-      source: p.catalog === undefined ? 'custom' : `catalog:${p.catalog}`,
+      source: development ? 'development' : p.catalog === undefined ? 'custom' : `catalog:${p.catalog}`,
       kind: p.kind,
       callbackUrl: new URL(callbackPathFor(p.id), config.http.publicUrl).href,
       scopes: p.scopes,
@@ -93,6 +97,16 @@ export async function providersCommand(
   return checks.every((c) => c.ok) ? 0 : 1;
 }
 
+/** What the running broker has (deployment.ts), a bad file refused with every problem (exit 1). */
+async function providerSources(config: Readonly<Config>) {
+  try {
+    return await deploymentProviderSources(config);
+  } catch (err) {
+    if (err instanceof ProviderConfigError) throw new ProvidersCommandError(err.message, 1);
+    throw err;
+  }
+}
+
 /** PROVIDERS_FILE as start-up reads it (src/main.ts): the same file, the same loopback rule, secrets from the same environment. */
 export async function loadProviders(config: Readonly<Config>, dev: boolean): Promise<Provider[]> {
   try {
@@ -107,5 +121,3 @@ export async function loadProviders(config: Readonly<Config>, dev: boolean): Pro
     throw err;
   }
 }
-
-

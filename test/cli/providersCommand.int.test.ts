@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -6,6 +6,7 @@ import { stringify } from 'yaml';
 import { loadOrCreateLocalTls } from '../../src/tls/localCa.js';
 import { freePorts, runTs } from '../support/brokerProcess.js';
 import { plainProviderEntry, startPlainOAuthServer, type PlainOAuthServer } from '../support/plainOAuthServer.js';
+import { loadOrCreateDevSecrets } from '../../src/dev/devSecrets.js';
 
 // `broker providers list|check` as an operator runs it: a separate process, configured
 // through the environment only (PROVIDERS_FILE, PUBLIC_URL, DATA_DIR, the secrets).
@@ -66,7 +67,7 @@ const customEntry = {
 };
 
 describe('broker providers list', () => {
-  it('lists a catalog and a custom entry of a YAML file with the callback URL to register and the scopes, and says the development providers are not listed', async () => {
+  it('lists a catalog and a custom entry of a YAML file with the callback URL to register and the scopes, and says how development providers are listed', async () => {
     const file = await providersFile('providers.yaml', [catalogEntry, customEntry]);
     const run = await providers(['list'], {
       PROVIDERS_FILE: file,
@@ -84,10 +85,37 @@ describe('broker providers list', () => {
     );
     expect(lines).toHaveLength(4);
     expect(run.output).toContain(
-      'the built-in development providers (the Report Service, and a GitHub-like provider) are added by npm start and are not listed',
+      'the development providers npm start adds (the Report Service, a GitHub-like provider, the memo upstream) are listed as development once it has run',
     );
     expect(run.output).not.toContain(GITHUB_SECRET);
     expect(run.output).not.toContain(customEntry.clientSecret);
+  });
+
+  it('lists the development providers npm start adds, marked as such, beside the file (its github in place of theirs)', async () => {
+    // What npm start leaves in its data folder: the development secrets the providers are built with.
+    const dataDir = join(dir, 'started');
+    await mkdir(dataDir);
+    await loadOrCreateDevSecrets(dataDir);
+    const file = await providersFile('with-dev.yaml', [catalogEntry]);
+    const run = await providers(['list', '--json'], {
+      DATA_DIR: dataDir,
+      PROVIDERS_FILE: file,
+      PUBLIC_URL: 'https://127.0.0.1:8443',
+      GITHUB_CLIENT_SECRET: GITHUB_SECRET,
+    });
+    expect(run.code).toBe(0);
+    const rows = JSON.parse(run.stdout) as { id: string; source: string }[];
+    expect(rows.map((r) => [r.id, r.source])).toEqual([
+      ['memo', 'development'],
+      ['reports', 'development'],
+      ['github', 'catalog:github'],
+    ]);
+    // Without a PROVIDERS_FILE, the development ones alone: no "not set" message when there are some.
+    const bare = await providers(['list'], { DATA_DIR: dataDir, PUBLIC_URL: 'https://127.0.0.1:8443' });
+    expect(bare.code).toBe(0);
+    expect(bare.stdout).toMatch(/^reports\s+Report Service\s+development\s+/m);
+    expect(bare.stdout).toMatch(/^github\s+.*\s+development\s+/m);
+    expect(bare.stdout).not.toContain('PROVIDERS_FILE is not set');
   });
 
   it('prints the same as JSON with --json', async () => {
