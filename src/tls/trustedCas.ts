@@ -9,9 +9,10 @@ export class CaFileError extends Error {}
  * whenever it is set, in development too, so a provider on a private CA can be tried with
  * `npm start`.
  */
-export async function readTrustedCas(files: { devCaFile: string | undefined; caFile: string | undefined }): Promise<
-  string[]
-> {
+export async function readTrustedCas(files: {
+  devCaFile: string | undefined;
+  caFile: string | undefined;
+}): Promise<string[]> {
   const pems: string[] = [];
   if (files.devCaFile !== undefined) {
     const dev = await readFile(files.devCaFile, 'utf8').catch((err: NodeJS.ErrnoException) => {
