@@ -212,10 +212,7 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
       });
     } catch (err) {
       await client.close().catch(() => undefined);
-      if (wire.status === 401) {
-        forget(owner);
-        throw new UpstreamUnauthorizedError('The upstream MCP server refused the access token.');
-      }
+      throwIfRefused(wire, owner);
       throw err;
     }
     const spoken = client.getProtocolEra();
@@ -318,6 +315,13 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
     if (entry.running === 0) void entry.client.close().catch(() => undefined);
   }
 
+  /** A 401 on `wire`: the token was refused, so its clients are dropped and the call ends as UpstreamUnauthorizedError. */
+  function throwIfRefused(wire: UpstreamWire, owner: string): void {
+    if (wire.status !== 401) return;
+    forget(owner);
+    throw new UpstreamUnauthorizedError('The upstream MCP server refused the access token.');
+  }
+
   /** Everything kept for this token at this upstream: it was refused. */
   function forget(owner: string): void {
     discovered.delete(owner);
@@ -347,10 +351,7 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
       try {
         return await run(entry.client, { [CALL_HEADER]: tag });
       } catch (err) {
-        if (wire.status === 401) {
-          forget(entry.owner);
-          throw new UpstreamUnauthorizedError('The upstream MCP server refused the access token.');
-        }
+        throwIfRefused(wire, entry.owner);
         const answered = err instanceof ProtocolError && wire.failure === undefined && wire.status === undefined;
         if (!answered) {
           drop(entry);
@@ -438,10 +439,7 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
             const answer = await statelessCall(post, wire, call);
             return answer.kind === 'error' ? answer : answerOf(answer.result);
           } catch (err) {
-            if (wire.status === 401) {
-              forget(ownerOf(url, token));
-              throw new UpstreamUnauthorizedError('The upstream MCP server refused the access token.');
-            }
+            throwIfRefused(wire, ownerOf(url, token));
             throw err;
           }
         }
