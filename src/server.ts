@@ -43,7 +43,17 @@ import { tracedFetch } from './telemetry/tracedFetch.js';
  */
 export type ServerSettings = Pick<
   Config,
-  'http' | 'session' | 'mcp' | 'broker' | 'legacy' | 'login' | 'operators' | 'quotas' | 'highRiskTools' | 'metrics'
+  | 'http'
+  | 'session'
+  | 'mcp'
+  | 'broker'
+  | 'legacy'
+  | 'login'
+  | 'operators'
+  | 'quotas'
+  | 'highRiskTools'
+  | 'metrics'
+  | 'webhook'
 >;
 
 /** The process's resources, and the deployment's settings. */
@@ -171,7 +181,13 @@ export function createBrokerServer(deps: ServerDeps): BrokerServer {
         const at = p.authorizationEndpoint ?? p.issuer;
         return at === undefined ? [] : [new URL(at).origin];
       }),
-    ops: { broker, redrive, gateFigures: metrics.gateFigures, upstreamCalls: metrics.upstreamCallCounts },
+    ops: {
+      broker,
+      redrive,
+      gateFigures: metrics.gateFigures,
+      upstreamCalls: metrics.upstreamCallCounts,
+      webhooksConfigured: deps.settings.webhook !== undefined,
+    },
     metrics,
   });
   const { hosts, origins } = allowedHostsFor(http.publicUrl);

@@ -82,7 +82,9 @@ export function opsDashboardRoutes(deps: OpsRoutesDeps): Router {
         stuck: capped(stuck.length),
         pendingApprovals: capped(pending.length),
         // WEBHOOK_URL's events: those given up after every attempt, and those still to be sent.
-        webhookEvents: { dead: webhookEvents.dead, pending: webhookEvents.pending },
+        webhookEvents: deps.ops.webhooksConfigured
+          ? { dead: webhookEvents.dead, pending: webhookEvents.pending }
+          : undefined,
         byState: rowChart(states),
         latency: columnChart(
           latencyLabels(LATENCY_BOUNDS_SECONDS).map((label, i) => ({ label, value: latencyCounts[i] ?? 0 })),

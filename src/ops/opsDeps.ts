@@ -13,6 +13,8 @@ export interface OpsDeps {
   gateFigures: GateFiguresReader;
   /** This instance's counts of requests to upstream MCP servers (shared with /metrics). */
   upstreamCalls: UpstreamCallCountsReader;
+  /** WEBHOOK_URL is set: without it no event is sent, so none is counted as waiting. */
+  webhooksConfigured: boolean;
 }
 
 /** What the /ops routers are built from (opsRoutes.ts and each of its sub-routers). */

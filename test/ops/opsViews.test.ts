@@ -64,6 +64,28 @@ describe('operator views', () => {
     expect(html).toContain('Signed in as <strong>Ops &lt;Example&gt;</strong>');
   });
 
+  it('says webhooks are not configured instead of counting events nobody will send', () => {
+    const html = render('ops/dashboard', {
+      ...page,
+      section: 'dashboard',
+      paused: undefined,
+      gates: [],
+      totalFlows: 0,
+      stuck: '0',
+      pendingApprovals: '0',
+      webhookEvents: undefined,
+      byState: rowChart([]),
+      latency: columnChart([]),
+      latencySample: 0,
+      latencyWindow: 5000,
+      perDay: columnChart([]),
+      days: 30,
+      upstreams: [],
+    });
+    expect(html).toContain('Webhooks are not configured (<code>WEBHOOK_URL</code>): no event is sent');
+    expect(html).not.toContain('waiting to be sent');
+  });
+
   it('lists flows with the filters kept in the form', () => {
     const html = render('ops/flows', {
       ...page,
