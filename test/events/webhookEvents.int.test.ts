@@ -34,7 +34,15 @@ interface Delivery {
 }
 
 describe('webhook events of the broker', () => {
-  const { stack, tokens } = useBrokerStack({}, { users: ['alice', 'bob'] });
+  // The stack's settings name a webhook, as a deployment's do (/ops counts its events); the test
+  // delivers them itself (deliverDueEvents) to its own receiver.
+  const { stack, tokens } = useBrokerStack(
+    {
+      webhook: loadConfig({ NODE_ENV: 'test', WEBHOOK_URL: 'https://127.0.0.1:9/events', WEBHOOK_SECRET: SECRET })
+        .webhook,
+    },
+    { users: ['alice', 'bob'] },
+  );
   let receiver: HttpsTestServer;
   let deliveries: Delivery[];
   let status = 204;

@@ -104,6 +104,8 @@ export interface BrokerStackOptions {
   metrics?: (pool: Pool) => Metrics;
   /** METRICS_TOKEN for both instances (default: /metrics closed). */
   metricsToken?: string;
+  /** WEBHOOK_URL and WEBHOOK_SECRET as loadConfig parses them (default: none); /ops reads it. */
+  webhook?: ServerSettings['webhook'];
   /** LOGIN_RATE_BURST and LOGIN_RATE_PER_MINUTE (default: high, see testSettings.ts). */
   loginRateLimit?: RateLimit;
   /** LEGACY_MAX_SESSIONS and friends, in milliseconds, over loadConfig's defaults. */

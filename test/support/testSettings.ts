@@ -56,6 +56,7 @@ export function stackSettings(options: BrokerStackOptions): ServerSettings {
     },
     login: { ...defaults.login, rateLimit: options.loginRateLimit ?? MANY_SIGN_INS },
     highRiskTools: options.highRiskTools ?? defaults.highRiskTools,
+    webhook: options.webhook ?? defaults.webhook,
     quotas: { ...defaults.quotas, ...options.quotas },
     // Closed without a token, as in production: the tests of /metrics give one.
     metrics: {
