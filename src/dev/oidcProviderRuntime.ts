@@ -4,17 +4,25 @@
 // news and is dropped; every other warning of oidc-provider's is printed as it was.
 const UNSUPPORTED_RUNTIME = 'oidc-provider WARNING: Unsupported runtime.';
 
-/** Runs `load`, an import that loads oidc-provider for the first time, with that one warning dropped. */
-export async function withoutRuntimeWarning<T>(load: () => Promise<T>): Promise<T> {
+/** Drops that one warning from console.warn until the returned function puts console.warn back. */
+export function dropRuntimeWarning(): () => void {
   const warn = console.warn;
   console.warn = (...args: unknown[]) => {
     // On a terminal the line is coloured: matched anywhere in it.
     if (typeof args[0] === 'string' && args[0].includes(UNSUPPORTED_RUNTIME)) return;
     warn(...args);
   };
+  return () => {
+    console.warn = warn;
+  };
+}
+
+/** Runs `load`, an import that loads oidc-provider for the first time, with that one warning dropped. */
+export async function withoutRuntimeWarning<T>(load: () => Promise<T>): Promise<T> {
+  const restore = dropRuntimeWarning();
   try {
     return await load();
   } finally {
-    console.warn = warn;
+    restore();
   }
 }

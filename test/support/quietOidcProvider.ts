@@ -1,5 +1,5 @@
-import { withoutRuntimeWarning } from '../../src/dev/oidcProviderRuntime.js';
+import { dropRuntimeWarning } from '../../src/dev/oidcProviderRuntime.js';
 
-// oidc-provider loaded once before a test file imports it, without its warning about Node.js 20
-// (src/dev/oidcProviderRuntime.ts): later imports find it loaded and print nothing.
-await withoutRuntimeWarning(() => import('oidc-provider'));
+// A test process drops oidc-provider's warning about Node.js 20 (src/dev/oidcProviderRuntime.ts)
+// for its whole life, without loading oidc-provider itself: most unit test files never use it.
+dropRuntimeWarning();
