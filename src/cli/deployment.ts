@@ -91,7 +91,9 @@ export async function deploymentProviderSources(
 async function developmentEntries(config: Readonly<Config>): Promise<Record<string, unknown>[]> {
   const secrets = await (await import('../dev/devSecrets.js')).readDevSecrets(config.dataDir);
   if (!secrets) return [];
-  const { devProviderEntries } = await import('../dev/devStack.js');
+  // As main.ts loads it: without oidc-provider's warning about Node.js 20 (dev/oidcProviderRuntime.ts).
+  const { withoutRuntimeWarning } = await import('../dev/oidcProviderRuntime.js');
+  const { devProviderEntries } = await withoutRuntimeWarning(() => import('../dev/devStack.js'));
   return devProviderEntries(
     {
       publicUrl: config.http.publicUrl,
