@@ -91,21 +91,43 @@ export function runCommand(
   };
 }
 
-/** Distinct free loopback ports (held open together so no two are the same). */
+/**
+ * Distinct free loopback ports (held open together so no two are the same), chosen below the kernel's
+ * ephemeral range: a port from that range can be taken by any outgoing connection on the machine (a soak
+ * beside the crash suite opens thousands) between a killed broker and its restart on the same port.
+ */
 export async function freePorts(count: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from(
-      { length: count },
-      () =>
-        new Promise<ReturnType<typeof createServer>>((resolve) => {
-          const server = createServer();
-          server.listen(0, '127.0.0.1', () => resolve(server));
-        }),
-    ),
-  );
-  const ports = servers.map((s) => (s.address() as { port: number }).port);
-  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
-  return ports;
+  const ceiling = Math.min(await ephemeralLow(), 65_536);
+  const floor = 10_000;
+  const held: ReturnType<typeof createServer>[] = [];
+  const ports = new Set<number>();
+  for (let tries = 0; ports.size < count; tries++) {
+    if (tries > 1_000) throw new Error(`no ${count} free ports between ${floor} and ${ceiling}`);
+    const port = floor + Math.floor(Math.random() * (ceiling - floor));
+    if (ports.has(port)) continue;
+    const server = await listenOn(port);
+    if (!server) continue;
+    held.push(server);
+    ports.add(port);
+  }
+  await Promise.all(held.map((s) => new Promise((r) => s.close(r))));
+  return [...ports];
+}
+
+/** The first port of the kernel's ephemeral range (Linux; IANA's 49152 where it cannot be read). */
+async function ephemeralLow(): Promise<number> {
+  const { readFile } = await import('node:fs/promises');
+  const text = await readFile('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').catch(() => '49152');
+  const low = Number(text.trim().split(/\s+/)[0]);
+  return Number.isInteger(low) && low > 11_000 ? low : 49_152;
+}
+
+function listenOn(port: number): Promise<ReturnType<typeof createServer> | undefined> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(undefined));
+    server.listen(port, '127.0.0.1', () => resolve(server));
+  });
 }
 
 /** True when nothing accepts connections on 127.0.0.1:port. */

@@ -73,7 +73,13 @@ export async function createFaultBroker(adminUrl: string): Promise<FaultBroker> 
   db.on('error', () => undefined);
   const dataDir = await mkdtemp(join(tmpdir(), 'broker-faults-'));
   await chmod(dataDir, 0o711);
-  const [port, idpPort, reportsPort, githubPort] = (await freePorts(4)) as [number, number, number, number];
+  const [port, idpPort, reportsPort, githubPort, upstreamPort] = (await freePorts(5)) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const brokerUrl = `https://127.0.0.1:${port}`;
   let fetch: Fetch | undefined;
   let caPem = '';
@@ -114,6 +120,7 @@ export async function createFaultBroker(adminUrl: string): Promise<FaultBroker> 
         DEV_IDP_PORT: String(idpPort),
         DEV_REPORTS_PORT: String(reportsPort),
         DEV_GITHUB_PORT: String(githubPort),
+        DEV_UPSTREAM_PORT: String(upstreamPort),
         LOG_LEVEL: 'warn',
         // A host's retry waits this long for an operation another (dead) caller holds, then calls again.
         RETRY_WAIT_MS: '5000',
