@@ -2,7 +2,7 @@ import type { BrokerDeps } from '../../broker/brokerDeps.js';
 import type { NavigationRecord } from '../../flow/navigationRecord.js';
 import { findLatestForOperation } from '../../broker/navigationRepo.js';
 import { acceptedStates, openStates, verifiedStates } from '../../flow/navigationStates.js';
-import { sameClient, type ConnectionCall } from '../connectionTool.js';
+import { sameClient, type ConnectionCall } from '../calls/connectionCall.js';
 import type { ToolContext } from '../defineTool.js';
 
 // The MRTR path keeps its own retries (requestState); a legacy call never joins an MRTR acceptance.

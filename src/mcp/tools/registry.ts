@@ -1,4 +1,4 @@
-import type { ConnectionCall } from '../connectionTool.js';
+import type { ConnectionCall } from '../calls/connectionCall.js';
 import { isConnectionTool } from '../defineConnectionTool.js';
 import type { Tool } from '../defineTool.js';
 import type { McpToolDeps } from '../toolDeps.js';

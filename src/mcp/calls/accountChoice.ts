@@ -1,14 +1,14 @@
-import type { ConnectionAccess } from '../broker/connectionAccess.js';
-import { InvalidInputError } from '../errors/appError.js';
-import { accountLabelOf, type ConnectionRecord } from '../secrets/connectionsRepo.js';
-import { errorResult } from './defineTool.js';
+import type { ConnectionAccess } from '../../broker/connectionAccess.js';
+import { InvalidInputError } from '../../errors/appError.js';
+import { accountLabelOf, type ConnectionRecord } from '../../secrets/connectionsRepo.js';
+import { errorResult } from '../defineTool.js';
 import {
   accountChoiceContent,
   accountChoiceForm,
   ElicitResultSchema,
   type AccountCandidate,
-} from './elicitationForms.js';
-import type { ElicitFormRequest, ToolCallResult } from './protocol.js';
+} from '../elicitationForms.js';
+import type { ElicitFormRequest, ToolCallResult } from '../protocol.js';
 
 // The question a connection tool asks when the caller holds several usable connections to its
 // provider and nothing names one (broker/connectionChoice.ts): a form listing the accounts by their

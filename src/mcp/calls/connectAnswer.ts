@@ -1,10 +1,10 @@
-import { advanceIfAllowed } from '../broker/advance.js';
-import { InvalidInputError } from '../errors/appError.js';
-import type { Pool } from '../db/pool.js';
-import type { NavigationRecord } from '../flow/navigationRecord.js';
-import { completeResult } from './defineTool.js';
-import { ElicitResultSchema } from './elicitationForms.js';
-import type { ToolCallResult } from './protocol.js';
+import { advanceIfAllowed } from '../../broker/advance.js';
+import { InvalidInputError } from '../../errors/appError.js';
+import type { Pool } from '../../db/pool.js';
+import type { NavigationRecord } from '../../flow/navigationRecord.js';
+import { completeResult } from '../defineTool.js';
+import { ElicitResultSchema } from '../elicitationForms.js';
+import type { ToolCallResult } from '../protocol.js';
 
 /** What the host's answer to a connect link leaves the call: go on (accept), or its result. */
 export type ConnectAnswer =
