@@ -34,8 +34,8 @@ import { tools } from './mcp/tools/registry.js';
 import { loadToolModules, ToolModuleError } from './mcp/tools/toolModules.js';
 import { ToolsFileError } from './mcp/declared/toolsFile.js';
 import { highRiskToolNames, loadDeclaredTools } from './mcp/declared/toolsSetup.js';
-import { parseProviders, ProviderConfigError } from './providers/providerConfig.js';
-import { readProvidersFile } from './providers/providersFile.js';
+import { ProviderConfigError } from './providers/providerConfig.js';
+import { configuredProviders } from './providers/providersFile.js';
 
 type Closer = { name: string; close: () => Promise<void> };
 
@@ -56,12 +56,12 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     logger.info({ traces: config.telemetry.tracesUrl.origin }, 'tracing: spans are exported over OTLP');
   }
   // Configured providers are checked before anything starts: a bad entry stops start-up at once.
-  const providerEntries = config.broker.providersFile ? await readProvidersFile(config.broker.providersFile) : [];
+  const providersFile = configuredProviders(config);
+  const providerEntries = await providersFile.entries();
   // The development identity provider's issuer is known once it runs: the second parse below checks it.
-  const fileProviders = parseProviders(providerEntries, {
-    allowLoopback: dev,
-    readEnv: config.broker.providerSecret,
-    self: { publicUrl: config.http.publicUrl, issuer: config.oidc.issuer },
+  const fileProviders = providersFile.parse(providerEntries, {
+    publicUrl: config.http.publicUrl,
+    issuer: config.oidc.issuer,
   });
   // So are the operator's tool modules: a module that does not load, or a clashing name, stops it too.
   const modules = await loadToolModules(config.toolModules, tools);
@@ -190,11 +190,7 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
   closers.push({ name: 'key registry', close: () => keyAnnouncer.stop().then(() => keyRegistry.leave()) });
   if (dev) await (await import('./dev/devSeed.js')).seedDevelopmentData(pool, issuer);
 
-  const providers = parseProviders(providerEntries, {
-    allowLoopback: dev,
-    readEnv: config.broker.providerSecret,
-    self: { publicUrl: config.http.publicUrl, issuer },
-  });
+  const providers = providersFile.parse(providerEntries, { publicUrl: config.http.publicUrl, issuer });
   const metrics = createMetrics({ pool, logger });
   const broker = createBrokerServer({
     // The declared tools may mark themselves high-risk beside HIGH_RISK_TOOLS.

@@ -12,15 +12,9 @@ import { createLogger } from '../shared/logger.js';
 import { deploymentFetch, deploymentIssuer, deploymentKeys, deploymentProviders } from './deployment.js';
 import { withOperator } from './operatorAuth.js';
 import { formatTable } from './table.js';
+import { CliError } from './cliError.js';
 
-export class ConnectionsCommandError extends Error {
-  constructor(
-    message: string,
-    readonly exitCode: 1 | 2 | 3 = 2,
-  ) {
-    super(message);
-  }
-}
+export class ConnectionsCommandError extends CliError {}
 
 const usage = `Usage: broker connections <command> [--json]
 

@@ -1,18 +1,17 @@
 import { join } from 'node:path';
 import type { Config } from '../config/config.js';
 import { runningEmbeddedPostgresUrl } from '../db/embeddedPostgres.js';
-import { parseProviders, ProviderConfigError, type Provider } from '../providers/providerConfig.js';
-import { readProvidersFile } from '../providers/providersFile.js';
+import { ProviderConfigError, type Provider } from '../providers/providerConfig.js';
+import { configuredProviders } from '../providers/providersFile.js';
 import { createEgressGuard } from '../shared/egressGuard.js';
 import { createFetch, type Fetch } from '../shared/httpClient.js';
 import { Secret } from '../shared/secret.js';
 import { CaFileError, readTrustedCas } from '../tls/trustedCas.js';
 import type { BrokerSelf } from '../providers/selfReference.js';
+import { CliError } from './cliError.js';
 
 /** The CLI cannot find what the running broker uses (exit 2). */
-export class DeploymentError extends Error {
-  readonly exitCode = 2;
-}
+export class DeploymentError extends CliError {}
 
 /**
  * DATABASE_DIRECT_URL or DATABASE_URL, or outside production the embedded Postgres `npm start` is
@@ -75,15 +74,12 @@ export async function deploymentProviderSources(
   config: Readonly<Config>,
 ): Promise<{ provider: Provider; development: boolean }[]> {
   const dev = config.mode !== 'production';
-  const entries = config.broker.providersFile ? await readProvidersFile(config.broker.providersFile) : [];
+  const file = configuredProviders(config);
+  const entries = await file.entries();
   const own = new Set(entries.map((entry) => (entry as { id?: unknown } | null)?.id));
   const development = (dev ? await developmentEntries(config) : []).filter((entry) => !own.has(entry['id']));
   const ids = new Set(development.map((entry) => entry['id']));
-  const providers = parseProviders([...development, ...entries], {
-    allowLoopback: dev,
-    readEnv: config.broker.providerSecret,
-    self: deploymentSelf(config),
-  });
+  const providers = file.parse([...development, ...entries], deploymentSelf(config));
   return providers.map((provider) => ({ provider, development: ids.has(provider.id) }));
 }
 

@@ -4,15 +4,9 @@ import { countSealedByKey, sealedKinds, type SealedKind } from '../jobs/resealRe
 import { deploymentKeys } from './deployment.js';
 import { withOperator } from './operatorAuth.js';
 import { formatTable } from './table.js';
+import { CliError } from './cliError.js';
 
-export class KeysCommandError extends Error {
-  constructor(
-    message: string,
-    readonly exitCode: 2 | 3 = 2,
-  ) {
-    super(message);
-  }
-}
+export class KeysCommandError extends CliError {}
 
 const usage = `Usage: broker keys status [--json]
 

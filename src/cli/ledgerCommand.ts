@@ -17,15 +17,9 @@ import { actionCommands, ActionError, runAction, type ActionCommand } from './le
 import { withOperator } from './operatorAuth.js';
 import { readAnchorFile, runAnchorExport, runVerify, VerifyInputError } from './ledgerVerify.js';
 import { createLogger } from '../shared/logger.js';
+import { CliError } from './cliError.js';
 
-export class LedgerCommandError extends Error {
-  constructor(
-    message: string,
-    readonly exitCode: 2 | 3 = 2,
-  ) {
-    super(message);
-  }
-}
+export class LedgerCommandError extends CliError {}
 
 const queryCommands = ['verify', 'anchor', 'flows', 'flow', 'stuck', 'reconcile', 'gates'];
 

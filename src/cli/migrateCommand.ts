@@ -4,10 +4,9 @@ import { migrate, MigrationError, migrationStatus, readMigrations } from '../db/
 import { createPool } from '../db/pool.js';
 import { createLogger } from '../shared/logger.js';
 import { databaseUrl } from './deployment.js';
+import { CliError } from './cliError.js';
 
-export class MigrateCommandError extends Error {
-  readonly exitCode = 2;
-}
+export class MigrateCommandError extends CliError {}
 
 const usage = `Usage: broker migrate [--check]
 

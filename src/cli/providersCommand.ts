@@ -1,22 +1,16 @@
 import { parseArgs } from 'node:util';
 import { callbackPathFor } from '../broker/brokerDeps.js';
 import type { Config } from '../config/config.js';
-import { parseProviders, ProviderConfigError, type Provider } from '../providers/providerConfig.js';
-import { readProvidersFile } from '../providers/providersFile.js';
+import { ProviderConfigError, type Provider } from '../providers/providerConfig.js';
+import { configuredProviders } from '../providers/providersFile.js';
 import { createEgressGuard } from '../shared/egressGuard.js';
 import { createFetch } from '../shared/httpClient.js';
 import { deploymentCas, deploymentProviderSources, deploymentSelf } from './deployment.js';
 import { checkProviders } from './providerCheck.js';
 import { formatTable } from './table.js';
+import { CliError } from './cliError.js';
 
-export class ProvidersCommandError extends Error {
-  constructor(
-    message: string,
-    readonly exitCode: 1 | 2 = 2,
-  ) {
-    super(message);
-  }
-}
+export class ProvidersCommandError extends CliError {}
 
 const CHECK_TIMEOUT_MS = 10_000;
 
@@ -48,7 +42,7 @@ export async function providersCommand(
   const listed =
     sub === 'list'
       ? await providerSources(config)
-      : (await loadProviders(config, dev)).map((provider) => ({ provider, development: false }));
+      : (await loadProviders(config)).map((provider) => ({ provider, development: false }));
   const providers = listed.map((l) => l.provider);
   if (providers.length === 0 && !values.json)
     out(
@@ -108,14 +102,10 @@ async function providerSources(config: Readonly<Config>) {
 }
 
 /** PROVIDERS_FILE as start-up reads it (src/main.ts): the same file, the same loopback rule, secrets from the same environment. */
-export async function loadProviders(config: Readonly<Config>, dev: boolean): Promise<Provider[]> {
+export async function loadProviders(config: Readonly<Config>): Promise<Provider[]> {
   try {
-    const entries = config.broker.providersFile ? await readProvidersFile(config.broker.providersFile) : [];
-    return parseProviders(entries, {
-      allowLoopback: dev,
-      readEnv: config.broker.providerSecret,
-      self: deploymentSelf(config),
-    });
+    const file = configuredProviders(config);
+    return file.parse(await file.entries(), deploymentSelf(config));
   } catch (err) {
     if (err instanceof ProviderConfigError) throw new ProvidersCommandError(err.message, 1);
     throw err;

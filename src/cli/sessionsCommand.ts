@@ -5,15 +5,9 @@ import { AppError } from '../errors/appError.js';
 import { describeTarget, parseSessionTarget, revokeSessions } from '../ops/sessionRevocation.js';
 import { withOperator } from './operatorAuth.js';
 import { formatTable } from './table.js';
+import { CliError } from './cliError.js';
 
-export class SessionsCommandError extends Error {
-  constructor(
-    message: string,
-    readonly exitCode: 1 | 2 | 3 = 2,
-  ) {
-    super(message);
-  }
-}
+export class SessionsCommandError extends CliError {}
 
 const usage = `Usage: broker sessions <command> [--json]
 

@@ -7,15 +7,9 @@ import { builtInToolsFor, tools } from '../mcp/tools/registry.js';
 import { loadToolModules, ToolModuleError } from '../mcp/tools/toolModules.js';
 import { loadProviders } from './providersCommand.js';
 import { formatTable } from './table.js';
+import { CliError } from './cliError.js';
 
-export class ToolsCommandError extends Error {
-  constructor(
-    message: string,
-    readonly exitCode: 1 | 2 = 2,
-  ) {
-    super(message);
-  }
-}
+export class ToolsCommandError extends CliError {}
 
 const usage = `Usage: broker tools <command> [--json]
 
@@ -45,7 +39,7 @@ export async function toolsCommand(
   if (sub !== 'list' && sub !== 'check') throw new ToolsCommandError(usage);
   const { values } = parseArgs({ args: rest, strict: true, options: { json: { type: 'boolean', default: false } } });
   const dev = config.mode !== 'production';
-  const fileProviders = await loadProviders(config, dev);
+  const fileProviders = await loadProviders(config);
   const file = toolsFileFor({ toolsFile: config.toolsFile, dev, fileProviders });
   if (file?.embedded)
     note(

@@ -16,15 +16,9 @@ import { databaseUrl, deploymentFetch, deploymentIssuer, deploymentKeys, deploym
 import { withOperator } from './operatorAuth.js';
 import { formatTable } from './table.js';
 import { repinUpstream } from './upstreamsRepin.js';
+import { CliError } from './cliError.js';
 
-export class UpstreamsCommandError extends Error {
-  constructor(
-    message: string,
-    readonly exitCode = 2,
-  ) {
-    super(message);
-  }
-}
+export class UpstreamsCommandError extends CliError {}
 
 const TIMEOUT_MS = 10_000;
 

@@ -1,17 +1,16 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import type { Config } from '../config/config.js';
-import { parseProviders, ProviderConfigError } from '../providers/providerConfig.js';
+import { ProviderConfigError } from '../providers/providerConfig.js';
 import { providerHosts } from '../providers/providerHosts.js';
-import { readProvidersFile } from '../providers/providersFile.js';
+import { configuredProviders } from '../providers/providersFile.js';
 import { protectedDomainsWith } from '../security/protectedDomains.js';
 import { classifyUrl } from '../security/urlClassifier.js';
 import { printableUrl } from '../security/urlPolicy.js';
 import { deploymentSelf } from './deployment.js';
+import { CliError } from './cliError.js';
 
-export class UrlCheckError extends Error {
-  readonly exitCode = 2;
-}
+export class UrlCheckError extends CliError {}
 
 export const urlCheckUsage = `Usage: broker url-check [--json] [--file <path>] [--protect <domain>]… [<url>…]
 
@@ -104,12 +103,8 @@ async function readText(path: string): Promise<string> {
 async function configuredProviderHosts(config: Readonly<Config>): Promise<string[]> {
   if (!config.broker.providersFile) return [];
   try {
-    const entries = await readProvidersFile(config.broker.providersFile);
-    const providers = parseProviders(entries, {
-      allowLoopback: config.mode !== 'production',
-      readEnv: () => 'unread',
-      self: deploymentSelf(config),
-    });
+    const file = configuredProviders(config);
+    const providers = file.parse(await file.entries(), deploymentSelf(config), () => 'unread');
     return providerHosts(providers);
   } catch (err) {
     if (err instanceof ProviderConfigError) throw new UrlCheckError(err.message);
