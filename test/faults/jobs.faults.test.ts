@@ -55,9 +55,10 @@ describe.concurrent('refresh, sweep and re-seal killed half-way', () => {
     const asked = await mrtrAsk(broker, token, op);
     expect(await connectInBrowser(broker, asked.url)).toBe(true);
     await broker.stop();
-    // The abandoned flow's time runs out (NAVIGATION_TTL_SECONDS later).
+    // The abandoned flow's time runs out (NAVIGATION_TTL_SECONDS later). Just after its start, which may
+    // be less than a second ago: a flow's expiry must stay after its creation (a CHECK).
     await broker.db.query(
-      "UPDATE elicitation_navigations SET expires_at = now() - interval '1 second' WHERE subject_sub = 'bob'",
+      "UPDATE elicitation_navigations SET expires_at = created_at + interval '1 millisecond' WHERE subject_sub = 'bob'",
     );
     const expired = async () =>
       (await broker.db.query("SELECT count(*)::int AS n FROM elicitation_navigations WHERE status = 'EXPIRED'")).rows[0]

@@ -9,7 +9,7 @@ import { connectSdkClient, type Era, type SdkClient } from '../support/sdkClient
 import type { BrokerStack } from '../support/brokerStack.js';
 import { useBrokerStack } from '../support/useBrokerStack.js';
 
-// The host's answer to a connect link has one outcome on every lineage (src/mcp/connectAnswer.ts):
+// The host's answer to a connect link has one outcome on every lineage (src/mcp/calls/connectAnswer.ts):
 // the same call, answered accept, decline, cancel or with a malformed result, on 2026-07-28 (MRTR)
 // and on 2025-11-25 nested in the call, gives the same result and leaves the same rows. On the
 // -32042 lineage there is no elicitation result to answer: the user completes the link or does not,
