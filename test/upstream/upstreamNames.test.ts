@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseProviders } from '../../src/providers/providerConfig.js';
-import { canonicalJson, prefixCollisions, servedName } from '../../src/upstream/upstreamTools.js';
+import { canonicalJson, prefixCollisions, servedName } from '../../src/upstream/upstreamNames.js';
 import { parseToolSnapshot } from '../../src/upstream/toolSnapshot.js';
 import { TEST_SELF } from '../support/brokerSelf.js';
 
