@@ -12,6 +12,7 @@ import { createPool } from './db/pool.js';
 import { createMetrics } from './metrics/metrics.js';
 import { createOidcClient } from './oauth/oauthClient.js';
 import { banner, type BannerFacts } from './runtime/banner.js';
+import { recordService } from './runtime/serviceRecord.js';
 import { listenHttp, listenHttps } from './runtime/httpsServer.js';
 import { AlreadyRunningError, acquireRunLock } from './runtime/runLock.js';
 import { stopSignalHandler } from './runtime/stopSignals.js';
@@ -104,7 +105,8 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     );
     closers.push({ name: 'embedded Postgres', close: embedded.stop });
     databaseUrl = embedded.url;
-    database = `embedded Postgres, data in ${resolve(config.dataDir, 'postgres')}`;
+    // As root, in a folder its own user cannot enter, the cluster lives elsewhere (embeddedPostgres.ts).
+    database = `embedded Postgres, data in ${embedded.dir}`;
   }
   // Through a transaction-mode pooler (DATABASE_DIRECT_URL set), what needs one session, the
   // migrations' advisory lock and the completion signal's LISTEN, goes straight to Postgres.
@@ -122,6 +124,8 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
   let clientSecret = config.oidc.clientSecret;
   let secretKeys = config.secretKeys;
   let devFacts: BannerFacts['dev'];
+  let devPorts:
+    Record<'DEV_IDP_PORT' | 'DEV_REPORTS_PORT' | 'DEV_GITHUB_PORT' | 'DEV_UPSTREAM_PORT', string> | undefined;
   const devTools: Tool<McpToolDeps>[] = [];
   if (dev) {
     if (config.dev.allowNetwork) {
@@ -164,10 +168,17 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
       ...(stack.upstream ? [devUpstreamProvider(stack.upstream)] : []),
     );
     const { DEV_PASSWORD, devUsers } = await import('./dev/devUsers.js');
+    devPorts = {
+      DEV_IDP_PORT: portOf(stack.idp.issuer),
+      DEV_REPORTS_PORT: portOf(stack.reports.issuer),
+      DEV_GITHUB_PORT: stack.github ? portOf(stack.github.origin) : String(config.dev.githubPort),
+      DEV_UPSTREAM_PORT: stack.upstream ? portOf(stack.upstream.url) : String(config.dev.upstreamPort),
+    };
     devFacts = {
       reportsIssuer: stack.reports.issuer,
       reportsApiUrl: stack.reports.apiUrl,
       githubOrigin: ownGithub ? undefined : stack.github?.origin,
+      upstreamUrl: stack.upstream?.url,
       caFile: resolve(config.dataDir, 'tls', 'ca.pem'),
       networkHost: config.dev.allowNetwork ? config.http.host : undefined,
       users: devUsers.map((u) => (u.roles.length > 0 ? `${u.login} (${u.roles.join(', ')})` : u.login)),
@@ -265,6 +276,15 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     },
     'broker listening',
   );
+  if (devPorts) {
+    // The CLI run beside it (npm run broker -- …) finds these, whatever PORT this was started with.
+    const forget = await recordService(config.dataDir, {
+      PORT: String(server.port),
+      PUBLIC_URL: config.http.publicUrl.href,
+      ...devPorts,
+    });
+    closers.push({ name: 'service record', close: forget });
+  }
   if (config.mcp.allowAnonymous) {
     logger.warn(
       'MCP_ALLOW_ANONYMOUS=true: MCP requests without a bearer token are served as an anonymous principal (development, loopback only)',
@@ -281,6 +301,8 @@ async function main(config: Readonly<Config>, logger: Logger, closers: Closer[])
     }),
   );
 }
+
+const portOf = (url: string): string => new URL(url).port;
 
 /** The loopback ports this process listens on once its database is up (0: the system picks later). */
 function ownPorts(config: Readonly<Config>, dev: boolean): number[] {

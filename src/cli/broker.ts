@@ -1,7 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig, processEnvironment, type Config } from '../config/config.js';
+import { ConfigError, DEFAULT_DATA_DIR, loadConfig, processEnvironment, type Config } from '../config/config.js';
+import { withRunningService } from '../runtime/serviceRecord.js';
 import { createFetch } from '../shared/httpClient.js';
 import { CliError } from './cliError.js';
 import { connectionsCommand } from './connectionsCommand.js';
@@ -189,7 +190,12 @@ async function main(argv: string[]): Promise<number> {
     }
     const command = Object.hasOwn(commands, name) ? commands[name] : undefined;
     if (!command) throw new UsageError(`Unknown command: ${name}\n\n${usage}`);
-    return await command.run(rest, io, () => (config ??= loadConfig()));
+    // Beside a running development service, its ports, unless the command is given its own (serviceRecord.ts).
+    const env = () => {
+      const given = processEnvironment();
+      return withRunningService(given['DATA_DIR']?.trim() || DEFAULT_DATA_DIR, given);
+    };
+    return await command.run(rest, io, () => (config ??= loadConfig(env())));
   } catch (err) {
     if (err instanceof CliError || err instanceof ConfigError) {
       process.stderr.write(`broker: ${err.message}\n`);

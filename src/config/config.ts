@@ -8,6 +8,9 @@ import { Secret } from '../shared/secret.js';
 import type { TracingSettings } from '../telemetry/tracing.js';
 import { DEFAULT_QUOTAS, type Quotas, type LegacyLimits, type RateLimit } from './limits.js';
 
+/** Where the broker keeps its files when DATA_DIR is not set. */
+export const DEFAULT_DATA_DIR = '.data';
+
 const modes = ['development', 'production', 'test'] as const;
 export type Mode = (typeof modes)[number];
 
@@ -68,7 +71,7 @@ const envSchema = z
     HOST: z.string().trim().min(1).default('127.0.0.1'),
     PORT: port.default(8443),
     PUBLIC_URL: httpsUrl.optional(),
-    DATA_DIR: z.string().trim().min(1).default('.data'),
+    DATA_DIR: z.string().trim().min(1).default(DEFAULT_DATA_DIR),
     DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/, error: 'must be a postgres:// URL' }).optional(),
     DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
     // A direct connection for what needs one Postgres session (LISTEN, the migrations' advisory

@@ -44,6 +44,8 @@ async function recordLocation(requested: string, dir: string): Promise<void> {
 
 export interface EmbeddedPostgres {
   url: Secret;
+  /** Where the cluster lives: the folder asked for, or, as root, the one its own user can reach. */
+  dir: string;
   stop(): Promise<void>;
 }
 
@@ -118,6 +120,7 @@ export async function startEmbeddedPostgres(
   await writeFile(portFile, `${port}\n`, { mode: 0o600 });
   return {
     url,
+    dir,
     async stop() {
       process.off('exit', onExit);
       await stopChild(child);

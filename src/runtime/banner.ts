@@ -10,6 +10,8 @@ export interface BannerFacts {
     reportsIssuer: string;
     reportsApiUrl: string;
     githubOrigin: string | undefined;
+    /** The development upstream MCP server's endpoint, when it runs. */
+    upstreamUrl: string | undefined;
     caFile: string;
     networkHost: string | undefined;
     /** The demo users as shown (`ops (operator)`), and their one password. */
@@ -42,6 +44,9 @@ export function banner(facts: BannerFacts): string {
         ? [
             `  GitHub-like provider       ${facts.dev.githubOrigin}  (plain OAuth 2.0; the github catalog entry, host ${new URL(facts.dev.githubOrigin).host})`,
           ]
+        : []),
+      ...(facts.dev.upstreamUrl
+        ? [`  Upstream MCP server        ${facts.dev.upstreamUrl}  (the memo_* tools, proxied through the broker)`]
         : []),
       `  Development CA             ${facts.dev.caFile}  (trust it, or accept the warning once per port)`,
       '',

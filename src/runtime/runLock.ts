@@ -37,7 +37,8 @@ export async function acquireRunLock(dataDir: string): Promise<RunLock> {
   throw new AlreadyRunningError(`Could not take the run lock ${path}`);
 }
 
-function isAlive(pid: number): boolean {
+/** Whether a process with this id runs (one of another user counts: signalling it is refused, not unknown). */
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -67,6 +67,10 @@ describe('npm start from a checkout in a mode-0700 folder', () => {
       const copy = (await readdir(temp)).find((e) => e.startsWith('connect-broker-postgres-'))!;
       const info = await stat(join(temp, copy));
       expect({ uid: info.uid, mode: info.mode & 0o777 }).toEqual({ uid: 0, mode: 0o755 });
+      // The banner says where the database really is: the folder the cluster moved to, not .data/postgres.
+      const location = (await readFile(join(checkout, '.data', 'postgres', 'location'), 'utf8')).trim();
+      expect(location.startsWith(temp)).toBe(true);
+      expect(out).toContain(`embedded Postgres, data in ${location}`);
     }
     const fetch = createFetch({ extraCaPems: [await readFile(join(checkout, '.data', 'tls', 'ca.pem'), 'utf8')] });
     expect(await (await fetch(`https://127.0.0.1:${env['PORT']}/readyz`)).json()).toMatchObject({
