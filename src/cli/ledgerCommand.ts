@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import type { Config } from '../config/config.js';
 import { AGE_HINT, parseAge } from '../ledger/flowAge.js';
 import { scanForTokens } from '../ledger/gateScanRepo.js';
-import { evaluateGates } from '../ledger/gates.js';
+import { evaluateGates, verdictOf } from '../ledger/gates.js';
 import {
   findFlowDetail,
   findFlows,
@@ -193,7 +193,7 @@ export async function ledgerCommand(
         print(gates, () =>
           formatTable(
             ['gate', 'figure', 'target', 'result'],
-            gates.map((g) => [g.gate, g.figure, g.target, g.pass ? 'PASS' : 'MISS']),
+            gates.map((g) => [g.gate, g.figure, g.target, verdictOf(g)]),
           ),
         );
         return gates.every((g) => g.pass) ? 0 : 1;

@@ -14,15 +14,23 @@ export interface GateResult {
   gate: string;
   figure: string;
   target: string;
+  /** Not missed: a gate with no data yet passes (nothing to judge), and says so (`noData`). */
   pass: boolean;
+  /** Nothing to judge yet (no flow reached the step it is about): shown as "no data", not PASS. */
+  noData: boolean;
 }
+
+/** A gate's verdict as people read it, on the pages and in the CLI. */
+export type GateVerdict = 'PASS' | 'MISS' | 'NO DATA';
+export const verdictOf = (g: Pick<GateResult, 'pass' | 'noData'>): GateVerdict =>
+  !g.pass ? 'MISS' : g.noData ? 'NO DATA' : 'PASS';
 
 const RECONCILIATION_P99_SECONDS = 120;
 
 /** The release gates, judged on live figures: each has a stable id, a figure, a target and whether it passes. */
 export function evaluateGates(f: GateFigures): GateResult[] {
   const pct = (part: number, whole: number) =>
-    whole === 0 ? 'n/a (none yet)' : `${((part / whole) * 100).toFixed(1)}% (${part}/${whole})`;
+    whole === 0 ? 'none yet' : `${((part / whole) * 100).toFixed(1)}% (${part}/${whole})`;
   const seconds = (s: number | null) => (s === null ? 'n/a' : `${s.toFixed(2)} s`);
   return [
     {
@@ -31,6 +39,7 @@ export function evaluateGates(f: GateFigures): GateResult[] {
       figure: pct(f.consent.withReceipt, f.consent.reached),
       target: '100%',
       pass: f.consent.withReceipt === f.consent.reached,
+      noData: f.consent.reached === 0,
     },
     {
       id: 'completion_p99',
@@ -38,6 +47,7 @@ export function evaluateGates(f: GateFigures): GateResult[] {
       figure: `${seconds(f.completionToVerified.p50)} / ${seconds(f.completionToVerified.p99)} (n=${f.completionToVerified.count})`,
       target: `p99 < ${RECONCILIATION_P99_SECONDS} s`,
       pass: f.completionToVerified.p99 === null || f.completionToVerified.p99 < RECONCILIATION_P99_SECONDS,
+      noData: f.completionToVerified.p99 === null,
     },
     {
       id: 'expired_recoverable',
@@ -45,6 +55,7 @@ export function evaluateGates(f: GateFigures): GateResult[] {
       figure: pct(f.expired.recoverable, f.expired.total),
       target: '100%',
       pass: f.expired.recoverable === f.expired.total,
+      noData: f.expired.total === 0,
     },
     {
       id: 'cross_user_bindings',
@@ -52,6 +63,8 @@ export function evaluateGates(f: GateFigures): GateResult[] {
       figure: String(f.crossUserBindings),
       target: '0',
       pass: f.crossUserBindings === 0,
+      // A count: 0 is a figure, whatever the traffic.
+      noData: false,
     },
     {
       id: 'unexpected_completions',
@@ -59,6 +72,8 @@ export function evaluateGates(f: GateFigures): GateResult[] {
       figure: String(f.unexpectedCompletions),
       target: '0',
       pass: f.unexpectedCompletions === 0,
+      // A count: 0 is a figure, whatever the traffic.
+      noData: false,
     },
     {
       id: 'accepted_more_than_once',
@@ -66,6 +81,8 @@ export function evaluateGates(f: GateFigures): GateResult[] {
       figure: String(f.acceptedMoreThanOnce),
       target: '0',
       pass: f.acceptedMoreThanOnce === 0,
+      // A count: 0 is a figure, whatever the traffic.
+      noData: false,
     },
     ...(f.tokensOutsideVault ? [tokensGate(f.tokensOutsideVault)] : []),
   ];
@@ -82,5 +99,6 @@ function tokensGate(scan: TokenScan): GateResult {
     figure: rows === 0 ? `0 (${scan.tables} tables read)` : `${rows} (${where})`,
     target: '0',
     pass: rows === 0,
+    noData: false,
   };
 }

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { findApprovals } from '../broker/approvalRepo.js';
 import { navigationStates, openStates, verifiedStates, type NavigationState } from '../flow/navigationStates.js';
 import { countEventsByState } from '../events/webhookOutboxRepo.js';
-import { evaluateGates } from '../ledger/gates.js';
+import { evaluateGates, verdictOf } from '../ledger/gates.js';
 import { pauseConnections, resumeConnections } from '../ledger/killSwitch.js';
 import { findStuckFlows } from '../ledger/ledgerQueriesRepo.js';
 import { findSwitch, URL_ELICITATION_PAUSED } from '../ledger/operatorRepo.js';
@@ -76,7 +76,7 @@ export function opsDashboardRoutes(deps: OpsRoutesDeps): Router {
       deps.render('ops/dashboard', {
         ...pageModel(res, 'Operator dashboard', 'dashboard'),
         paused: paused?.engaged ? { reason: paused.reason } : undefined,
-        gates: evaluateGates(gates.figures),
+        gates: evaluateGates(gates.figures).map((g) => ({ ...g, verdict: verdictOf(g) })),
         gatesAt: gates.at.toISOString(),
         totalFlows: states.reduce((sum, s) => sum + s.value, 0),
         stuck: capped(stuck.length),

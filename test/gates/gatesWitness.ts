@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { formatTable } from '../../src/cli/table.js';
-import type { GateResult } from '../../src/ledger/gates.js';
+import { verdictOf, type GateResult } from '../../src/ledger/gates.js';
 import { auditFormSchema } from '../../src/security/formAudit.js';
 import { shippedProtectedDomains } from '../../src/security/protectedDomains.js';
 import { classifyUrl } from '../../src/security/urlClassifier.js';
@@ -14,8 +14,9 @@ import { readUrlCorpus } from '../support/urlCorpus.js';
 // form that reached a host, every link the broker handed out; then the URL corpora.
 
 /** A gate judged by the suite: the ledger's shape, so both print in one table. */
-export interface SuiteGate extends Omit<GateResult, 'id'> {
+export interface SuiteGate extends Omit<GateResult, 'id' | 'noData'> {
   id: string;
+  noData?: boolean;
 }
 
 export interface Witness {
@@ -160,6 +161,6 @@ export async function reportServiceTokens(dataDir: string): Promise<string[]> {
 export function gateTable(gates: readonly SuiteGate[]): string {
   return formatTable(
     ['gate', 'figure', 'target', 'result'],
-    gates.map((g) => [g.gate, g.figure, g.target, g.pass ? 'PASS' : 'MISS']),
+    gates.map((g) => [g.gate, g.figure, g.target, verdictOf({ noData: false, ...g })]),
   );
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { evaluateGates } from '../../src/ledger/gates.js';
+import { evaluateGates, verdictOf } from '../../src/ledger/gates.js';
 import type { GateFigures } from '../../src/ledger/ledgerQueriesRepo.js';
 
 // The release gates' judgement: every gate passes on clean figures, and each one fails, alone,
@@ -33,6 +33,29 @@ describe('evaluateGates', () => {
         acceptedMoreThanOnce: 0,
       }),
     ).toEqual([]);
+  });
+
+  it('says "no data" for a gate with nothing to judge yet, never PASS, and misses nothing for it', () => {
+    const empty = evaluateGates({
+      consent: { reached: 0, withReceipt: 0 },
+      completionToVerified: { count: 0, p50: null, p99: null },
+      expired: { total: 0, recoverable: 0 },
+      crossUserBindings: 0,
+      unexpectedCompletions: 0,
+      acceptedMoreThanOnce: 0,
+    });
+    expect(Object.fromEntries(empty.map((g) => [g.id, verdictOf(g)]))).toEqual({
+      consent_receipts: 'NO DATA',
+      completion_p99: 'NO DATA',
+      expired_recoverable: 'NO DATA',
+      cross_user_bindings: 'PASS',
+      unexpected_completions: 'PASS',
+      accepted_more_than_once: 'PASS',
+    });
+    expect(evaluateGates(clean).map(verdictOf)).toEqual(evaluateGates(clean).map(() => 'PASS'));
+    // Data that misses is a miss, whatever else is empty.
+    const consentMissed = evaluateGates({ ...clean, consent: { reached: 4, withReceipt: 3 } });
+    expect(verdictOf(consentMissed.find((g) => g.id === 'consent_receipts')!)).toBe('MISS');
   });
 
   it.each<[GateResultId, Partial<GateFigures>]>([

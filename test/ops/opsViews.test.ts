@@ -40,7 +40,16 @@ describe('operator views', () => {
       ...page,
       section: 'dashboard',
       paused: { reason: hostile },
-      gates: [{ id: 'cross_user_bindings', gate: 'cross-user bindings', figure: '1', target: '0', pass: false }],
+      gates: [
+        { id: 'cross_user_bindings', gate: 'cross-user bindings', figure: '1', target: '0', verdict: 'MISS' },
+        {
+          id: 'expired_recoverable',
+          gate: 'expired flows recoverable',
+          figure: 'none yet',
+          target: '100%',
+          verdict: 'NO DATA',
+        },
+      ],
       totalFlows: 3,
       stuck: '0',
       pendingApprovals: '100+',
@@ -59,6 +68,7 @@ describe('operator views', () => {
     expect(html).toContain('New connections are paused');
     expect(html).toContain('&lt;script&gt;');
     expect(html).toContain('<span class="verdict miss">MISS</span>');
+    expect(html).toContain('<span class="verdict nodata">NO DATA</span>');
     expect(html).toContain('action="/ops/connections/resume"');
     expect(html).toContain('<strong>2</strong> webhook events given up, <strong>5</strong> waiting to be sent');
     expect(html).toContain('Signed in as <strong>Ops &lt;Example&gt;</strong>');
