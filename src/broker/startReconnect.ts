@@ -2,7 +2,7 @@ import type { Principal } from '../auth/principal.js';
 import { ConflictError, NotFoundError } from '../errors/appError.js';
 import type { NavigationRecord } from '../flow/navigationRecord.js';
 import { RECONNECT } from '../flow/navigationStates.js';
-import { disconnectedState, reconnectableStates } from '../secrets/connectionStates.js';
+import { connectAgainStates } from '../secrets/connectionStates.js';
 import type { Queryable } from '../db/pool.js';
 import {
   findConnectionById,
@@ -10,6 +10,7 @@ import {
   findDefaultConnection,
   type ConnectionRecord,
 } from '../secrets/connectionsRepo.js';
+import type { Provider } from '../providers/providerConfig.js';
 import type { BrokerDeps } from './brokerDeps.js';
 import { findReusableNavigation, startNavigation, type NavigationRequest } from './startNavigation.js';
 
@@ -52,8 +53,15 @@ export async function targetConnectionOf(
 }
 
 /**
+ * Whether the provider names the account a user signs in as, so that two connections to it can be told
+ * apart; an upstream MCP server does not (identity `none`): its one connection is always "the same account".
+ */
+export const accountsToldApart = (provider: Pick<Provider, 'identity'>): boolean =>
+  !('from' in provider.identity && provider.identity.from === 'none');
+
+/**
  * The signed-in user asks, on the connections page, to reconnect one of their
- * connections that needs them again. Returns the connect link of a reconnect
+ * connections that needs them again, or that they disconnected. Returns the connect link of a reconnect
  * flow: the same consent page, transitions, callback and vault as a tool's
  * flow (so the callback keeps the connection's id and refuses another
  * account), but with no tool operation, so nothing is accepted or performed
@@ -71,12 +79,8 @@ export async function startReconnect(
   const client = deps.providers.get(connection.provider);
   if (!client) throw new NotFoundError(`Provider ${connection.provider} is no longer configured.`);
   const name = client.provider.displayName;
-  if (!reconnectableStates.has(connection.state))
-    throw new ConflictError(
-      connection.state === disconnectedState
-        ? `Your ${name} connection was disconnected. Your app asks you to connect it again when it needs it.`
-        : `Your ${name} connection works; there is nothing to reconnect.`,
-    );
+  if (!connectAgainStates.has(connection.state))
+    throw new ConflictError(`Your ${name} connection works; there is nothing to reconnect.`);
   const request: NavigationRequest = {
     principal: input.principal,
     clientId: undefined,
@@ -103,6 +107,10 @@ export async function startAddAccount(
   const client = deps.providers.get(input.provider);
   if (!client) throw new NotFoundError('No such provider is configured.');
   const name = client.provider.displayName;
+  if (!accountsToldApart(client.provider))
+    throw new ConflictError(
+      `${name} does not say which account you sign in as, so the broker keeps one connection to it: reconnect that one instead.`,
+    );
   const request: NavigationRequest = {
     principal: input.principal,
     clientId: undefined,

@@ -54,3 +54,9 @@ export const ledgerEventOf = (event: ConnectionEvent): string => `connection_${e
 
 /** Where a disconnect leaves a connection: kept for the record, never used again. */
 export const disconnectedState: ConnectionState = toStateOf('revoked');
+
+/**
+ * The states a user may connect again from the connections page, keeping the connection's id: one the
+ * provider stopped accepting, and one they disconnected (a disconnect is not a goodbye to the provider).
+ */
+export const connectAgainStates: ReadonlySet<ConnectionState> = new Set([...reconnectableStates, disconnectedState]);

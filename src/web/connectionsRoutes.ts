@@ -4,9 +4,9 @@ import type { BrokerDeps } from '../broker/brokerDeps.js';
 import { providerNameOf } from '../broker/brokerDeps.js';
 import { disconnectConnection } from '../broker/disconnectConnection.js';
 import { preferConnection } from '../broker/preferConnection.js';
-import { startAddAccount, startReconnect } from '../broker/startReconnect.js';
+import { accountsToldApart, startAddAccount, startReconnect } from '../broker/startReconnect.js';
 import { ForbiddenError } from '../errors/appError.js';
-import { type ConnectionState, disconnectedState, reconnectableStates } from '../secrets/connectionStates.js';
+import { connectAgainStates, type ConnectionState, disconnectedState } from '../secrets/connectionStates.js';
 import { accountLabelOf, findConnectionsOf, type ConnectionRecord } from '../secrets/connectionsRepo.js';
 import { csrfTokenFor, isValidCsrf, requireSameOrigin } from './middleware/csrf.js';
 import { parseInput } from './parse.js';
@@ -37,10 +37,11 @@ function rowOf(deps: ConnectionsRoutesDeps, c: ConnectionRecord, all: readonly C
   const configured = deps.broker.providers.get(c.provider);
   // Several accounts at one provider: which one a call uses when it names none is the user's to choose.
   const siblings = all.filter((o) => o.provider === c.provider && o.state !== disconnectedState).length;
+  const providerName = providerNameOf(deps.broker, c.provider);
   return {
     id: c.id,
     provider: c.provider,
-    providerName: configured?.provider.displayName ?? c.provider,
+    providerName,
     account: accountLabelOf(c),
     isDefault: c.preferred && siblings > 1,
     defaultChosen: c.preferredChosen,
@@ -51,7 +52,8 @@ function rowOf(deps: ConnectionsRoutesDeps, c: ConnectionRecord, all: readonly C
     connectedAt: when(c.connectedAt),
     lastUsedAt: c.lastUsedAt && when(c.lastUsedAt),
     // A provider taken out of the configuration cannot be signed in to again.
-    canReconnect: reconnectableStates.has(c.state) && configured !== undefined,
+    canReconnect: connectAgainStates.has(c.state) && configured !== undefined,
+    reconnectText: c.state === disconnectedState ? `Connect ${providerName} again` : `Reconnect ${providerName}`,
     canDisconnect: c.state !== disconnectedState,
   };
 }
@@ -79,10 +81,12 @@ export function connectionsRoutes(deps: ConnectionsRoutesDeps): Router {
         .type('html')
         .send(render('connections/signIn', { title: 'Sign in to see your connections', returnTo: CONNECTIONS_PATH }));
     const connections = await findConnectionsOf(broker.pool, user.principal);
-    // "Add another account" for each configured provider the user is connected to (an app's call makes the first).
-    const providers = [...new Set(connections.filter((c) => c.state !== disconnectedState).map((c) => c.provider))]
-      .filter((id) => broker.providers.has(id))
-      .map((id) => ({ id, name: broker.providers.get(id)!.provider.displayName }));
+    // "Add another account" for each configured provider the user has connected (an app's call makes the first),
+    // where accounts can be told apart: another sign-in at one that names none would be the same connection.
+    const providers = [...new Set(connections.map((c) => c.provider))]
+      .map((id) => broker.providers.get(id)?.provider)
+      .filter((p) => p !== undefined && accountsToldApart(p))
+      .map((p) => ({ id: p!.id, name: p!.displayName }));
     res.type('html').send(
       render('connections/list', {
         title: 'Your connections',

@@ -7,7 +7,11 @@ import { systemClock } from '../../src/shared/clock.js';
 import { createFetch } from '../../src/shared/httpClient.js';
 import type { UpstreamClient } from '../../src/upstream/upstreamClient.js';
 import { UpstreamSetupError } from '../../src/errors/upstreamErrors.js';
+import { SESSION_COOKIE } from '../../src/auth/sessionCookie.js';
+import { DEV_PASSWORD } from '../../src/dev/devUsers.js';
+import { csrfTokenFor } from '../../src/web/middleware/csrf.js';
 import { callTool } from '../support/mcpWire.js';
+import { createTestBrowser } from '../support/testBrowser.js';
 import { operatorCli } from '../support/operatorCli.js';
 import { startUpstreamMcp, UPSTREAM_SCOPE, type UpstreamMcp } from '../support/upstreamMcp.js';
 import { connectUpstream, upstreamBroker } from '../support/upstreamBroker.js';
@@ -138,6 +142,30 @@ describe('upstream MCP servers: discovery, registration and the connect flow', (
     expect(call).toMatchObject({ status: 200 });
     expect(call.text).toContain(clientId);
     expect(call.accepted).toEqual({ sub: 'up-alice', aud: cimd.url, clientId });
+  });
+
+  it('offers no second account at an upstream, whose accounts cannot be told apart, and refuses one asked for anyway', async () => {
+    const browser = createTestBrowser({ fetch: stack.fetch });
+    const login = await browser.get(`${stack.brokerUrl}/login?return_to=/connections`);
+    const page = await browser.submitForm(login, { login: 'alice', password: DEV_PASSWORD });
+    expect(page.text).toContain('<h2>notes-cimd</h2>');
+    expect(browser.forms(page).map((f) => f.action)).not.toContain(`${stack.brokerUrl}/connections/add`);
+    expect(page.text).not.toContain('Add another');
+    const csrf = csrfTokenFor(browser.cookiesFor(`${stack.brokerUrl}/`).find((c) => c.name === SESSION_COOKIE)!.value);
+    const flowsBefore = await stack.db.pool.query(
+      "SELECT count(*)::int AS n FROM elicitation_navigations WHERE lineage = 'reconnect'",
+    );
+    const forced = await browser.post(
+      `${stack.brokerUrl}/connections/add`,
+      { _csrf: csrf, provider: 'notes-cimd' },
+      { origin: stack.brokerUrl },
+    );
+    expect(forced.status).toBe(409);
+    expect(forced.text).toContain('does not say which account you sign in as');
+    const flowsAfter = await stack.db.pool.query(
+      "SELECT count(*)::int AS n FROM elicitation_navigations WHERE lineage = 'reconnect'",
+    );
+    expect(flowsAfter.rows).toEqual(flowsBefore.rows);
   });
 
   it('DCR: found at the path-inserted well-known URI, registered once for every instance, the secret kept sealed', async () => {

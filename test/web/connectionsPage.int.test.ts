@@ -387,7 +387,11 @@ describe('GET /connections, its reconnect and its disconnect', () => {
     const listed = await browser.get(`${stack.brokerUrl}/connections`);
     expect(listed.text).toContain('class="connection state-revoked"');
     expect(listed.text).toContain('<dd class="connection-state">Disconnected</dd>');
-    expect(browser.forms(listed)).toEqual([]);
+    // Not a dead end: connect it again, or add another account.
+    expect(browser.forms(listed).map((f) => [f.action, f.buttons.map((b) => b.text)])).toEqual([
+      [`${stack.brokerUrl}/connections/${alice.id}/reconnect`, ['Connect Report Service again']],
+      [`${stack.brokerUrl}/connections/add`, ['Add another Report Service account']],
+    ]);
     // A second submit of the same form: already disconnected, nothing sent again.
     const again = await browser.post(
       `${stack.brokerUrl}/connections/${alice.id}/disconnect`,
@@ -425,6 +429,29 @@ describe('GET /connections, its reconnect and its disconnect', () => {
     } finally {
       revocations.down = false;
     }
+    expect(internalErrors(stack)).toEqual([]);
+  });
+
+  it('connects a disconnected connection again from the page: the same connection, active, and calls use it without asking', async () => {
+    const before = await connectionOf('alice');
+    expect(before.state).toBe('revoked');
+    const { browser, page } = await signedIn(stack, 'alice');
+    const review = await browser.submitForm(page, {}, { form: `/connections/${before.id}/reconnect` });
+    expect(review.text).toContain('<h1>Reconnect Report Service?</h1>');
+    const done = await consentAndAuthorize(stack, { browser, review }, 'alice');
+    expect(done.text).toContain('<h1>Report Service is connected again</h1>');
+    expect(await connectionOf('alice')).toMatchObject({
+      id: before.id,
+      state: 'active',
+      upstream_subject: before.upstream_subject,
+    });
+    expect(await storedTokens('alice')).not.toEqual([]);
+    const listed = await browser.get(`${stack.brokerUrl}/connections`);
+    expect(listed.text).toContain('<dd class="connection-state">Connected</dd>');
+    expect(listed.text).not.toContain('/reconnect');
+    // Connected again: a call runs at once, with no link.
+    const listedReports = await callTool(stack, tokens.alice, 'reports_list', {}, {}, URL_CAPS);
+    expect(listedReports.json.result).toMatchObject({ resultType: 'complete' });
     expect(internalErrors(stack)).toEqual([]);
   });
 });
