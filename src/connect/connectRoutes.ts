@@ -8,6 +8,7 @@ import type { Render } from '../web/render.js';
 import { formBody } from '../web/requestBody.js';
 import { signedInUser } from '../web/signedInUser.js';
 import { CALLBACK_ROUTE, DONE_PATH, type BrokerDeps, providerNameOf } from '../broker/brokerDeps.js';
+import { findEntries } from '../ledger/ledgerRepo.js';
 import { consentToConnect, viewConnect } from './connectFlow.js';
 import { findNavigationById } from '../broker/navigationRepo.js';
 import { flowTargetOf } from '../broker/startReconnect.js';
@@ -45,13 +46,21 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
       throw new ForbiddenError('There is nothing to show here for you.');
     }
     const providerName = providerNameOf(broker, navigation.provider);
+    // What really happened to an "add another account" flow: a new connection, or (the user signed in as
+    // an account already connected) that connection renewed, as its verified callback recorded.
+    const adding = flowTargetOf(navigation).kind === 'add';
+    const verified = adding
+      ? (await findEntries(broker.pool, navigation.id)).find((e) => e.event === 'callback_verified')
+      : undefined;
+    const added = verified?.evidence['addedAccount'] === true;
     res.type('html').send(
       render('connect/done', {
         title: `${providerName} connected`,
         signedInAs: browser.name,
         providerName,
         reconnect: navigation.lineage === RECONNECT,
-        addsAccount: flowTargetOf(navigation).kind === 'add',
+        addsAccount: adding && added,
+        sameAccountAgain: adding && verified !== undefined && !added,
         purposeParts: displayParts(navigation.purpose),
       }),
     );

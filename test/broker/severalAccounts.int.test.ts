@@ -291,6 +291,9 @@ describe('several accounts at one provider', () => {
     const review = await browser.submitForm(page, {}, { form: '/connections/add' });
     const done = await consentAndAuthorize(stack, { browser, review }, 'mallory');
     expect(done.status).toBe(200);
+    // The done page says what happened: nothing was added, the account connected already was renewed.
+    expect(done.text).toContain('<h1>No other Report Service account was added</h1>');
+    expect(done.text).not.toContain('Another Report Service account is connected');
     const after = await connectionsOf('alice');
     expect(after.map((c) => c.id)).toEqual(before.map((c) => c.id));
     // The whole token set replaced, the id kept.
