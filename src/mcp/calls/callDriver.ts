@@ -113,6 +113,8 @@ export async function settle(
 ): Promise<CallStep> {
   const { broker } = deps;
   const read = seen?.id === navigationId ? seen : await findNavigationById(broker.pool, navigationId);
+  // Verified already (accepted since, perhaps, by another call): the user finished, and the host is told.
+  if (isVerified(read?.status)) era.verified?.(navigationId);
   if (read?.status !== State.REQUIREMENT_VERIFIED) {
     const receipt = await findReceiptByNavigation(broker.pool, navigationId);
     if (receipt) return done(await runAccepted(deps, ctx, call, receipt, era.stream));
@@ -136,7 +138,10 @@ export async function settle(
   const now = await connectionAccessFor(deps.vault, ctx.principal, call.provider, call.scopes, settling(call));
   if (now.kind === 'connected') {
     const settled = await settleConnectedFlow(broker, navigationId, ctx.principal);
-    if (settled?.status === State.REQUIREMENT_VERIFIED) return acceptFlow(deps, ctx, call, era, settled);
+    if (settled?.status === State.REQUIREMENT_VERIFIED) {
+      era.verified?.(navigationId);
+      return acceptFlow(deps, ctx, call, era, settled);
+    }
   }
   era.waiting?.();
   const verified = await broker.waits.run(ctx.principal, () =>

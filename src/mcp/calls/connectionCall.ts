@@ -80,7 +80,7 @@ export interface CallEra {
   noUrlElicitation(call: ConnectionCall): Error;
   /** Just before a step waits for the user (a fault point of the crash suite). */
   waiting?(): void;
-  /** A flow this call waited for is verified, just before its operation is accepted (2025-11-25 says so to the host). */
+  /** A flow this call asked about is verified, before its operation is accepted or read (2025-11-25 says so to the host, once). */
   verified?(navigationId: string): void;
 }
 
