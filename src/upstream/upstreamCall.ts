@@ -9,7 +9,7 @@ import type { Provider } from '../providers/providerConfig.js';
 import type { Counted } from './countedRequest.js';
 import type { UpstreamLists } from './upstreamLists.js';
 import type { UpstreamCallAnswer, UpstreamMcp } from './upstreamMcpClient.js';
-import { canonicalJson } from './upstreamNames.js';
+import { canonicalJson, standInName } from './upstreamNames.js';
 import {
   askForUpstream,
   failed,
@@ -50,13 +50,20 @@ export function upstreamCall(
     provider: provider.id,
     // The upstream decides what its token may do; any connection to it will do.
     scopes: [],
-    purpose: `use ${name} on ${displayName}`,
+    // The stand-in's call is the connecting itself.
+    purpose:
+      name === standInName(provider.upstream!.prefix)
+        ? `list your ${displayName} tools`
+        : `use ${name} on ${displayName}`,
     requestDigest,
     arguments: args,
     // MCP has no idempotency key: an unknown outcome waits for an operator.
     replayable: false,
     async perform({ token }, _key, direct): Promise<BusinessOutcome> {
-      const served = (await deps.lists.listFor(provider, token)).served.get(name);
+      const list = (await deps.lists.listFor(provider, token)).served;
+      const served = list.get(name);
+      // The stand-in of a list not shown before connecting (upstreamLists.ts): connected now, its tools are listed.
+      if (!served && name === standInName(provider.upstream!.prefix)) return connectedOutcome(displayName, list);
       if (!served)
         return {
           status: 'failed',
@@ -135,4 +142,22 @@ function renderOutcome(outcome: Record<string, unknown>): ToolCallResult {
     } as ToolCallResult;
   }
   return errorResult(String(outcome['message'] ?? 'The upstream MCP server did not answer.'), outcome);
+}
+
+/** The stand-in's answer: the user is connected, and which tools they now have (the host lists them again). */
+function connectedOutcome(
+  displayName: string,
+  list: ReadonlyMap<string, { descriptor: Record<string, unknown> }>,
+): BusinessOutcome {
+  const names = [...list.keys()];
+  const text =
+    names.length === 0
+      ? `You are connected to ${displayName}, which lists no tools for you.`
+      : `You are connected to ${displayName}. Its tools are now in your tool list (list the tools again to see them): ${names.join(', ')}.`;
+  return {
+    status: 'succeeded',
+    outcome: {
+      result: { content: [{ type: 'text', text }], structuredContent: { status: 'connected', tools: names } },
+    },
+  };
 }

@@ -9,7 +9,7 @@ import type { Logger } from '../shared/logger.js';
 import type { Counted } from './countedRequest.js';
 import { findSnapshot } from './snapshotsRepo.js';
 import type { UpstreamMcp, UpstreamTool, UpstreamToolList } from './upstreamMcpClient.js';
-import { servedName } from './upstreamNames.js';
+import { servedName, standInName } from './upstreamNames.js';
 
 export interface UpstreamListsDeps {
   mcp: UpstreamMcp;
@@ -50,16 +50,49 @@ export function createUpstreamLists(deps: UpstreamListsDeps) {
   const lists = new Map<string, CachedList>();
   // Lists an upstream answered with cacheScope public: the same for every user, so served to those not connected.
   const publicLists = new Map<string, CachedList>();
-  /** For a user not connected to `provider`: its public list while fresh, else the operator's snapshot (read each time: pinning shows at once). */
-  async function unconnectedPart(provider: Provider): Promise<ToolListing | undefined> {
+  // Upstreams that refused to list their tools without a token, until when: asked again after that.
+  const needsToken = new Map<string, number>();
+  const anonymousListing = new Map<string, Promise<CachedList | undefined>>();
+
+  /**
+   * For a user not connected to `provider`, what they are shown, the first of: its public list while
+   * fresh (an anonymous listing's, or a connected user's the upstream marked public); the list it gives
+   * anyone, asked without a token; the operator's snapshot (read each time: pinning shows at once);
+   * else the stand-in that leads to the connect link. Never nothing: a host sees every upstream.
+   */
+  async function unconnectedPart(provider: Provider): Promise<ToolListing> {
     const open = publicLists.get(provider.id);
     const part =
-      open && open.expiresAt > Date.now()
-        ? open
-        : await findSnapshot(deps.pool, provider.id).then(
-            (row) => row && toServed(provider, { tools: row.tools, ttlMs: SNAPSHOT_TTL_MS, cacheScope: 'public' }),
-          );
-    return part && { tools: [...part.served.values()].map((s) => s.descriptor), ...part.hints, cacheScope: 'public' };
+      (open && open.expiresAt > Date.now() ? open : await anonymousList(provider)) ??
+      (await findSnapshot(deps.pool, provider.id).then(
+        (row) => row && toServed(provider, { tools: row.tools, ttlMs: SNAPSHOT_TTL_MS, cacheScope: 'public' }),
+      ));
+    if (!part) return { tools: [standInDescriptor(provider)], ttlMs: SNAPSHOT_TTL_MS, cacheScope: 'public' };
+    return { tools: [...part.served.values()].map((s) => s.descriptor), ...part.hints, cacheScope: 'public' };
+  }
+
+  /** The upstream's list asked without a token (one request at a time, and at most once a minute after a refusal). */
+  function anonymousList(provider: Provider): Promise<CachedList | undefined> {
+    if ((needsToken.get(provider.id) ?? 0) > Date.now()) return Promise.resolve(undefined);
+    const running = anonymousListing.get(provider.id);
+    if (running) return running;
+    const asked = deps
+      .counted(provider, 'tools/list', () => deps.mcp.listTools(provider.upstream!.url, undefined))
+      .then((listed) => {
+        // Given to anyone: the same for every user, whatever the upstream says of its scope.
+        const part = toServed(provider, { ...listed, cacheScope: 'public' });
+        publicLists.set(provider.id, part);
+        return part;
+      })
+      .catch((err: unknown) => {
+        if (!(err instanceof UpstreamUnauthorizedError))
+          deps.logger.warn({ err, upstream: provider.id }, 'upstream tools not listed without a token');
+        needsToken.set(provider.id, Date.now() + DEFAULT_LIST_TTL_MS);
+        return undefined;
+      })
+      .finally(() => anonymousListing.delete(provider.id));
+    anonymousListing.set(provider.id, asked);
+    return asked;
   }
 
   const cacheKey = (provider: Provider, token: string) =>
@@ -122,7 +155,7 @@ export function createUpstreamLists(deps: UpstreamListsDeps) {
     return fresh;
   }
 
-  async function listOne(principal: Principal, provider: Provider): Promise<ToolListing | undefined> {
+  async function listOne(principal: Principal, provider: Provider): Promise<ToolListing> {
     const token = await accessTokenFor(deps.vault, principal, provider.id);
     if (!token) return unconnectedPart(provider);
     try {
@@ -140,3 +173,18 @@ export function createUpstreamLists(deps: UpstreamListsDeps) {
 }
 
 export type UpstreamLists = ReturnType<typeof createUpstreamLists>;
+
+/**
+ * What a user not connected to an upstream that shows its tools to nobody else is listed: one tool
+ * that says so and whose call connects them (upstreamCall.ts), after which the upstream's own are listed.
+ */
+export function standInDescriptor(provider: Provider): Record<string, unknown> {
+  const name = provider.displayName;
+  return {
+    name: standInName(provider.upstream!.prefix),
+    title: `Connect ${name}`,
+    description: `${name} (an MCP server behind this broker) lists its tools only to a user connected to it. Call this tool to connect your ${name} account: you are given a link to sign in there, and its tools are then listed in place of this one.`,
+    inputSchema: { type: 'object', properties: {}, additionalProperties: false },
+    annotations: { readOnlyHint: true, openWorldHint: true },
+  };
+}

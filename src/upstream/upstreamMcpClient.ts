@@ -107,6 +107,9 @@ interface CallState {
   ask?: UpstreamCallOptions['ask'];
 }
 
+// The "token" of a request sent without one: its clients are kept apart from every user's.
+const ANONYMOUS = '';
+
 // Names the call a request belongs to, between the SDK and the broker's fetch, which removes it: never sent.
 const CALL_HEADER = 'x-connect-broker-call';
 
@@ -158,7 +161,8 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
       const tag = headers.get(CALL_HEADER);
       headers.delete(CALL_HEADER);
       const wire = (tag !== null && calls.get(tag)?.wire) || own;
-      headers.set('authorization', `Bearer ${token}`);
+      // The user's token as the bearer; none for an anonymous listing (the upstream's public list).
+      if (token !== ANONYMOUS) headers.set('authorization', `Bearer ${token}`);
       const bounded = strictFetch(deps.fetch, {
         maxBytes: MAX_UPSTREAM_ANSWER_BYTES,
         ...(tag !== null && { eventStream: requestsOnStream((id) => askedOn.set(askedKey(client, id), tag)) }),
@@ -370,10 +374,13 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
   }
 
   return {
-    /** The user's tools/list at the upstream, every page. */
-    async listTools(url: string, token: string): Promise<UpstreamToolList> {
+    /**
+     * The user's tools/list at the upstream, every page; with no token (undefined), the list the upstream
+     * gives anyone, or UpstreamUnauthorizedError where it lists its tools only to a signed-in user.
+     */
+    async listTools(url: string, token: string | undefined): Promise<UpstreamToolList> {
       try {
-        return await withClient(url, token, newWire(), async (client, headers) => {
+        return await withClient(url, token ?? ANONYMOUS, newWire(), async (client, headers) => {
           const listed = (await client.listTools(undefined, { timeout: sdkTimeout, cacheMode: 'bypass', headers })) as {
             tools: UpstreamTool[];
             ttlMs?: unknown;

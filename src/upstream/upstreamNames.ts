@@ -36,3 +36,6 @@ export function canonicalJson(value: unknown): string {
       .join(',')}}`;
   return JSON.stringify(value) ?? 'null';
 }
+
+/** The stand-in tool a user not connected to an upstream is listed (upstreamLists.ts): `<prefix>_connect`. */
+export const standInName = (prefix: string): string => `${prefix}_connect`;

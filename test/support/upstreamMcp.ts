@@ -137,6 +137,8 @@ export async function startUpstreamMcp(options: {
   publicListTtlMs?: number;
   /** The name both origins are written with (it must resolve to 127.0.0.1), and their ports; else 127.0.0.1, any ports. */
   listen?: { hostname: string; mcpPort: number; authPort: number };
+  /** 2026-07-28: lists its tools to anyone (server/discover and tools/list need no token); calls still do. */
+  anonymousList?: boolean;
 }): Promise<UpstreamMcp> {
   const at = options.listen;
   const mcpServer = await listenHttps(options.tls, at ? { hostname: at.hostname, port: at.mcpPort } : {});
@@ -268,6 +270,7 @@ export async function startUpstreamMcp(options: {
       ...(options.listTtlMs !== undefined && { listTtlMs: options.listTtlMs }),
       ...(options.publicListTtlMs !== undefined && { publicListTtlMs: options.publicListTtlMs }),
       streams: options.streams ?? false,
+      anonymousList: options.anonymousList ?? false,
       seen,
     }),
   );
@@ -314,6 +317,7 @@ function mcpListener(options: {
   listTtlMs?: number;
   publicListTtlMs?: number;
   streams: boolean;
+  anonymousList: boolean;
   seen: Pick<
     UpstreamMcp,
     | 'requests'
@@ -506,9 +510,13 @@ function mcpListener(options: {
       } catch {
         parsed = undefined;
       }
-      let auth: AuthInfo;
+      let auth: AuthInfo | undefined;
+      const listing = ['server/discover', 'tools/list'].includes(String((parsed as { method?: unknown })?.method));
       try {
-        auth = await verifyBearerToken(req.headers.authorization, bearer);
+        auth =
+          options.anonymousList && listing && req.headers.authorization === undefined
+            ? undefined
+            : await verifyBearerToken(req.headers.authorization, bearer);
       } catch (err) {
         const answer = bearerAuthChallengeResponse(err, bearer);
         return void res.writeHead(answer.status, Object.fromEntries(answer.headers)).end(await answer.text());
@@ -522,7 +530,7 @@ function mcpListener(options: {
         options.seen.calls.push({
           tool: String(message.params?.name),
           args: message.params?.arguments,
-          sub: auth.extra?.['sub'] as string | undefined,
+          sub: auth?.extra?.['sub'] as string | undefined,
         });
         const title = (message.params?.arguments as { title?: unknown } | undefined)?.title;
         const { onlyTitle, slowMs } = options.seen.behaviour;

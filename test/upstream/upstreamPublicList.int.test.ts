@@ -52,14 +52,16 @@ describe('an upstream list marked public', () => {
   }
 
   it('a user not connected is served the public list a connected user fetched, public, and calling its tool starts the connect flow', async () => {
-    // Nobody connected yet: no list is known, and nobody is sent to the upstream to find one.
-    expect(upstreamNames(await list(tokens.bob))).toEqual([]);
+    // Nobody connected yet, and neither lists its tools without a token: each is its stand-in, which connects.
+    const calledBefore = open.calls.length + closed.calls.length;
+    expect(upstreamNames(await list(tokens.bob))).toEqual(['priv_connect', 'pub_connect']);
+    expect(open.calls.length + closed.calls.length).toBe(calledBefore);
     await connect('alice', 'pub_whoami');
     const alices = await list(tokens.alice);
-    expect(upstreamNames(alices)).toEqual(PUB);
+    expect(upstreamNames(alices)).toEqual(['priv_connect', ...PUB]);
     const before = open.calls.length;
     const bobs = await list(tokens.bob);
-    expect(upstreamNames(bobs)).toEqual(PUB);
+    expect(upstreamNames(bobs)).toEqual(['priv_connect', ...PUB]);
     expect(bobs.cacheScope).toBe('public');
     expect(bobs.ttlMs).toBeLessThanOrEqual(PUBLIC_TTL_MS);
     expect(bobs.tools.find((t) => t.name === 'pub_create_note')).toEqual(
@@ -76,9 +78,9 @@ describe('an upstream list marked public', () => {
     const alices = await list(tokens.alice);
     expect(upstreamNames(alices)).toContain('priv_alice_diary');
     expect(alices.cacheScope).toBe('private');
-    // bob, connected to neither: the public list only, still public.
+    // bob, connected to neither: the public list and the private one's stand-in, still public.
     const bobs = await list(tokens.bob);
-    expect(upstreamNames(bobs).filter((n) => n.startsWith('priv_'))).toEqual([]);
+    expect(upstreamNames(bobs).filter((n) => n.startsWith('priv_'))).toEqual(['priv_connect']);
     expect(bobs.cacheScope).toBe('public');
     // mallory, connected to the private upstream only: her own list there (no diary) and the public
     // list beside it; one private part makes the whole answer private.

@@ -86,7 +86,10 @@ describe('upstream MCP tools on /mcp', () => {
   }
 
   it('a user without a connection is asked to connect; the accepted call is sent once, with their upstream token', async () => {
-    expect((await list(tokens.alice)).tools.map((t) => t.name).filter((n) => n.startsWith('up_'))).toEqual([]);
+    // Not connected, and the upstream lists its tools only to a connected user: its stand-in.
+    expect((await list(tokens.alice)).tools.map((t) => t.name).filter((n) => n.startsWith('up_'))).toEqual([
+      'up_connect',
+    ]);
     const args = { title: 'first', tags: ['a'] };
     const { elicited, retried } = await connectThrough('alice', 'up_create_note', args);
     expect(elicited.message).toContain('Up Notes');
@@ -117,9 +120,12 @@ describe('upstream MCP tools on /mcp', () => {
   it("lists a connected user's upstream tools after the broker's own, passed through and private; another user never sees them", async () => {
     const alice = await list(tokens.alice);
     const names = alice.tools.map((t) => t.name);
-    const own = names.filter((n) => !n.startsWith('up_') && !n.startsWith('flaky_'));
+    const own = names.filter((n) => !/^(up|flaky|old)_/.test(n));
     expect(names.slice(0, own.length)).toEqual([...own].sort());
+    // Upstreams in prefix order: the two alice is not connected to as their stand-ins.
     expect(names.slice(own.length)).toEqual([
+      'flaky_connect',
+      'old_connect',
       'up_alice_diary',
       'up_ask_color',
       'up_create_note',
@@ -197,7 +203,10 @@ describe('upstream MCP tools on /mcp', () => {
     const ops = await tokenFor(stack, 'ops');
     const before = await list(ops);
     // alice's private list (her diary) never reaches a user who is not connected.
-    expect(before.tools.map((t) => t.name).filter((n) => n.startsWith('up_') || n.startsWith('flaky_'))).toEqual([]);
+    expect(before.tools.map((t) => t.name).filter((n) => n.startsWith('up_') || n.startsWith('flaky_'))).toEqual([
+      'flaky_connect',
+      'up_connect',
+    ]);
     expect(before.cacheScope).toBe('public');
     const file = join(stack.dataDir, 'upstreams.json');
     await writeFile(file, JSON.stringify(entries()));
@@ -233,6 +242,8 @@ describe('upstream MCP tools on /mcp', () => {
     ]);
     const after = await list(ops);
     expect(after.tools.find((t) => t.name === 'flaky_create_note')).toEqual({ ...tool, name: 'flaky_create_note' });
+    // The snapshot takes the stand-in's place.
+    expect(after.tools.map((t) => t.name)).not.toContain('flaky_connect');
     expect(after.cacheScope).toBe('public');
     const asked = await callTool(stack, ops, 'flaky_create_note', { title: 'x' }, {}, { elicitation: { url: {} } });
     expect(resultOf(asked).resultType).toBe('input_required');
@@ -240,6 +251,7 @@ describe('upstream MCP tools on /mcp', () => {
     const cleared = await cli('snapshot', 'flaky', '--clear');
     expect(cleared.output).toContain('Snapshot of flaky removed.');
     expect((await list(ops)).tools.map((t) => t.name)).not.toContain('flaky_create_note');
+    expect((await list(ops)).tools.map((t) => t.name)).toContain('flaky_connect');
   });
 
   it('a 2025-11-25 host gets the nested elicitation, and the accepted call is sent once; its list is the same', async () => {

@@ -18,7 +18,7 @@ import type { ClientCapabilities, RequestId } from '../protocol.js';
 import { errorMessage, notificationMessage, resultMessage, sseMessage } from '../rpcMessages.js';
 import { legacyToolCall, type LegacyToolDeps } from './legacyTools.js';
 import { createLegacySessions, LEGACY_VERSION, type LegacySession } from './legacySessions.js';
-import { createRequestChannel } from './requestChannel.js';
+import { createRequestChannel, type RequestChannel } from './requestChannel.js';
 import { openSse } from './sseStream.js';
 import type { VerifiedBearer } from '../mcpAuth.js';
 import { markRequest } from '../../telemetry/spans.js';
@@ -147,7 +147,9 @@ export function createLegacyEndpoint(deps: LegacyEndpointDeps): LegacyEndpoint {
         const created = sessions.create(principal, init.data.capabilities as ClientCapabilities);
         if ('refused' in created) return refuse(res, id, tooManySessions(created.refused), { 'Retry-After': '60' });
         // We speak one legacy version; a client asking for another gets ours (2025-11-25 lifecycle).
-        const result = { protocolVersion: LEGACY_VERSION, capabilities: { tools: {} }, serverInfo: deps.serverInfo };
+        // With upstream MCP servers, a user's list changes when they connect one (tellListChanged).
+        const tools = deps.tools.fixed ? {} : { listChanged: true };
+        const result = { protocolVersion: LEGACY_VERSION, capabilities: { tools }, serverInfo: deps.serverInfo };
         return sendJson(res, 200, resultMessage(id, JSON.stringify(result)), { 'Mcp-Session-Id': created.session.id });
       }
       const session = sessionOf(req, res, principal, id);
@@ -169,8 +171,11 @@ export function createLegacyEndpoint(deps: LegacyEndpointDeps): LegacyEndpoint {
       const channel = createRequestChannel(res, session, id, limits.heartbeatMs);
       try {
         if (method === 'ping') return channel.finish(resultMessage(id, '{}'));
-        if (method === 'tools/list')
-          return channel.finish(resultMessage(id, JSON.stringify({ tools: (await deps.tools.list(principal)).tools })));
+        if (method === 'tools/list') {
+          const { tools } = await deps.tools.list(principal);
+          session.listed = namesOf(tools);
+          return channel.finish(resultMessage(id, JSON.stringify({ tools })));
+        }
         // A call's errors travel in its response (200, or its stream), whatever their HTTP status on the modern wire.
         if (method !== 'tools/call')
           return channel.finish(errorMessage(id, methodNotFound(`Method not found: ${String(method).slice(0, 64)}`)));
@@ -187,6 +192,7 @@ export function createLegacyEndpoint(deps: LegacyEndpointDeps): LegacyEndpoint {
         calls.add(running);
         const result = await running.finally(() => calls.delete(running));
         markRequest({}, resultOutcome(result));
+        await tellListChanged(deps.tools, session, principal, params['name'], channel);
         return channel.finish(resultMessage(id, JSON.stringify(result)));
       } catch (err) {
         if (!(err instanceof McpProtocolError)) throw err;
@@ -269,4 +275,25 @@ function watchForCompletion(deps: LegacyEndpointDeps, session: LegacySession, da
         if (session.watchers.get(elicitationId) === watcher) session.watchers.delete(elicitationId);
       });
   }
+}
+
+const namesOf = (tools: readonly Record<string, unknown>[]): string => tools.map((t) => String(t['name'])).join('\n');
+
+/**
+ * After a call of an upstream's tool (its stand-in, or one of a list shown before connecting), which may
+ * have connected the user: a session that listed its tools is told, once, on the call's stream, when
+ * its list is no longer what it was given (MCP 2025-11-25, tools list changed notification).
+ */
+async function tellListChanged(
+  tools: LegacyEndpointDeps['tools'],
+  session: LegacySession,
+  principal: Principal,
+  name: unknown,
+  channel: RequestChannel,
+): Promise<void> {
+  if (tools.fixed || session.listed === undefined || typeof name !== 'string' || tools.names.includes(name)) return;
+  const now = namesOf((await tools.list(principal)).tools);
+  if (now === session.listed) return;
+  session.listed = now;
+  channel.notify('notifications/tools/list_changed', {});
 }

@@ -27,6 +27,8 @@ export interface LegacySession {
   /** -32042 completion watchers, oldest first; each stops when its controller aborts. */
   watchers: Map<string, AbortController>;
   nextRequestId: number;
+  /** The tool names this session was last listed (tools/list), to tell it when its list changes. */
+  listed: string | undefined;
   /** Set when the session ends (DELETE, idle, shutdown): work still in flight must not continue or accept anything. */
   ended: boolean;
   /** Aborts when the session ends: its streams close and its waits stop. */
@@ -122,6 +124,7 @@ export function createLegacySessions(limits: LegacyLimits, now: () => number = D
         notified: new Set<string>(),
         watchers: new Map<string, AbortController>(),
         nextRequestId: 1,
+        listed: undefined,
         ended: false,
         closing: abort.signal,
         abort,
