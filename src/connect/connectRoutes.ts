@@ -1,6 +1,6 @@
 import { Router, type Request } from 'express';
 import { z } from 'zod';
-import { ForbiddenError, NotFoundError } from '../errors/appError.js';
+import { ForbiddenError, InvalidInputError, NotFoundError } from '../errors/appError.js';
 import { displayParts } from '../security/displayText.js';
 import { csrfTokenFor, isValidCsrf, requireSameOrigin } from '../web/middleware/csrf.js';
 import { parseInput } from '../web/parse.js';
@@ -14,8 +14,19 @@ import { findNavigationById } from '../broker/navigationRepo.js';
 import { flowTargetOf } from '../broker/startReconnect.js';
 import { RECONNECT } from '../flow/navigationStates.js';
 import { completeCallback } from './oauthCallback.js';
+import { displayTime } from '../web/displayTime.js';
 
-const HandleParams = z.strictObject({ handle: z.string().regex(/^[A-Za-z0-9_-]{43}$/, 'is not a connect link') });
+const HandleParams = z.strictObject({ handle: z.string().regex(/^[A-Za-z0-9_-]{43}$/) });
+
+/** The link's handle; a link that is not one (cut short, mistyped) is told so in words, not a field name. */
+function handleOf(params: unknown): string {
+  const parsed = HandleParams.safeParse(params);
+  if (!parsed.success)
+    throw new InvalidInputError(
+      'This is not a connect link, or not the whole of one: open the link your app gave you again, exactly as it is.',
+    );
+  return parsed.data.handle;
+}
 const ConsentBody = z.strictObject({ _csrf: z.string().max(128) });
 const DoneQuery = z.strictObject({ n: z.uuid() });
 // The provider adds its own parameters (code, state, iss, error, session_state…); openid-client reads the URL.
@@ -67,7 +78,7 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
   });
 
   router.get('/connect/:handle', async (req, res) => {
-    const { handle } = parseInput(HandleParams, req.params, 'link');
+    const handle = handleOf(req.params);
     parseInput(z.strictObject({}), req.query, 'query');
     const browser = await browserOf(req);
     const view = await viewConnect(broker, handle, browser?.principal);
@@ -96,7 +107,7 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
         reconnect: view.reconnect,
         addsAccount: view.addsAccount,
         purposeParts: displayParts(view.navigation.purpose),
-        expiresAt: view.navigation.expiresAt.toISOString(),
+        expiresAt: displayTime(view.navigation.expiresAt),
         csrf: csrfTokenFor(browser!.cookie),
       }),
     );
@@ -107,7 +118,7 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
     requireSameOrigin(broker.publicUrl.origin),
     formBody({ limit: 2048 }),
     async (req, res) => {
-      const { handle } = parseInput(HandleParams, req.params, 'link');
+      const handle = handleOf(req.params);
       const body = parseInput(ConsentBody, req.body, 'form');
       const browser = await browserOf(req);
       if (!browser) return void res.redirect(303, `/connect/${handle}`);

@@ -15,6 +15,7 @@ import { createInteractionRouter } from './devInteractions.js';
 import { buildProviderConfig, type DevClient, type DevProviderConfigOptions } from './devProviderConfig.js';
 import { providerHeaders } from './devProviderPages.js';
 import { isLoopbackRedirect } from './devRegistration.js';
+import { errorTitleOf } from '../web/errorTitle.js';
 
 /** The provider's options (brand, cookie prefix, keys, clients, resources, subjects, adapter) plus the server's own. */
 export interface DevAuthServerOptions extends DevProviderConfigOptions {
@@ -135,7 +136,7 @@ export function pageErrors(deps: { logger: Logger; render: Render; brand: string
       res.destroy();
       return;
     }
-    const model = { title: 'Something went wrong', brand: deps.brand, ...mapped.body, status: mapped.status };
+    const model = { title: errorTitleOf(mapped.status), brand: deps.brand, ...mapped.body, status: mapped.status };
     res.status(mapped.status).type('html').send(deps.render('error', model));
   };
 }

@@ -13,7 +13,7 @@ import {
 } from './devGithubAuthState.js';
 import type { GithubStore } from './devGithubStore.js';
 import { withFormActionTarget } from './devProviderPages.js';
-import { verifyDevCredentials } from './devUsers.js';
+import { demoUsersText, verifyDevCredentials } from './devUsers.js';
 
 export interface GithubOAuthDeps {
   origin: string;
@@ -256,6 +256,7 @@ function loginPage(
     clientName: pending.app.name,
     action: `${interactionPath(pending.uid)}/login`,
     abortAction: `${interactionPath(pending.uid)}/deny`,
+    demoUsers: demoUsersText(),
     ...model,
   });
 }

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { InvalidInputError } from '../errors/appError.js';
 import type { Render } from '../web/render.js';
 import { withFormActionTarget } from './devProviderPages.js';
-import { devUsers, verifyDevCredentials } from './devUsers.js';
+import { demoUsersText, devUsers, verifyDevCredentials } from './devUsers.js';
 
 export interface InteractionDeps {
   provider: Provider;
@@ -149,6 +149,7 @@ async function loginPage(deps: InteractionDeps, interaction: Interaction, model:
     clientName: await clientName(deps, interaction),
     action: `/interaction/${interaction.uid}/login`,
     abortAction: `/interaction/${interaction.uid}/abort`,
+    demoUsers: demoUsersText(),
     ...model,
   });
 }

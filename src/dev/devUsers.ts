@@ -22,6 +22,12 @@ export const devUsers: readonly DevUser[] = [
   { login: 'ops', name: 'Ops Example', email: 'ops@example.test', roles: ['operator'] },
 ];
 
+/** The demo users as the sign-in pages name them: every one, with its role (`ops (operator)`). */
+export function demoUsersText(): string {
+  const shown = devUsers.map((u) => (u.roles.length > 0 ? `${u.login} (${u.roles.join(', ')})` : u.login));
+  return `${shown.slice(0, -1).join(', ')} and ${shown.at(-1)}`;
+}
+
 /**
  * The roles the development identity provider puts in each user's tokens, changeable while it
  * runs, as an administrator changes them at a real provider (tests demote an operator with it).

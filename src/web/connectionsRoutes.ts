@@ -9,6 +9,7 @@ import { ForbiddenError } from '../errors/appError.js';
 import { connectAgainStates, type ConnectionState, disconnectedState } from '../secrets/connectionStates.js';
 import { accountLabelOf, findConnectionsOf, type ConnectionRecord } from '../secrets/connectionsRepo.js';
 import { csrfTokenFor, isValidCsrf, requireSameOrigin } from './middleware/csrf.js';
+import { displayTime } from './displayTime.js';
 import { parseInput } from './parse.js';
 import type { Render } from './render.js';
 import { formBody } from './requestBody.js';
@@ -49,16 +50,14 @@ function rowOf(deps: ConnectionsRoutesDeps, c: ConnectionRecord, all: readonly C
     scopes: c.grantedScopes,
     state: c.state,
     stateLabel: STATE_LABELS[c.state],
-    connectedAt: when(c.connectedAt),
-    lastUsedAt: c.lastUsedAt && when(c.lastUsedAt),
+    connectedAt: displayTime(c.connectedAt),
+    lastUsedAt: c.lastUsedAt && displayTime(c.lastUsedAt),
     // A provider taken out of the configuration cannot be signed in to again.
     canReconnect: connectAgainStates.has(c.state) && configured !== undefined,
     reconnectText: c.state === disconnectedState ? `Connect ${providerName} again` : `Reconnect ${providerName}`,
     canDisconnect: c.state !== disconnectedState,
   };
 }
-
-const when = (at: Date) => ({ iso: at.toISOString(), text: `${at.toISOString().slice(0, 16).replace('T', ' ')} UTC` });
 
 /**
  * GET /connections, the signed-in user's own connections, and its actions

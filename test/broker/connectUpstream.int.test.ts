@@ -17,6 +17,7 @@ import {
 import { createTestBrowser, type BrowserResponse, type TestBrowser } from '../support/testBrowser.js';
 import { useBrokerStack } from '../support/useBrokerStack.js';
 import { TEST_SELF } from '../support/brokerSelf.js';
+import { errorTitleOf } from '../../src/web/errorTitle.js';
 
 // Faults between the broker and the provider: a wrong
 // PKCE verifier, a mixed-up `iss`, a token for another audience, a token
@@ -80,7 +81,7 @@ describe('connect flow faults at the provider', () => {
   /** The refusal page: readable, no stack trace, no token, no authorization code. */
   function expectCleanErrorPage(page: BrowserResponse, callbackUrl: string): void {
     expect(page.headers.get('content-type')).toMatch(/^text\/html/);
-    expect(page.text).toContain('Something went wrong');
+    expect(page.text).toContain(`<h1>${errorTitleOf(page.status)}</h1>`);
     expect(page.text).not.toMatch(/\n\s+at |Error:|node_modules|eyJ[\w-]+\.eyJ/);
     expect(page.text).not.toContain(new URL(callbackUrl).searchParams.get('code'));
   }

@@ -5,6 +5,7 @@ import { reportsAt } from '../support/forgedTokens.js';
 import { routedFetch, startFaultProxy, type Fault, type FaultProxy } from '../support/faultProxy.js';
 import { callTool } from '../support/mcpWire.js';
 import { useBrokerStack } from '../support/useBrokerStack.js';
+import { errorTitleOf } from '../../src/web/errorTitle.js';
 
 // The provider misbehaves, at the HTTP level the broker sees: a loopback proxy between the broker
 // and the Report Service (test/support/faultProxy.ts) makes it slow, resets or stalls the
@@ -98,7 +99,7 @@ describe('the provider misbehaves', () => {
           [fault.kind, reachesProvider ? 200 : 'none'],
         ]);
         expect(page.status).toBeGreaterThanOrEqual(500);
-        expect(page.text).toContain('Something went wrong');
+        expect(page.text).toContain(`<h1>${errorTitleOf(page.status)}</h1>`);
         expect(page.text).not.toMatch(/\n\s+at |node_modules|eyJ[\w-]+\.eyJ/);
         expect(ms).toBeLessThan(DEADLINE_MS + 3_000);
         expect(await secretsHeld()).toEqual([]);

@@ -6,6 +6,7 @@ import { routeLabel } from '../../metrics/routeLabel.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Render } from '../render.js';
 import { mustCloseConnection } from '../requestBody.js';
+import { errorTitleOf } from '../errorTitle.js';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -50,7 +51,7 @@ export function errorHandler(deps: {
     if (req.accepts(['json', 'html']) === 'html') {
       res
         .type('html')
-        .send(deps.render('error', { title: 'Something went wrong', ...mapped.body, status: mapped.status }));
+        .send(deps.render('error', { title: errorTitleOf(mapped.status), ...mapped.body, status: mapped.status }));
     } else {
       res.json(mapped.body);
     }
