@@ -173,8 +173,8 @@ export default tseslint.config(
     rules: { 'broker/no-connection-state-literals': 'error' },
   },
   {
-    // Configuration and test harness are where the environment is read.
-    files: ['src/config/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts', 'vitest.config.ts'],
+    // Configuration and test harness are where the environment is read; so is an example host, its own.
+    files: ['src/config/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts', 'examples/**/*.ts', 'vitest.config.ts'],
     rules: { 'no-restricted-syntax': ['error', noInsecureRequests] },
   },
   {

@@ -483,6 +483,16 @@ export interface Config {
 /** Every variable the schema reads (provider secrets aside: PROVIDERS_FILE names those), for checks of deployment manifests. */
 export const SETTING_NAMES: readonly string[] = Object.freeze(Object.keys(envSchema.shape));
 
+/** Each variable's default where the schema gives one (what an unset variable reads as), for docs/configuration.md's check. */
+export function settingDefaults(): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(envSchema.shape)
+      .map(([name, schema]) => [name, (schema as z.ZodType).safeParse(undefined)] as const)
+      .filter(([, parsed]) => parsed.success && parsed.data !== undefined)
+      .map(([name, parsed]) => [name, parsed.data]),
+  );
+}
+
 export class ConfigError extends Error {
   readonly problems: string[];
 

@@ -46,10 +46,9 @@ async function listen(server: Server | HttpServer, host: string, port: number, n
     server.once('error', (err: NodeJS.ErrnoException) =>
       reject(
         err.code === 'EADDRINUSE'
-          ? new Error(
-              `${name}: port ${port} on ${host} is already in use; set another port (see README, Configuration)`,
-              { cause: err },
-            )
+          ? new Error(`${name}: port ${port} on ${host} is already in use; set another port (docs/configuration.md)`, {
+              cause: err,
+            })
           : err,
       ),
     );

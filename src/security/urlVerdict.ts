@@ -1,6 +1,6 @@
 // What the URL classifier answers: allow, or block with the rule that fired.
 // Every rule is listed here once, in the order the classifier applies them
-// (src/security/urlClassifier.ts); the README says where each comes from.
+// (src/security/urlClassifier.ts); docs/security.md says where each comes from.
 
 export const URL_RULES = [
   'too-long',

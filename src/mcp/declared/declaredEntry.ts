@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 // One TOOLS_FILE entry as written, before its templates, schema and answer
 // are checked (requestPlan.ts, inputSchema.ts, responsePlan.ts). The field
-// names are the documented contract (README, "Declared tools").
+// names are the documented contract (docs/declared-tools.md).
 
 export const TOOL_NAME = /^[a-z][a-z0-9_]{0,63}$/;
 export const DEFAULT_MAX_BYTES = 256 * 1024;

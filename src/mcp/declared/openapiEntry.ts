@@ -3,7 +3,7 @@ import type { Json, OpenApiDocument, OpenApiOperation } from './openapiDocument.
 import { inputFromOperation } from './openapiInput.js';
 import { responseFromOperation } from './openapiResponse.js';
 
-// One OpenAPI operation as a TOOLS_FILE entry (README, "Declared tools") for
+// One OpenAPI operation as a TOOLS_FILE entry (docs/declared-tools.md) for
 // an operator to read, edit and commit, with what they should check: what was
 // added, what is not imported and why, where the scopes came from.
 

@@ -73,7 +73,7 @@ export function responseFromOperation(responses: Json): ImportedResponse {
   const total = Object.keys(properties).length;
   return {
     fields: Object.fromEntries(picked.map((f) => [f.name, f.path])),
-    note: `response: ${picked.length} of the ${total} top-level fields of ${list ? 'each item of the list in the ' : 'the '}${status} answer (others by path: a.b.c, *, as README "Declared tools" says)`,
+    note: `response: ${picked.length} of the ${total} top-level fields of ${list ? 'each item of the list in the ' : 'the '}${status} answer (others by path: a.b.c, *, as docs/declared-tools.md says)`,
   };
 }
 
