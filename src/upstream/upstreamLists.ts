@@ -25,6 +25,9 @@ export interface UpstreamListsDeps {
 const DEFAULT_LIST_TTL_MS = 60_000;
 const MAX_LIST_TTL_MS = 10 * 60_000;
 const MAX_CACHED_LISTS = 10_000;
+// How long a listing waits for an upstream asked without a token: a slow one is shown by its snapshot or
+// stand-in meanwhile, and its answer, when it comes, serves the next listing.
+const ANONYMOUS_WAIT_MS = 1_500;
 // What a host may keep a list holding a pinned snapshot for: an operator's change shows within it.
 const SNAPSHOT_TTL_MS = 30_000;
 
@@ -53,6 +56,7 @@ export function createUpstreamLists(deps: UpstreamListsDeps) {
   // Upstreams that refused to list their tools without a token, until when: asked again after that.
   const needsToken = new Map<string, number>();
   const anonymousListing = new Map<string, Promise<CachedList | undefined>>();
+  const refusedLately = (provider: Provider) => (needsToken.get(provider.id) ?? 0) > Date.now();
 
   /**
    * For a user not connected to `provider`, what they are shown, the first of: its public list while
@@ -61,19 +65,30 @@ export function createUpstreamLists(deps: UpstreamListsDeps) {
    * else the stand-in that leads to the connect link. Never nothing: a host sees every upstream.
    */
   async function unconnectedPart(provider: Provider): Promise<ToolListing> {
-    const open = publicLists.get(provider.id);
-    const part =
-      (open && open.expiresAt > Date.now() ? open : await anonymousList(provider)) ??
-      (await findSnapshot(deps.pool, provider.id).then(
-        (row) => row && toServed(provider, { tools: row.tools, ttlMs: SNAPSHOT_TTL_MS, cacheScope: 'public' }),
-      ));
+    const known = publicLists.get(provider.id);
+    let part: CachedList | undefined;
+    if (known && known.expiresAt > Date.now()) part = known;
+    else if (known && !refusedLately(provider)) {
+      // Past its ttlMs: shown while the upstream is asked again, so a slow one holds up no listing.
+      void anonymousList(provider);
+      part = known;
+    } else {
+      const answered = await within(
+        ANONYMOUS_WAIT_MS,
+        anonymousList(provider).then((list) => ({ list })),
+      );
+      part = answered?.list;
+    }
+    part ??= await findSnapshot(deps.pool, provider.id).then(
+      (row) => row && toServed(provider, { tools: row.tools, ttlMs: SNAPSHOT_TTL_MS, cacheScope: 'public' }),
+    );
     if (!part) return { tools: [standInDescriptor(provider)], ttlMs: SNAPSHOT_TTL_MS, cacheScope: 'public' };
     return { tools: [...part.served.values()].map((s) => s.descriptor), ...part.hints, cacheScope: 'public' };
   }
 
   /** The upstream's list asked without a token (one request at a time, and at most once a minute after a refusal). */
   function anonymousList(provider: Provider): Promise<CachedList | undefined> {
-    if ((needsToken.get(provider.id) ?? 0) > Date.now()) return Promise.resolve(undefined);
+    if (refusedLately(provider)) return Promise.resolve(undefined);
     const running = anonymousListing.get(provider.id);
     if (running) return running;
     const asked = deps
@@ -187,4 +202,14 @@ export function standInDescriptor(provider: Provider): Record<string, unknown> {
     inputSchema: { type: 'object', properties: {}, additionalProperties: false },
     annotations: { readOnlyHint: true, openWorldHint: true },
   };
+}
+
+/** `promise`'s value if it settles within `ms`, else undefined (it goes on, unawaited). */
+function within<T>(ms: number, promise: Promise<T>): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
+    timer.unref();
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }

@@ -93,7 +93,13 @@ export interface UpstreamMcp {
    * (default 60 s), with a body that is not JSON-RPC, or by cutting the connection once it has read it;
    * with `onlyTitle`, only the calls whose arguments' `title` is that one (the others as the SDK does).
    */
-  behaviour: { mode: 'normal' | 'slow' | 'garbage' | 'reset' | 'refuse'; slowMs?: number; onlyTitle?: string };
+  behaviour: {
+    mode: 'normal' | 'slow' | 'garbage' | 'reset' | 'refuse';
+    slowMs?: number;
+    onlyTitle?: string;
+    /** Each tools/list answers this much later. */
+    listDelayMs?: number;
+  };
   /** The title of each note create_note made (what the tool did, where `calls` is what reached the server). */
   created: string[];
   /** 2025-11-25: whose token each initialize came with (its `sub`). */
@@ -526,6 +532,9 @@ function mcpListener(options: {
         options.seen.methods.push(typeof message?.method === 'string' ? message.method : 'response');
       if (req.method === 'POST' && message && typeof message.method !== 'string')
         options.seen.responses.push(message as Record<string, unknown>);
+      const { listDelayMs } = options.seen.behaviour;
+      if (message?.method === 'tools/list' && listDelayMs)
+        await new Promise((resolve) => setTimeout(resolve, listDelayMs));
       if (message?.method === 'tools/call') {
         options.seen.calls.push({
           tool: String(message.params?.name),

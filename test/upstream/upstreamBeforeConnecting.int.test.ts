@@ -13,6 +13,7 @@ import { useBrokerStack } from '../support/useBrokerStack.js';
 
 let anyone: UpstreamMcp;
 let closed: UpstreamMcp;
+let slow: UpstreamMcp;
 const TOOLS = ['ask_color', 'create_note', 'fail_note', 'whoami'];
 
 describe('upstream tools visible before connecting', () => {
@@ -20,10 +21,13 @@ describe('upstream tools visible before connecting', () => {
     {
       extraProviders: async ({ tls }) => {
         const fetch = createFetch({ extraCaPems: [tls.caPem] });
-        [anyone, closed] = await Promise.all([
+        [anyone, closed, slow] = await Promise.all([
           startUpstreamMcp({ tls, fetch, registration: 'cimd', metadata: 'challenge', anonymousList: true }),
           startUpstreamMcp({ tls, fetch, registration: 'cimd', metadata: 'challenge' }),
+          startUpstreamMcp({ tls, fetch, registration: 'cimd', metadata: 'challenge', anonymousList: true }),
         ]);
+        // It answers its list 3 seconds late (within the upstream timeout, past the listing's wait).
+        slow.behaviour = { mode: 'normal', listDelayMs: 3_000 };
         return [
           {
             id: 'anyone',
@@ -41,13 +45,14 @@ describe('upstream tools visible before connecting', () => {
             registration: 'auto',
             displayName: 'Shut Notes',
           },
+          { id: 'slow', kind: 'mcp', url: slow.url, prefix: 'slow', registration: 'auto', displayName: 'Slow Notes' },
         ];
       },
     },
     { users: ['alice', 'bob'] },
   );
   afterAll(async () => {
-    await Promise.all([anyone?.close(), closed?.close()]);
+    await Promise.all([anyone?.close(), closed?.close(), slow?.close()]);
   });
 
   type Listed = { tools: { name: string; title?: string; description?: string }[]; cacheScope: string; ttlMs: number };
@@ -56,6 +61,21 @@ describe('upstream tools visible before connecting', () => {
       .result as Listed;
   const upstreamTools = (listed: Listed) =>
     listed.tools.filter((t) => t.name.startsWith('any_') || t.name.startsWith('shut_'));
+
+  it('a slow upstream does not hold up the listing: its stand-in meanwhile, its own tools once it answered', async () => {
+    const slowTools = (listed: Listed) => listed.tools.map((t) => t.name).filter((n) => n.startsWith('slow_'));
+    const started = Date.now();
+    const first = await list(tokens.bob);
+    expect(Date.now() - started).toBeLessThan(3_500);
+    expect(slowTools(first)).toEqual(['slow_connect']);
+    await new Promise((resolve) => setTimeout(resolve, 3_500));
+    expect(slowTools(await list(tokens.bob))).toEqual(TOOLS.map((t) => `slow_${t}`));
+    // It says its list may not be kept (ttlMs 0): each listing asks again, and shows the list it gave
+    // last meanwhile, at once, not the stand-in.
+    const third = Date.now();
+    expect(slowTools(await list(tokens.bob))).toEqual(TOOLS.map((t) => `slow_${t}`));
+    expect(Date.now() - third).toBeLessThan(1_000);
+  });
 
   it("a user who never connected is listed the tools of an upstream that lists them to anyone, and the other's stand-in", async () => {
     const listed = await list(tokens.alice);
