@@ -1,21 +1,15 @@
 import { createHash } from 'node:crypto';
-import {
-  Client,
-  type DiscoverResult,
-  ProtocolError,
-  StreamableHTTPClientTransport,
-  type FetchLike,
-  type ProtocolEra,
-} from '@modelcontextprotocol/client';
+import { Client, ProtocolError, StreamableHTTPClientTransport, type ProtocolEra } from '@modelcontextprotocol/client';
 import { OutcomeUnknownError } from '../broker/acceptOriginalOperation.js';
 import { UpstreamUnauthorizedError } from '../broker/forgetConnection.js';
 import { UnavailableError } from '../errors/appError.js';
 import { LEGACY_VERSION, MODERN_VERSION } from '../mcp/protocol.js';
-import { FetchRefusedError, strictFetch, type Fetch } from '../shared/httpClient.js';
+import { FetchRefusedError, type Fetch } from '../shared/httpClient.js';
 import type { RequestFetch } from '../shared/requestFetch.js';
-import { eventData } from './eventStream.js';
+import { createClientPool, type Kept } from './upstreamClientPool.js';
+import { createCallRouting, MAX_UPSTREAM_ANSWER_BYTES, type UpstreamAsk } from './upstreamCallRouting.js';
 import { createOutputValidator } from './outputValidator.js';
-import { isInputRequired, newWire, notSent, plainCall, statelessCall, type UpstreamWire } from './statelessCall.js';
+import { isInputRequired, newWire, plainCall, statelessCall, type UpstreamWire } from './statelessCall.js';
 
 export interface UpstreamMcpDeps {
   /** The broker's fetch (its CAs, no TLS shortcut); with a `post` (createRequestFetch), calls to 2026-07-28 upstreams take statelessCall.ts. */
@@ -62,15 +56,8 @@ export interface UpstreamCallOptions {
    * 2025-11-25, Elicitation): the user's answer, or a JSON-RPC error for the upstream to decide on.
    * Without it, the upstream is answered CANNOT_ASK.
    */
-  ask?: (params: Record<string, unknown>) => Promise<UpstreamAskAnswer>;
+  ask?: UpstreamAsk;
 }
-
-/** The broker's answer to one upstream question: the user's (an ElicitResult), or an error the upstream gets instead. */
-export type UpstreamAskAnswer =
-  { kind: 'answer'; result: Record<string, unknown> } | { kind: 'error'; code: number; message: string };
-
-/** JSON-RPC "method not found" (JSON-RPC 2.0, §5.1): nobody can be asked on this call. */
-export const CANNOT_ASK = -32601;
 
 /** The upstream could not be asked (refused the connection, no such host, its certificate): nothing was done there. */
 export class UpstreamUnreachableError extends UnavailableError {
@@ -79,39 +66,10 @@ export class UpstreamUnreachableError extends UnavailableError {
   }
 }
 
-// An upstream's answer is relayed to the host whole: bounded like any document the broker reads.
-export const MAX_UPSTREAM_ANSWER_BYTES = 2 * 1024 * 1024;
-
 type Elicitation = { form?: Record<string, never>; url?: Record<string, never> };
-
-/** One connected SDK client, kept for the next calls of its (upstream, user's token, modes): many at once. */
-interface Kept {
-  client: Client;
-  /** Its key in `kept`, and whose it is: the upstream and the token's digest (a 401 drops all of theirs). */
-  key: string;
-  owner: string;
-  usedAt: number;
-  /** Calls running on it: a client dropped while some run is closed when the last one ends. */
-  running: number;
-  dropped: boolean;
-}
-
-// Connected clients kept per (upstream, user's token; on 2026-07-28 also the elicitation modes declared),
-// each ended after this long unused, the least recently used first past the bound.
-const MAX_CLIENTS = 1_000;
-const CLIENT_IDLE_MS = 5 * 60_000;
-
-/** One running call: what reached the upstream, and who answers its questions. */
-interface CallState {
-  wire: UpstreamWire;
-  ask?: UpstreamCallOptions['ask'];
-}
 
 // The "token" of a request sent without one: its clients are kept apart from every user's.
 const ANONYMOUS = '';
-
-// Names the call a request belongs to, between the SDK and the broker's fetch, which removes it: never sent.
-const CALL_HEADER = 'x-connect-broker-call';
 
 /**
  * The official SDK client (`@modelcontextprotocol/client`) on one upstream MCP server, stateless
@@ -128,59 +86,12 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
   const validator = createOutputValidator();
   // What each upstream speaks, learnt at its first connection: 2026-07-28 (stateless), or 2025-11-25 (sessions).
   const eras = new Map<string, ProtocolEra>();
-  // Each user's server/discover answer, adopted by their other clients: the SDK reuses one only within
-  // one authorization context (ConnectOptions.prior), so it is kept per (upstream, token), not per upstream.
-  const discovered = new Map<string, { discover: DiscoverResult; usedAt: number }>();
-  const kept = new Map<string, Kept>();
-  const opening = new Map<string, Promise<Kept>>();
-  // Each running call's wire state, by the tag its requests carry. One client serves concurrent calls
-  // and its transport has one fetch for its life, so the fetch is told whose request it sends: the SDK
-  // passes a request's own headers (RequestOptions.headers) to the transport with it, on every page and
-  // retry of it. (AsyncLocalStorage would do it without a tag, but on Node 20 it installs a promise
-  // hook that every promise in the process then pays: 2-3 % of the broker's CPU in bench:mcp's profile.)
-  const calls = new Map<string, CallState>();
-  let lastCall = 0;
-  // The upstream's requests seen on a call's event stream, by client and JSON-RPC id: the call they
-  // belong to (its tag). A 2025-11-25 server sends a request about a client's request on that request's
-  // stream (MCP 2025-11-25, Streamable HTTP), and the SDK's handler is not told which stream it came on.
-  // The ids are the upstream's to choose (each session counts from 0): one alone names no call, and
-  // another session's id (another user's, another upstream's) must never reach this client's calls.
-  const askedOn = new Map<string, string>();
-  let lastClient = 0;
-  const askedKey = (client: string, id: string) => `${client}\n${id}`;
+  // The connected clients, and each user's server/discover answer, adopted by their other clients.
+  const pool = createClientPool();
+  // Which call each request belongs to, and who answers the upstream's questions about it.
+  const routing = createCallRouting({ fetch: deps.fetch, timeoutMs: deps.timeoutMs, anonymous: ANONYMOUS });
 
   const ownerOf = (url: string, token: string) => `${url}\n${createHash('sha256').update(token).digest('base64url')}`;
-
-  /**
-   * The transport's fetch: `own` is the wire of the requests no call tags (connecting, the SDK's own
-   * notifications); `client` names the client (its upstream, user and session) its questions are kept under.
-   */
-  function fetchFor(token: string, own: UpstreamWire, client: string): FetchLike {
-    return async (input, init) => {
-      const headers = new Headers(init?.headers);
-      const tag = headers.get(CALL_HEADER);
-      headers.delete(CALL_HEADER);
-      const wire = (tag !== null && calls.get(tag)?.wire) || own;
-      // The user's token as the bearer; none for an anonymous listing (the upstream's public list).
-      if (token !== ANONYMOUS) headers.set('authorization', `Bearer ${token}`);
-      const bounded = strictFetch(deps.fetch, {
-        maxBytes: MAX_UPSTREAM_ANSWER_BYTES,
-        ...(tag !== null && { eventStream: requestsOnStream((id) => askedOn.set(askedKey(client, id), tag)) }),
-      });
-      // Sent from here on, unless the socket says it never left.
-      const before = wire.sent;
-      wire.sent = true;
-      try {
-        const response = await bounded(input, { ...init, headers, signal: AbortSignal.timeout(deps.timeoutMs) });
-        if (!response.ok) wire.status = response.status;
-        return response;
-      } catch (err) {
-        wire.failure ??= err;
-        if (notSent(err)) wire.sent = before;
-        throw err;
-      }
-    };
-  }
 
   /** A new connected client; a 401 while connecting is UpstreamUnauthorizedError. */
   async function open(url: string, token: string, owner: string, key: string, elicitation?: Elicitation) {
@@ -197,22 +108,23 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
       jsonSchemaValidator: validator,
     });
     // This client's name for its upstream's questions: its session's ids are its own.
-    const scope = `${owner}\n${++lastClient}`;
+    const scope = routing.clientScope(owner);
     if (era !== 'modern')
       client.setRequestHandler(
         'elicitation/create',
         // The caller's answer is an ElicitResult, checked there (ElicitResultSchema).
-        async (request, ctx) => (await answerAsk(scope, request, ctx)) as { action: 'accept' | 'decline' | 'cancel' },
+        async (request, ctx) =>
+          (await routing.answerAsk(scope, request, ctx)) as { action: 'accept' | 'decline' | 'cancel' },
       );
     // Connecting sends nothing that does anything: its wire is the client's own, no call's.
     const wire = newWire();
-    const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: fetchFor(token, wire, scope) });
-    const prior = era === 'modern' ? discovered.get(owner) : undefined;
-    if (prior) remember(owner, prior.discover);
+    const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: routing.fetchFor(token, wire, scope) });
+    const prior = era === 'modern' ? pool.discoverOf(owner) : undefined;
+    if (prior) pool.remember(owner, prior);
     try {
       await client.connect(transport, {
         timeout: sdkTimeout,
-        ...(prior && { prior: { kind: 'modern', discover: prior.discover } }),
+        ...(prior && { prior: { kind: 'modern', discover: prior } }),
       });
     } catch (err) {
       await client.close().catch(() => undefined);
@@ -222,7 +134,7 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
     const spoken = client.getProtocolEra();
     if (spoken) eras.set(url, spoken);
     const discover = client.getDiscoverResult();
-    if (spoken === 'modern' && discover) remember(owner, discover);
+    if (spoken === 'modern' && discover) pool.remember(owner, discover);
     // The first connection found a 2026-07-28 upstream: made again declaring the call's modes, its
     // discover answer adopted (nothing sent).
     if (era === undefined && spoken === 'modern') {
@@ -238,98 +150,23 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
       running: 0,
       dropped: false,
     };
-    const previous = kept.get(entry.key);
-    if (previous) drop(previous);
-    keep(entry);
+    pool.replace(entry);
     return entry;
   }
 
-  /**
-   * An upstream's elicitation/create, answered by the call whose stream brought it. One that came on
-   * no call's stream (the session's own, which the spec keeps for messages unrelated to a running
-   * request), or on a call nobody can be asked for, gets CANNOT_ASK: a JSON-RPC error the upstream
-   * decides on, never an answer the user did not give (a `decline` would be one).
-   */
-  async function answerAsk(
-    client: string,
-    request: { params?: unknown },
-    ctx: { mcpReq: { id: unknown } },
-  ): Promise<Record<string, unknown>> {
-    const key = askedKey(client, JSON.stringify(ctx.mcpReq.id));
-    const tag = askedOn.get(key);
-    askedOn.delete(key);
-    const ask = tag === undefined ? undefined : calls.get(tag)?.ask;
-    if (!ask) throw new ProtocolError(CANNOT_ASK, 'The broker cannot ask the user on this call.');
-    const answer = await ask((request.params ?? {}) as Record<string, unknown>);
-    if (answer.kind === 'error') throw new ProtocolError(answer.code, answer.message);
-    return answer.result;
-  }
-
   /** A kept client for (url, token, modes), or a new one: one connection at a time per key. */
-  async function acquire(url: string, token: string, elicitation?: Elicitation): Promise<Kept> {
+  function acquire(url: string, token: string, elicitation?: Elicitation): Promise<Kept> {
     const owner = ownerOf(url, token);
     const key =
       eras.get(url) === 'legacy' ? owner : `${owner}\n${elicitation?.form ? 'f' : ''}${elicitation?.url ? 'u' : ''}`;
-    sweep();
-    const found = kept.get(key);
-    if (found) {
-      found.usedAt = Date.now();
-      keep(found);
-      return found;
-    }
-    let pending = opening.get(key);
-    if (!pending) {
-      pending = open(url, token, owner, key, elicitation).finally(() => opening.delete(key));
-      opening.set(key, pending);
-    }
-    return pending;
-  }
-
-  /** Kept as the most recently used (a Map iterates in insertion order), the least recently used dropped past the bound. */
-  function keep(entry: Kept): void {
-    kept.delete(entry.key);
-    kept.set(entry.key, entry);
-    while (kept.size > MAX_CLIENTS) drop(kept.values().next().value!);
-  }
-
-  /** The user's discover answer, as the most recently used. */
-  function remember(owner: string, discover: DiscoverResult): void {
-    discovered.delete(owner);
-    discovered.set(owner, { discover, usedAt: Date.now() });
-    while (discovered.size > MAX_CLIENTS) discovered.delete(discovered.keys().next().value!);
-  }
-
-  /** Ends the clients (and forgets the discover answers) unused for CLIENT_IDLE_MS, the least recently used first. */
-  function sweep(): void {
-    const now = Date.now();
-    for (const entry of kept.values()) {
-      if (now - entry.usedAt <= CLIENT_IDLE_MS) break;
-      drop(entry);
-    }
-    for (const [owner, entry] of discovered) {
-      if (now - entry.usedAt <= CLIENT_IDLE_MS) break;
-      discovered.delete(owner);
-    }
-  }
-
-  /** Not handed out again; closed once no call runs on it (closing the transport would end theirs). */
-  function drop(entry: Kept): void {
-    if (kept.get(entry.key) === entry) kept.delete(entry.key);
-    entry.dropped = true;
-    if (entry.running === 0) void entry.client.close().catch(() => undefined);
+    return pool.acquire(key, () => open(url, token, owner, key, elicitation));
   }
 
   /** A 401 on `wire`: the token was refused, so its clients are dropped and the call ends as UpstreamUnauthorizedError. */
   function throwIfRefused(wire: UpstreamWire, owner: string): void {
     if (wire.status !== 401) return;
-    forget(owner);
+    pool.forget(owner);
     throw new UpstreamUnauthorizedError('The upstream MCP server refused the access token.');
-  }
-
-  /** Everything kept for this token at this upstream: it was refused. */
-  function forget(owner: string): void {
-    discovered.delete(owner);
-    for (const entry of [...kept.values()]) if (entry.owner === owner) drop(entry);
   }
 
   /**
@@ -344,29 +181,28 @@ export function createUpstreamMcp(deps: UpstreamMcpDeps) {
     wire: UpstreamWire,
     run: (client: Client, headers: Record<string, string>) => Promise<T>,
     elicitation?: Elicitation,
-    ask?: UpstreamCallOptions['ask'],
+    ask?: UpstreamAsk,
   ): Promise<T> {
-    const tag = String(++lastCall);
+    const tag = routing.newTag();
     for (let attempt = 0; ; attempt++) {
       const entry = await acquire(url, token, elicitation);
       Object.assign(wire, newWire());
-      calls.set(tag, { wire, ...(ask && { ask }) });
+      routing.track(tag, wire, ask);
       entry.running++;
       try {
-        return await run(entry.client, { [CALL_HEADER]: tag });
+        return await run(entry.client, routing.headersOf(tag));
       } catch (err) {
         throwIfRefused(wire, entry.owner);
         const answered = err instanceof ProtocolError && wire.failure === undefined && wire.status === undefined;
         if (!answered) {
-          drop(entry);
+          pool.drop(entry);
           // And what it said it speaks: the next client asks again (it may have changed).
-          discovered.delete(entry.owner);
+          pool.forgetDiscover(entry.owner);
         }
         if (wire.status === 404 && entry.client.getProtocolEra() === 'legacy' && attempt === 0) continue;
         throw err;
       } finally {
-        calls.delete(tag);
-        for (const [id, on] of askedOn) if (on === tag) askedOn.delete(id);
+        routing.untrack(tag);
         entry.running--;
         if (entry.dropped && entry.running === 0) void entry.client.close().catch(() => undefined);
       }
@@ -523,17 +359,4 @@ function describe(err: unknown): string {
     if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET') return 'closed the connection';
   }
   return 'gave no answer the broker can read';
-}
-
-/** Each JSON-RPC request on an event stream as it passes: its id (as JSON) given to `found`. Nothing is changed or held back. */
-function requestsOnStream(found: (id: string) => void): (chunk: Uint8Array) => void {
-  return eventData((event) => {
-    try {
-      const message = JSON.parse(event) as { method?: unknown; id?: unknown };
-      if (typeof message.method === 'string' && (typeof message.id === 'string' || typeof message.id === 'number'))
-        found(JSON.stringify(message.id));
-    } catch {
-      // Not JSON: the SDK reports it.
-    }
-  });
 }

@@ -12,7 +12,8 @@ import type { McpToolDeps } from '../mcp/toolDeps.js';
 import type { Provider } from '../providers/providerConfig.js';
 import { shippedProtectedDomains, type ProtectedDomains } from '../security/protectedDomains.js';
 import type { Logger } from '../shared/logger.js';
-import { CANNOT_ASK, type UpstreamAskAnswer, type UpstreamCallAnswer } from './upstreamMcpClient.js';
+import { CANNOT_ASK, type UpstreamAskAnswer } from './upstreamCallRouting.js';
+import type { UpstreamCallAnswer } from './upstreamMcpClient.js';
 import { judgeInputRequests, type InputJudge, type RelayedInput } from './upstreamInput.js';
 
 // An upstream's questions on their way to the host, judged first (upstreamInput.ts): relayed as the

@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createFetch } from '../../src/shared/httpClient.js';
 import { loadOrCreateLocalTls } from '../../src/tls/localCa.js';
-import { createUpstreamMcp, type UpstreamAskAnswer, type UpstreamTool } from '../../src/upstream/upstreamMcpClient.js';
+import type { UpstreamAskAnswer } from '../../src/upstream/upstreamCallRouting.js';
+import { createUpstreamMcp, type UpstreamTool } from '../../src/upstream/upstreamMcpClient.js';
 import { listenHttps, type HttpsTestServer } from '../support/httpsTestServer.js';
 
 // A 2025-11-25 upstream asks a question with a request of its own on a call's event stream, and the
