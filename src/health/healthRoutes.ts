@@ -2,6 +2,7 @@ import { Router } from 'express';
 import { migrationStatus, type MigrationFile } from '../db/migrate.js';
 import type { Pool } from '../db/pool.js';
 import type { Logger } from '../shared/logger.js';
+import { within } from '../shared/within.js';
 
 /** The identity provider browser sign-in uses, as /readyz asks it (oauth/oauthClient.ts `problem`). */
 export interface IdentityProviderCheck {
@@ -88,11 +89,8 @@ export function healthRoutes(deps: HealthDeps): Router {
 // fetch's deadline); only the answer stops waiting.
 class LateError extends Error {}
 
-function withinTime<T>(check: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new LateError(`no answer within ${ms} ms`)), ms);
-  });
-  check.catch(() => undefined);
-  return Promise.race([check, late]).finally(() => clearTimeout(timer));
+async function withinTime<T>(check: Promise<T>, ms: number): Promise<T> {
+  const answered = await within(check, ms);
+  if (!answered) throw new LateError(`no answer within ${ms} ms`);
+  return answered.value;
 }

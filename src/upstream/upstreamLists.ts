@@ -10,6 +10,7 @@ import type { Counted } from './countedRequest.js';
 import { findSnapshot } from './snapshotsRepo.js';
 import type { UpstreamMcp, UpstreamTool, UpstreamToolList } from './upstreamMcpClient.js';
 import { servedName, standInName } from './upstreamNames.js';
+import { within } from '../shared/within.js';
 
 export interface UpstreamListsDeps {
   mcp: UpstreamMcp;
@@ -73,11 +74,7 @@ export function createUpstreamLists(deps: UpstreamListsDeps) {
       void anonymousList(provider);
       part = known;
     } else {
-      const answered = await within(
-        ANONYMOUS_WAIT_MS,
-        anonymousList(provider).then((list) => ({ list })),
-      );
-      part = answered?.list;
+      part = (await within(anonymousList(provider), ANONYMOUS_WAIT_MS))?.value;
     }
     part ??= await findSnapshot(deps.pool, provider.id).then(
       (row) => row && toServed(provider, { tools: row.tools, ttlMs: SNAPSHOT_TTL_MS, cacheScope: 'public' }),
@@ -202,14 +199,4 @@ export function standInDescriptor(provider: Provider): Record<string, unknown> {
     inputSchema: { type: 'object', properties: {}, additionalProperties: false },
     annotations: { readOnlyHint: true, openWorldHint: true },
   };
-}
-
-/** `promise`'s value if it settles within `ms`, else undefined (it goes on, unawaited). */
-function within<T>(ms: number, promise: Promise<T>): Promise<T | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<undefined>((resolve) => {
-    timer = setTimeout(() => resolve(undefined), ms);
-    timer.unref();
-  });
-  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }

@@ -5,7 +5,7 @@ import pg from 'pg';
 import { runningEmbeddedPostgresUrl } from '../../src/db/embeddedPostgres.js';
 import { createFetch, type Fetch } from '../../src/shared/httpClient.js';
 import type { BrokerStack } from '../support/brokerStack.js';
-import { freePorts, runTs, type BrokerProcess } from '../support/brokerProcess.js';
+import { devStackPorts, runTs, type BrokerProcess } from '../support/brokerProcess.js';
 
 // The service as the README starts it (`npm start`: src/main.ts in its own process, development
 // mode with its identity provider and Report Service, HTTPS with a generated CA), on fresh ports
@@ -37,13 +37,7 @@ export interface GatesService {
 export async function startGatesService(settings: Record<string, string>): Promise<GatesService> {
   const dataDir = await mkdtemp(join(tmpdir(), 'broker-gates-'));
   await chmod(dataDir, 0o711); // as a fresh `.data/` would be
-  const [port, idpPort, reportsPort, githubPort, upstreamPort] = (await freePorts(5)) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
+  const ports = await devStackPorts();
   const external = process.env['DATABASE_URL'];
   const schema = `gates_${Math.random().toString(36).slice(2, 10)}`;
   let admin: pg.Client | undefined;
@@ -58,11 +52,7 @@ export async function startGatesService(settings: Record<string, string>): Promi
   }
   const env: Record<string, string> = {
     DATA_DIR: dataDir,
-    PORT: String(port),
-    DEV_IDP_PORT: String(idpPort),
-    DEV_REPORTS_PORT: String(reportsPort),
-    DEV_GITHUB_PORT: String(githubPort),
-    DEV_UPSTREAM_PORT: String(upstreamPort), // the development upstream MCP server, where the stack has one
+    ...ports, // DEV_UPSTREAM_PORT: the development upstream MCP server, where the stack has one
     LOG_LEVEL: 'debug',
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
     ...settings,
@@ -92,14 +82,14 @@ export async function startGatesService(settings: Record<string, string>): Promi
     return pool;
   };
   let db = await openDb();
-  const brokerUrl = `https://127.0.0.1:${port}`;
+  const brokerUrl = `https://127.0.0.1:${ports.PORT}`;
   // Only the members the shared helpers read (see the interface); they are typed for the in-process stack.
   const stack = {
     brokerUrl,
     mcpResourceUrl: `${brokerUrl}/mcp`,
     fetch,
     tls: { caPem },
-    dev: { idp: { issuer: `https://127.0.0.1:${idpPort}` } },
+    dev: { idp: { issuer: `https://127.0.0.1:${ports.DEV_IDP_PORT}` } },
     logs: [],
   } as unknown as BrokerStack;
 

@@ -15,6 +15,16 @@ const clean: GateFigures = {
   tokensOutsideVault: { tables: 20, found: [] },
 };
 
+// A ledger with no flows yet.
+const empty: GateFigures = {
+  consent: { reached: 0, withReceipt: 0 },
+  completionToVerified: { count: 0, p50: null, p99: null },
+  expired: { total: 0, recoverable: 0 },
+  crossUserBindings: 0,
+  unexpectedCompletions: 0,
+  acceptedMoreThanOnce: 0,
+};
+
 const missed = (f: GateFigures) =>
   evaluateGates(f)
     .filter((g) => !g.pass)
@@ -23,28 +33,11 @@ const missed = (f: GateFigures) =>
 describe('evaluateGates', () => {
   it('passes every gate on clean figures, and on a ledger with no flows yet', () => {
     expect(missed(clean)).toEqual([]);
-    expect(
-      missed({
-        consent: { reached: 0, withReceipt: 0 },
-        completionToVerified: { count: 0, p50: null, p99: null },
-        expired: { total: 0, recoverable: 0 },
-        crossUserBindings: 0,
-        unexpectedCompletions: 0,
-        acceptedMoreThanOnce: 0,
-      }),
-    ).toEqual([]);
+    expect(missed(empty)).toEqual([]);
   });
 
   it('says "no data" for a gate with nothing to judge yet, never PASS, and misses nothing for it', () => {
-    const empty = evaluateGates({
-      consent: { reached: 0, withReceipt: 0 },
-      completionToVerified: { count: 0, p50: null, p99: null },
-      expired: { total: 0, recoverable: 0 },
-      crossUserBindings: 0,
-      unexpectedCompletions: 0,
-      acceptedMoreThanOnce: 0,
-    });
-    expect(Object.fromEntries(empty.map((g) => [g.id, verdictOf(g)]))).toEqual({
+    expect(Object.fromEntries(evaluateGates(empty).map((g) => [g.id, verdictOf(g)]))).toEqual({
       consent_receipts: 'NO DATA',
       completion_p99: 'NO DATA',
       expired_recoverable: 'NO DATA',

@@ -114,6 +114,30 @@ export async function freePorts(count: number): Promise<number[]> {
   return [...ports];
 }
 
+/** Free ports for a broker process and its development servers, as the environment names them. */
+export async function devStackPorts(): Promise<{
+  PORT: string;
+  DEV_IDP_PORT: string;
+  DEV_REPORTS_PORT: string;
+  DEV_GITHUB_PORT: string;
+  DEV_UPSTREAM_PORT: string;
+}> {
+  const [port, idp, reports, github, upstream] = (await freePorts(5)).map(String) as [
+    string,
+    string,
+    string,
+    string,
+    string,
+  ];
+  return {
+    PORT: port,
+    DEV_IDP_PORT: idp,
+    DEV_REPORTS_PORT: reports,
+    DEV_GITHUB_PORT: github,
+    DEV_UPSTREAM_PORT: upstream,
+  };
+}
+
 /** The first port of the kernel's ephemeral range (Linux; IANA's 49152 where it cannot be read). */
 async function ephemeralLow(): Promise<number> {
   const { readFile } = await import('node:fs/promises');

@@ -5,7 +5,7 @@ import pg from 'pg';
 import { verifyChain } from '../../src/ledger/chainVerifyRepo.js';
 import type { FaultPoint } from '../../src/shared/faultPoints.js';
 import { createFetch, type Fetch } from '../../src/shared/httpClient.js';
-import { freePorts, runTs, type BrokerProcess } from './brokerProcess.js';
+import { devStackPorts, runTs, type BrokerProcess } from './brokerProcess.js';
 import type { BrokerStack } from './brokerStack.js';
 import { tokenFor } from './mcpWire.js';
 
@@ -73,14 +73,8 @@ export async function createFaultBroker(adminUrl: string): Promise<FaultBroker> 
   db.on('error', () => undefined);
   const dataDir = await mkdtemp(join(tmpdir(), 'broker-faults-'));
   await chmod(dataDir, 0o711);
-  const [port, idpPort, reportsPort, githubPort, upstreamPort] = (await freePorts(5)) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
-  const brokerUrl = `https://127.0.0.1:${port}`;
+  const ports = await devStackPorts();
+  const brokerUrl = `https://127.0.0.1:${ports.PORT}`;
   let fetch: Fetch | undefined;
   let caPem = '';
   let process: BrokerProcess | undefined;
@@ -92,7 +86,7 @@ export async function createFaultBroker(adminUrl: string): Promise<FaultBroker> 
     brokerUrl,
     secondUrl: brokerUrl,
     mcpResourceUrl: `${brokerUrl}/mcp`,
-    dev: { idp: { issuer: `https://127.0.0.1:${idpPort}` } },
+    dev: { idp: { issuer: `https://127.0.0.1:${ports.DEV_IDP_PORT}` } },
     get fetch() {
       if (!fetch) throw new Error('start the broker first');
       return fetch;
@@ -116,11 +110,7 @@ export async function createFaultBroker(adminUrl: string): Promise<FaultBroker> 
       process = runTs('src/main.ts', [], {
         DATA_DIR: dataDir,
         DATABASE_URL: url.href,
-        PORT: String(port),
-        DEV_IDP_PORT: String(idpPort),
-        DEV_REPORTS_PORT: String(reportsPort),
-        DEV_GITHUB_PORT: String(githubPort),
-        DEV_UPSTREAM_PORT: String(upstreamPort),
+        ...ports,
         LOG_LEVEL: 'warn',
         // A host's retry waits this long for an operation another (dead) caller holds, then calls again.
         RETRY_WAIT_MS: '5000',
