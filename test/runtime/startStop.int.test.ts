@@ -53,6 +53,8 @@ describe('npm start (development stack)', () => {
     expect(out).toContain(`https://127.0.0.1:${ports[0]}/mcp`);
     expect(out).toMatch(/alice, bob, mallory/);
     expect(out).toContain('connect-dev');
+    // No warning that is not news: oidc-provider's Node.js 20 runtime warning and its in-memory adapter's.
+    expect(out).not.toContain('oidc-provider WARNING');
 
     const fetch = createFetch({ extraCaPems: [await readFile(join(dataDir, 'tls', 'ca.pem'), 'utf8')] });
     const ready = await fetch(`https://127.0.0.1:${ports[0]}/readyz`);
